@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Debian packages mpitron needs, only those that are missing (idempotent, and a
+# no-op taking well under a second when everything is there). Needs root or sudo for apt-get.
+set -euo pipefail
+
+packages=(
+  cmake g++ make
+  openmpi-bin libopenmpi-dev
+  libeigen3-dev
+  libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$package")
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo_cmd=(sudo)
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
