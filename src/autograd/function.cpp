@@ -1,0 +1,33 @@
+#include "autograd/function.h"
+
+#include <algorithm>
+
+namespace mpitron::autograd {
+
+namespace {
+thread_local bool grad_mode = true;
+}
+
+bool grad_enabled() {
+  return grad_mode;
+}
+
+NoGradGuard::NoGradGuard() : previous_(grad_mode) {
+  grad_mode = false;
+}
+NoGradGuard::~NoGradGuard() {
+  grad_mode = previous_;
+}
+
+Tensor attach(Tensor output, std::shared_ptr<Function> function, std::vector<Tensor> inputs) {
+  const bool needs_grad =
+      grad_mode && std::any_of(inputs.begin(), inputs.end(),
+                               [](const Tensor& t) { return t.defined() && t.requires_grad(); });
+  if (!needs_grad) return output;
+  function->inputs_ = std::move(inputs);
+  output.impl()->requires_grad = true;
+  output.impl()->grad_fn = std::move(function);
+  return output;
+}
+
+}  // namespace mpitron::autograd

@@ -1,0 +1,132 @@
+// linear and matmul: the GEMM-backed differentiable ops.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "autograd/op_util.h"
+#include "autograd/ops.h"
+
+namespace mpitron::autograd {
+
+using detail::empty_like;
+using detail::needs_grad;
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  detail::check_compatible("linear", {x, weight, bias});
+  if (weight.ndim() != 2 || x.ndim() < 1 || x.size(-1) != weight.size(1) ||
+      (bias.defined() && (bias.ndim() != 1 || bias.size(0) != weight.size(0)))) {
+    throw std::invalid_argument(fmt::format("linear: input {} does not fit weight {} and bias {}",
+                                            to_string(x.shape()), to_string(weight.shape()),
+                                            bias.defined() ? to_string(bias.shape()) : "none"));
+  }
+  const auto in = static_cast<std::size_t>(weight.size(1));
+  const auto out = static_cast<std::size_t>(weight.size(0));
+  const auto rows = static_cast<std::size_t>(x.numel()) / in;
+  Shape y_shape = x.shape();
+  y_shape.back() = weight.size(0);
+  Tensor y = empty_like(x, y_shape);
+  kernels::gemm(false, true, rows, out, in, 1.0, x.buffer(), weight.buffer(), 0.0, y.buffer());
+  if (bias.defined()) kernels::bias_add(y.buffer(), bias.buffer(), out, y.buffer());
+
+  return detail::record(
+      "linear", y, {x, weight, bias}, [x, weight, bias, rows, in, out](const Tensor& dy) {
+        Tensor dx, dw, db;
+        if (needs_grad(x)) {
+          dx = empty_like(x);
+          kernels::gemm(false, false, rows, in, out, 1.0, dy.buffer(), weight.buffer(), 0.0,
+                        dx.buffer());
+        }
+        if (needs_grad(weight)) {
+          dw = empty_like(weight);
+          kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 0.0, dw.buffer());
+        }
+        if (needs_grad(bias)) {
+          db = empty_like(bias);
+          kernels::sum_rows(dy.buffer(), out, db.buffer());
+        }
+        return std::vector<Tensor>{dx, dw, db};
+      });
+}
+
+namespace {
+
+// Sizes of one batched product op(A) op(B) = C.
+struct MatmulDims {
+  std::size_t batch, m, n, k;
+  bool shared_b;  // b is 2-D and reused by every batch entry
+};
+
+MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  const auto fail = [&] {
+    return std::invalid_argument(fmt::format("matmul: shapes {}{} and {}{} do not multiply",
+                                             to_string(a.shape()), trans_a ? "^T" : "",
+                                             to_string(b.shape()), trans_b ? "^T" : ""));
+  };
+  if (a.ndim() < 2 || b.ndim() < 2) throw fail();
+  const bool shared_b = b.ndim() == 2 && a.ndim() > 2;
+  if (!shared_b &&
+      !std::equal(a.shape().begin(), a.shape().end() - 2, b.shape().begin(), b.shape().end() - 2)) {
+    throw fail();
+  }
+  if (!shared_b && a.ndim() != b.ndim()) throw fail();
+  const auto dim = [](const Tensor& t, int d) { return static_cast<std::size_t>(t.size(d)); };
+  MatmulDims dims{detail::extent_product(a.shape(), 0, a.ndim() - 2),
+                  trans_a ? dim(a, -1) : dim(a, -2), trans_b ? dim(b, -2) : dim(b, -1),
+                  trans_a ? dim(a, -2) : dim(a, -1), shared_b};
+  const std::size_t k_of_b = trans_b ? dim(b, -1) : dim(b, -2);
+  if (k_of_b != dims.k) throw fail();
+  return dims;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  detail::check_compatible("matmul", {a, b});
+  const MatmulDims d = matmul_dims(a, b, trans_a, trans_b);
+  Shape c_shape = a.shape();
+  c_shape[c_shape.size() - 2] = static_cast<std::int64_t>(d.m);
+  c_shape.back() = static_cast<std::int64_t>(d.n);
+  Tensor c = empty_like(a, c_shape);
+  const std::size_t stride_b = d.shared_b ? 0 : d.k * d.n;
+  kernels::gemm_batched(trans_a, trans_b, d.batch, d.m, d.n, d.k, 1.0, a.buffer(), d.m * d.k,
+                        b.buffer(), stride_b, 0.0, c.buffer(), d.m * d.n);
+
+  return detail::record("matmul", c, {a, b}, [a, b, d, trans_a, trans_b](const Tensor& dc) {
+    Tensor da, db;
+    const std::size_t mk = d.m * d.k, kn = d.k * d.n, mn = d.m * d.n;
+    const std::size_t stride_b = d.shared_b ? 0 : kn;
+    if (needs_grad(a)) {
+      da = empty_like(a);
+      if (trans_a) {  // A stored [k, m]: dA = op(B) dC^T
+        kernels::gemm_batched(trans_b, true, d.batch, d.k, d.m, d.n, 1.0, b.buffer(), stride_b,
+                              dc.buffer(), mn, 0.0, da.buffer(), mk);
+      } else {  // dA = dC op(B)^T
+        kernels::gemm_batched(false, !trans_b, d.batch, d.m, d.k, d.n, 1.0, dc.buffer(), mn,
+                              b.buffer(), stride_b, 0.0, da.buffer(), mk);
+      }
+    }
+    if (needs_grad(b)) {
+      // One gradient per batch entry; a shared b sums them afterwards.
+      Tensor per_batch =
+          d.shared_b
+              ? empty_like(b, {static_cast<std::int64_t>(d.batch), static_cast<std::int64_t>(kn)})
+              : empty_like(b);
+      if (trans_b) {  // B stored [n, k]: dB = dC^T op(A)
+        kernels::gemm_batched(true, trans_a, d.batch, d.n, d.k, d.m, 1.0, dc.buffer(), mn,
+                              a.buffer(), mk, 0.0, per_batch.buffer(), kn);
+      } else {  // dB = op(A)^T dC
+        kernels::gemm_batched(!trans_a, false, d.batch, d.k, d.n, d.m, 1.0, a.buffer(), mk,
+                              dc.buffer(), mn, 0.0, per_batch.buffer(), kn);
+      }
+      if (d.shared_b) {
+        db = empty_like(b);
+        kernels::sum_rows(per_batch.buffer(), kn, db.buffer());
+      } else {
+        db = per_batch;
+      }
+    }
+    return std::vector<Tensor>{da, db};
+  });
+}
+
+}  // namespace mpitron::autograd

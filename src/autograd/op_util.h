@@ -1,0 +1,61 @@
+// Helpers shared by the differentiable op implementations (internal to autograd).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/function.h"
+#include "autograd/tensor.h"
+
+namespace mpitron::autograd::detail {
+
+/// Throws std::invalid_argument "<op>: ..." unless every defined tensor shares a's device and
+/// dtype.
+void check_compatible(const char* op, const std::vector<Tensor>& tensors);
+
+/// A new uninitialized tensor with x's device and dtype.
+Tensor empty_like(const Tensor& x, const Shape& shape);
+inline Tensor empty_like(const Tensor& x) {
+  return empty_like(x, x.shape());
+}
+
+/// Normalizes a possibly negative dim; throws std::out_of_range naming the op.
+int normalize_dim(const char* op, int dim, int ndim);
+
+/// Product of shape[begin, end).
+std::size_t extent_product(const Shape& shape, int begin, int end);
+
+/// A Function whose backward is a lambda: keeps small ops short.
+template <class Backward>
+class LambdaFunction final : public Function {
+ public:
+  LambdaFunction(std::string name, Backward backward)
+      : name_(std::move(name)), backward_(std::move(backward)) {}
+  std::string name() const override { return name_; }
+  std::vector<Tensor> backward(const Tensor& grad_output) override {
+    return backward_(grad_output);
+  }
+
+ private:
+  std::string name_;
+  Backward backward_;
+};
+
+/// attach(output, LambdaFunction(name, backward), inputs) — skipped entirely (no closure kept)
+/// when no input needs a gradient.
+template <class Backward>
+Tensor record(const char* name, Tensor output, std::vector<Tensor> inputs, Backward backward) {
+  return attach(std::move(output),
+                std::make_shared<LambdaFunction<Backward>>(name, std::move(backward)),
+                std::move(inputs));
+}
+
+/// True when `t` is defined and will receive a gradient in the current backward pass.
+inline bool needs_grad(const Tensor& t) {
+  return t.defined() && t.requires_grad();
+}
+
+}  // namespace mpitron::autograd::detail

@@ -1,0 +1,26 @@
+// Seeded, deterministic tensor creation. Element i of a tensor made from seed s depends only on
+// (s, i) — not on the device, the rank, the shape or the thread count — so every rank that
+// builds the same master tensor gets the same values and can slice its shard from it.
+#pragma once
+
+#include <cstdint>
+
+#include "autograd/tensor.h"
+
+namespace mpitron::autograd {
+
+/// Normal samples with mean 0 and standard deviation `std`, from a counter-based generator
+/// (SplitMix64 of (seed, index), Steele, Lea & Flood, OOPSLA 2014) and the Box-Muller transform.
+/// Not the same stream as torch.randn: PyTorch parity tests read committed values instead.
+Tensor randn(const Shape& shape, std::uint64_t seed, double std = 1.0, DType dtype = DType::f32,
+             Device device = Device::cpu);
+
+/// Uniform samples in [low, high) from the same counter-based generator. Throws
+/// std::invalid_argument when high < low.
+Tensor uniform(const Shape& shape, std::uint64_t seed, double low, double high,
+               DType dtype = DType::f32, Device device = Device::cpu);
+
+/// 0, 1, ..., n-1 as a 1-D tensor of shape {n} (like torch.arange(n)).
+Tensor arange(std::int64_t n, DType dtype = DType::f32, Device device = Device::cpu);
+
+}  // namespace mpitron::autograd

@@ -1,0 +1,174 @@
+#include "autograd/tensor.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "autograd/function.h"
+#include "kernels/ops.h"
+
+namespace mpitron::autograd {
+
+std::int64_t numel_of(const Shape& shape) {
+  std::int64_t n = 1;
+  for (auto extent : shape) {
+    if (extent < 0) throw std::invalid_argument("negative extent in shape " + to_string(shape));
+    n *= extent;
+  }
+  return n;
+}
+
+std::string to_string(const Shape& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+Tensor Tensor::from_buffer(kernels::Buffer buffer, const Shape& shape) {
+  if (static_cast<std::int64_t>(buffer.numel()) != numel_of(shape)) {
+    throw std::invalid_argument(
+        fmt::format("from_buffer: buffer of {} elements cannot hold shape {}", buffer.numel(),
+                    to_string(shape)));
+  }
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<kernels::Buffer>(std::move(buffer));
+  impl->shape = shape;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  return from_buffer(kernels::Buffer(static_cast<std::size_t>(numel_of(shape)), dtype, device),
+                     shape);
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  kernels::fill(t.buffer(), value);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0.0, dtype, device);
+}
+
+Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape, DType dtype,
+                           Device device) {
+  if (static_cast<std::int64_t>(values.size()) != numel_of(shape)) {
+    throw std::invalid_argument(fmt::format("from_vector: {} values do not fill shape {}",
+                                            values.size(), to_string(shape)));
+  }
+  kernels::Buffer host(values.size(), dtype, Device::cpu);
+  if (dtype == DType::f64) {
+    std::copy(values.begin(), values.end(), host.data_as<double>());
+  } else {
+    std::copy(values.begin(), values.end(), host.data_as<float>());
+  }
+  return from_buffer(device == Device::cpu ? std::move(host) : host.to(device), shape);
+}
+
+namespace {
+const TensorImpl& checked(const std::shared_ptr<TensorImpl>& impl) {
+  if (!impl) throw std::logic_error("use of an undefined tensor");
+  return *impl;
+}
+}  // namespace
+
+const Shape& Tensor::shape() const {
+  return checked(impl_).shape;
+}
+
+std::int64_t Tensor::size(int d) const {
+  const int n = ndim();
+  const int index = d < 0 ? d + n : d;
+  if (index < 0 || index >= n) {
+    throw std::out_of_range(fmt::format("dim {} out of range for shape {}", d, to_string(shape())));
+  }
+  return shape()[static_cast<std::size_t>(index)];
+}
+
+std::int64_t Tensor::numel() const {
+  return numel_of(shape());
+}
+Device Tensor::device() const {
+  return checked(impl_).storage->device();
+}
+DType Tensor::dtype() const {
+  return checked(impl_).storage->dtype();
+}
+kernels::Buffer& Tensor::buffer() {
+  return *checked(impl_).storage;
+}
+const kernels::Buffer& Tensor::buffer() const {
+  return *checked(impl_).storage;
+}
+bool Tensor::requires_grad() const {
+  return checked(impl_).requires_grad;
+}
+Tensor Tensor::grad() const {
+  return checked(impl_).grad;
+}
+const std::shared_ptr<Function>& Tensor::grad_fn() const {
+  return checked(impl_).grad_fn;
+}
+
+Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  if (!is_leaf()) throw std::logic_error("set_requires_grad: only leaf tensors can be marked");
+  impl_->requires_grad = requires_grad;
+  return *this;
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  if (grad.defined()) check_same_shape("set_grad", *this, grad);
+  impl_->grad = grad;
+}
+
+void Tensor::backward() const {
+  if (numel() != 1) {
+    throw std::logic_error("backward() without a gradient needs a one-element tensor, not shape " +
+                           to_string(shape()));
+  }
+  backward(Tensor::full(shape(), 1.0, dtype(), device()));
+}
+
+void Tensor::backward(const Tensor& grad_output) const {
+  check_same_shape("backward", *this, grad_output);
+  if (!requires_grad()) throw std::logic_error("backward: the tensor does not require grad");
+  run_backward(*this, grad_output);
+}
+
+Tensor Tensor::detach() const {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = checked(impl_).storage;
+  impl->shape = impl_->shape;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::to(Device device) const {
+  return from_buffer(buffer().to(device), shape());
+}
+
+std::vector<double> Tensor::to_vector() const {
+  kernels::Buffer host = buffer().to(Device::cpu);
+  if (host.dtype() == DType::f64) {
+    const double* p = host.data_as<double>();
+    return {p, p + host.numel()};
+  }
+  const float* p = host.data_as<float>();
+  return {p, p + host.numel()};
+}
+
+double Tensor::item() const {
+  if (numel() != 1) {
+    throw std::logic_error("item() needs a one-element tensor, not shape " + to_string(shape()));
+  }
+  return to_vector()[0];
+}
+
+void check_same_shape(const char* op, const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) {
+    throw std::invalid_argument(fmt::format("{}: shape {} does not match {}", op,
+                                            to_string(a.shape()), to_string(b.shape())));
+  }
+}
+
+}  // namespace mpitron::autograd
