@@ -92,8 +92,8 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
 /// Swaps two dims: x viewed as [outer, d1, mid, d2, inner] is written to y as
 /// [outer, d2, mid, d1, inner]. Any row-major transpose of two dims has this form (e.g.
 /// [b, s, h, d] -> [b, h, s, d] is outer=b, d1=s, mid=1, d2=h, inner=d).
-void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid,
-               std::size_t d2, std::size_t inner, Buffer& y);
+void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid, std::size_t d2,
+               std::size_t inner, Buffer& y);
 
 /// Strided block copy: for r in [0, rows), copies `row_len` contiguous elements from
 /// src[src_offset + r * src_stride] to dst[dst_offset + r * dst_stride]. Split, concat and

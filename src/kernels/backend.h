@@ -1,0 +1,82 @@
+// Internal: one interface with a virtual per op, implemented once for the CPU (cpu/) and once for
+// CUDA (cuda/). The public free functions in ops.cpp validate their arguments and then call
+// backend(device), so no backend repeats the checks and a build without CUDA needs no stubs.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/device.h"
+#include "kernels/ops.h"
+
+namespace mpitron::kernels {
+
+/// The math and memory of one device. Every op receives arguments already validated by ops.cpp
+/// (same device, same dtype, consistent sizes), so implementations only dispatch on the dtype.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// Uncached device memory of `bytes` bytes, or nullptr when the device is out of memory.
+  virtual void* allocate(std::size_t bytes) noexcept = 0;
+  virtual void deallocate(void* ptr) noexcept = 0;
+  /// Uncached host memory suited to staging this device's buffers (pinned for CUDA), or nullptr.
+  virtual void* allocate_host(std::size_t bytes) noexcept = 0;
+  virtual void deallocate_host(void* ptr) noexcept = 0;
+  /// Copies `bytes` bytes between host memory and/or this device's memory, synchronously.
+  virtual void copy_bytes(void* dst, const void* src, std::size_t bytes) = 0;
+  /// Waits for all queued work.
+  virtual void synchronize() = 0;
+
+  virtual void fill(Buffer& out, double value) = 0;
+  virtual void broadcast_scalar(const Buffer& s, double alpha, Buffer& out) = 0;
+  virtual void add(const Buffer& a, const Buffer& b, Buffer& out) = 0;
+  virtual void sub(const Buffer& a, const Buffer& b, Buffer& out) = 0;
+  virtual void mul(const Buffer& a, const Buffer& b, Buffer& out) = 0;
+  virtual void scale(const Buffer& x, double alpha, Buffer& out) = 0;
+  virtual void axpy(double alpha, const Buffer& x, Buffer& y) = 0;
+  virtual void bias_add(const Buffer& x, const Buffer& bias, std::size_t cols, Buffer& out) = 0;
+  virtual void sum_rows(const Buffer& x, std::size_t cols, Buffer& out) = 0;
+  virtual void sum(const Buffer& x, Buffer& out) = 0;
+  virtual void gelu_forward(const Buffer& x, Buffer& y, GeluForm form) = 0;
+  virtual void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form) = 0;
+  virtual void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y) = 0;
+  virtual void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols,
+                                Buffer& dx) = 0;
+  virtual void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) = 0;
+  virtual void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss,
+                            Buffer& dpred) = 0;
+  /// `gemm` is `gemm_batched` with batch 1; batch, m, n > 0 here; k == 0 leaves C = beta C.
+  virtual void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
+                            std::size_t n, std::size_t k, double alpha, const Buffer& a,
+                            std::size_t stride_a, const Buffer& b, std::size_t stride_b,
+                            double beta, Buffer& c, std::size_t stride_c) = 0;
+  virtual void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid,
+                         std::size_t d2, std::size_t inner, Buffer& y) = 0;
+  virtual void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride,
+                         Buffer& dst, std::size_t dst_offset, std::size_t dst_stride,
+                         std::size_t rows, std::size_t row_len) = 0;
+};
+
+/// The backend of `device`, created on first use. Throws std::runtime_error for cuda when
+/// mpitron was built without CUDA or no CUDA device is visible.
+Backend& backend(Device device);
+
+/// The CPU backend (cpu/cpu_backend.cpp).
+Backend& cpu_backend();
+
+#if MPITRON_HAVE_CUDA
+/// The CUDA backend (cuda/cuda_backend.cpp); call only when cuda_available().
+Backend& cuda_backend();
+
+/// Number of CUDA devices, 0 on any driver error (cuda/cuda_backend.cpp).
+int cuda_runtime_device_count() noexcept;
+#endif
+
+/// Calls `f(T{})` with T = float for f32 and double for f64.
+template <class F>
+decltype(auto) dispatch(DType dtype, F&& f) {
+  if (dtype == DType::f64) return f(double{});
+  return f(float{});
+}
+
+}  // namespace mpitron::kernels

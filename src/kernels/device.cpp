@@ -1,0 +1,133 @@
+// Buffer and the copies between devices.
+#include "kernels/device.h"
+
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/allocator.h"
+#include "kernels/backend.h"
+
+namespace mpitron::kernels {
+
+std::size_t dtype_size(DType dtype) {
+  return dtype == DType::f64 ? 8 : 4;
+}
+
+std::string to_string(Device device) {
+  return device == Device::cuda ? "cuda" : "cpu";
+}
+
+std::string to_string(DType dtype) {
+  return dtype == DType::f64 ? "float64" : "float32";
+}
+
+Buffer::Buffer(std::size_t numel, DType dtype, Device device)
+    : numel_(numel), dtype_(dtype), device_(device) {
+  if (device == Device::cuda) backend(device);  // throws when CUDA is missing, also for numel 0
+  if (numel > 0) data_ = cached_allocate(device, false, bytes());
+}
+
+Buffer Buffer::pinned_host(std::size_t numel, DType dtype) {
+  Buffer buffer;
+  buffer.numel_ = numel;
+  buffer.dtype_ = dtype;
+  buffer.pinned_ = cuda_available();
+  if (numel > 0) {
+    buffer.data_ = cached_allocate(buffer.pinned_ ? Device::cuda : Device::cpu, buffer.pinned_,
+                                   buffer.bytes());
+  }
+  return buffer;
+}
+
+Buffer::Buffer(Buffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      numel_(std::exchange(other.numel_, 0)),
+      dtype_(other.dtype_),
+      device_(other.device_),
+      pinned_(std::exchange(other.pinned_, false)) {}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    numel_ = std::exchange(other.numel_, 0);
+    dtype_ = other.dtype_;
+    device_ = other.device_;
+    pinned_ = std::exchange(other.pinned_, false);
+  }
+  return *this;
+}
+
+Buffer::~Buffer() {
+  release();
+}
+
+void Buffer::release() noexcept {
+  if (data_ != nullptr) {
+    cached_deallocate(pinned_ ? Device::cuda : device_, pinned_, data_, bytes());
+  }
+  data_ = nullptr;
+  numel_ = 0;
+  pinned_ = false;
+}
+
+template <class T>
+T* Buffer::data_as() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  constexpr DType wanted = std::is_same_v<T, double> ? DType::f64 : DType::f32;
+  if (dtype_ != wanted) {
+    throw std::logic_error("kernels::Buffer::data_as: buffer holds " + to_string(dtype_) +
+                           ", not " + to_string(wanted));
+  }
+  return static_cast<T*>(data_);
+}
+
+template <class T>
+const T* Buffer::data_as() const {
+  return const_cast<Buffer*>(this)->data_as<T>();
+}
+
+template float* Buffer::data_as<float>();
+template double* Buffer::data_as<double>();
+template const float* Buffer::data_as<float>() const;
+template const double* Buffer::data_as<double>() const;
+
+Buffer Buffer::to(Device device) const {
+  Buffer out(numel_, dtype_, device);
+  copy(*this, out);
+  return out;
+}
+
+void copy(const Buffer& src, Buffer& dst) {
+  if (src.numel() != dst.numel() || src.dtype() != dst.dtype()) {
+    throw std::invalid_argument("kernels::copy: src has " + std::to_string(src.numel()) + " " +
+                                to_string(src.dtype()) + " elements but dst has " +
+                                std::to_string(dst.numel()) + " " + to_string(dst.dtype()));
+  }
+  copy_bytes(src, 0, dst, 0, src.bytes());
+}
+
+void copy_bytes(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset,
+                std::size_t bytes) {
+  auto check = [bytes](const char* name, const Buffer& buffer, std::size_t offset) {
+    if (offset > buffer.bytes() || bytes > buffer.bytes() - offset) {
+      throw std::out_of_range("kernels::copy_bytes: " + std::to_string(bytes) +
+                              " bytes at offset " + std::to_string(offset) + " run past the " +
+                              std::to_string(buffer.bytes()) + "-byte " + name + " buffer");
+    }
+  };
+  check("src", src, src_offset);
+  check("dst", dst, dst_offset);
+  if (bytes == 0) return;
+  const bool on_cuda = src.device() == Device::cuda || dst.device() == Device::cuda;
+  backend(on_cuda ? Device::cuda : Device::cpu)
+      .copy_bytes(static_cast<char*>(dst.data()) + dst_offset,
+                  static_cast<const char*>(src.data()) + src_offset, bytes);
+}
+
+void synchronize(Device device) {
+  if (device == Device::cuda && cuda_available()) backend(device).synchronize();
+}
+
+}  // namespace mpitron::kernels

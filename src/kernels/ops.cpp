@@ -1,0 +1,231 @@
+// The public ops: validate the arguments, then hand them to the device's backend.
+#include "kernels/ops.h"
+
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/backend.h"
+
+namespace mpitron::kernels {
+namespace {
+
+struct Arg {
+  const char* name;
+  const Buffer& buffer;
+};
+
+[[noreturn]] void fail(const char* op, const std::string& what) {
+  throw std::invalid_argument(std::string("kernels::") + op + ": " + what);
+}
+
+/// All buffers on one device with one dtype; returns that device's backend.
+Backend& same_place(const char* op, std::initializer_list<Arg> args) {
+  const Arg& first = *args.begin();
+  for (const Arg& arg : args) {
+    if (arg.buffer.device() != first.buffer.device() ||
+        arg.buffer.dtype() != first.buffer.dtype()) {
+      fail(op, std::string(first.name) + " is " + to_string(first.buffer.device()) + " " +
+                   to_string(first.buffer.dtype()) + " but " + arg.name + " is " +
+                   to_string(arg.buffer.device()) + " " + to_string(arg.buffer.dtype()));
+    }
+  }
+  return backend(first.buffer.device());
+}
+
+void expect_numel(const char* op, const Arg& arg, std::size_t expected, const char* what) {
+  if (arg.buffer.numel() != expected) {
+    fail(op, std::string(arg.name) + " has " + std::to_string(arg.buffer.numel()) +
+                 " elements, expected " + std::to_string(expected) + " (" + what + ")");
+  }
+}
+
+void expect_at_least(const char* op, const Arg& arg, std::size_t needed, const char* what) {
+  if (arg.buffer.numel() < needed) {
+    fail(op, std::string(arg.name) + " has " + std::to_string(arg.buffer.numel()) +
+                 " elements, needs at least " + std::to_string(needed) + " (" + what + ")");
+  }
+}
+
+/// x viewed as [rows, cols]: numel must be a multiple of cols (> 0 unless x is empty).
+void expect_rows_of(const char* op, const Arg& x, std::size_t cols) {
+  if (x.buffer.numel() == 0) return;
+  if (cols == 0 || x.buffer.numel() % cols != 0) {
+    fail(op, std::string(x.name) + " has " + std::to_string(x.buffer.numel()) +
+                 " elements, not a whole number of rows of cols = " + std::to_string(cols));
+  }
+}
+
+void expect_distinct(const char* op, const Arg& out, const Arg& in) {
+  if (&out.buffer == &in.buffer) fail(op, std::string(out.name) + " may not alias " + in.name);
+}
+
+}  // namespace
+
+void fill(Buffer& out, double value) {
+  if (!out.empty()) backend(out.device()).fill(out, value);
+}
+
+void broadcast_scalar(const Buffer& s, double alpha, Buffer& out) {
+  Backend& be = same_place("broadcast_scalar", {{"s", s}, {"out", out}});
+  expect_numel("broadcast_scalar", {"s", s}, 1, "a scalar");
+  if (!out.empty()) be.broadcast_scalar(s, alpha, out);
+}
+
+#define MPITRON_BINARY_OP(op)                                          \
+  void op(const Buffer& a, const Buffer& b, Buffer& out) {             \
+    Backend& be = same_place(#op, {{"a", a}, {"b", b}, {"out", out}}); \
+    expect_numel(#op, {"b", b}, a.numel(), "numel of a");              \
+    expect_numel(#op, {"out", out}, a.numel(), "numel of a");          \
+    if (!out.empty()) be.op(a, b, out);                                \
+  }
+MPITRON_BINARY_OP(add)
+MPITRON_BINARY_OP(sub)
+MPITRON_BINARY_OP(mul)
+#undef MPITRON_BINARY_OP
+
+void scale(const Buffer& x, double alpha, Buffer& out) {
+  Backend& be = same_place("scale", {{"x", x}, {"out", out}});
+  expect_numel("scale", {"out", out}, x.numel(), "numel of x");
+  if (!out.empty()) be.scale(x, alpha, out);
+}
+
+void axpy(double alpha, const Buffer& x, Buffer& y) {
+  Backend& be = same_place("axpy", {{"x", x}, {"y", y}});
+  expect_numel("axpy", {"y", y}, x.numel(), "numel of x");
+  if (!y.empty()) be.axpy(alpha, x, y);
+}
+
+void bias_add(const Buffer& x, const Buffer& bias, std::size_t cols, Buffer& out) {
+  Backend& be = same_place("bias_add", {{"x", x}, {"bias", bias}, {"out", out}});
+  expect_rows_of("bias_add", {"x", x}, cols);
+  expect_numel("bias_add", {"bias", bias}, cols, "cols");
+  expect_numel("bias_add", {"out", out}, x.numel(), "numel of x");
+  if (!out.empty()) be.bias_add(x, bias, cols, out);
+}
+
+void sum_rows(const Buffer& x, std::size_t cols, Buffer& out) {
+  Backend& be = same_place("sum_rows", {{"x", x}, {"out", out}});
+  expect_rows_of("sum_rows", {"x", x}, cols);
+  expect_numel("sum_rows", {"out", out}, cols, "cols");
+  if (!out.empty()) be.sum_rows(x, cols, out);
+}
+
+void sum(const Buffer& x, Buffer& out) {
+  Backend& be = same_place("sum", {{"x", x}, {"out", out}});
+  expect_numel("sum", {"out", out}, 1, "a scalar");
+  be.sum(x, out);
+}
+
+void gelu_forward(const Buffer& x, Buffer& y, GeluForm form) {
+  Backend& be = same_place("gelu_forward", {{"x", x}, {"y", y}});
+  expect_numel("gelu_forward", {"y", y}, x.numel(), "numel of x");
+  if (!y.empty()) be.gelu_forward(x, y, form);
+}
+
+void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form) {
+  Backend& be = same_place("gelu_backward", {{"x", x}, {"dy", dy}, {"dx", dx}});
+  expect_numel("gelu_backward", {"dy", dy}, x.numel(), "numel of x");
+  expect_numel("gelu_backward", {"dx", dx}, x.numel(), "numel of x");
+  if (!dx.empty()) be.gelu_backward(x, dy, dx, form);
+}
+
+void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y) {
+  Backend& be = same_place("softmax_forward", {{"x", x}, {"y", y}});
+  expect_rows_of("softmax_forward", {"x", x}, cols);
+  expect_numel("softmax_forward", {"y", y}, x.numel(), "numel of x");
+  if (!y.empty()) be.softmax_forward(x, cols, y);
+}
+
+void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx) {
+  Backend& be = same_place("softmax_backward", {{"y", y}, {"dy", dy}, {"dx", dx}});
+  expect_rows_of("softmax_backward", {"y", y}, cols);
+  expect_numel("softmax_backward", {"dy", dy}, y.numel(), "numel of y");
+  expect_numel("softmax_backward", {"dx", dx}, y.numel(), "numel of y");
+  if (!dx.empty()) be.softmax_backward(y, dy, cols, dx);
+}
+
+void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) {
+  Backend& be = same_place("mse_forward", {{"pred", pred}, {"target", target}, {"loss", loss}});
+  expect_numel("mse_forward", {"target", target}, pred.numel(), "numel of pred");
+  expect_numel("mse_forward", {"loss", loss}, 1, "a scalar");
+  be.mse_forward(pred, target, loss);
+}
+
+void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss, Buffer& dpred) {
+  Backend& be = same_place(
+      "mse_backward", {{"pred", pred}, {"target", target}, {"dloss", dloss}, {"dpred", dpred}});
+  expect_numel("mse_backward", {"target", target}, pred.numel(), "numel of pred");
+  expect_numel("mse_backward", {"dloss", dloss}, 1, "a scalar");
+  expect_numel("mse_backward", {"dpred", dpred}, pred.numel(), "numel of pred");
+  if (!dpred.empty()) be.mse_backward(pred, target, dloss, dpred);
+}
+
+namespace {
+
+void gemm_checked(const char* op, bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
+                  std::size_t n, std::size_t k, double alpha, const Buffer& a, std::size_t stride_a,
+                  const Buffer& b, std::size_t stride_b, double beta, Buffer& c,
+                  std::size_t stride_c) {
+  Backend& be = same_place(op, {{"a", a}, {"b", b}, {"c", c}});
+  expect_distinct(op, {"c", c}, {"a", a});
+  expect_distinct(op, {"c", c}, {"b", b});
+  if (batch == 0 || m * n == 0) return;
+  if (batch > 1 && stride_c < m * n) fail(op, "stride_c < m * n makes the outputs overlap");
+  expect_at_least(op, {"a", a}, (batch - 1) * stride_a + m * k, "(batch-1)*stride_a + m*k");
+  expect_at_least(op, {"b", b}, (batch - 1) * stride_b + k * n, "(batch-1)*stride_b + k*n");
+  expect_at_least(op, {"c", c}, (batch - 1) * stride_c + m * n, "(batch-1)*stride_c + m*n");
+  be.gemm_batched(trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b, stride_b, beta, c,
+                  stride_c);
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, double alpha,
+          const Buffer& a, const Buffer& b, double beta, Buffer& c) {
+  expect_numel("gemm", {"a", a}, m * k, "m * k");
+  expect_numel("gemm", {"b", b}, k * n, "k * n");
+  expect_numel("gemm", {"c", c}, m * n, "m * n");
+  gemm_checked("gemm", trans_a, trans_b, 1, m, n, k, alpha, a, 0, b, 0, beta, c, 0);
+}
+
+void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,
+                  std::size_t k, double alpha, const Buffer& a, std::size_t stride_a,
+                  const Buffer& b, std::size_t stride_b, double beta, Buffer& c,
+                  std::size_t stride_c) {
+  gemm_checked("gemm_batched", trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b, stride_b,
+               beta, c, stride_c);
+}
+
+void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid, std::size_t d2,
+               std::size_t inner, Buffer& y) {
+  Backend& be = same_place("transpose", {{"x", x}, {"y", y}});
+  expect_distinct("transpose", {"y", y}, {"x", x});
+  const std::size_t numel = outer * d1 * mid * d2 * inner;
+  expect_numel("transpose", {"x", x}, numel, "outer * d1 * mid * d2 * inner");
+  expect_numel("transpose", {"y", y}, numel, "outer * d1 * mid * d2 * inner");
+  if (numel > 0) be.transpose(x, outer, d1, mid, d2, inner, y);
+}
+
+void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
+               std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
+               std::size_t row_len) {
+  Backend& be = same_place("copy_rows", {{"src", src}, {"dst", dst}});
+  expect_distinct("copy_rows", {"dst", dst}, {"src", src});
+  if (rows == 0 || row_len == 0) return;
+  auto in_bounds = [&](const char* name, const Buffer& buffer, std::size_t offset,
+                       std::size_t stride) {
+    const std::size_t end = offset + (rows - 1) * stride + row_len;
+    if (end > buffer.numel()) {
+      throw std::out_of_range(
+          "kernels::copy_rows: " + std::to_string(rows) + " rows of " + std::to_string(row_len) +
+          " at offset " + std::to_string(offset) + ", stride " + std::to_string(stride) + " need " +
+          std::to_string(end) + " elements but " + name + " has " + std::to_string(buffer.numel()));
+    }
+  };
+  in_bounds("src", src, src_offset, src_stride);
+  in_bounds("dst", dst, dst_offset, dst_stride);
+  be.copy_rows(src, src_offset, src_stride, dst, dst_offset, dst_stride, rows, row_len);
+}
+
+}  // namespace mpitron::kernels

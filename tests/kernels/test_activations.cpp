@@ -1,0 +1,135 @@
+// GELU, softmax and MSE against closed forms and naive double loops written here.
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "kernel_test.h"
+
+namespace mpitron::kernels::test {
+namespace {
+
+using ActivationTest = KernelTest;
+MPITRON_KERNEL_TEST_SUITE(ActivationTest);
+
+double gelu_reference(double x, GeluForm form) {
+  if (form == GeluForm::exact) return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  const double pi = std::acos(-1.0);
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / pi) * (x + 0.044715 * x * x * x)));
+}
+
+TEST_P(ActivationTest, GeluMatchesTorchValues) {
+  // torch.nn.functional.gelu(torch.tensor([-1., 1.], dtype=torch.float64), approximate=...)
+  Buffer y = empty(2);
+  gelu_forward(make({-1.0, 1.0}), y, GeluForm::exact);
+  expect_close(read(y), {-0.15865525393145707, 0.8413447460685429}, 8 * eps());
+  gelu_forward(make({-1.0, 1.0}), y, GeluForm::tanh);
+  expect_close(read(y), {-0.15880800939172324, 0.8411919906082768}, 8 * eps());
+}
+
+TEST_P(ActivationTest, GeluForwardMatchesTheFormula) {
+  const std::vector<double> x = random(1001, 20, -6.0, 6.0);
+  for (GeluForm form : {GeluForm::exact, GeluForm::tanh}) {
+    std::vector<double> want(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      want[i] = gelu_reference(x[i], form);
+    Buffer y = empty(x.size());
+    gelu_forward(make(x), y, form);
+    // A few roundings of x-sized terms and a libm erf/tanh accurate to ~2 ulp: 16 eps.
+    expect_close(read(y), want, 16 * eps());
+  }
+}
+
+TEST_P(ActivationTest, GeluBackwardMatchesCentralDifferences) {
+  const std::vector<double> x = random(257, 21, -5.0, 5.0);
+  const std::vector<double> dy = random(257, 22);
+  constexpr double h = 1e-5;
+  for (GeluForm form : {GeluForm::exact, GeluForm::tanh}) {
+    std::vector<double> want(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double slope =
+          (gelu_reference(x[i] + h, form) - gelu_reference(x[i] - h, form)) / (2 * h);
+      want[i] = dy[i] * slope;
+    }
+    Buffer dx = empty(x.size());
+    gelu_backward(make(x), make(dy), dx, form);
+    // Central differences in double err by h^2 |f'''| / 6 + 1e-16 / h < 1e-9; float kernels add
+    // a few eps of rounding (|slope| <= 1.13, |dy| <= 2).
+    expect_close(read(dx), want, 1e-9 + 16 * eps());
+  }
+}
+
+std::vector<double> softmax_reference(const std::vector<double>& x, std::size_t cols) {
+  std::vector<double> y(x.size());
+  for (std::size_t r = 0; r < x.size() / cols; ++r) {
+    double max = x[r * cols];
+    for (std::size_t c = 0; c < cols; ++c)
+      max = std::fmax(max, x[r * cols + c]);
+    double total = 0.0;
+    for (std::size_t c = 0; c < cols; ++c)
+      total += std::exp(x[r * cols + c] - max);
+    for (std::size_t c = 0; c < cols; ++c)
+      y[r * cols + c] = std::exp(x[r * cols + c] - max) / total;
+  }
+  return y;
+}
+
+TEST_P(ActivationTest, SoftmaxIsFiniteForLargeInputs) {
+  Buffer y = empty(3);
+  softmax_forward(make({151.29, 0.0, -151.29}), 3, y);
+  // exp(-151.29) ~ 1.7e-66 underflows to 0 in float32; the absolute tolerance 4 eps covers it.
+  expect_close(read(y), {1.0, std::exp(-151.29), std::exp(-302.58)}, 4 * eps());
+  Buffer pair = empty(2);
+  softmax_forward(make({1000.0, 1000.0}), 2, pair);
+  expect_close(read(pair), {0.5, 0.5}, 0.0);
+}
+
+TEST_P(ActivationTest, SoftmaxRowsMatchNaiveLoops) {
+  constexpr std::size_t rows = 7, cols = 300;  // cols above one CUDA block's width
+  const std::vector<double> x = random(rows * cols, 23, -8.0, 8.0);
+  Buffer y = empty(x.size());
+  softmax_forward(make(x), cols, y);
+  // exp of an exact difference (2 roundings) and a row sum accumulated with ~cols eps error.
+  expect_close(read(y), softmax_reference(x, cols), 8 * eps());
+}
+
+TEST_P(ActivationTest, SoftmaxBackwardIsTheJacobianProduct) {
+  constexpr std::size_t rows = 5, cols = 67;
+  const std::vector<double> y = softmax_reference(random(rows * cols, 24), cols);
+  const std::vector<double> dy = random(rows * cols, 25);
+  const std::vector<double> yr = rounded(y);
+  std::vector<double> want(y.size(), 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < cols; ++i) {
+      for (std::size_t j = 0; j < cols; ++j) {  // dx_j = sum_i dy_i y_i (delta_ij - y_j)
+        const double jac = yr[r * cols + i] * ((i == j ? 1.0 : 0.0) - yr[r * cols + j]);
+        want[r * cols + j] += dy[r * cols + i] * jac;
+      }
+    }
+  }
+  Buffer dx = empty(y.size());
+  softmax_backward(make(yr), make(dy), cols, dx);
+  // |dy| <= 2 and sum y = 1, so the inner product is O(2) and rounds with a few eps.
+  expect_close(read(dx), want, 8 * eps());
+}
+
+TEST_P(ActivationTest, MseForwardAndBackwardMatchNaiveLoops) {
+  constexpr std::size_t n = 999;
+  const std::vector<double> pred = random(n, 26), target = random(n, 27);
+  double total = 0.0;
+  std::vector<double> grad(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    total += (pred[i] - target[i]) * (pred[i] - target[i]);
+    grad[i] = 0.5 * 2.0 * (pred[i] - target[i]) / n;  // dloss = 0.5
+  }
+  const Buffer bp = make(pred), bt = make(target);
+  Buffer loss = empty(1);
+  mse_forward(bp, bt, loss);
+  // Accumulated in double, then one rounding to the dtype.
+  expect_close(read(loss), {total / n}, 2 * eps());
+  Buffer dpred = empty(n);
+  mse_backward(bp, bt, make({0.5}), dpred);
+  expect_close(read(dpred), grad, 4 * eps());
+}
+
+}  // namespace
+}  // namespace mpitron::kernels::test
