@@ -32,14 +32,32 @@ function(mpitron_add_mpi_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
-  if(TARGET ${ARG_TARGET})
-    set(program $<TARGET_FILE:${ARG_TARGET}>)
-  else()
-    set(program ${ARG_TARGET})
+  _mpitron_mpiexec_command(command ${ARG_NP} ${ARG_TARGET} ${ARG_ARGS})
+  add_test(NAME ${name} COMMAND ${command})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} PROCESSORS ${ARG_NP})
+endfunction()
+
+# The mpiexec command line for NP ranks running PROGRAM (a target name or a path) with ARGS.
+function(_mpitron_mpiexec_command out np program)
+  if(TARGET ${program})
+    set(program $<TARGET_FILE:${program}>)
   endif()
+  set(${out} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPITRON_MPIEXEC_PREFLAGS}
+      ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS} ${ARGN} PARENT_SCOPE)
+endfunction()
+
+function(mpitron_add_expect_test name)
+  cmake_parse_arguments(ARG "" "TARGET;NP;TIMEOUT;EXPECT_EXIT;REJECT_OUTPUT;MAX_SECONDS"
+                        "ARGS;EXPECT_OUTPUT" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  _mpitron_mpiexec_command(command ${ARG_NP} ${ARG_TARGET} ${ARG_ARGS})
+  string(REPLACE ";" "\\;" expect_output "${ARG_EXPECT_OUTPUT}")
   add_test(NAME ${name}
-           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ARG_NP}
-                   ${MPITRON_MPIEXEC_PREFLAGS} ${MPIEXEC_PREFLAGS}
-                   ${program} ${MPIEXEC_POSTFLAGS} ${ARG_ARGS})
+           COMMAND ${CMAKE_COMMAND} -DEXPECT_EXIT=${ARG_EXPECT_EXIT}
+                   "-DEXPECT_OUTPUT=${expect_output}" "-DREJECT_OUTPUT=${ARG_REJECT_OUTPUT}"
+                   -DMAX_SECONDS=${ARG_MAX_SECONDS}
+                   -P ${PROJECT_SOURCE_DIR}/cmake/ExpectRun.cmake -- ${command})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} PROCESSORS ${ARG_NP})
 endfunction()

@@ -1,0 +1,58 @@
+#include "app/checks.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "comm/collectives.h"
+#include "kernels/device.h"
+
+namespace mpitron::app {
+
+void Comparison::expect_close(const autograd::Tensor& actual, const autograd::Tensor& expected) {
+  if (!actual.defined() || !expected.defined() || actual.shape() != expected.shape()) {
+    passed_ = false;
+    max_abs_error_ = std::numeric_limits<double>::infinity();
+    return;
+  }
+  const std::vector<double> a = actual.to_vector();
+  const std::vector<double> e = expected.to_vector();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double error = std::abs(a[i] - e[i]);
+    if (!(error <= tolerance_.atol + tolerance_.rtol * std::abs(e[i]))) passed_ = false;
+    if (std::isnan(error)) {
+      max_abs_error_ = std::numeric_limits<double>::infinity();
+    } else {
+      max_abs_error_ = std::max(max_abs_error_, error);
+    }
+  }
+}
+
+CheckResult agree(const comm::Communicator& world, const std::string& name,
+                  const Comparison& local) {
+  kernels::Buffer passed(1, kernels::DType::f64, kernels::Device::cpu);
+  kernels::Buffer error(1, kernels::DType::f64, kernels::Device::cpu);
+  passed.data_as<double>()[0] = local.passed() ? 1.0 : 0.0;
+  error.data_as<double>()[0] = local.max_abs_error();
+  comm::all_reduce(world, passed, comm::ReduceOp::min);
+  comm::all_reduce(world, error, comm::ReduceOp::max);
+  return {name, passed.data_as<double>()[0] == 1.0, error.data_as<double>()[0],
+          local.tolerance()};
+}
+
+std::string format_result(const CheckResult& result) {
+  return fmt::format("{}  {}  max_abs_error={:.3e} (rtol={:g}, atol={:g})",
+                     result.passed ? "PASS" : "FAIL", result.name, result.max_abs_error,
+                     result.tolerance.rtol, result.tolerance.atol);
+}
+
+nlohmann::json to_json(const CheckResult& result) {
+  return {{"name", result.name},
+          {"passed", result.passed},
+          {"max_abs_error", result.max_abs_error},
+          {"rtol", result.tolerance.rtol},
+          {"atol", result.tolerance.atol}};
+}
+
+}  // namespace mpitron::app

@@ -1,0 +1,29 @@
+// The `mpitron` executable: one subcommand per job. Ranks come from the MPI launcher (mpirun,
+// srun, mpiexec); run `mpitron --help` for the subcommands.
+#include <CLI/CLI.hpp>
+
+#include "app/validate.h"
+#include "comm/environment.h"
+#include "comm/guard.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"mpitron: tensor-, pipeline- and data-parallel training checked against dense models"};
+  app.set_version_flag("--version", MPITRON_VERSION);
+  app.require_subcommand(1);
+  mpitron::app::ValidateOptions validate;
+  CLI::App& validate_command = mpitron::app::add_validate_command(app, validate);
+
+  mpitron::comm::Environment environment(argc, argv);
+  mpitron::comm::Communicator world = environment.world();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Every rank parses the same arguments; only rank 0 prints the usage message.
+    if (world.rank() != 0) return e.get_exit_code();
+    return app.exit(e);
+  }
+  return mpitron::comm::run_guarded(world, [&] {
+    if (validate_command) return mpitron::app::run_validate(validate, world);
+    return 1;
+  });
+}

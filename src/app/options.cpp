@@ -1,0 +1,111 @@
+#include "app/options.h"
+
+#include <fmt/format.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "comm/errors.h"
+
+namespace mpitron::app {
+
+void add_common_options(CLI::App& command, CommonOptions& options) {
+  command.add_option("--tp", options.tp, "Tensor-parallel degree");
+  command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)");
+  command.add_option("--dp", options.dp, "Data-parallel degree (replicas)");
+  command.add_option("--device", options.device, "Compute device")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  command.add_option("--comm", options.comm_mode,
+                     "How CUDA buffers reach MPI: staged through host memory, direct, or auto")
+      ->check(CLI::IsMember({"auto", "staged", "direct"}))
+      ->capture_default_str();
+  command.add_option("--timeout-seconds", options.timeout_seconds,
+                     "Deadline of every communication operation, in seconds")
+      ->capture_default_str();
+  command.add_option("--log-dir", options.log_dir, "Directory for rank_<N>.log files")
+      ->capture_default_str();
+  command.add_option("--filemode", options.filemode, "Log file mode: a (append) or w (overwrite)")
+      ->check(CLI::IsMember({"a", "w"}))
+      ->capture_default_str();
+  command.add_option("--seed", options.seed, "Seed of every generated weight and input")
+      ->capture_default_str();
+  command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
+}
+
+ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {
+  ParallelSizes sizes;
+  if (!options.tp && !options.pp && !options.dp) {
+    if (world_size % 4 == 0) {
+      sizes = {2, 2, world_size / 4};
+    } else if (world_size % 2 == 0) {
+      sizes = {2, 1, world_size / 2};
+    } else {
+      sizes = {1, 1, world_size};
+    }
+  } else {
+    sizes = {options.tp.value_or(1), options.pp.value_or(1), options.dp.value_or(1)};
+  }
+  if (sizes.tp < 1 || sizes.pp < 1 || sizes.dp < 1) {
+    throw comm::ConfigError(fmt::format("--tp, --pp and --dp must be >= 1, got {}, {} and {}",
+                                        sizes.tp, sizes.pp, sizes.dp));
+  }
+  const long long product = static_cast<long long>(sizes.tp) * sizes.pp * sizes.dp;
+  if (product != world_size) {
+    throw comm::ConfigError(fmt::format("tp*pp*dp = {}*{}*{} = {}, but the world size is {}",
+                                        sizes.tp, sizes.pp, sizes.dp, product, world_size));
+  }
+  return sizes;
+}
+
+kernels::Device resolve_device(const std::string& device) {
+  const int gpus = kernels::cuda_device_count();
+  if (device == "cpu" || (device == "auto" && gpus == 0)) return kernels::Device::cpu;
+  if (gpus == 0) {
+    throw comm::ConfigError(fmt::format(
+        "--device cuda was requested, but no CUDA device is available (mpitron was built {} "
+        "CUDA)",
+        kernels::cuda_built() ? "with" : "without"));
+  }
+  if (gpus > 1) {
+    throw comm::ConfigError(fmt::format(
+        "{} CUDA devices are visible; every rank computes on GPU 0, so make exactly one visible, "
+        "e.g. CUDA_VISIBLE_DEVICES=0",
+        gpus));
+  }
+  return kernels::Device::cuda;
+}
+
+void configure_communication(const CommonOptions& options, comm::Communicator& world) {
+  if (!(options.timeout_seconds > 0.0) || !std::isfinite(options.timeout_seconds)) {
+    throw comm::ConfigError(
+        fmt::format("--timeout-seconds must be positive, got {}", options.timeout_seconds));
+  }
+  world.set_timeout(options.timeout_seconds);
+  world.set_transfer_mode(comm::parse_transfer_mode(options.comm_mode));
+}
+
+std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, int rank) {
+  const auto path = std::filesystem::path(options.log_dir) / fmt::format("rank_{}.log", rank);
+  std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file;
+  try {
+    std::filesystem::create_directories(options.log_dir);
+    file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path.string(),
+                                                               options.filemode == "w");
+  } catch (const std::exception& e) {
+    throw comm::ConfigError(fmt::format("cannot open log file {}: {}", path.string(), e.what()));
+  }
+  file->set_pattern("%Y-%m-%d %H:%M:%S.%e %l %v");
+  auto console = std::make_shared<spdlog::sinks::stdout_sink_mt>();
+  console->set_pattern(fmt::format("[rank {}] %v", rank));
+  console->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
+  auto logger = std::make_shared<spdlog::logger>(fmt::format("rank{}", rank),
+                                                 spdlog::sinks_init_list{file, console});
+  logger->set_level(spdlog::level::debug);
+  logger->flush_on(spdlog::level::debug);
+  return logger;
+}
+
+}  // namespace mpitron::app

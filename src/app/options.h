@@ -1,0 +1,60 @@
+// Command-line options shared by every `mpitron` subcommand, and their resolution into a
+// topology, a device and a logger.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "comm/communicator.h"
+#include "kernels/device.h"
+
+namespace mpitron::app {
+
+/// Flags every subcommand takes: --tp --pp --dp --device --comm --timeout-seconds --log-dir
+/// --filemode --seed --json.
+struct CommonOptions {
+  std::optional<int> tp, pp, dp;
+  std::string device = "auto";
+  std::string comm_mode = "auto";
+  double timeout_seconds = 120.0;
+  std::string log_dir = ".";
+  std::string filemode = "a";
+  std::uint64_t seed = 0;
+  std::string json;
+};
+
+/// Registers the common flags on `command`.
+void add_common_options(CLI::App& command, CommonOptions& options);
+
+/// The (tp, pp, dp) degrees.
+struct ParallelSizes {
+  int tp = 1, pp = 1, dp = 1;
+};
+
+/// Resolves the degrees: when --tp, --pp and --dp are all omitted, a world divisible by 4 gives
+/// (2, 2, world/4), an even world (2, 1, world/2), otherwise (1, 1, world); when any is given,
+/// the omitted ones are 1. Throws comm::ConfigError when a degree is < 1 or
+/// tp*pp*dp != world_size (e.g. "tp*pp*dp = 2*2*2 = 8, but the world size is 4").
+ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size);
+
+/// Resolves --device: auto picks cuda when a device is visible, else cpu. Throws
+/// comm::ConfigError when cuda is asked for without a device, or when more than one GPU is
+/// visible (every rank of a workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0).
+kernels::Device resolve_device(const std::string& device);
+
+/// Applies --timeout-seconds and --comm to the world communicator family. Throws
+/// comm::ConfigError on a non-positive timeout or an unknown mode.
+void configure_communication(const CommonOptions& options, comm::Communicator& world);
+
+/// A logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per --filemode) and
+/// to the console with a "[rank N]" prefix. Debug lines (shapes) go to the file only; the
+/// console shows rank 0's info lines and every rank's warnings.
+/// Throws comm::ConfigError when the log file cannot be opened.
+std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, int rank);
+
+}  // namespace mpitron::app

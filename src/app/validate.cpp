@@ -1,0 +1,113 @@
+#include "app/validate.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "app/validate_checks.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
+#include "nn/fault_injection.h"
+
+namespace mpitron::app {
+
+CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
+  CLI::App& command = *app.add_subcommand(
+      "validate", "Check tensor, pipeline, data and combined parallelism against dense models");
+  add_common_options(command, options.common);
+  ModelSizes& s = options.sizes;
+  command.add_option("--hidden", s.hidden, "Hidden size")->capture_default_str();
+  command.add_option("--intermediate", s.intermediate, "MLP intermediate size")
+      ->capture_default_str();
+  command.add_option("--batch", s.batch, "Batch size")->capture_default_str();
+  command.add_option("--seq", s.seq, "Sequence length")->capture_default_str();
+  command.add_option("--layers", s.layers, "MLP layers in the pipeline checks")
+      ->capture_default_str();
+  command.add_option("--micro-batches", s.micro_batches, "Pipeline micro-batches per step")
+      ->capture_default_str();
+  command.add_option("--rtol", options.tolerance.rtol, "Relative tolerance")
+      ->capture_default_str();
+  command.add_option("--atol", options.tolerance.atol, "Absolute tolerance")
+      ->capture_default_str();
+  command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
+      ->group("");
+  return command;
+}
+
+namespace {
+
+std::string describe(const ValidateOptions& o, const ParallelSizes& p, kernels::Device device) {
+  const ModelSizes& s = o.sizes;
+  return fmt::format(
+      "mpitron {} validate tp={} pp={} dp={} device={} hidden={} intermediate={} batch={} seq={} "
+      "layers={} micro_batches={} seed={} rtol={} atol={} fault={}",
+      MPITRON_VERSION, p.tp, p.pp, p.dp, kernels::to_string(device), s.hidden, s.intermediate,
+      s.batch, s.seq, s.layers, s.micro_batches, o.common.seed, o.tolerance.rtol,
+      o.tolerance.atol, o.fault);
+}
+
+nlohmann::json config_json(const ValidateOptions& o, const ParallelSizes& p,
+                           kernels::Device device, int world_size) {
+  const ModelSizes& s = o.sizes;
+  return {{"world_size", world_size},  {"tp", p.tp},
+          {"pp", p.pp},                {"dp", p.dp},
+          {"device", kernels::to_string(device)},
+          {"hidden", s.hidden},        {"intermediate", s.intermediate},
+          {"batch", s.batch},          {"seq", s.seq},
+          {"layers", s.layers},        {"micro_batches", s.micro_batches},
+          {"seed", o.common.seed},     {"version", MPITRON_VERSION}};
+}
+
+}  // namespace
+
+int run_validate(const ValidateOptions& options, comm::Communicator world) {
+  const auto start = std::chrono::steady_clock::now();
+  const ParallelSizes sizes = resolve_parallel_sizes(options.common, world.size());
+  check_divisibility(options.sizes, sizes.tp, sizes.pp);
+  const kernels::Device device = resolve_device(options.common.device);
+  nn::inject_fault(nn::parse_fault(options.fault));
+  configure_communication(options.common, world);
+  const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
+  comm::check_same_configuration(world, describe(options, sizes, device));
+
+  auto log = make_rank_logger(options.common, world.rank());
+  log->debug("rank {} of {}: (t, p, d) = ({}, {}, {}); {}", world.rank(), world.size(),
+             topology.tp_rank(), topology.pp_rank(), topology.dp_rank(),
+             describe(options, sizes, device));
+  log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
+            sizes.dp, kernels::to_string(device));
+
+  const ValidateContext ctx{topology, options.sizes, device, options.common.seed,
+                            options.tolerance, *log};
+  std::vector<CheckResult> results;
+  for (const auto& check :
+       {check_tensor_parallel, check_pipeline_parallel, check_data_parallel, check_combined}) {
+    for (const LocalCheck& local : check(ctx)) {
+      results.push_back(agree(world, local.name, local.comparison));
+      log->info(format_result(results.back()));
+    }
+  }
+  const bool passed = std::all_of(results.begin(), results.end(),
+                                  [](const CheckResult& r) { return r.passed; });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log->info("{} ({} checks, {:.2f} s)",
+            passed ? "all parallel validations passed" : "one or more parallel validations FAILED",
+            results.size(), seconds);
+
+  if (!options.common.json.empty() && world.rank() == 0) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const CheckResult& r : results) checks.push_back(to_json(r));
+    std::ofstream(options.common.json)
+        << nlohmann::json{{"config", config_json(options, sizes, device, world.size())},
+                          {"checks", checks},
+                          {"passed", passed},
+                          {"seconds", seconds}}
+               .dump(2)
+        << "\n";
+  }
+  return passed ? 0 : 1;
+}
+
+}  // namespace mpitron::app

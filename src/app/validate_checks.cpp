@@ -1,0 +1,169 @@
+#include "app/validate_checks.h"
+
+#include "autograd/function.h"
+#include "autograd/ops.h"
+#include "nn/data_parallel.h"
+#include "nn/pipeline.h"
+
+namespace mpitron::app {
+
+using autograd::Tensor;
+
+namespace {
+
+nn::Parameters stack_parameters(const auto& stack) {
+  nn::Parameters all;
+  for (std::size_t i = 0; i < stack.size(); ++i) {
+    nn::append_parameters(all, "layer" + std::to_string(i), stack[i].parameters());
+  }
+  return all;
+}
+
+// Layers [first, first + count) of `weights` built as `Layer(weights, extra...)`.
+template <class Layer, class... Extra>
+std::vector<Layer> build_layers(const std::vector<nn::MlpWeights>& weights, std::int64_t first,
+                                std::int64_t count, const Extra&... extra) {
+  std::vector<Layer> layers;
+  for (std::int64_t i = first; i < first + count; ++i) {
+    layers.emplace_back(weights[static_cast<std::size_t>(i)], extra...);
+  }
+  return layers;
+}
+
+nn::PipelineShape pipeline_shape(const ValidateContext& ctx) {
+  return {{ctx.sizes.batch, ctx.sizes.seq, ctx.sizes.hidden}, ctx.sizes.micro_batches,
+          autograd::DType::f32, ctx.device};
+}
+
+}  // namespace
+
+std::vector<LocalCheck> check_tensor_parallel(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const auto weights = make_stack_weights(ctx, 1, 11, 12);
+  const nn::ParallelMlp parallel(weights[0], topo.tp_comm());
+  const nn::Mlp dense(weights[0]);
+  log_parameters(ctx.log, "tp shards", parallel.parameters());
+  const Tensor input = make_activation(ctx, 13, 1.0);
+  const Tensor target = make_activation(ctx, 14, 0.5);
+
+  LocalCheck inference{"TP: inference forward matches dense reference",
+                       Comparison(ctx.tolerance)};
+  {
+    autograd::NoGradGuard no_grad;
+    inference.comparison.expect_close(parallel.forward(input), dense.forward(input));
+  }
+
+  LocalCheck training{"TP: training loss and gradients match dense reference",
+                      Comparison(ctx.tolerance)};
+  Tensor parallel_input = input.clone().set_requires_grad();
+  Tensor dense_input = input.clone().set_requires_grad();
+  const Tensor loss = autograd::mse_loss(parallel.forward(parallel_input), target);
+  const Tensor reference_loss = autograd::mse_loss(dense.forward(dense_input), target);
+  loss.backward();
+  reference_loss.backward();
+  training.comparison.expect_close(loss, reference_loss);
+  training.comparison.expect_close(parallel_input.grad(), dense_input.grad());
+  expect_mlp_gradients(training.comparison, parallel.parameters(), dense.parameters(),
+                       topo.tp_rank(), topo.tp(), 1.0);
+  return {inference, training};
+}
+
+std::vector<LocalCheck> check_pipeline_parallel(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const std::int64_t per_stage = ctx.sizes.layers / topo.pp();
+  const std::int64_t first = topo.pp_rank() * per_stage;
+  const auto weights = make_stack_weights(ctx, ctx.sizes.layers, 300, 400);
+  const auto stage = build_layers<nn::Mlp>(weights, first, per_stage);
+  const auto dense = build_layers<nn::Mlp>(weights, 0, ctx.sizes.layers);
+  log_parameters(ctx.log, "pp stage", stack_parameters(stage));
+  const Tensor input = make_activation(ctx, 41, 1.0);
+  const Tensor target = make_activation(ctx, 42, 0.5);
+  const auto stage_forward = [&stage](const Tensor& x) { return forward_stack(stage, x); };
+
+  const nn::PipelineResult result =
+      nn::pipeline_train_step(topo, pipeline_shape(ctx), stage_forward, input, target);
+  const Tensor output = nn::pipeline_inference(topo, pipeline_shape(ctx), stage_forward, input);
+  const Tensor reference_output = forward_stack(dense, input);
+  const Tensor reference_loss = autograd::mse_loss(reference_output, target);
+  reference_loss.backward();
+
+  LocalCheck inference{"PP: inference forward matches dense reference",
+                       Comparison(ctx.tolerance)};
+  LocalCheck training{"PP: loss and every stage gradient match dense reference",
+                      Comparison(ctx.tolerance)};
+  if (topo.is_last_stage()) {
+    inference.comparison.expect_close(output, reference_output.detach());
+    training.comparison.expect_close(result.loss, reference_loss);
+  }
+  const auto dense_stage = std::vector<nn::Mlp>(dense.begin() + first,
+                                                dense.begin() + first + per_stage);
+  expect_mlp_gradients(training.comparison, stack_parameters(stage),
+                       stack_parameters(dense_stage), 0, 1, 1.0);
+  return {inference, training};
+}
+
+std::vector<LocalCheck> check_data_parallel(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const auto weights = make_stack_weights(ctx, 1, 51, 52);
+  const nn::Mlp replica(weights[0]);
+  const nn::Mlp dense(weights[0]);
+  log_parameters(ctx.log, "dp replica", replica.parameters());
+  const auto d = static_cast<std::uint64_t>(topo.dp_rank());
+  autograd::mse_loss(replica.forward(make_activation(ctx, 3000 + d, 1.0)),
+                     make_activation(ctx, 4000 + d, 0.5))
+      .backward();
+  nn::GradientAverager(topo.dp_comm()).average(replica.parameters());
+
+  for (int r = 0; r < topo.dp(); ++r) {
+    const auto batch = static_cast<std::uint64_t>(r);
+    autograd::mse_loss(dense.forward(make_activation(ctx, 3000 + batch, 1.0)),
+                       make_activation(ctx, 4000 + batch, 0.5))
+        .backward();
+  }
+  LocalCheck averaged{"DP: averaged gradients match all-batch reference",
+                      Comparison(ctx.tolerance)};
+  expect_mlp_gradients(averaged.comparison, replica.parameters(), dense.parameters(), 0, 1,
+                       1.0 / topo.dp());
+  return {averaged};
+}
+
+std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const std::int64_t per_stage = ctx.sizes.layers / topo.pp();
+  const std::int64_t first = topo.pp_rank() * per_stage;
+  const auto weights = make_stack_weights(ctx, ctx.sizes.layers, 600, 700);
+  const auto stage =
+      build_layers<nn::ParallelMlp>(weights, first, per_stage, topo.tp_comm());
+  const auto dense = build_layers<nn::Mlp>(weights, 0, ctx.sizes.layers);
+  const nn::Parameters stage_parameters = stack_parameters(stage);
+  log_parameters(ctx.log, "combined stage shards", stage_parameters);
+  const auto d = static_cast<std::uint64_t>(topo.dp_rank());
+  const nn::PipelineResult result = nn::pipeline_train_step(
+      topo, pipeline_shape(ctx), [&stage](const Tensor& x) { return forward_stack(stage, x); },
+      make_activation(ctx, 1000 + d, 1.0), make_activation(ctx, 2000 + d, 0.5));
+  nn::GradientAverager(topo.dp_comm()).average(stage_parameters);
+
+  LocalCheck output{"COMBINED: TP+PP forward output matches dense reference",
+                    Comparison(ctx.tolerance)};
+  LocalCheck loss{"COMBINED: TP+PP loss matches dense reference", Comparison(ctx.tolerance)};
+  LocalCheck gradients{"COMBINED: TP+PP+DP gradients match dense reference",
+                       Comparison(ctx.tolerance)};
+  for (int r = 0; r < topo.dp(); ++r) {
+    const auto batch = static_cast<std::uint64_t>(r);
+    const Tensor reference_output = forward_stack(dense, make_activation(ctx, 1000 + batch, 1.0));
+    const Tensor reference_loss =
+        autograd::mse_loss(reference_output, make_activation(ctx, 2000 + batch, 0.5));
+    reference_loss.backward();
+    if (r == topo.dp_rank() && topo.is_last_stage()) {
+      output.comparison.expect_close(result.output, reference_output.detach());
+      loss.comparison.expect_close(result.loss, reference_loss.detach());
+    }
+  }
+  const auto dense_stage = std::vector<nn::Mlp>(dense.begin() + first,
+                                                dense.begin() + first + per_stage);
+  expect_mlp_gradients(gradients.comparison, stage_parameters, stack_parameters(dense_stage),
+                       topo.tp_rank(), topo.tp(), 1.0 / topo.dp());
+  return {output, loss, gradients};
+}
+
+}  // namespace mpitron::app

@@ -1,0 +1,72 @@
+// What the `validate` checks share: sizes, the run context, the dense MLP-stack reference and
+// shard-aware gradient comparison.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/checks.h"
+#include "comm/topology.h"
+#include "nn/mlp.h"
+
+namespace mpitron::app {
+
+/// Model and batch sizes of the validation job (defaults: the reference program's).
+struct ModelSizes {
+  std::int64_t hidden = 32;
+  std::int64_t intermediate = 64;
+  std::int64_t batch = 8;
+  std::int64_t seq = 16;
+  std::int64_t layers = 4;
+  int micro_batches = 1;  ///< pipeline micro-batches per step (GPipe)
+};
+
+/// Throws comm::ConfigError when hidden, intermediate or seq is not divisible by tp, layers by
+/// pp, batch by micro_batches, or any size is < 1 (every rank detects it the same way).
+void check_divisibility(const ModelSizes& sizes, int tp, int pp);
+
+/// Everything a check needs.
+struct ValidateContext {
+  const comm::ParallelTopology& topology;
+  ModelSizes sizes;
+  kernels::Device device;
+  std::uint64_t seed;
+  Tolerance tolerance;
+  spdlog::logger& log;
+};
+
+/// A named, not yet agreed, check result of this rank.
+struct LocalCheck {
+  std::string name;
+  Comparison comparison;
+};
+
+/// Master weights of `layers` MLP layers: layer i has fc1 from seed + fc1_seed + i and fc2 from
+/// seed + fc2_seed + i.
+std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::int64_t layers,
+                                               std::uint64_t fc1_seed, std::uint64_t fc2_seed);
+
+/// An activation-shaped [batch, seq, hidden] tensor ~ N(0, std^2) from seed + `seed_offset`.
+autograd::Tensor make_activation(const ValidateContext& ctx, std::uint64_t seed_offset,
+                                 double std);
+
+/// Applies every MLP of `stack` in order.
+template <class Layer>
+autograd::Tensor forward_stack(const std::vector<Layer>& stack, autograd::Tensor x) {
+  for (const Layer& layer : stack) x = layer.forward(x);
+  return x;
+}
+
+/// Compares the gradients of one MLP layer's parameters (possibly this TP rank's shards) with
+/// the dense layer's gradients times `scale`: fc1 rows, fc1 bias and fc2 columns are sliced to
+/// shard `tp_rank` of `tp`; fc2's bias is replicated. Logs each name and shape.
+void expect_mlp_gradients(Comparison& comparison, const nn::Parameters& local,
+                          const nn::Parameters& dense, int tp_rank, int tp, double scale);
+
+/// Logs "<what>: name [shape], ..." for a parameter list.
+void log_parameters(spdlog::logger& log, const std::string& what, const nn::Parameters& params);
+
+}  // namespace mpitron::app

@@ -1,0 +1,63 @@
+// Linear layers: dense, column-parallel and row-parallel. Shoeybi et al., "Megatron-LM",
+// arXiv:1909.08053, sec. 3. PyTorch convention: weight [out, in], y = x W^T + b.
+#pragma once
+
+#include "comm/communicator.h"
+#include "nn/parameter.h"
+
+namespace mpitron::nn {
+
+/// A dense linear layer owning copies of `weights` as parameters.
+class Linear {
+ public:
+  explicit Linear(const LinearWeights& weights);
+  /// x [..., in] -> [..., out].
+  Tensor forward(const Tensor& x) const;
+  /// "weight" [out, in], "bias" [out].
+  Parameters parameters() const;
+
+ private:
+  Tensor weight_, bias_;
+};
+
+/// Output features split over the TP group: rank t owns weight rows and bias entries
+/// [t out/tp, (t+1) out/tp). The input is replicated (copy-to-TP in front).
+/// Throws std::invalid_argument when out is not divisible by tp.
+class ColumnParallelLinear {
+ public:
+  /// `gather_output`: all-gather the output shards into the full [..., out] (otherwise each rank
+  /// returns its [..., out/tp] shard, as an MLP's first layer does).
+  ColumnParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
+                       bool gather_output);
+  /// x [..., in] (same on every TP rank) -> [..., out/tp], or [..., out] when gathering.
+  Tensor forward(const Tensor& x) const;
+  /// "weight" [out/tp, in], "bias" [out/tp].
+  Parameters parameters() const;
+
+ private:
+  comm::Communicator tp_;
+  bool gather_output_;
+  Tensor weight_, bias_;
+};
+
+/// Input features split over the TP group: rank t owns weight columns [t in/tp, (t+1) in/tp).
+/// Partial outputs are all-reduced, then the (replicated) bias is added once.
+/// Throws std::invalid_argument when in is not divisible by tp.
+class RowParallelLinear {
+ public:
+  /// `input_is_parallel`: the input already is this rank's [..., in/tp] shard (as after a
+  /// column-parallel layer); otherwise the full input is split here (scatter-to-TP).
+  RowParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
+                    bool input_is_parallel);
+  /// x [..., in/tp] (or [..., in]) -> [..., out], identical on every TP rank.
+  Tensor forward(const Tensor& x) const;
+  /// "weight" [out, in/tp], "bias" [out] (replicated; its gradient is the same on every rank).
+  Parameters parameters() const;
+
+ private:
+  comm::Communicator tp_;
+  bool input_is_parallel_;
+  Tensor weight_, bias_;
+};
+
+}  // namespace mpitron::nn

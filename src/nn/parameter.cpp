@@ -1,0 +1,36 @@
+#include "nn/parameter.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "autograd/function.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+
+namespace mpitron::nn {
+
+void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more) {
+  for (const Parameter& p : more) into.push_back({prefix + "." + p.name, p.tensor});
+}
+
+LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_features,
+                                  std::uint64_t seed, DType dtype, Device device) {
+  return {autograd::randn({out_features, in_features}, seed, 0.2, dtype, device),
+          autograd::randn({out_features}, seed + 10000, 0.1, dtype, device)};
+}
+
+Tensor shard(const Tensor& master, int dim, int index, int parts, const std::string& what) {
+  const std::int64_t extent = master.size(dim);
+  if (parts < 1 || extent % parts != 0) {
+    throw std::invalid_argument(
+        fmt::format("{}: {} is not divisible by tp {}", what, extent, parts));
+  }
+  autograd::NoGradGuard no_grad;
+  const std::int64_t width = extent / parts;
+  return autograd::narrow(master, dim, index * width, width).detach().set_requires_grad();
+}
+
+Tensor replicate(const Tensor& master) { return master.clone().set_requires_grad(); }
+
+}  // namespace mpitron::nn

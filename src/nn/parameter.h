@@ -1,0 +1,47 @@
+// Named parameters and deterministic, TP-independent initialization.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace mpitron::nn {
+
+using autograd::Device;
+using autograd::DType;
+using autograd::Shape;
+using autograd::Tensor;
+
+/// A trainable tensor (a leaf with requires_grad) and its name, e.g. "layer2.fc1.weight".
+struct Parameter {
+  std::string name;
+  Tensor tensor;
+};
+
+using Parameters = std::vector<Parameter>;
+
+/// Appends `more` to `into`, prefixing each name with `prefix` + ".".
+void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more);
+
+/// The full (unsharded) weights of one linear layer: weight [out, in], bias [out].
+struct LinearWeights {
+  Tensor weight;
+  Tensor bias;
+};
+
+/// Master weights made from `seed` on every rank: weight ~ N(0, 0.2^2) from seed, bias ~
+/// N(0, 0.1^2) from seed + 10000 (the reference program's scheme). Identical for every (tp, pp,
+/// dp), so each rank can slice its shard from the same dense model.
+LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_features,
+                                  std::uint64_t seed, DType dtype, Device device);
+
+/// A new parameter holding slice `index` of `parts` equal slices of `master` along `dim`.
+/// Throws std::invalid_argument "<what>: <dim extent> is not divisible by tp <parts>".
+Tensor shard(const Tensor& master, int dim, int index, int parts, const std::string& what);
+
+/// A new parameter holding a copy of `master`.
+Tensor replicate(const Tensor& master);
+
+}  // namespace mpitron::nn
