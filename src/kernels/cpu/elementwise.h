@@ -1,5 +1,5 @@
-// CPU reference loops for the element-wise ops (one pass over memory each). `out` may alias an
-// input: every loop reads element i before writing element i.
+// CPU reference loops for the element-wise ops, one pass over memory each. `out` may alias an
+// input: every loop reads element i before it writes element i.
 #pragma once
 
 #include <cstddef>
@@ -8,43 +8,74 @@
 
 namespace mpitron::kernels::cpu {
 
-template <class T>
-void fill(T* out, std::size_t n, T value) {
-  for (std::size_t i = 0; i < n; ++i)
-    out[i] = value;
-}
-
-/// out[i] = f(a[i], b[i]).
-template <class T, class F>
-void binary(const T* a, const T* b, T* out, std::size_t n, F f) {
-  for (std::size_t i = 0; i < n; ++i)
-    out[i] = f(a[i], b[i]);
-}
-
-/// out[i] = f(x[i]).
-template <class T, class F>
-void unary(const T* x, T* out, std::size_t n, F f) {
-  for (std::size_t i = 0; i < n; ++i)
-    out[i] = f(x[i]);
-}
-
-/// out[r, c] = x[r, c] + bias[c] for x, out [rows, cols].
-template <class T>
-void bias_add(const T* x, const T* bias, std::size_t rows, std::size_t cols, T* out) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    for (std::size_t c = 0; c < cols; ++c)
-      out[r * cols + c] = x[r * cols + c] + bias[c];
+struct Elementwise {
+  template <class T>
+  static void fill(T* out, std::size_t n, T value) {
+    map(out, n, [=](std::size_t) { return value; });
   }
-}
 
-template <class T>
-void gelu_forward(const T* x, T* y, std::size_t n, GeluForm form) {
-  unary(x, y, n, [form](T v) { return math::gelu(v, form); });
-}
+  /// out[i] = alpha * s[0].
+  template <class T>
+  static void broadcast_scalar(const T* s, T alpha, T* out, std::size_t n) {
+    fill(out, n, alpha * s[0]);
+  }
 
-template <class T>
-void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form) {
-  binary(x, dy, dx, n, [form](T v, T g) { return g * math::gelu_grad(v, form); });
-}
+  template <class T>
+  static void add(const T* a, const T* b, T* out, std::size_t n) {
+    map(out, n, [=](std::size_t i) { return a[i] + b[i]; });
+  }
+
+  template <class T>
+  static void sub(const T* a, const T* b, T* out, std::size_t n) {
+    map(out, n, [=](std::size_t i) { return a[i] - b[i]; });
+  }
+
+  template <class T>
+  static void mul(const T* a, const T* b, T* out, std::size_t n) {
+    map(out, n, [=](std::size_t i) { return a[i] * b[i]; });
+  }
+
+  template <class T>
+  static void scale(const T* x, T alpha, T* out, std::size_t n) {
+    map(out, n, [=](std::size_t i) { return alpha * x[i]; });
+  }
+
+  template <class T>
+  static void axpy(T alpha, const T* x, T* y, std::size_t n) {
+    map(y, n, [=](std::size_t i) { return y[i] + alpha * x[i]; });
+  }
+
+  /// out[r, c] = x[r, c] + bias[c] for x, out [rows, cols].
+  template <class T>
+  static void bias_add(const T* x, const T* bias, std::size_t rows, std::size_t cols, T* out) {
+    map(out, rows * cols, [=](std::size_t i) { return x[i] + bias[i % cols]; });
+  }
+
+  template <class T>
+  static void gelu_forward(const T* x, T* y, std::size_t n, GeluForm form) {
+    map(y, n, [=](std::size_t i) { return math::gelu(x[i], form); });
+  }
+
+  template <class T>
+  static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form) {
+    map(dx, n, [=](std::size_t i) { return dy[i] * math::gelu_grad(x[i], form); });
+  }
+
+  /// dpred[i] = dloss[0] * 2 (pred[i] - target[i]) / n.
+  template <class T>
+  static void mse_backward(const T* pred, const T* target, const T* dloss, std::size_t n,
+                           T* dpred) {
+    const T coef = static_cast<T>(2.0 * dloss[0] / static_cast<double>(n));
+    map(dpred, n, [=](std::size_t i) { return coef * (pred[i] - target[i]); });
+  }
+
+ private:
+  /// out[i] = f(i) for i in [0, n).
+  template <class T, class F>
+  static void map(T* out, std::size_t n, F f) {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = f(i);
+  }
+};
 
 }  // namespace mpitron::kernels::cpu

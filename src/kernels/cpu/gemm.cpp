@@ -23,9 +23,9 @@ void multiply(C& out, const A& lhs, const B& rhs, T alpha, T beta) {
 }  // namespace
 
 template <class T>
-void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,
-                  std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
-                  std::size_t stride_b, T beta, T* c, std::size_t stride_c) {
+void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,
+                        std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
+                        std::size_t stride_b, T beta, T* c, std::size_t stride_c) {
   using Index = Eigen::Index;
   const auto rows_a = static_cast<Index>(trans_a ? k : m);
   const auto cols_a = static_cast<Index>(trans_a ? m : k);
@@ -47,11 +47,11 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
   }
 }
 
-template void gemm_batched<float>(bool, bool, std::size_t, std::size_t, std::size_t, std::size_t,
-                                  float, const float*, std::size_t, const float*, std::size_t,
-                                  float, float*, std::size_t);
-template void gemm_batched<double>(bool, bool, std::size_t, std::size_t, std::size_t, std::size_t,
-                                   double, const double*, std::size_t, const double*, std::size_t,
-                                   double, double*, std::size_t);
+template void Gemm::gemm_batched<float>(bool, bool, std::size_t, std::size_t, std::size_t,
+                                        std::size_t, float, const float*, std::size_t, const float*,
+                                        std::size_t, float, float*, std::size_t);
+template void Gemm::gemm_batched<double>(bool, bool, std::size_t, std::size_t, std::size_t,
+                                         std::size_t, double, const double*, std::size_t,
+                                         const double*, std::size_t, double, double*, std::size_t);
 
 }  // namespace mpitron::kernels::cpu

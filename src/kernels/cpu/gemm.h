@@ -9,9 +9,11 @@ namespace mpitron::kernels::cpu {
 /// a + i * stride_a (stored [m, k], or [k, m] when trans_a), B_i at b + i * stride_b (stored
 /// [k, n], or [n, k] when trans_b) and C_i at c + i * stride_c. beta = 0 never reads C.
 /// Eigen's blocked GEMM, on cpu_threads() threads. Defined for T = float and double.
-template <class T>
-void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,
-                  std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
-                  std::size_t stride_b, T beta, T* c, std::size_t stride_c);
+struct Gemm {
+  template <class T>
+  static void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
+                           std::size_t n, std::size_t k, T alpha, const T* a, std::size_t stride_a,
+                           const T* b, std::size_t stride_b, T beta, T* c, std::size_t stride_c);
+};
 
 }  // namespace mpitron::kernels::cpu

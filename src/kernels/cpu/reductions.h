@@ -1,5 +1,5 @@
 // CPU reference loops for the ops that reduce: sums, softmax rows and the MSE loss. Every sum
-// accumulates in double, so float32 results are correctly rounded sums of their inputs.
+// accumulates in double, so float32 results are one rounding away from the exact sum.
 #pragma once
 
 #include <algorithm>
@@ -8,72 +8,75 @@
 
 namespace mpitron::kernels::cpu {
 
-template <class T>
-double sum(const T* x, std::size_t n) {
-  double acc = 0.0;
-  for (std::size_t i = 0; i < n; ++i)
-    acc += x[i];
-  return acc;
-}
+struct Reductions {
+  /// out[0] = sum_i x[i].
+  template <class T>
+  static void sum(const T* x, std::size_t n, T* out) {
+    double acc = 0.0;
+    for (std::size_t i = 0; i < n; ++i)
+      acc += x[i];
+    out[0] = static_cast<T>(acc);
+  }
 
-/// out[c] = sum_r x[r, c] for x [rows, cols]; columns go in blocks so the double accumulators
-/// stay on the stack and x is still read row by row.
-template <class T>
-void sum_rows(const T* x, std::size_t rows, std::size_t cols, T* out) {
-  constexpr std::size_t kBlock = 64;
-  for (std::size_t c0 = 0; c0 < cols; c0 += kBlock) {
-    const std::size_t width = std::min(kBlock, cols - c0);
-    double acc[kBlock] = {};
-    for (std::size_t r = 0; r < rows; ++r) {
+  /// out[c] = sum_r x[r, c] for x [rows, cols]. Columns go in blocks, so the double
+  /// accumulators stay on the stack while x is still read row by row.
+  template <class T>
+  static void sum_rows(const T* x, std::size_t rows, std::size_t cols, T* out) {
+    constexpr std::size_t kBlock = 64;
+    for (std::size_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const std::size_t width = std::min(kBlock, cols - c0);
+      double acc[kBlock] = {};
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t j = 0; j < width; ++j)
+          acc[j] += x[r * cols + c0 + j];
+      }
       for (std::size_t j = 0; j < width; ++j)
-        acc[j] += x[r * cols + c0 + j];
-    }
-    for (std::size_t j = 0; j < width; ++j)
-      out[c0 + j] = static_cast<T>(acc[j]);
-  }
-}
-
-/// y[r, :] = exp(x[r, :] - max x[r, :]) / sum exp(...), one row at a time.
-template <class T>
-void softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * cols;
-    T* yr = y + r * cols;
-    const T max = *std::max_element(xr, xr + cols);
-    double total = 0.0;
-    for (std::size_t c = 0; c < cols; ++c) {
-      yr[c] = std::exp(xr[c] - max);
-      total += yr[c];
-    }
-    const T inv = static_cast<T>(1.0 / total);
-    for (std::size_t c = 0; c < cols; ++c)
-      yr[c] *= inv;
-  }
-}
-
-/// dx[r, c] = y[r, c] (dy[r, c] - sum_c' dy[r, c'] y[r, c']).
-template <class T>
-void softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::size_t base = r * cols;
-    double dot = 0.0;
-    for (std::size_t c = 0; c < cols; ++c)
-      dot += static_cast<double>(dy[base + c]) * y[base + c];
-    for (std::size_t c = 0; c < cols; ++c) {
-      dx[base + c] = y[base + c] * (dy[base + c] - static_cast<T>(dot));
+        out[c0 + j] = static_cast<T>(acc[j]);
     }
   }
-}
 
-/// mean_i (pred[i] - target[i])^2; NaN for n = 0, as torch.nn.functional.mse_loss.
-template <class T>
-double mse(const T* pred, const T* target, std::size_t n) {
-  double acc = 0.0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(pred[i]) - target[i];
-    acc += d * d;
+  /// y[r, :] = exp(x[r, :] - max x[r, :]) / sum exp(x[r, :] - max), one row at a time.
+  template <class T>
+  static void softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * cols;
+      T* yr = y + r * cols;
+      const T max = *std::max_element(xr, xr + cols);
+      double total = 0.0;
+      for (std::size_t c = 0; c < cols; ++c) {
+        yr[c] = std::exp(xr[c] - max);
+        total += yr[c];
+      }
+      const T inv = static_cast<T>(1.0 / total);
+      for (std::size_t c = 0; c < cols; ++c)
+        yr[c] *= inv;
+    }
   }
-  return acc / static_cast<double>(n);
-}
+
+  /// dx[r, c] = y[r, c] (dy[r, c] - sum_c' dy[r, c'] y[r, c']).
+  template <class T>
+  static void softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t base = r * cols;
+      double dot = 0.0;
+      for (std::size_t c = 0; c < cols; ++c)
+        dot += static_cast<double>(dy[base + c]) * y[base + c];
+      for (std::size_t c = 0; c < cols; ++c) {
+        dx[base + c] = y[base + c] * (dy[base + c] - static_cast<T>(dot));
+      }
+    }
+  }
+
+  /// loss[0] = mean_i (pred[i] - target[i])^2; NaN for n = 0, as torch.nn.functional.mse_loss.
+  template <class T>
+  static void mse_forward(const T* pred, const T* target, std::size_t n, T* loss) {
+    double acc = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double d = static_cast<double>(pred[i]) - target[i];
+      acc += d * d;
+    }
+    loss[0] = static_cast<T>(acc / static_cast<double>(n));
+  }
+};
 
 }  // namespace mpitron::kernels::cpu

@@ -1,0 +1,65 @@
+// Internal: the CUDA kernel table of TypedBackend. Plain C++ declarations, so host code includes
+// it without nvcc; the definitions live in the .cu files of this folder (gemm in gemm.cpp) and are
+// instantiated for float and double. Pointers are device pointers; sizes are element counts, all
+// checked by ops.cpp. Everything runs on the default stream, in order.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/ops.h"
+
+namespace mpitron::kernels::cuda {
+
+struct Kernels {
+  // elementwise.cu: one grid-stride kernel per op.
+  template <class T>
+  static void fill(T* out, std::size_t n, T value);
+  template <class T>
+  static void broadcast_scalar(const T* s, T alpha, T* out, std::size_t n);
+  template <class T>
+  static void add(const T* a, const T* b, T* out, std::size_t n);
+  template <class T>
+  static void sub(const T* a, const T* b, T* out, std::size_t n);
+  template <class T>
+  static void mul(const T* a, const T* b, T* out, std::size_t n);
+  template <class T>
+  static void scale(const T* x, T alpha, T* out, std::size_t n);
+  template <class T>
+  static void axpy(T alpha, const T* x, T* y, std::size_t n);
+  template <class T>
+  static void bias_add(const T* x, const T* bias, std::size_t rows, std::size_t cols, T* out);
+  template <class T>
+  static void gelu_forward(const T* x, T* y, std::size_t n, GeluForm form);
+  template <class T>
+  static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form);
+  template <class T>
+  static void mse_backward(const T* pred, const T* target, const T* dloss, std::size_t n, T* dpred);
+
+  // reductions.cu: block reductions accumulating in double.
+  template <class T>
+  static void sum(const T* x, std::size_t n, T* out);
+  template <class T>
+  static void sum_rows(const T* x, std::size_t rows, std::size_t cols, T* out);
+  template <class T>
+  static void softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y);
+  template <class T>
+  static void softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx);
+  template <class T>
+  static void mse_forward(const T* pred, const T* target, std::size_t n, T* loss);
+
+  // layout.cu: index arithmetic only.
+  template <class T>
+  static void transpose(const T* x, std::size_t outer, std::size_t d1, std::size_t mid,
+                        std::size_t d2, std::size_t inner, T* y);
+  template <class T>
+  static void copy_rows(const T* src, std::size_t src_stride, T* dst, std::size_t dst_stride,
+                        std::size_t rows, std::size_t row_len);
+
+  // gemm.cpp: cuBLAS, row-major through the column-major transpose identity.
+  template <class T>
+  static void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
+                           std::size_t n, std::size_t k, T alpha, const T* a, std::size_t stride_a,
+                           const T* b, std::size_t stride_b, T beta, T* c, std::size_t stride_c);
+};
+
+}  // namespace mpitron::kernels::cuda

@@ -1,0 +1,123 @@
+// Reducing CUDA kernels: whole-buffer sums in one block (deterministic: no atomics), column sums
+// one thread per column, softmax one block per row. Every sum accumulates in double, as the CPU
+// reference loops in cpu/reductions.h do.
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
+
+namespace mpitron::kernels::cuda {
+namespace {
+
+constexpr unsigned kReduceThreads = 1024;  // one block sums a whole buffer
+constexpr unsigned kRowThreads = 256;      // one block per softmax row
+
+/// out[0] = sum_i term(i) / divisor, by a single block.
+template <class T, class Term>
+__global__ void reduce_to_scalar(std::size_t n, Term term, double divisor, T* out) {
+  double acc = 0.0;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
+    acc += term(i);
+  acc = block_reduce(acc, Plus{}, 0.0);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(acc / divisor);
+}
+
+template <class T, class Term>
+void launch_reduce(std::size_t n, Term term, double divisor, T* out) {
+  reduce_to_scalar<<<1, kReduceThreads>>>(n, term, divisor, out);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+__global__ void softmax_rows(const T* x, std::size_t cols, T* y) {
+  using std::exp;
+  const T* xr = x + blockIdx.x * cols;
+  T* yr = y + blockIdx.x * cols;
+  T max = xr[0];
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    max = Larger{}(max, xr[c]);
+  max = block_reduce(max, Larger{}, xr[0]);
+  double total = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    yr[c] = exp(xr[c] - max);
+    total += yr[c];
+  }
+  const T inv = static_cast<T>(1.0 / block_reduce(total, Plus{}, 0.0));
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    yr[c] *= inv;
+}
+
+template <class T>
+__global__ void softmax_backward_rows(const T* y, const T* dy, std::size_t cols, T* dx) {
+  const std::size_t base = blockIdx.x * cols;
+  double dot = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    dot += static_cast<double>(dy[base + c]) * y[base + c];
+  }
+  const T total = static_cast<T>(block_reduce(dot, Plus{}, 0.0));
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    dx[base + c] = y[base + c] * (dy[base + c] - total);
+  }
+}
+
+/// The grid of a one-block-per-row kernel.
+unsigned row_blocks(std::size_t rows) {
+  if (rows > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw std::invalid_argument("kernels::softmax: " + std::to_string(rows) +
+                                " rows exceed one CUDA grid");
+  }
+  return static_cast<unsigned>(rows);
+}
+
+}  // namespace
+
+template <class T>
+void Kernels::sum(const T* x, std::size_t n, T* out) {
+  launch_reduce(
+      n, [=] __device__(std::size_t i) { return static_cast<double>(x[i]); }, 1.0, out);
+}
+
+template <class T>
+void Kernels::mse_forward(const T* pred, const T* target, std::size_t n, T* loss) {
+  auto square = [=] __device__(std::size_t i) {
+    const double d = static_cast<double>(pred[i]) - target[i];
+    return d * d;
+  };
+  launch_reduce(n, square, static_cast<double>(n), loss);
+}
+
+template <class T>
+void Kernels::sum_rows(const T* x, std::size_t rows, std::size_t cols, T* out) {
+  for_each(cols, [=] __device__(std::size_t c) {
+    double acc = 0.0;
+    for (std::size_t r = 0; r < rows; ++r)
+      acc += x[r * cols + c];
+    out[c] = static_cast<T>(acc);
+  });
+}
+
+template <class T>
+void Kernels::softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y) {
+  softmax_rows<<<row_blocks(rows), kRowThreads>>>(x, cols, y);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void Kernels::softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx) {
+  softmax_backward_rows<<<row_blocks(rows), kRowThreads>>>(y, dy, cols, dx);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+#define MPITRON_INSTANTIATE(T)                                                       \
+  template void Kernels::sum<T>(const T*, std::size_t, T*);                          \
+  template void Kernels::mse_forward<T>(const T*, const T*, std::size_t, T*);        \
+  template void Kernels::sum_rows<T>(const T*, std::size_t, std::size_t, T*);        \
+  template void Kernels::softmax_forward<T>(const T*, std::size_t, std::size_t, T*); \
+  template void Kernels::softmax_backward<T>(const T*, const T*, std::size_t, std::size_t, T*);
+MPITRON_INSTANTIATE(float)
+MPITRON_INSTANTIATE(double)
+#undef MPITRON_INSTANTIATE
+
+}  // namespace mpitron::kernels::cuda

@@ -1,0 +1,132 @@
+// Internal: the Backend ops written once for every device. `K` is a device's kernel table, a
+// struct of static function templates over raw pointers (cpu::CpuKernels, cuda::CudaKernels);
+// TypedBackend only picks T from the buffers' dtype and unpacks sizes, so each device implements
+// the math and never the dispatch.
+#pragma once
+
+#include "kernels/backend.h"
+
+namespace mpitron::kernels {
+
+template <class K>
+class TypedBackend : public Backend {
+ public:
+  void fill(Buffer& o, double value) override {
+    dispatch(o.dtype(), [&]<class T>(T) { K::fill(out<T>(o), o.numel(), static_cast<T>(value)); });
+  }
+
+  void broadcast_scalar(const Buffer& s, double alpha, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) {
+      K::broadcast_scalar(in<T>(s), static_cast<T>(alpha), out<T>(o), o.numel());
+    });
+  }
+
+  void add(const Buffer& a, const Buffer& b, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) { K::add(in<T>(a), in<T>(b), out<T>(o), o.numel()); });
+  }
+
+  void sub(const Buffer& a, const Buffer& b, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) { K::sub(in<T>(a), in<T>(b), out<T>(o), o.numel()); });
+  }
+
+  void mul(const Buffer& a, const Buffer& b, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) { K::mul(in<T>(a), in<T>(b), out<T>(o), o.numel()); });
+  }
+
+  void scale(const Buffer& x, double alpha, Buffer& o) override {
+    dispatch(o.dtype(),
+             [&]<class T>(T) { K::scale(in<T>(x), static_cast<T>(alpha), out<T>(o), o.numel()); });
+  }
+
+  void axpy(double alpha, const Buffer& x, Buffer& y) override {
+    dispatch(y.dtype(),
+             [&]<class T>(T) { K::axpy(static_cast<T>(alpha), in<T>(x), out<T>(y), y.numel()); });
+  }
+
+  void bias_add(const Buffer& x, const Buffer& bias, std::size_t cols, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) {
+      K::bias_add(in<T>(x), in<T>(bias), x.numel() / cols, cols, out<T>(o));
+    });
+  }
+
+  void sum_rows(const Buffer& x, std::size_t cols, Buffer& o) override {
+    dispatch(o.dtype(),
+             [&]<class T>(T) { K::sum_rows(in<T>(x), x.numel() / cols, cols, out<T>(o)); });
+  }
+
+  void sum(const Buffer& x, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) { K::sum(in<T>(x), x.numel(), out<T>(o)); });
+  }
+
+  void gelu_forward(const Buffer& x, Buffer& y, GeluForm form) override {
+    dispatch(y.dtype(), [&]<class T>(T) { K::gelu_forward(in<T>(x), out<T>(y), y.numel(), form); });
+  }
+
+  void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form) override {
+    dispatch(dx.dtype(), [&]<class T>(T) {
+      K::gelu_backward(in<T>(x), in<T>(dy), out<T>(dx), dx.numel(), form);
+    });
+  }
+
+  void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y) override {
+    dispatch(y.dtype(),
+             [&]<class T>(T) { K::softmax_forward(in<T>(x), x.numel() / cols, cols, out<T>(y)); });
+  }
+
+  void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx) override {
+    dispatch(dx.dtype(), [&]<class T>(T) {
+      K::softmax_backward(in<T>(y), in<T>(dy), y.numel() / cols, cols, out<T>(dx));
+    });
+  }
+
+  void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) override {
+    dispatch(loss.dtype(), [&]<class T>(T) {
+      K::mse_forward(in<T>(pred), in<T>(target), pred.numel(), out<T>(loss));
+    });
+  }
+
+  void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss,
+                    Buffer& dpred) override {
+    dispatch(dpred.dtype(), [&]<class T>(T) {
+      K::mse_backward(in<T>(pred), in<T>(target), in<T>(dloss), pred.numel(), out<T>(dpred));
+    });
+  }
+
+  void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,
+                    std::size_t k, double alpha, const Buffer& a, std::size_t stride_a,
+                    const Buffer& b, std::size_t stride_b, double beta, Buffer& c,
+                    std::size_t stride_c) override {
+    dispatch(c.dtype(), [&]<class T>(T) {
+      K::gemm_batched(trans_a, trans_b, batch, m, n, k, static_cast<T>(alpha), in<T>(a), stride_a,
+                      in<T>(b), stride_b, static_cast<T>(beta), out<T>(c), stride_c);
+    });
+  }
+
+  void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid,
+                 std::size_t d2, std::size_t inner, Buffer& y) override {
+    dispatch(y.dtype(),
+             [&]<class T>(T) { K::transpose(in<T>(x), outer, d1, mid, d2, inner, out<T>(y)); });
+  }
+
+  void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
+                 std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
+                 std::size_t row_len) override {
+    dispatch(dst.dtype(), [&]<class T>(T) {
+      K::copy_rows(in<T>(src) + src_offset, src_stride, out<T>(dst) + dst_offset, dst_stride, rows,
+                   row_len);
+    });
+  }
+
+ private:
+  template <class T>
+  static const T* in(const Buffer& buffer) {
+    return buffer.data_as<T>();
+  }
+
+  template <class T>
+  static T* out(Buffer& buffer) {
+    return buffer.data_as<T>();
+  }
+};
+
+}  // namespace mpitron::kernels
