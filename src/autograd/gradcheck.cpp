@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
@@ -52,10 +53,11 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
       };
       const double numeric = (evaluate(eps) - evaluate(-eps)) / (2.0 * eps);
       const double error = std::abs(analytic[j] - numeric);
-      result.max_abs_error = std::max(result.max_abs_error, error);
+      // NaN compares false: a NaN gradient or loss must fail and show in max_abs_error.
+      if (!(error <= result.max_abs_error)) result.max_abs_error = error;
       const double excess = error - (atol + rtol * std::abs(numeric));
-      if (excess > worst_excess) {
-        worst_excess = excess;
+      if (std::isnan(excess) || excess > worst_excess) {
+        worst_excess = std::isnan(excess) ? std::numeric_limits<double>::infinity() : excess;
         result.passed = false;
         result.worst =
             fmt::format("input {} element {}: analytic {} numeric {}", i, j, analytic[j], numeric);

@@ -57,7 +57,8 @@ Tensor mean(const Tensor& x);
 /// storage with x.
 Tensor reshape(const Tensor& x, const Shape& shape);
 
-/// Swaps dims d0 and d1 (negative counts from the end) into a new contiguous tensor.
+/// Swaps dims d0 and d1 (negative counts from the end) into a new contiguous tensor; d0 == d1
+/// gives x's elements unchanged (sharing storage, like reshape).
 Tensor transpose(const Tensor& x, int d0, int d1);
 
 /// The slice [start, start + length) of dim `dim`, as a new contiguous tensor. Throws

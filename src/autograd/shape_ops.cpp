@@ -1,6 +1,7 @@
 // Shape ops: reshape (a view), transpose of two dims, narrow, split and concat.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "autograd/op_util.h"
@@ -26,11 +27,11 @@ Shape resolve_shape(const Tensor& x, Shape shape) {
   if (inferred >= 0 && known > 0 && x.numel() % known == 0) {
     shape[static_cast<std::size_t>(inferred)] = x.numel() / known;
   }
-  for (auto extent : shape) {
-    if (extent < 0 || numel_of(shape) != x.numel()) {
-      throw std::invalid_argument(
-          fmt::format("reshape: cannot view {} as {}", to_string(x.shape()), to_string(shape)));
-    }
+  // Extents are checked before numel_of, whose own error for a negative extent omits "reshape".
+  if (std::any_of(shape.begin(), shape.end(), [](std::int64_t e) { return e < 0; }) ||
+      numel_of(shape) != x.numel()) {
+    throw std::invalid_argument(
+        fmt::format("reshape: cannot view {} as {}", to_string(x.shape()), to_string(shape)));
   }
   if (shape.empty() && x.numel() != 1) {
     throw std::invalid_argument("reshape: cannot view " + to_string(x.shape()) + " as a scalar");
@@ -78,6 +79,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 Tensor transpose(const Tensor& x, int d0, int d1) {
   int a = detail::normalize_dim("transpose", d0, x.ndim());
   int b = detail::normalize_dim("transpose", d1, x.ndim());
+  if (a == b) return reshape(x, x.shape());  // a dim swapped with itself: the same tensor
   if (a > b) std::swap(a, b);
   const Shape& s = x.shape();
   const std::size_t outer = extent_product(s, 0, a), n1 = extent_product(s, a, a + 1),
