@@ -1,0 +1,147 @@
+// Seeded tensor creation: determinism (element i depends only on (seed, i)) and the sample
+// statistics of 100k draws.
+//
+// Statistical bounds: every bound below is 6 standard errors of the statistic for n = 100000
+// independent draws of a correct generator. A correct generator exceeds 6 sigma with probability
+// ~2e-9 per statistic, so for any seed the test passes; a wrong scale, shift or distribution
+// (e.g. std 0.98 instead of 1, or uniform mistaken for normal) moves a statistic by tens of
+// standard errors and fails.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "autograd/random.h"
+#include "autograd_test_support.h"
+
+namespace mpitron::autograd::test {
+namespace {
+
+constexpr std::int64_t kSamples = 100000;
+constexpr double kSigmas = 6.0;
+
+double sample_mean(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double sample_std(const std::vector<double>& v) {
+  const double m = sample_mean(v);
+  double squares = 0.0;
+  for (const double x : v)
+    squares += (x - m) * (x - m);
+  return std::sqrt(squares / static_cast<double>(v.size() - 1));
+}
+
+// Fraction of samples with |x| < limit.
+double fraction_within(const std::vector<double>& v, double limit) {
+  const auto inside =
+      std::count_if(v.begin(), v.end(), [&](double x) { return std::abs(x) < limit; });
+  return static_cast<double>(inside) / static_cast<double>(v.size());
+}
+
+// Pearson correlation of v[i] and w[i].
+double correlation(const std::vector<double>& v, const std::vector<double>& w) {
+  const double mv = sample_mean(v), mw = sample_mean(w);
+  double cov = 0.0, vv = 0.0, ww = 0.0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    cov += (v[i] - mv) * (w[i] - mw);
+    vv += (v[i] - mv) * (v[i] - mv);
+    ww += (w[i] - mw) * (w[i] - mw);
+  }
+  return cov / std::sqrt(vv * ww);
+}
+
+TEST(Random, SameSeedSameValuesOtherSeedOtherValues) {
+  const auto a = randn({64}, 7, 1.0, DType::f64).to_vector();
+  EXPECT_EQ(a, randn({64}, 7, 1.0, DType::f64).to_vector());
+  const auto b = randn({64}, 8, 1.0, DType::f64).to_vector();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NE(a[i], b[i]) << "at " << i;
+  EXPECT_EQ(uniform({64}, 7, -1.0, 1.0).to_vector(), uniform({64}, 7, -1.0, 1.0).to_vector());
+}
+
+TEST(Random, ElementDependsOnlyOnSeedAndIndex) {
+  // The same flat index gives the same value whatever the shape or total size, so a shard of a
+  // master tensor can be generated or sliced interchangeably.
+  const auto big = randn({40, 25}, 99, 0.5, DType::f64).to_vector();
+  const auto flat = randn({1000}, 99, 0.5, DType::f64).to_vector();
+  const auto prefix = randn({3, 7}, 99, 0.5, DType::f64).to_vector();
+  EXPECT_EQ(big, flat);
+  EXPECT_TRUE(std::equal(prefix.begin(), prefix.end(), big.begin()));
+  const auto u_big = uniform({500}, 5, 2.0, 3.0, DType::f64).to_vector();
+  const auto u_prefix = uniform({10, 5}, 5, 2.0, 3.0, DType::f64).to_vector();
+  EXPECT_TRUE(std::equal(u_prefix.begin(), u_prefix.end(), u_big.begin()));
+}
+
+TEST(Random, Float32IsTheRoundedFloat64Stream) {
+  const auto f64 = randn({256}, 3, 1.0, DType::f64).to_vector();
+  const auto f32 = randn({256}, 3, 1.0, DType::f32).to_vector();
+  for (std::size_t i = 0; i < f64.size(); ++i) {
+    EXPECT_EQ(f32[i], static_cast<double>(static_cast<float>(f64[i]))) << "at " << i;
+  }
+}
+
+TEST(Random, NormalMeanStdAndShape) {
+  const double sd = 0.02;  // the usual weight-init scale
+  const auto v = randn({kSamples}, 2024, sd, DType::f64).to_vector();
+  const double n = static_cast<double>(kSamples);
+  // Standard errors: mean sigma/sqrt(n); std sigma/sqrt(2n) (normal data); a fraction p has
+  // sqrt(p(1-p)/n).
+  EXPECT_NEAR(sample_mean(v), 0.0, kSigmas * sd / std::sqrt(n));
+  EXPECT_NEAR(sample_std(v), sd, kSigmas * sd / std::sqrt(2.0 * n));
+  for (const auto& [k, p] :
+       {std::pair{1.0, 0.682689492137086}, std::pair{2.0, 0.954499736103642}}) {
+    EXPECT_NEAR(fraction_within(v, k * sd), p, kSigmas * std::sqrt(p * (1.0 - p) / n))
+        << "within " << k << " sigma";
+  }
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }));
+}
+
+TEST(Random, NeighboursAndSeedsAreUncorrelated) {
+  // The correlation of n independent pairs has standard error 1/sqrt(n).
+  const auto v = randn({kSamples + 1}, 11, 1.0, DType::f64).to_vector();
+  const std::vector<double> head(v.begin(), v.end() - 1), tail(v.begin() + 1, v.end());
+  const double bound = kSigmas / std::sqrt(static_cast<double>(kSamples));
+  EXPECT_NEAR(correlation(head, tail), 0.0, bound);
+  const auto w = randn({kSamples + 1}, 12, 1.0, DType::f64).to_vector();
+  EXPECT_NEAR(correlation(v, w), 0.0, bound);
+}
+
+TEST(Random, UniformRangeMeanAndStd) {
+  const double low = -3.0, high = 5.0, width = high - low;
+  const auto v = uniform({kSamples}, 77, low, high, DType::f64).to_vector();
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [&](double x) { return x >= low && x < high; }));
+  const double n = static_cast<double>(kSamples);
+  // U(low, high): variance w^2/12, fourth central moment w^4/80. Standard errors: mean
+  // w/sqrt(12 n); std sqrt((mu4 - sigma^4) / n) / (2 sigma) (delta method).
+  const double sigma = width / std::sqrt(12.0);
+  const double mu4 = std::pow(width, 4) / 80.0;
+  EXPECT_NEAR(sample_mean(v), (low + high) / 2.0, kSigmas * sigma / std::sqrt(n));
+  EXPECT_NEAR(sample_std(v), sigma,
+              kSigmas * std::sqrt((mu4 - std::pow(sigma, 4)) / n) / (2.0 * sigma));
+}
+
+TEST(Random, UniformRejectsAnEmptyRangeAndArangeCounts) {
+  EXPECT_THROW(uniform({4}, 1, 1.0, 0.0), std::invalid_argument);
+  EXPECT_EQ(arange(5, DType::f64).to_vector(), (std::vector<double>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(arange(0).shape(), Shape{0});
+}
+
+// The values do not depend on the device they are created on.
+class RandomOnDevice : public DeviceTest<Device> {};
+
+TEST_P(RandomOnDevice, SameValuesAsOnTheHost) {
+  EXPECT_EQ(randn({33}, 5, 1.0, DType::f32, device()).to_vector(),
+            randn({33}, 5, 1.0, DType::f32).to_vector());
+  EXPECT_EQ(uniform({33}, 5, 0.0, 1.0, DType::f64, device()).to_vector(),
+            uniform({33}, 5, 0.0, 1.0, DType::f64).to_vector());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, RandomOnDevice, ::testing::Values(Device::cpu, Device::cuda),
+                         ParamName());
+
+}  // namespace
+}  // namespace mpitron::autograd::test

@@ -1,0 +1,164 @@
+// PyTorch parity: forward values and gradients of our ops against float64 goldens written by
+// tools/make_golden.py (inputs and expected outputs both come from the JSON files under
+// tests/data/, so torch is never needed here). Each check runs in float64 and in float32, on
+// the CPU and, when present, on a CUDA device.
+//
+// Comparison: normwise, max_i |got_i - expected_i| <= rtol * max_i |expected_i| (plus an
+// underflow floor, see `atol`), because the rounding error of a sum is bounded relative to the
+// magnitudes of its terms (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed.,
+// section 3.1: |error| <= gamma_K sum |terms|, gamma_K ~ K u), not relative to a result that may
+// have cancelled (e.g. gelu(-5) ~ -1.4e-6).
+//
+// Tolerances (see `rtol`):
+// - float64: 1e-12. Our inputs are the goldens' exact inputs; differences come only from
+//   summation order (GEMM blocking) and libm-vs-torch exp/erf/tanh (~1 ulp each). With at most
+//   K = 192 chained summed terms (the MLP's dx: 32 + 64 forward, 32 + 64 back), K u = 2.1e-14,
+//   so 1e-12 is a ~50x margin; a formula mistake (tanh vs exact GELU differ by 1e-4) is far
+//   above it.
+// - float32: (4 K + 16) eps32 (eps32 = 1.19e-7). K is the number of summed terms along the
+//   longest chain of reductions that produced the value; the factor 4 covers the rounding of the
+//   inputs to float32 and its propagation. The 16 ulp are the element-wise functions: float32
+//   exp/erf/tanh are accurate to a few ulp, and GELU's derivative composes about ten roundings
+//   with 1 - tanh^2, which amplifies tanh's error (measured: 3.7 ulp for the tanh form). E.g.
+//   2.4e-6 for GELU, 9.3e-5 for the MLP's dx.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "autograd/ops.h"
+#include "autograd_test_support.h"
+
+namespace mpitron::autograd::test {
+namespace {
+
+// One golden file: {"<name>": {"shape": [...], "data": [...]}, ...}.
+class Goldens {
+ public:
+  explicit Goldens(const std::string& file) {
+    const std::string path = std::string(MPITRON_TEST_DATA_DIR) + "/" + file;
+    std::ifstream stream(path);
+    if (!stream) throw std::runtime_error("cannot open golden file " + path);
+    json_ = nlohmann::json::parse(stream);
+  }
+  Shape shape(const std::string& name) const { return json_.at(name).at("shape").get<Shape>(); }
+  std::vector<double> values(const std::string& name) const {
+    return json_.at(name).at("data").get<std::vector<double>>();
+  }
+
+ private:
+  nlohmann::json json_;
+};
+
+class TorchParity : public DeviceTest<std::tuple<Device, DType>> {
+ protected:
+  DType dtype() const { return std::get<1>(GetParam()); }
+
+  double rtol(int summed_terms) const {
+    if (dtype() == DType::f64) return 1e-12;
+    return (4.0 * summed_terms + 16.0) * std::numeric_limits<float>::epsilon();
+  }
+
+  // Absolute floor: the smallest normal number of the dtype. Below it the format loses relative
+  // precision and flushes to 0 (e.g. softmax's exp(-151.29) = 2e-66 is 0 in float32), so an
+  // expected value that small cannot be matched more closely.
+  double atol() const {
+    return dtype() == DType::f64 ? std::numeric_limits<double>::min()
+                                 : std::numeric_limits<float>::min();
+  }
+
+  /// Golden tensor `name` in this test's dtype and device, optionally a leaf requiring grad.
+  Tensor input(const Goldens& goldens, const std::string& name, bool requires_grad = false) const {
+    Tensor t = Tensor::from_vector(goldens.values(name), goldens.shape(name), dtype(), device());
+    if (requires_grad) t.set_requires_grad();
+    return t;
+  }
+
+  /// `got` matches golden `name` normwise within rtol(summed_terms), plus atol().
+  void expect_golden(const Tensor& got, const Goldens& goldens, const std::string& name,
+                     int summed_terms) const {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(got.defined());
+    ASSERT_EQ(got.shape(), goldens.shape(name));
+    const std::vector<double> actual = got.to_vector();
+    const std::vector<double> expected = goldens.values(name);
+    double scale = 0.0;
+    for (const double e : expected)
+      scale = std::max(scale, std::abs(e));
+    const double bound = rtol(summed_terms) * scale + atol();
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const double error = std::abs(actual[i] - expected[i]);
+      // Written so that a NaN or infinite result fails.
+      EXPECT_TRUE(error <= bound) << "element " << i << ": got " << actual[i] << " expected "
+                                  << expected[i] << " error " << error << " > bound " << bound;
+    }
+  }
+};
+
+TEST_P(TorchParity, GeluBothFormsAndDerivatives) {
+  const Goldens goldens("gelu.json");
+  for (const auto& [form, key] : {std::pair{GeluForm::exact, std::string("exact")},
+                                  std::pair{GeluForm::tanh, std::string("tanh")}}) {
+    Tensor x = input(goldens, "x", true);
+    const Tensor y = gelu(x, form);
+    y.backward(Tensor::full(x.shape(), 1.0, dtype(), device()));  // dx = gelu'(x)
+    expect_golden(y, goldens, key + ".y", 1);
+    expect_golden(x.grad(), goldens, key + ".dydx", 1);
+  }
+}
+
+TEST_P(TorchParity, SoftmaxOfLargeMagnitudesIsFiniteForwardAndBackward) {
+  const Goldens goldens("softmax.json");
+  for (const std::string name : {"wide", "equal_large", "mixed"}) {
+    Tensor x = input(goldens, name + ".x", true);
+    const Tensor y = softmax(x);
+    y.backward(input(goldens, name + ".dy"));
+    const auto cols = static_cast<int>(x.size(-1));
+    expect_golden(y, goldens, name + ".y", cols);              // sum of exps
+    expect_golden(x.grad(), goldens, name + ".dx", 2 * cols);  // that sum and sum dy * y
+  }
+}
+
+TEST_P(TorchParity, MseLossAndGradient) {
+  const Goldens goldens("mse.json");
+  Tensor pred = input(goldens, "pred", true);
+  const Tensor loss = mse_loss(pred, input(goldens, "target"));
+  loss.backward();
+  expect_golden(loss, goldens, "loss", static_cast<int>(pred.numel()));
+  expect_golden(pred.grad(), goldens, "dpred", 1);
+}
+
+// 32 -> 64 -> 32 exact-GELU MLP on x [2, 4, 32] (8 rows) with MSE loss.
+TEST_P(TorchParity, GeluMlpForwardLossAndEveryGradient) {
+  const Goldens goldens("mlp.json");
+  Tensor x = input(goldens, "x", true);
+  Tensor w1 = input(goldens, "w1", true), b1 = input(goldens, "b1", true);
+  Tensor w2 = input(goldens, "w2", true), b2 = input(goldens, "b2", true);
+  const Tensor out = linear(gelu(linear(x, w1, b1)), w2, b2);
+  const Tensor loss = mse_loss(out, input(goldens, "target"));
+  loss.backward();
+
+  // Summed terms along the longest chain: forward 32 (layer 1) + 64 (layer 2); the loss adds
+  // its 256 squares; gradients go back through 32 (dH = dOut W2) and sum over the 8 rows.
+  const int rows = 8, forward = 32 + 64;
+  expect_golden(out, goldens, "out", forward);
+  expect_golden(loss, goldens, "loss", forward + static_cast<int>(out.numel()));
+  expect_golden(b2.grad(), goldens, "db2", forward + rows);
+  expect_golden(w2.grad(), goldens, "dw2", forward + rows);
+  expect_golden(x.grad(), goldens, "dx", forward + 64 + 32);
+  expect_golden(b1.grad(), goldens, "db1", forward + 32 + rows);
+  expect_golden(w1.grad(), goldens, "dw1", forward + 32 + rows);
+}
+
+INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, TorchParity,
+                         ::testing::Combine(::testing::Values(Device::cpu, Device::cuda),
+                                            ::testing::Values(DType::f64, DType::f32)),
+                         ParamName());
+
+}  // namespace
+}  // namespace mpitron::autograd::test
