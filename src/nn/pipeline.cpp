@@ -7,7 +7,7 @@
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
-#include "comm/collectives.h"
+#include "comm/point_to_point.h"
 #include "nn/fault_injection.h"
 
 namespace mpitron::nn {
