@@ -7,6 +7,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/function.h"
+#include "autograd/op_util.h"
 #include "kernels/ops.h"
 
 namespace mpitron::autograd {
@@ -132,6 +133,7 @@ void Tensor::backward() const {
 
 void Tensor::backward(const Tensor& grad_output) const {
   check_same_shape("backward", *this, grad_output);
+  detail::check_compatible("backward", {*this, grad_output});
   if (!requires_grad()) throw std::logic_error("backward: the tensor does not require grad");
   run_backward(*this, grad_output);
 }

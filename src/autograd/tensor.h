@@ -80,7 +80,8 @@ class Tensor {
   /// when numel() != 1 or the tensor does not require grad.
   void backward() const;
   /// Reverse-mode differentiation seeded with `grad_output` (same shape), e.g. the gradient a
-  /// pipeline stage receives from the next stage. Throws std::invalid_argument on shape mismatch.
+  /// pipeline stage receives from the next stage. Throws std::invalid_argument on a shape, dtype
+  /// or device mismatch.
   void backward(const Tensor& grad_output) const;
 
   /// A leaf sharing this tensor's storage, without grad history.
