@@ -170,6 +170,11 @@ TEST(BadInput, TensorFactoriesAndGradients) {
                 scale(x, 2.0).backward(zeros({3, 2}));
               }),
               names("backward", "[2, 3]", "[3, 2]"));
+  // A float64 seed for a float32 graph would otherwise leave a float64 gradient on x.
+  EXPECT_THAT(message_of<std::invalid_argument>([&] {
+                scale(x, 2.0).backward(Tensor::zeros({2, 3}, DType::f64));
+              }),
+              names("backward", "float32", "float64"));
   EXPECT_THAT(message_of<std::invalid_argument>([&] { x.set_grad(zeros({6})); }),
               names("set_grad", "[2, 3]", "[6]"));
   EXPECT_THROW(scale(x, 2.0).set_requires_grad(), std::logic_error);  // not a leaf
