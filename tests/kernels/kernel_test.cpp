@@ -10,6 +10,10 @@ std::string place_name(const ::testing::TestParamInfo<Place>& info) {
   return to_string(info.param.device) + "_" + to_string(info.param.dtype);
 }
 
+void PrintTo(const Place& place, std::ostream* os) {
+  *os << to_string(place.device) << " " << to_string(place.dtype);
+}
+
 void KernelTest::SetUp() {
   if (device() == Device::cuda && !cuda_available()) GTEST_SKIP() << "no CUDA device";
 }

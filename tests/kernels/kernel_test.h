@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct Place {
 };
 
 std::string place_name(const ::testing::TestParamInfo<Place>& info);
+
+/// Prints a Place as "cpu float32" in failure messages.
+void PrintTo(const Place& place, std::ostream* os);
 
 class KernelTest : public ::testing::TestWithParam<Place> {
  protected:

@@ -85,8 +85,7 @@ TEST_P(DeviceTest, CopyRejectsMismatchedSizes) {
 }
 
 TEST_P(DeviceTest, TypedAccessChecksTheDtype) {
-  Buffer buffer = empty(1);
-  if (device() != Device::cpu) GTEST_SKIP() << "device pointers are not dereferenced here";
+  Buffer buffer = empty(1);  // data_as only checks the dtype, it never dereferences
   if (dtype() == DType::f32) {
     EXPECT_NO_THROW(buffer.data_as<float>());
     EXPECT_THROW(buffer.data_as<double>(), std::logic_error);
