@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
 
 #include "autograd/function.h"
@@ -16,7 +17,12 @@ void append_parameters(Parameters& into, const std::string& prefix, const Parame
 
 LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_features,
                                   std::uint64_t seed, DType dtype, Device device) {
-  return {autograd::randn({out_features, in_features}, seed, 0.2, dtype, device),
+  if (out_features < 1 || in_features < 1) {
+    throw std::invalid_argument(fmt::format("linear weights: sizes {} x {} must be >= 1",
+                                            out_features, in_features));
+  }
+  const double std = 1.0 / std::sqrt(static_cast<double>(in_features));
+  return {autograd::randn({out_features, in_features}, seed, std, dtype, device),
           autograd::randn({out_features}, seed + 10000, 0.1, dtype, device)};
 }
 

@@ -31,9 +31,11 @@ struct LinearWeights {
   Tensor bias;
 };
 
-/// Master weights made from `seed` on every rank: weight ~ N(0, 0.2^2) from seed, bias ~
-/// N(0, 0.1^2) from seed + 10000 (the reference program's scheme). Identical for every (tp, pp,
-/// dp), so each rank can slice its shard from the same dense model.
+/// Master weights made from `seed` on every rank: weight ~ N(0, 1/in_features) from seed (LeCun
+/// normal, so activations keep their scale through deep stacks of any width), bias ~ N(0, 0.1^2)
+/// from seed + 10000 (the reference program's seed scheme). Identical for every (tp, pp, dp), so
+/// each rank can slice its shard from the same dense model. Throws std::invalid_argument when a
+/// size is < 1.
 LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_features,
                                   std::uint64_t seed, DType dtype, Device device);
 
