@@ -1,0 +1,134 @@
+// The TP mappings and parallel linear layers against closed forms and dense layers, on every
+// rank of a TP group spanning the world.
+#include <gtest/gtest.h>
+
+#include "autograd/function.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "nn/linear.h"
+#include "nn/mlp.h"
+#include "nn/tp_mappings.h"
+#include "nn_test_support.h"
+
+namespace mpitron::nn {
+namespace {
+
+using autograd::DType;
+using autograd::Tensor;
+
+TEST(TpMappings, CopyToTpSumsInputGradientsOverTheGroup) {
+  const comm::Communicator& tp = test_world();
+  Tensor x = Tensor::full({2, 3}, 1.0).set_requires_grad();
+  const Tensor y = copy_to_tp(x, tp);
+  EXPECT_EQ(y.to_vector(), x.to_vector());
+  // Rank r contributes (r + 1) to every element of the gradient: the sum is n(n+1)/2 exactly.
+  autograd::sum(autograd::scale(y, tp.rank() + 1.0)).backward();
+  const double n = tp.size();
+  for (double g : x.grad().to_vector()) EXPECT_EQ(g, n * (n + 1) / 2);
+}
+
+TEST(TpMappings, ReduceFromTpSumsForwardAndPassesGradientThrough) {
+  const comm::Communicator& tp = test_world();
+  Tensor x = Tensor::full({4}, tp.rank() + 1.0).set_requires_grad();
+  const Tensor y = reduce_from_tp(x, tp);
+  const double n = tp.size();
+  for (double v : y.to_vector()) EXPECT_EQ(v, n * (n + 1) / 2);
+  autograd::sum(autograd::scale(y, 3.0)).backward();
+  for (double g : x.grad().to_vector()) EXPECT_EQ(g, 3.0);
+}
+
+TEST(TpMappings, GatherAndScatterAreInversesAlongTheLastDim) {
+  const comm::Communicator& tp = test_world();
+  const int n = tp.size();
+  Tensor shard = Tensor::full({2, 3}, tp.rank()).set_requires_grad();
+  const Tensor full = gather_from_tp(shard, tp);
+  ASSERT_EQ(full.shape(), (autograd::Shape{2, 3 * n}));
+  const std::vector<double> values = full.to_vector();
+  for (int row = 0; row < 2; ++row) {
+    for (int col = 0; col < 3 * n; ++col) EXPECT_EQ(values[row * 3 * n + col], col / 3);
+  }
+  // d/d shard of sum(full * w) is this rank's columns of w.
+  const Tensor w = autograd::reshape(autograd::arange(2 * 3 * n), {2, 3 * n});
+  autograd::sum(autograd::mul(full, w)).backward();
+  const std::vector<double> grad = shard.grad().to_vector();
+  for (int row = 0; row < 2; ++row) {
+    for (int col = 0; col < 3; ++col) {
+      EXPECT_EQ(grad[row * 3 + col], row * 3 * n + tp.rank() * 3 + col);
+    }
+  }
+
+  Tensor whole = Tensor::from_vector(w.to_vector(), {2, 3 * n}).set_requires_grad();
+  const Tensor mine = scatter_to_tp(whole, tp);
+  {
+    autograd::NoGradGuard no_grad;
+    EXPECT_EQ(mine.to_vector(), autograd::narrow(w, 1, tp.rank() * 3, 3).to_vector());
+  }
+  // Each rank's gradient of its own shard is (rank + 1); the all-gathered gradient has rank r's
+  // value in block r.
+  autograd::sum(autograd::scale(mine, tp.rank() + 1.0)).backward();
+  const std::vector<double> gathered = whole.grad().to_vector();
+  for (int col = 0; col < 3 * n; ++col) EXPECT_EQ(gathered[col], col / 3 + 1.0);
+}
+
+TEST(TpMappings, ScatterRejectsAnIndivisibleLastDim) {
+  const comm::Communicator& tp = test_world();
+  if (tp.size() == 1) GTEST_SKIP() << "every size divides by 1";
+  EXPECT_THROW(scatter_to_tp(Tensor::zeros({2, tp.size() + 1}), tp), std::invalid_argument);
+}
+
+// Column-parallel shards compute exactly the dense layer's columns; the row-parallel sum differs
+// from the dense dot product only in summation order: n terms of |x w| ~ 1 in float32 give
+// errors ~ n * 6e-8, so 1e-5 absolute is ample for n <= 64.
+TEST(ParallelLinear, ColumnAndRowParallelMatchTheDenseLayer) {
+  const comm::Communicator& tp = test_world();
+  const auto weights = make_linear_weights(8 * tp.size(), 4 * tp.size(), 7, DType::f32,
+                                           autograd::Device::cpu);
+  const Tensor x = autograd::randn({3, 5, 4 * tp.size()}, 8);
+  const Linear dense(weights);
+  const Tensor expected = dense.forward(x);
+
+  const ColumnParallelLinear column(weights, tp, /*gather_output=*/true);
+  EXPECT_EQ(column.forward(x).to_vector(), expected.to_vector());
+
+  const RowParallelLinear row(weights, tp, /*input_is_parallel=*/false);
+  const std::vector<double> actual = row.forward(x).to_vector();
+  const std::vector<double> reference = expected.to_vector();
+  ASSERT_EQ(actual.size(), reference.size());
+  for (std::size_t i = 0; i < actual.size(); ++i) EXPECT_NEAR(actual[i], reference[i], 1e-5);
+}
+
+TEST(ParallelLinear, IndivisibleFeaturesAreRejectedWithTheNumbers) {
+  const comm::Communicator& tp = test_world();
+  if (tp.size() == 1) GTEST_SKIP() << "every size divides by 1";
+  const auto weights = make_linear_weights(tp.size() + 1, 4, 1, DType::f32, autograd::Device::cpu);
+  try {
+    ColumnParallelLinear layer(weights, tp, false);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("is not divisible by tp"), std::string::npos) << e.what();
+  }
+}
+
+// Float64 so the TP and dense gradients agree to summation-order rounding (~1e-15 relative).
+TEST(ParallelMlp, ForwardAndGradientsMatchTheDenseMlp) {
+  const comm::Communicator& tp = test_world();
+  const auto weights = make_mlp_weights(8, 4 * tp.size(), 3, 4, DType::f64, autograd::Device::cpu);
+  const ParallelMlp parallel(weights, tp);
+  const Mlp dense(weights);
+  Tensor x1 = autograd::randn({2, 3, 8}, 5, 1.0, DType::f64).set_requires_grad();
+  Tensor x2 = x1.detach().clone().set_requires_grad();
+  const Tensor target = autograd::randn({2, 3, 8}, 6, 1.0, DType::f64);
+  autograd::mse_loss(parallel.forward(x1), target).backward();
+  autograd::mse_loss(dense.forward(x2), target).backward();
+  expect_close(x1.grad(), x2.grad(), 1e-12);
+  const Parameters p = parallel.parameters(), d = dense.parameters();
+  const int t = tp.rank(), width = 4;
+  autograd::NoGradGuard no_grad;
+  expect_close(p[0].tensor.grad(), autograd::narrow(d[0].tensor.grad(), 0, t * width, width), 1e-12);
+  expect_close(p[1].tensor.grad(), autograd::narrow(d[1].tensor.grad(), 0, t * width, width), 1e-12);
+  expect_close(p[2].tensor.grad(), autograd::narrow(d[2].tensor.grad(), 1, t * width, width), 1e-12);
+  expect_close(p[3].tensor.grad(), d[3].tensor.grad(), 1e-12);
+}
+
+}  // namespace
+}  // namespace mpitron::nn
