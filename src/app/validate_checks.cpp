@@ -11,10 +11,12 @@ using autograd::Tensor;
 
 namespace {
 
-nn::Parameters stack_parameters(const auto& stack) {
+// Parameters of `stack`, named by their layer index in the whole model (first + i).
+nn::Parameters stack_parameters(const auto& stack, std::int64_t first = 0) {
   nn::Parameters all;
   for (std::size_t i = 0; i < stack.size(); ++i) {
-    nn::append_parameters(all, "layer" + std::to_string(i), stack[i].parameters());
+    nn::append_parameters(all, "layer" + std::to_string(first + static_cast<std::int64_t>(i)),
+                          stack[i].parameters());
   }
   return all;
 }
@@ -75,7 +77,7 @@ std::vector<LocalCheck> check_pipeline_parallel(const ValidateContext& ctx) {
   const auto weights = make_stack_weights(ctx, ctx.sizes.layers, 300, 400);
   const auto stage = build_layers<nn::Mlp>(weights, first, per_stage);
   const auto dense = build_layers<nn::Mlp>(weights, 0, ctx.sizes.layers);
-  log_parameters(ctx.log, "pp stage", stack_parameters(stage));
+  log_parameters(ctx.log, "pp stage", stack_parameters(stage, first));
   const Tensor input = make_activation(ctx, 41, 1.0);
   const Tensor target = make_activation(ctx, 42, 0.5);
   const auto stage_forward = [&stage](const Tensor& x) { return forward_stack(stage, x); };
@@ -135,7 +137,7 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
   const auto stage =
       build_layers<nn::ParallelMlp>(weights, first, per_stage, topo.tp_comm());
   const auto dense = build_layers<nn::Mlp>(weights, 0, ctx.sizes.layers);
-  const nn::Parameters stage_parameters = stack_parameters(stage);
+  const nn::Parameters stage_parameters = stack_parameters(stage, first);
   log_parameters(ctx.log, "combined stage shards", stage_parameters);
   const auto d = static_cast<std::uint64_t>(topo.dp_rank());
   const nn::PipelineResult result = nn::pipeline_train_step(
