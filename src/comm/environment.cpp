@@ -1,0 +1,77 @@
+#include "comm/environment.h"
+
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+#include <exception>
+#include <stdexcept>
+
+#include "comm/errors.h"
+#include "comm/guard.h"
+
+namespace mpitron::comm {
+
+namespace {
+
+int g_world_rank = -1;  // for the terminate handler, which has no other way to learn it
+
+[[noreturn]] void terminate_job() {
+  std::string what = "std::terminate called without an active exception";
+  if (std::exception_ptr current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const std::exception& error) {
+      what = std::string("uncaught exception: ") + error.what();
+    } catch (...) {
+      what = "uncaught exception of unknown type";
+    }
+  }
+  abort_job(error_line(g_world_rank, what), kErrorExitCode);
+}
+
+bool query_mpi_cuda_support() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+int count_node_ranks() {
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type");
+  int size = 0;
+  const int rc = MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  check_mpi(rc, "MPI_Comm_size");
+  return size;
+}
+
+}  // namespace
+
+Environment::Environment(int& argc, char**& argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) throw std::logic_error("comm::Environment: MPI is already initialized");
+  int provided = MPI_THREAD_SINGLE;
+  check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  if (provided < MPI_THREAD_FUNNELED) {
+    MPI_Finalize();
+    throw std::runtime_error("the MPI library does not provide MPI_THREAD_FUNNELED");
+  }
+  world_ = Communicator::make_world(MPI_COMM_WORLD, count_node_ranks(), query_mpi_cuda_support());
+  g_world_rank = world_.rank();
+  std::set_terminate(terminate_job);
+}
+
+Environment::~Environment() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace mpitron::comm

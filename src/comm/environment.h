@@ -1,0 +1,36 @@
+// MPI start and finish for one process, and the world communicator.
+#pragma once
+
+#include "comm/communicator.h"
+
+namespace mpitron::comm {
+
+/// Initializes MPI for the lifetime of the object (one per process).
+///
+/// The constructor calls MPI_Init_thread requesting MPI_THREAD_FUNNELED (only the main thread
+/// calls MPI), sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so failures become MpiError exceptions,
+/// counts the ranks sharing this node (MPI_Comm_split_type, for the automatic CUDA transfer
+/// mode), queries CUDA support (MPIX_Query_cuda_support where <mpi-ext.h> offers it) and
+/// installs a std::terminate handler that prints "rank N: error: <what>" and aborts the whole
+/// job with kErrorExitCode, so an exception escaping on any rank never leaves others waiting.
+/// The destructor calls MPI_Finalize.
+class Environment {
+ public:
+  /// Throws std::logic_error when MPI is already initialized, std::runtime_error when the
+  /// library offers less than MPI_THREAD_FUNNELED, MpiError when an MPI call fails.
+  Environment(int& argc, char**& argv);
+  ~Environment();
+
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  /// The handle on MPI_COMM_WORLD (settings such as the deadline are shared by its copies and
+  /// by every communicator split from it).
+  const Communicator& world() const { return world_; }
+  Communicator& world() { return world_; }
+
+ private:
+  Communicator world_;
+};
+
+}  // namespace mpitron::comm

@@ -1,0 +1,47 @@
+#include "comm/mpi_util.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "kernels/ops.h"
+
+namespace mpitron::comm {
+
+MPI_Datatype mpi_type(kernels::DType dtype) {
+  return dtype == kernels::DType::f64 ? MPI_DOUBLE : MPI_FLOAT;
+}
+
+int mpi_count(std::size_t count) {
+  if (count > kMaxMessageElements) {
+    throw std::length_error("MPI message of " + std::to_string(count) +
+                            " elements exceeds INT_MAX");
+  }
+  return static_cast<int>(count);
+}
+
+void* element(kernels::Buffer& buffer, std::size_t index) {
+  return static_cast<std::byte*>(buffer.data()) + index * kernels::dtype_size(buffer.dtype());
+}
+
+const void* element(const kernels::Buffer& buffer, std::size_t index) {
+  return static_cast<const std::byte*>(buffer.data()) + index * kernels::dtype_size(buffer.dtype());
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::max:
+      return MPI_MAX;
+    case ReduceOp::min:
+      return MPI_MIN;
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      break;
+  }
+  return MPI_SUM;
+}
+
+void finish_average(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op) {
+  if (op == ReduceOp::avg) kernels::scale(buffer, 1.0 / comm.size(), buffer);
+}
+
+}  // namespace mpitron::comm

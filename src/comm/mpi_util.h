@@ -1,0 +1,46 @@
+// Small helpers shared by the collective and point-to-point implementations (communication layer
+// internal).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "comm/chunking.h"
+#include "comm/collectives.h"
+#include "comm/communicator.h"
+#include "comm/wait.h"
+#include "kernels/device.h"
+
+namespace mpitron::comm {
+
+/// MPI_FLOAT for f32, MPI_DOUBLE for f64.
+MPI_Datatype mpi_type(kernels::DType dtype);
+
+/// MPI_SUM for sum and avg, MPI_MAX, MPI_MIN.
+MPI_Op mpi_op(ReduceOp op);
+
+/// For `op` == avg, scales the reduced `buffer` by 1/comm.size() (kernels::scale); else nothing.
+void finish_average(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op);
+
+/// `count` as an MPI count; throws std::length_error above INT_MAX (callers chunk first).
+int mpi_count(std::size_t count);
+
+/// Address of element `index` of `buffer` (no bounds check; callers stay inside).
+void* element(kernels::Buffer& buffer, std::size_t index);
+const void* element(const kernels::Buffer& buffer, std::size_t index);
+
+/// Moves `count` elements as consecutive messages of at most `comm.max_message_elements()`
+/// elements: for each Range `post(range)` starts one non-blocking MPI call and returns its
+/// request, which is waited for (wait_one, reporting `op`) before the next is posted.
+template <class Post>
+void for_each_message(const Communicator& comm, std::size_t count, std::size_t limit,
+                      const Operation& op, Post post) {
+  const std::size_t messages = message_count(count, limit);
+  for (std::size_t i = 0; i < messages; ++i) {
+    MPI_Request request = post(message_range(count, limit, i));
+    wait_one(comm, request, op);
+  }
+}
+
+}  // namespace mpitron::comm

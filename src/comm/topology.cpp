@@ -1,0 +1,43 @@
+#include "comm/topology.h"
+
+namespace mpitron::comm {
+
+namespace {
+
+// Checks the sizes first, so a mismatch is reported before the layout is built or any
+// collective is entered.
+GroupLayout checked_layout(const Communicator& world, int tp, int pp, int dp) {
+  validate_sizes(tp, pp, dp, world.size());
+  return GroupLayout(tp, pp, dp);
+}
+
+Communicator split_axis(const Communicator& world, const GroupLayout& layout, Axis axis) {
+  const SplitKey key = layout.split(axis, world.rank());
+  return world.split(key.color, key.key, to_string(axis));
+}
+
+}  // namespace
+
+ParallelTopology::ParallelTopology(const Communicator& world, int tp, int pp, int dp)
+    : layout_(checked_layout(world, tp, pp, dp)),
+      coordinates_(layout_.coordinates(world.rank())),
+      world_(world),
+      tp_comm_(split_axis(world, layout_, Axis::tp)),
+      pp_comm_(split_axis(world, layout_, Axis::pp)),
+      dp_comm_(split_axis(world, layout_, Axis::dp)),
+      prev_stage_(layout_.previous_stage(world.rank())),
+      next_stage_(layout_.next_stage(world.rank())) {}
+
+const Communicator& ParallelTopology::comm(Axis axis) const {
+  switch (axis) {
+    case Axis::tp:
+      return tp_comm_;
+    case Axis::pp:
+      return pp_comm_;
+    case Axis::dp:
+      return dp_comm_;
+  }
+  return world_;
+}
+
+}  // namespace mpitron::comm

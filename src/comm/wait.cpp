@@ -1,0 +1,92 @@
+#include "comm/wait.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+#include "comm/errors.h"
+#include "comm/guard.h"
+
+namespace mpitron::comm {
+
+std::chrono::nanoseconds Backoff::next() {
+  if (polls_ < kYieldPolls) {
+    ++polls_;
+    return std::chrono::nanoseconds{0};
+  }
+  sleep_ = sleep_.count() == 0 ? kFirstSleep : std::min(2 * sleep_, kMaxSleep);
+  return sleep_;
+}
+
+void Backoff::pause() {
+  const std::chrono::nanoseconds duration = next();
+  if (duration.count() == 0) {
+    sched_yield();
+  } else {
+    std::this_thread::sleep_for(duration);
+  }
+}
+
+std::string deadline_message(const DeadlineReport& report) {
+  constexpr std::size_t kMaxListed = 16;
+  std::ostringstream line;
+  line << "rank " << report.rank << ": " << report.what;
+  if (report.peer >= 0) line << " rank " << report.peer;
+  line << " on the " << report.communicator << " communicator";
+  if (report.peer < 0) {
+    line << " of ranks ";
+    for (std::size_t i = 0; i < std::min(report.members.size(), kMaxListed); ++i) {
+      line << (i == 0 ? "" : ", ") << report.members[i];
+    }
+    if (report.members.size() > kMaxListed) line << ", ...";
+  }
+  line << " (" << report.bytes << " bytes) did not complete within " << report.seconds << " s";
+  return line.str();
+}
+
+namespace {
+
+[[noreturn]] void expire(const Communicator& comm, const Operation& op) {
+  DeadlineReport report;
+  report.rank = comm.world_rank();
+  report.what = op.what;
+  report.peer = op.peer >= 0 ? comm.global_rank(op.peer) : -1;
+  report.communicator = comm.name();
+  report.members = comm.members();
+  report.bytes = op.bytes;
+  report.seconds = comm.timeout();
+  abort_job(deadline_message(report), kDeadlineExitCode);
+}
+
+}  // namespace
+
+void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(comm.timeout()));
+  Backoff backoff;
+  for (;;) {
+    bool done = true;
+    for (MPI_Request& request : requests) {
+      if (request == MPI_REQUEST_NULL) continue;
+      int flag = 0;
+      const int rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        throw MpiError(
+            "MPI_Test (" + std::string(op.what) + " on the " + comm.name() + " communicator)", rc);
+      }
+      done = done && flag != 0;
+    }
+    if (done) return;
+    if (std::chrono::steady_clock::now() >= deadline) expire(comm, op);
+    backoff.pause();
+  }
+}
+
+void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op) {
+  wait_all(comm, std::span<MPI_Request>(&request, 1), op);
+}
+
+}  // namespace mpitron::comm

@@ -1,0 +1,71 @@
+// The one routine every blocking operation waits through: non-blocking MPI requests polled with
+// MPI_Test, yielding the CPU between polls, until they complete or the communicator's deadline
+// passes (then one line is printed and the job aborts, so a missing rank never hangs the job).
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace mpitron::comm {
+
+/// What a blocking operation is, for the deadline message.
+struct Operation {
+  std::string_view what;  ///< "all_reduce", "send to", "recv from", ...
+  int peer = -1;          ///< rank of the other side inside the communicator; -1 for collectives
+  std::size_t bytes = 0;  ///< payload size in bytes
+};
+
+/// Waits until every request in `requests` has completed (each becomes MPI_REQUEST_NULL).
+/// Polls with MPI_Test, pausing per `Backoff` between rounds. When `comm.timeout()` seconds pass
+/// first, prints `deadline_message(...)` to stderr and calls MPI_Abort(MPI_COMM_WORLD,
+/// kDeadlineExitCode); it does not return then. Throws MpiError when a request fails.
+void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op);
+
+/// `wait_all` for one request.
+void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op);
+
+/// The pauses between polls of a waiting rank. Ranks share few cores, so waiting never spins:
+/// the first `kYieldPolls` pauses are sched_yield calls (zero duration), then sleeps start at
+/// 1 us and double up to 1 ms.
+class Backoff {
+ public:
+  static constexpr int kYieldPolls = 32;
+  static constexpr std::chrono::nanoseconds kFirstSleep{1000};
+  static constexpr std::chrono::nanoseconds kMaxSleep{1000000};
+
+  /// The next pause: zero (yield) or a sleep duration.
+  std::chrono::nanoseconds next();
+
+  /// Yields or sleeps for `next()`.
+  void pause();
+
+ private:
+  int polls_ = 0;
+  std::chrono::nanoseconds sleep_{0};
+};
+
+/// The facts of an expired deadline.
+struct DeadlineReport {
+  int rank = 0;                   ///< world rank of the waiting process
+  std::string_view what;          ///< as in Operation
+  int peer = -1;                  ///< world rank of the peer, or -1 for a collective
+  std::string_view communicator;  ///< "world", "tp", "pp", "dp"
+  std::vector<int> members;       ///< world ranks of the communicator (named for collectives)
+  std::size_t bytes = 0;
+  double seconds = 0.0;  ///< the deadline
+};
+
+/// One line, e.g. "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not
+/// complete within 5 s" or "rank 0: all_reduce on the tp communicator of ranks 0, 1 (64 bytes)
+/// did not complete within 120 s". At most 16 members are listed, then "...".
+std::string deadline_message(const DeadlineReport& report);
+
+}  // namespace mpitron::comm

@@ -1,0 +1,65 @@
+#include "comm_test_support.h"
+
+#include "comm/chunking.h"
+
+namespace mpitron::comm_test {
+
+using kernels::Buffer;
+using kernels::Device;
+using kernels::DType;
+
+std::vector<BufferKind> all_buffer_kinds() {
+  return {{DType::f32, Device::cpu},
+          {DType::f64, Device::cpu},
+          {DType::f32, Device::cuda},
+          {DType::f64, Device::cuda}};
+}
+
+std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info) {
+  return std::string(info.param.dtype == DType::f64 ? "f64_" : "f32_") +
+         kernels::to_string(info.param.device);
+}
+
+bool device_missing(const BufferKind& kind) {
+  return kind.device == Device::cuda && !kernels::cuda_available();
+}
+
+Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind) {
+  Buffer host(values.size(), kind.dtype, Device::cpu);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (kind.dtype == DType::f64) {
+      host.data_as<double>()[i] = values[i];
+    } else {
+      host.data_as<float>()[i] = static_cast<float>(values[i]);
+    }
+  }
+  return host.to(kind.device);
+}
+
+Buffer filled_buffer(std::size_t numel, double value, const BufferKind& kind) {
+  return make_buffer(std::vector<double>(numel, value), kind);
+}
+
+std::vector<double> values_of(const Buffer& buffer) {
+  const Buffer host = buffer.to(Device::cpu);
+  std::vector<double> values(host.numel());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] = host.dtype() == DType::f64 ? host.data_as<double>()[i]
+                                           : static_cast<double>(host.data_as<float>()[i]);
+  }
+  return values;
+}
+
+SettingsGuard::SettingsGuard(comm::Communicator& world)
+    : world_(world), timeout_(world.timeout()), limit_(world.max_message_elements()) {}
+
+SettingsGuard::~SettingsGuard() {
+  world_.set_timeout(timeout_);
+  world_.set_max_message_elements(limit_);
+}
+
+std::vector<std::size_t> message_limits() {
+  return {comm::kMaxMessageElements, 8, 3};
+}
+
+}  // namespace mpitron::comm_test

@@ -1,0 +1,58 @@
+// Helpers shared by the multi-rank comm tests: buffers from values and back, the dtype/device
+// combinations every collective is checked on, and a guard restoring communicator settings.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "kernels/device.h"
+
+namespace mpitron::comm_test {
+
+/// One dtype/device combination a test runs on.
+struct BufferKind {
+  kernels::DType dtype;
+  kernels::Device device;
+};
+
+/// f32/f64 on cpu and cuda.
+std::vector<BufferKind> all_buffer_kinds();
+
+/// "f32_cpu" etc., for test names.
+std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info);
+
+/// True when `kind` needs a CUDA device and none is available (the test then skips).
+bool device_missing(const BufferKind& kind);
+
+/// A buffer of `kind` holding `values` (exact for the small integers the tests use).
+kernels::Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind);
+
+/// A buffer of `kind` with `numel` elements all equal to `value`.
+kernels::Buffer filled_buffer(std::size_t numel, double value, const BufferKind& kind);
+
+/// The elements of `buffer` (copied to the host) as doubles.
+std::vector<double> values_of(const kernels::Buffer& buffer);
+
+/// Restores the world's deadline and message limit when it goes out of scope (the settings are
+/// shared with every communicator split from the world).
+class SettingsGuard {
+ public:
+  explicit SettingsGuard(comm::Communicator& world);
+  ~SettingsGuard();
+  SettingsGuard(const SettingsGuard&) = delete;
+  SettingsGuard& operator=(const SettingsGuard&) = delete;
+
+ private:
+  comm::Communicator& world_;
+  double timeout_;
+  std::size_t limit_;
+};
+
+/// The message limits every chunked operation is checked with: the default and small ones that
+/// force several messages and, for gather/scatter, every tiling case.
+std::vector<std::size_t> message_limits();
+
+}  // namespace mpitron::comm_test

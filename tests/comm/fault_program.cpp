@@ -1,0 +1,67 @@
+// A tiny multi-rank program that fails on purpose, run by ctest through mpiexec to check how a
+// job ends (exit code, the one error line, no hang). Usage: comm_fault_program MODE, where MODE
+// is one of
+//   skip-recv     rank 0 sends 16 MiB to rank 1 with a 5 s deadline; rank 1 never receives
+//                 (it waits in a barrier with a 60 s deadline). Expect the deadline line from
+//                 rank 0 and a non-zero exit within 20 s.
+//   throw         the last rank throws while the others wait in a barrier: run_guarded prints
+//                 its line and aborts the job with exit code 1.
+//   uncaught      the last rank lets an exception escape main: the terminate handler prints
+//                 the line and aborts the job.
+//   bad-topology  tp*pp*dp = 2*2*2 on a world that is not 8: every rank prints the ConfigError
+//                 and the job exits 2 after a clean finalize.
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/collectives.h"
+#include "comm/environment.h"
+#include "comm/guard.h"
+#include "comm/point_to_point.h"
+#include "comm/topology.h"
+
+namespace {
+
+using namespace mpitron;
+
+int skip_receive(comm::Communicator& world) {
+  world.set_timeout(world.rank() == 0 ? 5.0 : 60.0);
+  constexpr std::size_t kFloats = std::size_t{4} << 20;  // 16 MiB: beyond any eager limit
+  if (world.rank() == 0) {
+    kernels::Buffer payload(kFloats, kernels::DType::f32, kernels::Device::cpu);
+    const std::vector<std::int64_t> shape{static_cast<std::int64_t>(kFloats)};
+    comm::send(world, payload, shape, 1);
+  }
+  comm::barrier(world);
+  return 0;
+}
+
+int run(const std::string& mode, comm::Communicator& world) {
+  world.set_timeout(60.0);
+  if (mode == "skip-recv") return skip_receive(world);
+  if (mode == "throw") {
+    if (world.rank() == world.size() - 1) throw std::runtime_error("injected failure");
+    comm::barrier(world);
+    return 0;
+  }
+  if (mode == "bad-topology") {
+    const comm::ParallelTopology topology(world, 2, 2, 2);
+    return 0;
+  }
+  throw std::invalid_argument("unknown mode '" + mode + "'");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  comm::Environment environment(argc, argv);
+  comm::Communicator& world = environment.world();
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "uncaught") {
+    if (world.rank() == world.size() - 1) throw std::runtime_error("escaped main");
+    comm::barrier(world);
+    return 0;
+  }
+  return comm::run_guarded(world, [&] { return run(mode, world); });
+}

@@ -1,0 +1,160 @@
+// send/recv: exact delivery of rank-valued data, shape and dtype checks that name both shapes
+// and both ranks, and a wait that sleeps instead of spinning.
+#include <gtest/gtest.h>
+#include <time.h>
+
+#include <chrono>
+#include <thread>
+
+#include "comm/point_to_point.h"
+#include "comm/topology.h"
+#include "comm_test_support.h"
+#include "mpi_test_main.h"
+
+namespace mpitron::comm_test {
+namespace {
+
+using comm::Communicator;
+using mpi_test::world;
+
+// rank s sends values s * 100 + i.
+std::vector<double> payload_of(int rank, std::size_t count) {
+  std::vector<double> values(count);
+  for (std::size_t i = 0; i < count; ++i)
+    values[i] = rank * 100 + static_cast<double>(i);
+  return values;
+}
+
+class PointToPointTest : public ::testing::TestWithParam<BufferKind> {
+ protected:
+  void SetUp() override {
+    if (device_missing(GetParam())) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_P(PointToPointTest, RingDeliversEveryElement) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const std::vector<std::int64_t> shape{2, 5};
+  SettingsGuard guard(world());
+  for (std::size_t limit : message_limits()) {
+    world().set_max_message_elements(limit);
+    const int n = world().size();
+    const int next = (world().rank() + 1) % n;
+    const int previous = (world().rank() + n - 1) % n;
+    const kernels::Buffer mine = make_buffer(payload_of(world().rank(), 10), GetParam());
+    kernels::Buffer received = filled_buffer(10, -1, GetParam());
+    // Even ranks send first, odd ranks receive first, so large messages cannot deadlock.
+    if (world().rank() % 2 == 0) {
+      comm::send(world(), mine, shape, next);
+      comm::recv(world(), received, shape, previous);
+    } else {
+      comm::recv(world(), received, shape, previous);
+      comm::send(world(), mine, shape, next);
+    }
+    EXPECT_EQ(values_of(received), payload_of(previous, 10)) << "message limit " << limit;
+  }
+}
+
+TEST_P(PointToPointTest, PipelineStagesPassActivationsForward) {
+  const int n = world().size();
+  const comm::ParallelTopology topology(world(), 1, n, 1);
+  const Communicator& pp = topology.pp_comm();
+  const std::vector<std::int64_t> shape{3, 2};
+  kernels::Buffer activation = filled_buffer(6, -1, GetParam());
+  if (!topology.is_first_stage()) {
+    comm::recv(pp, activation, shape, topology.pp_rank() - 1);
+    EXPECT_EQ(values_of(activation), payload_of(topology.prev_stage_global_rank(), 6));
+  }
+  if (!topology.is_last_stage()) {
+    comm::send(pp, make_buffer(payload_of(world().rank(), 6), GetParam()), shape,
+               topology.pp_rank() + 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, PointToPointTest, ::testing::ValuesIn(all_buffer_kinds()),
+                         kind_name);
+
+TEST(PointToPoint, ShapeMismatchNamesBothShapesAndRanksAndKeepsTheStreamInStep) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const BufferKind f32{kernels::DType::f32, kernels::Device::cpu};
+  const BufferKind f64{kernels::DType::f64, kernels::Device::cpu};
+  SettingsGuard guard(world());
+  world().set_max_message_elements(4);  // the dropped payloads span several messages
+  const std::vector<std::int64_t> sent{2, 3};
+  const std::vector<std::int64_t> expected{3, 2};
+  if (world().rank() == 0) {
+    comm::send(world(), make_buffer(payload_of(0, 6), f32), sent, 1);
+    comm::send(world(), make_buffer(payload_of(0, 6), f64), sent, 1);
+    comm::send(world(), make_buffer(payload_of(0, 6), f32), sent, 1);
+  } else if (world().rank() == 1) {
+    kernels::Buffer buffer = filled_buffer(6, -1, f32);
+    const auto rejection = [&](const std::vector<std::int64_t>& shape) -> std::string {
+      try {
+        comm::recv(world(), buffer, shape, 0);
+        return "accepted";
+      } catch (const std::runtime_error& error) {
+        return error.what();
+      }
+    };
+    EXPECT_EQ(rejection(expected),
+              "recv on the world communicator: rank 1 expected [3, 2] float32 from rank 0, but "
+              "rank 0 sent [2, 3] float32");
+    EXPECT_EQ(rejection(sent),
+              "recv on the world communicator: rank 1 expected [2, 3] float32 from rank 0, but "
+              "rank 0 sent [2, 3] float64");
+    EXPECT_EQ(values_of(buffer), std::vector<double>(6, -1)) << "a rejected payload was written";
+    comm::recv(world(), buffer, sent, 0);
+    EXPECT_EQ(values_of(buffer), payload_of(0, 6));
+  }
+}
+
+TEST(PointToPoint, LocalArgumentErrors) {
+  const BufferKind f32{kernels::DType::f32, kernels::Device::cpu};
+  kernels::Buffer buffer = filled_buffer(6, 0, f32);
+  const std::vector<std::int64_t> wrong{4, 2};
+  const std::vector<std::int64_t> right{6};
+  const std::vector<std::int64_t> too_many(comm::kMaxTransferDims + 1, 1);
+  const int other = (world().rank() + 1) % world().size();
+  EXPECT_THROW(comm::send(world(), buffer, right, world().rank()), std::invalid_argument);
+  EXPECT_THROW(comm::send(world(), buffer, right, world().size()), std::invalid_argument);
+  EXPECT_THROW(comm::recv(world(), buffer, right, -1), std::invalid_argument);
+  if (world().size() > 1) {
+    EXPECT_THROW(comm::send(world(), buffer, wrong, other), std::invalid_argument);
+    EXPECT_THROW(comm::recv(world(), buffer, wrong, other), std::invalid_argument);
+    kernels::Buffer one = filled_buffer(1, 0, f32);
+    EXPECT_THROW(comm::send(world(), one, too_many, other), std::invalid_argument);
+  }
+  EXPECT_EQ(comm::shape_to_string(wrong), "[4, 2]");
+  EXPECT_EQ(comm::shape_to_string({}), "[]");
+}
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+TEST(PointToPoint, WaitingSleepsInsteadOfSpinning) {
+  // Rank 0 waits 400 ms for rank 1. A spinning wait would burn about as much CPU as wall time;
+  // the yielding wait (sleeps of up to 1 ms) must stay below a quarter of it.
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const BufferKind f32{kernels::DType::f32, kernels::Device::cpu};
+  const std::vector<std::int64_t> shape{1};
+  kernels::Buffer buffer = filled_buffer(1, 5, f32);
+  if (world().rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    comm::send(world(), buffer, shape, 0);
+  } else if (world().rank() == 0) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_seconds();
+    comm::recv(world(), buffer, shape, 1);
+    const double cpu = process_cpu_seconds() - cpu_start;
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    EXPECT_GE(wall, 0.3);
+    EXPECT_LT(cpu, 0.25 * wall) << "cpu " << cpu << " s during a wait of " << wall << " s";
+  }
+}
+
+}  // namespace
+}  // namespace mpitron::comm_test

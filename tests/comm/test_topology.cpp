@@ -1,0 +1,95 @@
+// ParallelTopology on the real world: every factorization tp*pp*dp of the world size (at 8
+// ranks this includes (2,2,2), (4,1,2), (1,4,2), (2,1,4), (1,1,8) and (8,1,1)) checked against
+// the pure GroupLayout and against sums exchanged inside each group; size errors on every rank.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "comm/collectives.h"
+#include "comm/errors.h"
+#include "comm/topology.h"
+#include "comm_test_support.h"
+#include "mpi_test_main.h"
+
+namespace mpitron::comm_test {
+namespace {
+
+using comm::Axis;
+using mpi_test::world;
+
+struct Sizes {
+  int tp;
+  int pp;
+  int dp;
+};
+
+std::vector<Sizes> factorizations(int n) {
+  std::vector<Sizes> all;
+  for (int tp = 1; tp <= n; ++tp) {
+    for (int pp = 1; tp * pp <= n; ++pp) {
+      if (n % (tp * pp) == 0) all.push_back({tp, pp, n / (tp * pp)});
+    }
+  }
+  return all;
+}
+
+TEST(Topology, EveryFactorizationMatchesTheLayoutAndCommunicates) {
+  const int rank = world().rank();
+  for (const Sizes& s : factorizations(world().size())) {
+    SCOPED_TRACE("tp=" + std::to_string(s.tp) + " pp=" + std::to_string(s.pp) +
+                 " dp=" + std::to_string(s.dp));
+    const comm::ParallelTopology topology(world(), s.tp, s.pp, s.dp);
+    // Coordinates from the defining formula rank = d*(pp*tp) + p*tp + t.
+    const int t = rank % s.tp;
+    const int p = (rank / s.tp) % s.pp;
+    const int d = rank / (s.tp * s.pp);
+    EXPECT_EQ(topology.tp_rank(), t);
+    EXPECT_EQ(topology.pp_rank(), p);
+    EXPECT_EQ(topology.dp_rank(), d);
+    EXPECT_EQ(topology.is_first_stage(), p == 0);
+    EXPECT_EQ(topology.is_last_stage(), p == s.pp - 1);
+    EXPECT_EQ(topology.prev_stage_global_rank(), p == 0 ? -1 : rank - s.tp);
+    EXPECT_EQ(topology.next_stage_global_rank(), p == s.pp - 1 ? -1 : rank + s.tp);
+    for (Axis axis : {Axis::tp, Axis::pp, Axis::dp}) {
+      const comm::Communicator& group = topology.comm(axis);
+      const std::vector<int> members = topology.layout().group(axis, rank);
+      EXPECT_EQ(group.name(), comm::to_string(axis));
+      EXPECT_EQ(group.rank(), axis == Axis::tp ? t : axis == Axis::pp ? p : d);
+      EXPECT_EQ(group.members(), members);
+      // The sum of world ranks exchanged inside the group equals the layout's members' sum.
+      kernels::Buffer sum = filled_buffer(1, rank, {kernels::DType::f64, kernels::Device::cpu});
+      comm::all_reduce(group, sum, comm::ReduceOp::sum);
+      EXPECT_EQ(values_of(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
+    }
+  }
+}
+
+TEST(Topology, SizesThatDoNotFitTheWorldFailOnEveryRank) {
+  const int n = world().size();
+  try {
+    comm::ParallelTopology topology(world(), 2, 2, n);
+    ADD_FAILURE() << "accepted tp*pp*dp = " << 4 * n << " on a world of " << n;
+  } catch (const comm::ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), "tp*pp*dp = 2*2*" + std::to_string(n) + " = " +
+                                             std::to_string(4 * n) + ", but the world size is " +
+                                             std::to_string(n));
+  }
+  EXPECT_THROW(comm::ParallelTopology(world(), 0, 1, n), comm::ConfigError);
+  EXPECT_THROW(comm::ParallelTopology(world(), 1, -1, n), comm::ConfigError);
+}
+
+TEST(Topology, GroupsShareTheWorldsSettings) {
+  SettingsGuard guard(world());
+  const comm::ParallelTopology topology(world(), 1, world().size(), 1);
+  world().set_timeout(7.5);
+  EXPECT_EQ(topology.pp_comm().timeout(), 7.5);
+  comm::Communicator dp = topology.dp_comm();
+  dp.set_timeout(9.0);
+  EXPECT_EQ(world().timeout(), 9.0);
+  EXPECT_EQ(topology.tp_comm().timeout(), 9.0);
+  world().set_max_message_elements(5);
+  EXPECT_EQ(topology.tp_comm().max_message_elements(), 5u);
+}
+
+}  // namespace
+}  // namespace mpitron::comm_test

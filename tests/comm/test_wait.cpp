@@ -1,0 +1,82 @@
+// Pure parts of waiting and reporting: the backoff schedule, the deadline line, the
+// configuration hash and the names of enums; no MPI involved.
+#include <gtest/gtest.h>
+
+#include "comm/collectives.h"
+#include "comm/configuration.h"
+#include "comm/guard.h"
+#include "comm/wait.h"
+
+namespace mpitron::comm {
+namespace {
+
+using std::chrono::nanoseconds;
+
+TEST(Backoff, YieldsFirstThenSleepsGrowingToOneMillisecond) {
+  Backoff backoff;
+  for (int i = 0; i < Backoff::kYieldPolls; ++i)
+    EXPECT_EQ(backoff.next(), nanoseconds(0)) << i;
+  nanoseconds expected = Backoff::kFirstSleep;
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(backoff.next(), std::min(expected, Backoff::kMaxSleep)) << i;
+    expected *= 2;
+  }
+  EXPECT_EQ(Backoff::kFirstSleep, nanoseconds(1000));
+  EXPECT_EQ(Backoff::kMaxSleep, nanoseconds(1000000));
+}
+
+TEST(DeadlineMessage, PointToPoint) {
+  DeadlineReport report{.rank = 3,
+                        .what = "recv from",
+                        .peer = 1,
+                        .communicator = "pp",
+                        .members = {1, 3},
+                        .bytes = 16384,
+                        .seconds = 5};
+  EXPECT_EQ(deadline_message(report),
+            "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not complete "
+            "within 5 s");
+  report.seconds = 0.25;
+  EXPECT_EQ(deadline_message(report),
+            "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not complete "
+            "within 0.25 s");
+}
+
+TEST(DeadlineMessage, CollectiveListsAtMostSixteenRanks) {
+  DeadlineReport report{.rank = 0,
+                        .what = "all_reduce",
+                        .communicator = "tp",
+                        .members = {0, 1},
+                        .bytes = 64,
+                        .seconds = 120};
+  EXPECT_EQ(deadline_message(report),
+            "rank 0: all_reduce on the tp communicator of ranks 0, 1 (64 bytes) did not "
+            "complete within 120 s");
+  report.communicator = "world";
+  report.members.clear();
+  for (int r = 0; r < 20; ++r)
+    report.members.push_back(r);
+  EXPECT_EQ(deadline_message(report),
+            "rank 0: all_reduce on the world communicator of ranks 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "
+            "10, 11, 12, 13, 14, 15, ... (64 bytes) did not complete within 120 s");
+}
+
+TEST(Fnv1a64, PublishedTestVectors) {
+  EXPECT_EQ(fnv1a_64(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(fnv1a_64("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(fnv1a_64("foobar"), 0x85944171f73967e8ULL);
+  EXPECT_NE(fnv1a_64("tp=2 seed=1"), fnv1a_64("tp=2 seed=2"));
+}
+
+TEST(Names, EnumsAndErrorLines) {
+  EXPECT_EQ(to_string(ReduceOp::sum), "sum");
+  EXPECT_EQ(to_string(ReduceOp::avg), "avg");
+  EXPECT_EQ(to_string(ReduceOp::max), "max");
+  EXPECT_EQ(to_string(ReduceOp::min), "min");
+  EXPECT_EQ(to_string(TransferMode::automatic), "auto");
+  EXPECT_EQ(parse_transfer_mode(to_string(TransferMode::staged)), TransferMode::staged);
+  EXPECT_EQ(error_line(4, "oops"), "rank 4: error: oops");
+}
+
+}  // namespace
+}  // namespace mpitron::comm
