@@ -2,6 +2,8 @@
 // srun, mpiexec); run `mpitron --help` for the subcommands.
 #include <CLI/CLI.hpp>
 
+#include "app/attention.h"
+#include "app/train_dp.h"
 #include "app/validate.h"
 #include "comm/environment.h"
 #include "comm/guard.h"
@@ -12,6 +14,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   mpitron::app::ValidateOptions validate;
   CLI::App& validate_command = mpitron::app::add_validate_command(app, validate);
+  mpitron::app::TrainDpOptions train_dp;
+  CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
+  mpitron::app::AttentionOptions attention;
+  CLI::App& attention_command = mpitron::app::add_attention_command(app, attention);
 
   mpitron::comm::Environment environment(argc, argv);
   mpitron::comm::Communicator world = environment.world();
@@ -24,6 +30,8 @@ int main(int argc, char** argv) {
   }
   return mpitron::comm::run_guarded(world, [&] {
     if (validate_command) return mpitron::app::run_validate(validate, world);
+    if (train_dp_command) return mpitron::app::run_train_dp(train_dp, world);
+    if (attention_command) return mpitron::app::run_attention(attention, world);
     return 1;
   });
 }

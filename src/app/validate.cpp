@@ -5,6 +5,7 @@
 #include <chrono>
 #include <fstream>
 
+#include "app/validate_attention.h"
 #include "app/validate_checks.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -82,7 +83,8 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
                             options.tolerance, *log};
   std::vector<CheckResult> results;
   for (const auto& check :
-       {check_tensor_parallel, check_pipeline_parallel, check_data_parallel, check_combined}) {
+       {check_tensor_parallel, check_tensor_parallel_attention, check_pipeline_parallel,
+        check_data_parallel, check_combined}) {
     for (const LocalCheck& local : check(ctx)) {
       results.push_back(agree(world, local.name, local.comparison));
       log->info(format_result(results.back()));

@@ -1,0 +1,215 @@
+#include "app/train_dp.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
+
+#include "comm/collectives.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
+#include "comm/topology.h"
+#include "kernels/ops.h"
+#include "nn/dp_trainer.h"
+
+namespace mpitron::app {
+
+using autograd::Tensor;
+
+namespace {
+
+// A replica whose parameters differ from dp rank 0's by more than this has diverged: the
+// replicas apply bit-identical updates (same averaged gradient, same SGD arithmetic), so any
+// difference at all is a bug; 1e-6 only leaves room for a rank-dependent rounding someday.
+constexpr double kReplicaTolerance = 1e-6;
+
+}  // namespace
+
+CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
+  CLI::App& command = *app.add_subcommand(
+      "train-dp", "Data-parallel training of a small regressor (distributed sampler, SGD, MSE)");
+  add_common_options(command, options.common);
+  command.add_option("--samples", options.samples, "Synthetic dataset size")->capture_default_str();
+  command.add_option("--features", options.features, "Input features per sample")
+      ->capture_default_str();
+  command.add_option("--targets", options.targets, "Targets per sample")->capture_default_str();
+  command.add_option("--hidden", options.hidden, "Hidden width of an MLP (0: a linear model)")
+      ->capture_default_str();
+  command.add_option("--data", options.data,
+                     "CSV file, one sample per line: features then targets (default: synthetic "
+                     "data from --seed)");
+  command.add_option("--lr", options.lr, "SGD learning rate")->capture_default_str();
+  command.add_option("--momentum", options.momentum, "SGD momentum")->capture_default_str();
+  command.add_option("--epochs", options.epochs, "Epochs")->capture_default_str();
+  command.add_option("--batch-size", options.batch_size, "Samples per rank per step")
+      ->capture_default_str();
+  command.add_flag("--drop-last", options.drop_last,
+                   "Drop the tail that does not divide over the ranks (default: pad it)");
+  command.add_flag("--check-replicas,!--no-check-replicas", options.check_replicas,
+                   "After every epoch, check that every replica equals dp rank 0 (default on)");
+  command
+      .add_flag("--inject-drift", options.inject_drift,
+                "Test only: perturb the last rank's parameters after the first epoch")
+      ->group("");
+  return command;
+}
+
+namespace {
+
+void check_options(const TrainDpOptions& o) {
+  const std::pair<const char*, std::int64_t> positive[] = {{"features", o.features},
+                                                           {"targets", o.targets},
+                                                           {"epochs", o.epochs},
+                                                           {"batch-size", o.batch_size},
+                                                           {"samples", o.samples}};
+  for (const auto& [name, value] : positive) {
+    if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
+  }
+  if (o.hidden < 0) throw comm::ConfigError(fmt::format("--hidden must be >= 0, got {}", o.hidden));
+  if (!(o.lr > 0.0)) throw comm::ConfigError(fmt::format("--lr must be positive, got {}", o.lr));
+  if (!(o.momentum >= 0.0 && o.momentum < 1.0)) {
+    throw comm::ConfigError(fmt::format("--momentum must be in [0, 1), got {}", o.momentum));
+  }
+}
+
+// Every rank loads the data; a failure on any rank becomes the same ConfigError everywhere.
+nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& world) {
+  std::optional<nn::Dataset> data;
+  std::string error;
+  try {
+    data = o.data.empty()
+               ? nn::make_synthetic_dataset(o.samples, o.features, o.targets, o.common.seed)
+               : nn::read_csv_dataset(o.data, o.features, o.targets);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  kernels::Buffer ok(1, kernels::DType::f64, kernels::Device::cpu);
+  ok.data_as<double>()[0] = data ? 1.0 : 0.0;
+  comm::all_reduce(world, ok, comm::ReduceOp::min);
+  if (ok.data_as<double>()[0] == 1.0) return *data;
+  throw comm::ConfigError(data ? "the data could not be loaded on another rank" : error);
+}
+
+std::string describe(const TrainDpOptions& o, int dp, kernels::Device device) {
+  return fmt::format(
+      "mpitron {} train-dp dp={} device={} samples={} features={} targets={} hidden={} data={} "
+      "lr={} momentum={} epochs={} batch_size={} drop_last={} seed={}",
+      MPITRON_VERSION, dp, kernels::to_string(device), o.samples, o.features, o.targets, o.hidden,
+      o.data, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed);
+}
+
+// Every rank's value of `mine`, in rank order.
+std::vector<double> gather_values(const comm::Communicator& world, double mine) {
+  kernels::Buffer local(1, kernels::DType::f64, kernels::Device::cpu);
+  kernels::Buffer all(static_cast<std::size_t>(world.size()), kernels::DType::f64,
+                      kernels::Device::cpu);
+  local.data_as<double>()[0] = mine;
+  comm::all_gather(world, local, all, 1);
+  const double* values = all.data_as<double>();
+  return {values, values + world.size()};
+}
+
+nlohmann::json parameters_json(const nn::Parameters& parameters) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const nn::Parameter& p : parameters)
+    out[p.name] = p.tensor.to_vector();
+  return out;
+}
+
+}  // namespace
+
+int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
+  if (options.common.tp.value_or(1) != 1 || options.common.pp.value_or(1) != 1) {
+    throw comm::ConfigError("train-dp is data-parallel only: --tp and --pp must be 1");
+  }
+  CommonOptions sizes_only = options.common;
+  sizes_only.tp = 1;
+  sizes_only.pp = 1;
+  sizes_only.dp = options.common.dp.value_or(world.size());
+  const int dp = resolve_parallel_sizes(sizes_only, world.size()).dp;
+  check_options(options);
+  const kernels::Device device = resolve_device(options.common.device);
+  configure_communication(options.common, world);
+  const comm::ParallelTopology topology(world, 1, 1, dp);
+  comm::check_same_configuration(world, describe(options, dp, device));
+  auto log = make_rank_logger(options.common, world.rank());
+  const nn::Dataset data = load_dataset(options, world);
+  if (options.drop_last && data.samples < dp) {
+    throw comm::ConfigError(
+        fmt::format("--drop-last with {} samples leaves nothing for {} ranks", data.samples, dp));
+  }
+
+  nn::TrainerOptions trainer_options;
+  trainer_options.batch_size = options.batch_size;
+  trainer_options.lr = options.lr;
+  trainer_options.momentum = options.momentum;
+  trainer_options.shuffle_seed = options.common.seed;
+  trainer_options.drop_last = options.drop_last;
+  trainer_options.device = device;
+  nn::DataParallelTrainer trainer(
+      nn::make_regressor_weights(data.features, options.hidden, data.targets,
+                                 options.common.seed + 1000, trainer_options.dtype, device),
+      data, topology.dp_comm(), trainer_options);
+  log->info(
+      "train-dp: {} ranks, {} samples x {} features -> {} targets, {} model, device {}; "
+      "{} steps per epoch of {} samples per rank",
+      dp, data.samples, data.features, data.targets,
+      options.hidden > 0 ? fmt::format("MLP (hidden {})", options.hidden) : "linear",
+      kernels::to_string(device), trainer.steps_per_epoch(), options.batch_size);
+
+  const auto start = std::chrono::steady_clock::now();
+  nlohmann::json epochs = nlohmann::json::array();
+  double last_loss = 0.0;
+  for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    const std::vector<double> losses = trainer.train_epoch(epoch);
+    if (options.inject_drift && epoch == 0 && topology.dp_rank() == dp - 1) {
+      Tensor first = trainer.model().parameters().front().tensor;
+      kernels::axpy(1.0, Tensor::full(first.shape(), 1e-3, first.dtype(), device).buffer(),
+                    first.buffer());
+    }
+    const double mean =
+        std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
+    const std::vector<double> by_rank = gather_values(world, mean);
+    for (std::size_t r = 0; r < by_rank.size(); ++r) {
+      log->info("rank {} epoch {} loss {:.6f}", r, epoch + 1, by_rank[r]);
+    }
+    last_loss =
+        std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / static_cast<double>(by_rank.size());
+    epochs.push_back({{"epoch", epoch + 1}, {"loss_by_rank", by_rank}});
+    if (!options.check_replicas) continue;
+    const nn::ReplicaDifference diff =
+        nn::replica_difference(trainer.model().parameters(), topology.dp_comm());
+    if (diff.max_abs > kReplicaTolerance) {
+      log->error(
+          "error: replicas diverged after epoch {}: max |parameter - dp rank 0's| = {:.3e} "
+          "> {:g}{}",
+          epoch + 1, diff.max_abs, kReplicaTolerance,
+          diff.worst.empty() ? "" : " (worst here: " + diff.worst + ")");
+      return 1;
+    }
+    log->debug("epoch {}: replicas in sync (max difference {:.3e})", epoch + 1, diff.max_abs);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log->info(
+      "train-dp done: {} epochs x {} steps on {} ranks, final loss {:.6f} (mean over "
+      "ranks), {:.3f} s{}",
+      options.epochs, trainer.steps_per_epoch(), dp, last_loss, seconds,
+      options.check_replicas ? ", replicas in sync" : "");
+  if (!options.common.json.empty() && world.rank() == 0) {
+    std::ofstream(options.common.json)
+        << nlohmann::json{{"config", describe(options, dp, device)},
+                          {"epochs", epochs},
+                          {"final_loss", last_loss},
+                          {"seconds", seconds},
+                          {"parameters", parameters_json(trainer.model().parameters())}}
+               .dump(2)
+        << "\n";
+  }
+  return 0;
+}
+
+}  // namespace mpitron::app
