@@ -53,6 +53,7 @@ struct Communicator::Shared {
   int world_rank = 0;
   int node_ranks = 1;
   bool mpi_cuda_aware = false;
+  bool stage_host_buffers = false;
   Staging staging;
 };
 
@@ -196,6 +197,14 @@ std::size_t Communicator::max_message_elements() const {
 void Communicator::set_max_message_elements(std::size_t elements) {
   validate_message_limit(elements);
   shared().max_message_elements = elements;
+}
+
+bool Communicator::stage_host_buffers() const {
+  return shared().stage_host_buffers;
+}
+
+void Communicator::set_stage_host_buffers(bool stage) {
+  shared().stage_host_buffers = stage;
 }
 
 Staging& Communicator::staging() const {

@@ -91,6 +91,12 @@ class Communicator {
   /// Throws std::invalid_argument unless 1 <= `elements` <= INT_MAX.
   void set_max_message_elements(std::size_t elements);
 
+  /// Whether host buffers are also copied through the staging workspaces, exactly as CUDA
+  /// buffers are in staged mode (default false). It exists so machines without a GPU exercise
+  /// the staging path; results are identical either way.
+  bool stage_host_buffers() const;
+  void set_stage_host_buffers(bool stage);
+
   /// The reused host staging buffers of the family (communication layer internal).
   Staging& staging() const;
 

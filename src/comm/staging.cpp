@@ -18,7 +18,7 @@ Buffer& Staging::workspace(Slot slot, Device device, kernels::DType dtype, std::
 }
 
 bool mpi_visible(const Communicator& comm, const Buffer& buffer) {
-  return buffer.device() == Device::cpu || comm.direct_transfers();
+  return buffer.device() == Device::cpu ? !comm.stage_host_buffers() : comm.direct_transfers();
 }
 
 Device mpi_space(const Communicator& comm, const Buffer& buffer) {

@@ -29,8 +29,8 @@ class Staging {
   std::array<kernels::Buffer, 12> buffers_;
 };
 
-/// True when MPI may read and write `buffer`'s memory directly on `comm`: host buffers always,
-/// CUDA buffers when `comm.direct_transfers()`.
+/// True when MPI may read and write `buffer`'s memory directly on `comm`: host buffers unless
+/// `comm.stage_host_buffers()`, CUDA buffers when `comm.direct_transfers()`.
 bool mpi_visible(const Communicator& comm, const kernels::Buffer& buffer);
 
 /// The device on which MPI-visible images of `buffer` live (cpu when staged).

@@ -1,6 +1,7 @@
 #include "comm_test_support.h"
 
 #include "comm/chunking.h"
+#include "mpi_test_main.h"
 
 namespace mpitron::comm_test {
 
@@ -9,19 +10,32 @@ using kernels::Device;
 using kernels::DType;
 
 std::vector<BufferKind> all_buffer_kinds() {
-  return {{DType::f32, Device::cpu},
-          {DType::f64, Device::cpu},
-          {DType::f32, Device::cuda},
-          {DType::f64, Device::cuda}};
+  return {{DType::f32, Device::cpu},       {DType::f64, Device::cpu},
+          {DType::f32, Device::cpu, true}, {DType::f64, Device::cpu, true},
+          {DType::f32, Device::cuda},      {DType::f64, Device::cuda}};
+}
+
+void PrintTo(const BufferKind& kind, std::ostream* out) {
+  *out << kernels::to_string(kind.dtype) << " on " << kernels::to_string(kind.device)
+       << (kind.staged_host ? ", staged" : "");
 }
 
 std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info) {
   return std::string(info.param.dtype == DType::f64 ? "f64_" : "f32_") +
-         kernels::to_string(info.param.device);
+         kernels::to_string(info.param.device) + (info.param.staged_host ? "_staged" : "");
 }
 
 bool device_missing(const BufferKind& kind) {
   return kind.device == Device::cuda && !kernels::cuda_available();
+}
+
+void BufferKindTest::SetUp() {
+  if (device_missing(GetParam())) GTEST_SKIP() << "no CUDA device";
+  mpi_test::world().set_stage_host_buffers(GetParam().staged_host);
+}
+
+void BufferKindTest::TearDown() {
+  mpi_test::world().set_stage_host_buffers(false);
 }
 
 Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind) {
@@ -51,11 +65,15 @@ std::vector<double> values_of(const Buffer& buffer) {
 }
 
 SettingsGuard::SettingsGuard(comm::Communicator& world)
-    : world_(world), timeout_(world.timeout()), limit_(world.max_message_elements()) {}
+    : world_(world),
+      timeout_(world.timeout()),
+      limit_(world.max_message_elements()),
+      stage_host_(world.stage_host_buffers()) {}
 
 SettingsGuard::~SettingsGuard() {
   world_.set_timeout(timeout_);
   world_.set_max_message_elements(limit_);
+  world_.set_stage_host_buffers(stage_host_);
 }
 
 std::vector<std::size_t> message_limits() {

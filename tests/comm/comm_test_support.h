@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,13 @@ namespace mpitron::comm_test {
 struct BufferKind {
   kernels::DType dtype;
   kernels::Device device;
+  bool staged_host = false;  ///< host buffers go through the staging workspaces
 };
 
-/// f32/f64 on cpu and cuda.
+/// Prints e.g. "float32 on cpu, staged" in test failure messages.
+void PrintTo(const BufferKind& kind, std::ostream* out);
+
+/// f32/f64 on cpu, on cpu staged like CUDA buffers, and on cuda.
 std::vector<BufferKind> all_buffer_kinds();
 
 /// "f32_cpu" etc., for test names.
@@ -36,8 +41,16 @@ kernels::Buffer filled_buffer(std::size_t numel, double value, const BufferKind&
 /// The elements of `buffer` (copied to the host) as doubles.
 std::vector<double> values_of(const kernels::Buffer& buffer);
 
-/// Restores the world's deadline and message limit when it goes out of scope (the settings are
-/// shared with every communicator split from the world).
+/// Base of tests parametrized by BufferKind: skips CUDA kinds without a device and routes host
+/// buffers through staging for the staged_host kinds (undone after the test).
+class BufferKindTest : public ::testing::TestWithParam<BufferKind> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+};
+
+/// Restores the world's deadline, message limit and host staging when it goes out of scope (the
+/// settings are shared with every communicator split from the world).
 class SettingsGuard {
  public:
   explicit SettingsGuard(comm::Communicator& world);
@@ -49,6 +62,7 @@ class SettingsGuard {
   comm::Communicator& world_;
   double timeout_;
   std::size_t limit_;
+  bool stage_host_;
 };
 
 /// The message limits every chunked operation is checked with: the default and small ones that

@@ -27,12 +27,8 @@ comm::ParallelTopology topology_for_world() {
   return comm::ParallelTopology(world(), tp, pp, n / (tp * pp));
 }
 
-class CollectiveTest : public ::testing::TestWithParam<BufferKind> {
+class CollectiveTest : public BufferKindTest {
  protected:
-  void SetUp() override {
-    if (device_missing(GetParam())) GTEST_SKIP() << "no CUDA device";
-  }
-
   // Runs `check` on the world and each group, for every message limit.
   template <class Check>
   void for_each_comm_and_limit(Check check) {

@@ -25,12 +25,7 @@ std::vector<double> payload_of(int rank, std::size_t count) {
   return values;
 }
 
-class PointToPointTest : public ::testing::TestWithParam<BufferKind> {
- protected:
-  void SetUp() override {
-    if (device_missing(GetParam())) GTEST_SKIP() << "no CUDA device";
-  }
-};
+using PointToPointTest = BufferKindTest;
 
 TEST_P(PointToPointTest, RingDeliversEveryElement) {
   if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
