@@ -37,6 +37,8 @@ if(EXPECT_EXIT STREQUAL "nonzero")
 elseif(NOT code STREQUAL "${EXPECT_EXIT}")
   list(APPEND failures "expected exit code ${EXPECT_EXIT}, got ${code}")
 endif()
+# The patterns arrive as one -D value with escaped separators ("a\;b"); make them a list.
+string(REPLACE "\\;" ";" EXPECT_OUTPUT "${EXPECT_OUTPUT}")
 foreach(pattern IN LISTS EXPECT_OUTPUT)
   if(NOT output MATCHES "${pattern}")
     list(APPEND failures "output does not match '${pattern}'")
