@@ -12,7 +12,7 @@ include(GoogleTest)
 set(MPITRON_MPIEXEC_DEFAULT_PREFLAGS "")
 execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpitron_mpiexec_version
                 ERROR_QUIET)
-if(_mpitron_mpiexec_version MATCHES "Open MPI")
+if(_mpitron_mpiexec_version MATCHES "Open MPI|OpenRTE")
   set(MPITRON_MPIEXEC_DEFAULT_PREFLAGS
       --oversubscribe --allow-run-as-root --mca mpi_yield_when_idle 1 --bind-to none)
 endif()
