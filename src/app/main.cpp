@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/attention.h"
+#include "app/bench_step.h"
 #include "app/train_dp.h"
 #include "app/validate.h"
 #include "comm/environment.h"
@@ -14,6 +15,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   mpitron::app::ValidateOptions validate;
   CLI::App& validate_command = mpitron::app::add_validate_command(app, validate);
+  mpitron::app::BenchOptions bench;
+  CLI::App& bench_command = mpitron::app::add_bench_command(app, bench);
   mpitron::app::TrainDpOptions train_dp;
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
@@ -30,6 +33,7 @@ int main(int argc, char** argv) {
   }
   return mpitron::comm::run_guarded(world, [&] {
     if (validate_command) return mpitron::app::run_validate(validate, world);
+    if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_dp_command) return mpitron::app::run_train_dp(train_dp, world);
     if (attention_command) return mpitron::app::run_attention(attention, world);
     return 1;

@@ -5,32 +5,8 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "comm/errors.h"
 
 namespace mpitron::app {
-
-void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
-  const std::pair<const char*, std::int64_t> all[] = {
-      {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"batch", sizes.batch},
-      {"seq", sizes.seq},       {"layers", sizes.layers},             {"micro-batches", sizes.micro_batches}};
-  for (const auto& [name, value] : all) {
-    if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
-  }
-  const std::pair<const char*, std::int64_t> by_tp[] = {
-      {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"seq", sizes.seq}};
-  for (const auto& [name, value] : by_tp) {
-    if (value % tp != 0) {
-      throw comm::ConfigError(fmt::format("{} {} is not divisible by tp {}", name, value, tp));
-    }
-  }
-  if (sizes.layers % pp != 0) {
-    throw comm::ConfigError(fmt::format("layers {} is not divisible by pp {}", sizes.layers, pp));
-  }
-  if (sizes.batch % sizes.micro_batches != 0) {
-    throw comm::ConfigError(fmt::format("batch {} is not divisible by micro-batches {}",
-                                        sizes.batch, sizes.micro_batches));
-  }
-}
 
 std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::int64_t layers,
                                                std::uint64_t fc1_seed, std::uint64_t fc2_seed) {

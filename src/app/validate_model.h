@@ -1,4 +1,4 @@
-// What the `validate` checks share: sizes, the run context, the dense MLP-stack reference and
+// What the `validate` checks share: the run context, the dense MLP-stack reference and
 // shard-aware gradient comparison.
 #pragma once
 
@@ -9,24 +9,11 @@
 #include <vector>
 
 #include "app/checks.h"
+#include "app/model_sizes.h"
 #include "comm/topology.h"
 #include "nn/mlp.h"
 
 namespace mpitron::app {
-
-/// Model and batch sizes of the validation job (defaults: the reference program's).
-struct ModelSizes {
-  std::int64_t hidden = 32;
-  std::int64_t intermediate = 64;
-  std::int64_t batch = 8;
-  std::int64_t seq = 16;
-  std::int64_t layers = 4;
-  int micro_batches = 1;  ///< pipeline micro-batches per step (GPipe)
-};
-
-/// Throws comm::ConfigError when hidden, intermediate or seq is not divisible by tp, layers by
-/// pp, batch by micro_batches, or any size is < 1 (every rank detects it the same way).
-void check_divisibility(const ModelSizes& sizes, int tp, int pp);
 
 /// Everything a check needs.
 struct ValidateContext {

@@ -1,0 +1,135 @@
+#include "app/bench_step.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "autograd/random.h"
+#include "comm/collectives.h"
+#include "comm/errors.h"
+#include "nn/data_parallel.h"
+#include "nn/mlp.h"
+#include "nn/pipeline.h"
+
+namespace mpitron::app {
+
+CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
+  CLI::App& command = *app.add_subcommand(
+      "bench", "Time the combined TP+PP+DP MLP training step (ms/step, tokens/s, GFLOP/s)");
+  add_common_options(command, options.common);
+  add_model_size_options(command, options.sizes);
+  command.add_option("--steps", options.steps, "Timed steps")->capture_default_str();
+  command.add_option("--warmup", options.warmup, "Untimed warm-up steps")->capture_default_str();
+  return command;
+}
+
+namespace {
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+std::vector<double> gather_to_all(const comm::Communicator& world, double value) {
+  kernels::Buffer mine(1, kernels::DType::f64, kernels::Device::cpu);
+  kernels::Buffer all(static_cast<std::size_t>(world.size()), kernels::DType::f64,
+                      kernels::Device::cpu);
+  mine.data_as<double>()[0] = value;
+  comm::all_gather(world, mine, all, 1);
+  const double* p = all.data_as<double>();
+  return {p, p + world.size()};
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& options, comm::Communicator world) {
+  const ParallelSizes sizes = resolve_parallel_sizes(options.common, world.size());
+  check_divisibility(options.sizes, sizes.tp, sizes.pp);
+  if (options.steps < 1 || options.warmup < 0) {
+    throw comm::ConfigError("--steps must be >= 1 and --warmup >= 0");
+  }
+  const kernels::Device device = resolve_device(options.common.device);
+  configure_communication(options.common, world);
+  const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
+  const ModelSizes& s = options.sizes;
+  const std::uint64_t seed = options.common.seed;
+
+  const std::int64_t per_stage = s.layers / topology.pp();
+  std::vector<nn::ParallelMlp> stage;
+  nn::Parameters parameters;
+  for (std::int64_t i = topology.pp_rank() * per_stage; i < (topology.pp_rank() + 1) * per_stage;
+       ++i) {
+    const auto index = static_cast<std::uint64_t>(i);
+    stage.emplace_back(nn::make_mlp_weights(s.hidden, s.intermediate, seed + 600 + index,
+                                            seed + 700 + index, autograd::DType::f32, device),
+                       topology.tp_comm());
+    nn::append_parameters(parameters, "layer" + std::to_string(i), stage.back().parameters());
+  }
+  const auto d = static_cast<std::uint64_t>(topology.dp_rank());
+  const autograd::Shape shape{s.batch, s.seq, s.hidden};
+  const autograd::Tensor input =
+      autograd::randn(shape, seed + 1000 + d, 1.0, autograd::DType::f32, device);
+  const autograd::Tensor target =
+      autograd::randn(shape, seed + 2000 + d, 0.5, autograd::DType::f32, device);
+  const nn::PipelineShape pipeline{shape, s.micro_batches, autograd::DType::f32, device};
+  const auto forward = [&stage](const autograd::Tensor& x) {
+    autograd::Tensor y = x;
+    for (const nn::ParallelMlp& layer : stage) y = layer.forward(y);
+    return y;
+  };
+  nn::GradientAverager averager(topology.dp_comm());
+  const auto step = [&] {
+    for (nn::Parameter& p : parameters) p.tensor.set_grad(autograd::Tensor());
+    nn::pipeline_train_step(topology, pipeline, forward, input, target);
+    averager.average(parameters);
+  };
+
+  for (int i = 0; i < options.warmup; ++i) step();
+  comm::barrier(world);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < options.steps; ++i) step();
+  kernels::synchronize(device);
+  comm::barrier(world);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::vector<double> rss = gather_to_all(world, peak_rss_mib());
+  if (world.rank() != 0) return 0;
+
+  const double ms_per_step = 1e3 * seconds / options.steps;
+  const double tokens = static_cast<double>(sizes.dp * s.batch * s.seq);
+  const double gflop = 12.0 * static_cast<double>(s.hidden * s.intermediate * s.layers) *
+                       tokens / 1e9;
+  const double peak = *std::max_element(rss.begin(), rss.end());
+  fmt::print(
+      "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
+      "layers {} micro-batches {}\n"
+      "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model GFLOP/step), "
+      "peak RSS {:.0f} MiB/rank (max)\n",
+      world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
+      s.intermediate, s.batch, s.seq, s.layers, s.micro_batches, ms_per_step,
+      tokens / (ms_per_step / 1e3), gflop / (ms_per_step / 1e3), gflop, peak);
+  if (!options.common.json.empty()) {
+    std::ofstream(options.common.json, std::ios::app)
+        << nlohmann::json{{"tool", "mpitron"},
+                          {"config",
+                           {{"tp", sizes.tp}, {"pp", sizes.pp}, {"dp", sizes.dp},
+                            {"hidden", s.hidden}, {"intermediate", s.intermediate},
+                            {"batch", s.batch}, {"seq", s.seq}, {"layers", s.layers},
+                            {"micro_batches", s.micro_batches},
+                            {"device", kernels::to_string(device)}}},
+                          {"ms_per_step", ms_per_step},
+                          {"tokens_per_s", tokens / (ms_per_step / 1e3)},
+                          {"achieved_gflops", gflop / (ms_per_step / 1e3)},
+                          {"model_gflop_per_step", gflop},
+                          {"peak_rss_mib_by_rank", rss}}
+               .dump()
+        << "\n";
+  }
+  return 0;
+}
+
+}  // namespace mpitron::app

@@ -1,0 +1,31 @@
+// `mpitron bench`: times the combined TP+PP+DP MLP training step (forward, backward, DP gradient
+// average; no optimizer update) — the same work as the PyTorch peer in shared/peers — and prints
+// ms/step, tokens/s, achieved GFLOP/s and peak memory per rank.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "app/options.h"
+#include "app/model_sizes.h"
+
+namespace mpitron::app {
+
+struct BenchOptions {
+  CommonOptions common;
+  /// Default sizes: the peer's (hidden 512, intermediate 2048, batch 8, seq 128, 4 layers).
+  ModelSizes sizes{512, 2048, 8, 128, 4, 1};
+  int steps = 5;
+  int warmup = 2;
+};
+
+/// Adds the `bench` subcommand and its flags to `app`.
+CLI::App& add_bench_command(CLI::App& app, BenchOptions& options);
+
+/// Runs warm-up and timed steps on every rank; rank 0 prints the figures and, with --json,
+/// appends one JSON line {"config", "ms_per_step", "tokens_per_s", "achieved_gflops",
+/// "model_gflop_per_step", "peak_rss_mib_by_rank"}. Model FLOPs per step: 12 * hidden *
+/// intermediate * layers * tokens (two GEMMs per layer, forward 2 and backward 4 FLOP per
+/// multiply-add), tokens = dp * batch * seq. Throws comm::ConfigError for bad sizes or topologies.
+int run_bench(const BenchOptions& options, comm::Communicator world);
+
+}  // namespace mpitron::app

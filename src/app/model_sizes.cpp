@@ -1,0 +1,47 @@
+#include "app/model_sizes.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "comm/errors.h"
+
+namespace mpitron::app {
+
+void add_model_size_options(CLI::App& command, ModelSizes& sizes) {
+  command.add_option("--hidden", sizes.hidden, "Hidden size")->capture_default_str();
+  command.add_option("--intermediate", sizes.intermediate, "MLP intermediate size")
+      ->capture_default_str();
+  command.add_option("--batch", sizes.batch, "Batch size (per data-parallel replica)")
+      ->capture_default_str();
+  command.add_option("--seq", sizes.seq, "Sequence length")->capture_default_str();
+  command.add_option("--layers", sizes.layers, "MLP layers (split over the pipeline stages)")
+      ->capture_default_str();
+  command.add_option("--micro-batches", sizes.micro_batches, "Pipeline micro-batches per step")
+      ->capture_default_str();
+}
+
+void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
+  const std::pair<const char*, std::int64_t> all[] = {
+      {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"batch", sizes.batch},
+      {"seq", sizes.seq},       {"layers", sizes.layers},             {"micro-batches", sizes.micro_batches}};
+  for (const auto& [name, value] : all) {
+    if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
+  }
+  const std::pair<const char*, std::int64_t> by_tp[] = {
+      {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"seq", sizes.seq}};
+  for (const auto& [name, value] : by_tp) {
+    if (value % tp != 0) {
+      throw comm::ConfigError(fmt::format("{} {} is not divisible by tp {}", name, value, tp));
+    }
+  }
+  if (sizes.layers % pp != 0) {
+    throw comm::ConfigError(fmt::format("layers {} is not divisible by pp {}", sizes.layers, pp));
+  }
+  if (sizes.batch % sizes.micro_batches != 0) {
+    throw comm::ConfigError(fmt::format("batch {} is not divisible by micro-batches {}",
+                                        sizes.batch, sizes.micro_batches));
+  }
+}
+
+}  // namespace mpitron::app

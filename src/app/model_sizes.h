@@ -1,0 +1,27 @@
+// The MLP-stack sizes shared by `validate` and `bench`, their flags and their checks.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+
+namespace mpitron::app {
+
+/// Model and batch sizes (defaults: the reference program's small model).
+struct ModelSizes {
+  std::int64_t hidden = 32;
+  std::int64_t intermediate = 64;
+  std::int64_t batch = 8;
+  std::int64_t seq = 16;
+  std::int64_t layers = 4;
+  int micro_batches = 1;  ///< pipeline micro-batches per step (GPipe)
+};
+
+/// Registers --hidden --intermediate --batch --seq --layers --micro-batches on `command`.
+void add_model_size_options(CLI::App& command, ModelSizes& sizes);
+
+/// Throws comm::ConfigError when hidden, intermediate or seq is not divisible by tp, layers by
+/// pp, batch by micro_batches, or any size is < 1 (every rank detects it the same way).
+void check_divisibility(const ModelSizes& sizes, int tp, int pp);
+
+}  // namespace mpitron::app
