@@ -5,7 +5,7 @@ Run with Debian's interpreter (python3-torch): /usr/bin/python3 tools/make_golde
 Every value is computed in float64; inputs come from torch's seeded generator and are written
 next to the expected outputs, so the C++ tests never reproduce torch's random stream.
 
-Files (same format as tools/make_golden.py: {"<name>": {"shape": [...], "data": [...]}}):
+Files (written by tools/make_golden.py's `write`: {"<name>": {"shape": [...], "data": [...]}}):
 - tests/data/attention.json: the reference program's MultiHeadAttentionTP on one rank (embed 64,
   4 heads, input [2, 8, 64]) with seeded normal weights (forward, and every gradient for a fixed
   upstream gradient dy) and with the deterministic arange weights (forward).
@@ -15,16 +15,14 @@ Files (same format as tools/make_golden.py: {"<name>": {"shape": [...], "data": 
   reproduce them.
 """
 
-import json
 import math
-import pathlib
 
 import torch
 import torch.nn.functional as F
 
-DATA_DIR = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data"
+from make_golden import DTYPE, write
+
 SEED = 20240505
-DTYPE = torch.float64
 
 EMBED, HEADS, BATCH, SEQ = 64, 4, 2, 8
 ARANGE_OFFSETS = {"q": 0.1, "k": -0.2, "v": 0.3, "out": -0.4}
@@ -32,20 +30,9 @@ ARANGE_OFFSETS = {"q": 0.1, "k": -0.2, "v": 0.3, "out": -0.4}
 SAMPLES, FEATURES, TARGETS, STEP_BATCH, STEPS, LR = 40, 10, 1, 8, 5, 0.01
 
 
-def entry(value):
-    """A tensor or Python number(s), stored as float64 (Python floats are not rounded first)."""
-    t = torch.as_tensor(value, dtype=DTYPE).detach().contiguous()
-    return {"shape": list(t.shape), "data": [float(v) for v in t.reshape(-1).tolist()]}
-
-
-def write(name, tensors):
-    path = DATA_DIR / name
-    body = {key: entry(value) for key, value in tensors.items()}
-    for key, value in body.items():
-        assert all(math.isfinite(v) for v in value["data"]), f"{name}: {key} is not finite"
-    lines = [f" {json.dumps(key)}: {json.dumps(value)}" for key, value in body.items()]
-    path.write_text("{\n" + ",\n".join(lines) + "\n}\n")
-    print(f"wrote {path} ({len(body)} tensors)")
+def f64(value):
+    """A Python number or list as a float64 tensor (not rounded through float32 first)."""
+    return torch.as_tensor(value, dtype=DTYPE)
 
 
 def attention(x, w):
@@ -111,7 +98,7 @@ def train_dp_goldens(gen):
     weight = (torch.rand(TARGETS, FEATURES, generator=gen, dtype=DTYPE) * 2 - 1) * bound
     bias = (torch.rand(TARGETS, generator=gen, dtype=DTYPE) * 2 - 1) * bound
     golden = {"x": x, "y": y, "weight": weight, "bias": bias,
-              "lr": LR, "batch": float(STEP_BATCH)}
+              "lr": f64(LR), "batch": f64(STEP_BATCH)}
     for name, momentum in (("plain", 0.0), ("momentum", 0.9)):
         model = torch.nn.Linear(FEATURES, TARGETS).to(DTYPE)
         with torch.no_grad():
@@ -126,8 +113,8 @@ def train_dp_goldens(gen):
             loss.backward()
             optimizer.step()
             losses.append(loss.item())
-        golden[f"{name}.momentum"] = momentum
-        golden[f"{name}.losses"] = losses
+        golden[f"{name}.momentum"] = f64(momentum)
+        golden[f"{name}.losses"] = f64(losses)
         golden[f"{name}.weight"] = model.weight
         golden[f"{name}.bias"] = model.bias
     write("train_dp.json", golden)
