@@ -9,6 +9,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "app/scalar_collectives.h"
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
@@ -72,14 +73,6 @@ std::string describe(const AttentionOptions& o, const ParallelSizes& p, kernels:
       o.init, o.iterations, o.rtol, o.common.seed);
 }
 
-// The largest value of `mine` over `comm` (MAX all-reduce).
-double max_over(const comm::Communicator& comm, double mine) {
-  kernels::Buffer value(1, kernels::DType::f64, kernels::Device::cpu);
-  value.data_as<double>()[0] = mine;
-  comm::all_reduce(comm, value, comm::ReduceOp::max);
-  return value.data_as<double>()[0];
-}
-
 // max |a - b| and max |b| over every element (NaN gives infinity).
 std::pair<double, double> max_difference(const autograd::Tensor& a, const autograd::Tensor& b) {
   const std::vector<double> x = a.to_vector(), y = b.to_vector();
@@ -119,22 +112,22 @@ int run_attention(const AttentionOptions& options, comm::Communicator world) {
   const autograd::Tensor output = parallel.forward(x);
   const autograd::Tensor dense = nn::MultiHeadAttention(weights, options.heads).forward(x);
   const auto [local_difference, local_scale] = max_difference(output, dense);
-  const double difference = max_over(world, local_difference);
-  const double relative =
-      difference / std::max(max_over(world, local_scale), std::numeric_limits<double>::min());
+  const double difference = all_reduce_scalar(world, local_difference, comm::ReduceOp::max);
+  const double scale = all_reduce_scalar(world, local_scale, comm::ReduceOp::max);
+  const double relative = difference / std::max(scale, std::numeric_limits<double>::min());
   const double mean = autograd::mean(output).item();
 
   comm::barrier(world);
   const auto start = std::chrono::steady_clock::now();
   autograd::Tensor timed;
-  for (int i = 0; i < options.iterations; ++i)
+  for (int i = 0; i < options.iterations; ++i) {
     timed = parallel.forward(x);
+  }
   autograd::mean(timed).item();  // waits for a CUDA device to finish
+  const std::chrono::duration<double, std::milli> elapsed =
+      std::chrono::steady_clock::now() - start;
   const double ms =
-      max_over(world,
-               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                   .count()) /
-      options.iterations;
+      all_reduce_scalar(world, elapsed.count(), comm::ReduceOp::max) / options.iterations;
 
   const bool passed = relative <= options.rtol;
   log->info("attention tp={} dp={} embed={} heads={} input [{}, {}, {}] init={} device={}",

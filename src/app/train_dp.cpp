@@ -8,7 +8,7 @@
 #include <numeric>
 #include <optional>
 
-#include "comm/collectives.h"
+#include "app/scalar_collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
@@ -86,10 +86,7 @@ nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& worl
   } catch (const std::exception& e) {
     error = e.what();
   }
-  kernels::Buffer ok(1, kernels::DType::f64, kernels::Device::cpu);
-  ok.data_as<double>()[0] = data ? 1.0 : 0.0;
-  comm::all_reduce(world, ok, comm::ReduceOp::min);
-  if (ok.data_as<double>()[0] == 1.0) return *data;
+  if (all_reduce_scalar(world, data ? 1.0 : 0.0, comm::ReduceOp::min) == 1.0) return *data;
   throw comm::ConfigError(data ? "the data could not be loaded on another rank" : error);
 }
 
@@ -99,17 +96,6 @@ std::string describe(const TrainDpOptions& o, int dp, kernels::Device device) {
       "lr={} momentum={} epochs={} batch_size={} drop_last={} seed={}",
       MPITRON_VERSION, dp, kernels::to_string(device), o.samples, o.features, o.targets, o.hidden,
       o.data, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed);
-}
-
-// Every rank's value of `mine`, in rank order.
-std::vector<double> gather_values(const comm::Communicator& world, double mine) {
-  kernels::Buffer local(1, kernels::DType::f64, kernels::Device::cpu);
-  kernels::Buffer all(static_cast<std::size_t>(world.size()), kernels::DType::f64,
-                      kernels::Device::cpu);
-  local.data_as<double>()[0] = mine;
-  comm::all_gather(world, local, all, 1);
-  const double* values = all.data_as<double>();
-  return {values, values + world.size()};
 }
 
 nlohmann::json parameters_json(const nn::Parameters& parameters) {
@@ -172,7 +158,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
     }
     const double mean =
         std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
-    const std::vector<double> by_rank = gather_values(world, mean);
+    const std::vector<double> by_rank = all_gather_scalar(world, mean);
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       log->info("rank {} epoch {} loss {:.6f}", r, epoch + 1, by_rank[r]);
     }
