@@ -46,9 +46,8 @@ void expect_normwise_close(const Tensor& actual, const Tensor& expected, double 
 // terms per projection is 3e-5 (1e-4 used). The arange case saturates the softmax (score gaps
 // are >= 1e-4 of the scores, far above f32 rounding), so it is a one-hot lookup whose value
 // carries the same relative error.
-class AttentionParity : public ::testing::TestWithParam<DType> {
+class AttentionParity : public DeviceDtypeTest {
  protected:
-  DType dtype() const { return GetParam(); }
   double rtol() const { return dtype() == DType::f64 ? 1e-11 : 1e-4; }
   GoldenFile golden_{"attention.json"};
 };
@@ -56,15 +55,15 @@ class AttentionParity : public ::testing::TestWithParam<DType> {
 TEST_P(AttentionParity, NormalWeightsForwardAndGradients) {
   const comm::Communicator& tp = test_world();
   const auto layer = [&](const std::string& name) {
-    return LinearWeights{golden_.tensor("normal." + name + ".weight", dtype()),
-                         golden_.tensor("normal." + name + ".bias", dtype())};
+    return LinearWeights{golden_.tensor("normal." + name + ".weight", dtype(), device()),
+                         golden_.tensor("normal." + name + ".bias", dtype(), device())};
   };
   const AttentionWeights w{layer("q"), layer("k"), layer("v"), layer("out")};
   const ParallelMultiHeadAttention attention(w, kHeads, tp);
-  Tensor x = golden_.tensor("x", dtype()).set_requires_grad();
+  Tensor x = golden_.tensor("x", dtype(), device()).set_requires_grad();
   const Tensor y = attention.forward(x);
   expect_normwise_close(y, golden_.tensor("normal.out"), rtol());
-  autograd::sum(autograd::mul(y, golden_.tensor("dy", dtype()))).backward();
+  autograd::sum(autograd::mul(y, golden_.tensor("dy", dtype(), device()))).backward();
   expect_normwise_close(x.grad(), golden_.tensor("normal.dx"), rtol());
 
   const Parameters mine = attention.parameters();
@@ -80,15 +79,14 @@ TEST_P(AttentionParity, NormalWeightsForwardAndGradients) {
 }
 
 TEST_P(AttentionParity, ArangeWeightsForward) {
-  const AttentionWeights w = make_attention_weights_arange(64, dtype(), Device::cpu);
+  const AttentionWeights w = make_attention_weights_arange(64, dtype(), device());
   autograd::NoGradGuard no_grad;
   const Tensor y =
       ParallelMultiHeadAttention(w, kHeads, test_world()).forward(golden_.tensor("x", dtype()));
   expect_normwise_close(y, golden_.tensor("arange.out"), rtol());
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionParity, ::testing::Values(DType::f64, DType::f32),
-                         [](const auto& info) { return kernels::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Devices, AttentionParity, all_devices_and_dtypes(), device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::nn

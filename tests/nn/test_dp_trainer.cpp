@@ -104,12 +104,11 @@ TEST(DataParallelTrainer, EveryRankRunsTheSameStepsWhenSamplesDoNotDivide) {
 // reads rows r, r + N, ..., so with batch 8/N per rank the replicas' batches make up exactly
 // torch's. f64: rounding only (~1e-15 per step; 1e-12 used). f32: inputs and updates rounded to
 // 2^-24 relative; over five steps of 10-term sums 1e-5 leaves a ~10x margin.
-class TrainDpParity : public ::testing::TestWithParam<DType> {};
+class TrainDpParity : public DeviceDtypeTest {};
 
 TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
   const GoldenFile golden("train_dp.json");
-  const DType dtype = GetParam();
-  const double tolerance = dtype == DType::f64 ? 1e-12 : 1e-5;
+  const double tolerance = dtype() == DType::f64 ? 1e-12 : 1e-5;
   const Tensor x = golden.tensor("x"), y = golden.tensor("y");
   const Dataset data{x.size(0), x.size(1), y.size(1), x.to_vector(), y.to_vector()};
   for (const std::string run : {"plain", "momentum"}) {
@@ -119,9 +118,11 @@ TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
     options.lr = golden.scalar("lr");
     options.momentum = golden.scalar(run + ".momentum");
     options.shuffle = false;
-    options.dtype = dtype;
-    DataParallelTrainer trainer({{golden.tensor("weight", dtype), golden.tensor("bias", dtype)}},
-                                data, test_world(), options);
+    options.dtype = dtype();
+    options.device = device();
+    DataParallelTrainer trainer(
+        {{golden.tensor("weight", dtype(), device()), golden.tensor("bias", dtype(), device())}},
+        data, test_world(), options);
     const std::vector<double> losses = trainer.train_epoch(0);
     const std::vector<double> expected = golden.tensor(run + ".losses").to_vector();
     ASSERT_EQ(losses.size(), expected.size());
@@ -134,8 +135,7 @@ TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, TrainDpParity, ::testing::Values(DType::f64, DType::f32),
-                         [](const auto& info) { return kernels::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Devices, TrainDpParity, all_devices_and_dtypes(), device_dtype_name);
 
 TEST(ReplicaDifference, IsZeroInSyncAndSeesADriftOnTheLastRank) {
   const comm::Communicator& dp = test_world();
