@@ -58,6 +58,11 @@ mpitron_add_expect_test(train_dp_replica_drift TARGET mpitron NP 2 TIMEOUT 60 MA
   EXPECT_OUTPUT "\\[rank 0\\] error: replicas diverged after epoch 1: max \\|parameter - dp rank 0's\\| = 1.000e-03"
                 "\\[rank 1\\] error: replicas diverged after epoch 1.*worst here: fc.weight"
   REJECT_OUTPUT "train-dp done")
+mpitron_add_expect_test(train_dp_no_replica_check TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train-dp --inject-drift --no-check-replicas --epochs 2
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_dp
+  EXPECT_EXIT 0 EXPECT_OUTPUT "train-dp done: 2 epochs x 16 steps on 2 ranks.*s\n"
+  REJECT_OUTPUT "replicas")
 
 # attention: the reference's default shape (embed 512, 8 heads, [128, 8, 512]) on 2 and 4 ranks.
 foreach(tp 2 4)
