@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
+#include <string_view>
 
 #include "app/scalar_collectives.h"
 #include "comm/configuration.h"
@@ -75,7 +76,14 @@ void check_options(const TrainDpOptions& o) {
   }
 }
 
-// Every rank loads the data; a failure on any rank becomes the same ConfigError everywhere.
+// The bytes of `values` as text for hashing.
+std::string_view bytes_of(const std::vector<double>& values) {
+  return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double)};
+}
+
+// Every rank loads the data; a failure on any rank becomes the same ConfigError everywhere, and
+// so does data that differs between ranks (e.g. different --data files on different nodes,
+// which would give the ranks different step counts).
 nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& world) {
   std::optional<nn::Dataset> data;
   std::string error;
@@ -86,8 +94,14 @@ nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& worl
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (all_reduce_scalar(world, data ? 1.0 : 0.0, comm::ReduceOp::min) == 1.0) return *data;
-  throw comm::ConfigError(data ? "the data could not be loaded on another rank" : error);
+  if (all_reduce_scalar(world, data ? 1.0 : 0.0, comm::ReduceOp::min) != 1.0) {
+    throw comm::ConfigError(data ? "the data could not be loaded on another rank" : error);
+  }
+  comm::check_same_configuration(
+      world,
+      fmt::format("data: {} samples, FNV-1a {:016x} {:016x}", data->samples,
+                  comm::fnv1a_64(bytes_of(data->inputs)), comm::fnv1a_64(bytes_of(data->outputs))));
+  return *data;
 }
 
 std::string describe(const TrainDpOptions& o, int dp, kernels::Device device) {
