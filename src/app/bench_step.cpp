@@ -1,12 +1,13 @@
 #include "app/bench_step.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <sys/resource.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <fstream>
 
+#include "app/scalar_collectives.h"
 #include "autograd/random.h"
 #include "comm/collectives.h"
 #include "comm/errors.h"
@@ -32,16 +33,6 @@ double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
-
-std::vector<double> gather_to_all(const comm::Communicator& world, double value) {
-  kernels::Buffer mine(1, kernels::DType::f64, kernels::Device::cpu);
-  kernels::Buffer all(static_cast<std::size_t>(world.size()), kernels::DType::f64,
-                      kernels::Device::cpu);
-  mine.data_as<double>()[0] = value;
-  comm::all_gather(world, mine, all, 1);
-  const double* p = all.data_as<double>();
-  return {p, p + world.size()};
 }
 
 }  // namespace
@@ -78,31 +69,35 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   const nn::PipelineShape pipeline{shape, s.micro_batches, autograd::DType::f32, device};
   const auto forward = [&stage](const autograd::Tensor& x) {
     autograd::Tensor y = x;
-    for (const nn::ParallelMlp& layer : stage) y = layer.forward(y);
+    for (const nn::ParallelMlp& layer : stage)
+      y = layer.forward(y);
     return y;
   };
   nn::GradientAverager averager(topology.dp_comm());
   const auto step = [&] {
-    for (nn::Parameter& p : parameters) p.tensor.set_grad(autograd::Tensor());
+    for (nn::Parameter& p : parameters)
+      p.tensor.set_grad(autograd::Tensor());
     nn::pipeline_train_step(topology, pipeline, forward, input, target);
     averager.average(parameters);
   };
 
-  for (int i = 0; i < options.warmup; ++i) step();
+  for (int i = 0; i < options.warmup; ++i)
+    step();
   comm::barrier(world);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options.steps; ++i) step();
+  for (int i = 0; i < options.steps; ++i)
+    step();
   kernels::synchronize(device);
   comm::barrier(world);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::vector<double> rss = gather_to_all(world, peak_rss_mib());
+  const std::vector<double> rss = all_gather_scalar(world, peak_rss_mib());
   if (world.rank() != 0) return 0;
 
   const double ms_per_step = 1e3 * seconds / options.steps;
   const double tokens = static_cast<double>(sizes.dp * s.batch * s.seq);
-  const double gflop = 12.0 * static_cast<double>(s.hidden * s.intermediate * s.layers) *
-                       tokens / 1e9;
+  const double gflop =
+      12.0 * static_cast<double>(s.hidden * s.intermediate * s.layers) * tokens / 1e9;
   const double peak = *std::max_element(rss.begin(), rss.end());
   fmt::print(
       "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
@@ -116,9 +111,14 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
     std::ofstream(options.common.json, std::ios::app)
         << nlohmann::json{{"tool", "mpitron"},
                           {"config",
-                           {{"tp", sizes.tp}, {"pp", sizes.pp}, {"dp", sizes.dp},
-                            {"hidden", s.hidden}, {"intermediate", s.intermediate},
-                            {"batch", s.batch}, {"seq", s.seq}, {"layers", s.layers},
+                           {{"tp", sizes.tp},
+                            {"pp", sizes.pp},
+                            {"dp", sizes.dp},
+                            {"hidden", s.hidden},
+                            {"intermediate", s.intermediate},
+                            {"batch", s.batch},
+                            {"seq", s.seq},
+                            {"layers", s.layers},
                             {"micro_batches", s.micro_batches},
                             {"device", kernels::to_string(device)}}},
                           {"ms_per_step", ms_per_step},

@@ -5,8 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "comm/collectives.h"
-#include "kernels/device.h"
+#include "app/scalar_collectives.h"
 
 namespace mpitron::app {
 
@@ -31,14 +30,9 @@ void Comparison::expect_close(const autograd::Tensor& actual, const autograd::Te
 
 CheckResult agree(const comm::Communicator& world, const std::string& name,
                   const Comparison& local) {
-  kernels::Buffer passed(1, kernels::DType::f64, kernels::Device::cpu);
-  kernels::Buffer error(1, kernels::DType::f64, kernels::Device::cpu);
-  passed.data_as<double>()[0] = local.passed() ? 1.0 : 0.0;
-  error.data_as<double>()[0] = local.max_abs_error();
-  comm::all_reduce(world, passed, comm::ReduceOp::min);
-  comm::all_reduce(world, error, comm::ReduceOp::max);
-  return {name, passed.data_as<double>()[0] == 1.0, error.data_as<double>()[0],
-          local.tolerance()};
+  const double passed = all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);
+  const double error = all_reduce_scalar(world, local.max_abs_error(), comm::ReduceOp::max);
+  return {name, passed == 1.0, error, local.tolerance()};
 }
 
 std::string format_result(const CheckResult& result) {

@@ -23,8 +23,9 @@ void add_model_size_options(CLI::App& command, ModelSizes& sizes) {
 
 void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
   const std::pair<const char*, std::int64_t> all[] = {
-      {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"batch", sizes.batch},
-      {"seq", sizes.seq},       {"layers", sizes.layers},             {"micro-batches", sizes.micro_batches}};
+      {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate},
+      {"batch", sizes.batch},   {"seq", sizes.seq},
+      {"layers", sizes.layers}, {"micro-batches", sizes.micro_batches}};
   for (const auto& [name, value] : all) {
     if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
   }

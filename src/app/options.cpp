@@ -18,12 +18,14 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--device", options.device, "Compute device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
-  command.add_option("--comm", options.comm_mode,
-                     "How CUDA buffers reach MPI: staged through host memory, direct, or auto")
+  command
+      .add_option("--comm", options.comm_mode,
+                  "How CUDA buffers reach MPI: staged through host memory, direct, or auto")
       ->check(CLI::IsMember({"auto", "staged", "direct"}))
       ->capture_default_str();
-  command.add_option("--timeout-seconds", options.timeout_seconds,
-                     "Deadline of every communication operation, in seconds")
+  command
+      .add_option("--timeout-seconds", options.timeout_seconds,
+                  "Deadline of every communication operation, in seconds")
       ->capture_default_str();
   command.add_option("--log-dir", options.log_dir, "Directory for rank_<N>.log files")
       ->capture_default_str();
@@ -92,8 +94,8 @@ std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, i
   std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file;
   try {
     std::filesystem::create_directories(options.log_dir);
-    file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(path.string(),
-                                                               options.filemode == "w");
+    file =
+        std::make_shared<spdlog::sinks::basic_file_sink_mt>(path.string(), options.filemode == "w");
   } catch (const std::exception& e) {
     throw comm::ConfigError(fmt::format("cannot open log file {}: {}", path.string(), e.what()));
   }

@@ -27,10 +27,8 @@ CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
       ->capture_default_str();
   command.add_option("--micro-batches", s.micro_batches, "Pipeline micro-batches per step")
       ->capture_default_str();
-  command.add_option("--rtol", options.tolerance.rtol, "Relative tolerance")
-      ->capture_default_str();
-  command.add_option("--atol", options.tolerance.atol, "Absolute tolerance")
-      ->capture_default_str();
+  command.add_option("--rtol", options.tolerance.rtol, "Relative tolerance")->capture_default_str();
+  command.add_option("--atol", options.tolerance.atol, "Absolute tolerance")->capture_default_str();
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
   return command;
@@ -44,20 +42,26 @@ std::string describe(const ValidateOptions& o, const ParallelSizes& p, kernels::
       "mpitron {} validate tp={} pp={} dp={} device={} hidden={} intermediate={} batch={} seq={} "
       "layers={} micro_batches={} seed={} rtol={} atol={} fault={}",
       MPITRON_VERSION, p.tp, p.pp, p.dp, kernels::to_string(device), s.hidden, s.intermediate,
-      s.batch, s.seq, s.layers, s.micro_batches, o.common.seed, o.tolerance.rtol,
-      o.tolerance.atol, o.fault);
+      s.batch, s.seq, s.layers, s.micro_batches, o.common.seed, o.tolerance.rtol, o.tolerance.atol,
+      o.fault);
 }
 
-nlohmann::json config_json(const ValidateOptions& o, const ParallelSizes& p,
-                           kernels::Device device, int world_size) {
+nlohmann::json config_json(const ValidateOptions& o, const ParallelSizes& p, kernels::Device device,
+                           int world_size) {
   const ModelSizes& s = o.sizes;
-  return {{"world_size", world_size},  {"tp", p.tp},
-          {"pp", p.pp},                {"dp", p.dp},
+  return {{"world_size", world_size},
+          {"tp", p.tp},
+          {"pp", p.pp},
+          {"dp", p.dp},
           {"device", kernels::to_string(device)},
-          {"hidden", s.hidden},        {"intermediate", s.intermediate},
-          {"batch", s.batch},          {"seq", s.seq},
-          {"layers", s.layers},        {"micro_batches", s.micro_batches},
-          {"seed", o.common.seed},     {"version", MPITRON_VERSION}};
+          {"hidden", s.hidden},
+          {"intermediate", s.intermediate},
+          {"batch", s.batch},
+          {"seq", s.seq},
+          {"layers", s.layers},
+          {"micro_batches", s.micro_batches},
+          {"seed", o.common.seed},
+          {"version", MPITRON_VERSION}};
 }
 
 }  // namespace
@@ -79,19 +83,18 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
             sizes.dp, kernels::to_string(device));
 
-  const ValidateContext ctx{topology, options.sizes, device, options.common.seed,
+  const ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
                             options.tolerance, *log};
   std::vector<CheckResult> results;
-  for (const auto& check :
-       {check_tensor_parallel, check_tensor_parallel_attention, check_pipeline_parallel,
-        check_data_parallel, check_combined}) {
+  for (const auto& check : {check_tensor_parallel, check_tensor_parallel_attention,
+                            check_pipeline_parallel, check_data_parallel, check_combined}) {
     for (const LocalCheck& local : check(ctx)) {
       results.push_back(agree(world, local.name, local.comparison));
       log->info(format_result(results.back()));
     }
   }
-  const bool passed = std::all_of(results.begin(), results.end(),
-                                  [](const CheckResult& r) { return r.passed; });
+  const bool passed =
+      std::all_of(results.begin(), results.end(), [](const CheckResult& r) { return r.passed; });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log->info("{} ({} checks, {:.2f} s)",
@@ -100,7 +103,8 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
 
   if (!options.common.json.empty() && world.rank() == 0) {
     nlohmann::json checks = nlohmann::json::array();
-    for (const CheckResult& r : results) checks.push_back(to_json(r));
+    for (const CheckResult& r : results)
+      checks.push_back(to_json(r));
     std::ofstream(options.common.json)
         << nlohmann::json{{"config", config_json(options, sizes, device, world.size())},
                           {"checks", checks},

@@ -33,8 +33,10 @@ std::vector<Layer> build_layers(const std::vector<nn::MlpWeights>& weights, std:
 }
 
 nn::PipelineShape pipeline_shape(const ValidateContext& ctx) {
-  return {{ctx.sizes.batch, ctx.sizes.seq, ctx.sizes.hidden}, ctx.sizes.micro_batches,
-          autograd::DType::f32, ctx.device};
+  return {{ctx.sizes.batch, ctx.sizes.seq, ctx.sizes.hidden},
+          ctx.sizes.micro_batches,
+          autograd::DType::f32,
+          ctx.device};
 }
 
 }  // namespace
@@ -48,8 +50,7 @@ std::vector<LocalCheck> check_tensor_parallel(const ValidateContext& ctx) {
   const Tensor input = make_activation(ctx, 13, 1.0);
   const Tensor target = make_activation(ctx, 14, 0.5);
 
-  LocalCheck inference{"TP: inference forward matches dense reference",
-                       Comparison(ctx.tolerance)};
+  LocalCheck inference{"TP: inference forward matches dense reference", Comparison(ctx.tolerance)};
   {
     autograd::NoGradGuard no_grad;
     inference.comparison.expect_close(parallel.forward(input), dense.forward(input));
@@ -89,18 +90,17 @@ std::vector<LocalCheck> check_pipeline_parallel(const ValidateContext& ctx) {
   const Tensor reference_loss = autograd::mse_loss(reference_output, target);
   reference_loss.backward();
 
-  LocalCheck inference{"PP: inference forward matches dense reference",
-                       Comparison(ctx.tolerance)};
+  LocalCheck inference{"PP: inference forward matches dense reference", Comparison(ctx.tolerance)};
   LocalCheck training{"PP: loss and every stage gradient match dense reference",
                       Comparison(ctx.tolerance)};
   if (topo.is_last_stage()) {
     inference.comparison.expect_close(output, reference_output.detach());
     training.comparison.expect_close(result.loss, reference_loss);
   }
-  const auto dense_stage = std::vector<nn::Mlp>(dense.begin() + first,
-                                                dense.begin() + first + per_stage);
-  expect_mlp_gradients(training.comparison, stack_parameters(stage),
-                       stack_parameters(dense_stage), 0, 1, 1.0);
+  const auto dense_stage =
+      std::vector<nn::Mlp>(dense.begin() + first, dense.begin() + first + per_stage);
+  expect_mlp_gradients(training.comparison, stack_parameters(stage), stack_parameters(dense_stage),
+                       0, 1, 1.0);
   return {inference, training};
 }
 
@@ -134,8 +134,7 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
   const std::int64_t per_stage = ctx.sizes.layers / topo.pp();
   const std::int64_t first = topo.pp_rank() * per_stage;
   const auto weights = make_stack_weights(ctx, ctx.sizes.layers, 600, 700);
-  const auto stage =
-      build_layers<nn::ParallelMlp>(weights, first, per_stage, topo.tp_comm());
+  const auto stage = build_layers<nn::ParallelMlp>(weights, first, per_stage, topo.tp_comm());
   const auto dense = build_layers<nn::Mlp>(weights, 0, ctx.sizes.layers);
   const nn::Parameters stage_parameters = stack_parameters(stage, first);
   log_parameters(ctx.log, "combined stage shards", stage_parameters);
@@ -161,8 +160,8 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
       loss.comparison.expect_close(result.loss, reference_loss.detach());
     }
   }
-  const auto dense_stage = std::vector<nn::Mlp>(dense.begin() + first,
-                                                dense.begin() + first + per_stage);
+  const auto dense_stage =
+      std::vector<nn::Mlp>(dense.begin() + first, dense.begin() + first + per_stage);
   expect_mlp_gradients(gradients.comparison, stage_parameters, stack_parameters(dense_stage),
                        topo.tp_rank(), topo.tp(), 1.0 / topo.dp());
   return {output, loss, gradients};

@@ -22,8 +22,8 @@ std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::
 
 autograd::Tensor make_activation(const ValidateContext& ctx, std::uint64_t seed_offset,
                                  double std) {
-  return autograd::randn({ctx.sizes.batch, ctx.sizes.seq, ctx.sizes.hidden},
-                         ctx.seed + seed_offset, std, autograd::DType::f32, ctx.device);
+  return autograd::randn({ctx.sizes.batch, ctx.sizes.seq, ctx.sizes.hidden}, ctx.seed + seed_offset,
+                         std, autograd::DType::f32, ctx.device);
 }
 
 void expect_mlp_gradients(Comparison& comparison, const nn::Parameters& local,

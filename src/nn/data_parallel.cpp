@@ -18,12 +18,10 @@ void GradientAverager::average(const Parameters& parameters) {
   std::size_t total = 0;
   for (const Parameter& p : parameters) {
     if (p.tensor.dtype() != first.dtype() || p.tensor.device() != first.device()) {
-      throw std::invalid_argument(fmt::format("GradientAverager: {} is {} on {}, {} is {} on {}",
-                                              parameters.front().name,
-                                              kernels::to_string(first.dtype()),
-                                              kernels::to_string(first.device()), p.name,
-                                              kernels::to_string(p.tensor.dtype()),
-                                              kernels::to_string(p.tensor.device())));
+      throw std::invalid_argument(
+          fmt::format("GradientAverager: {} is {} on {}, {} is {} on {}", parameters.front().name,
+                      kernels::to_string(first.dtype()), kernels::to_string(first.device()), p.name,
+                      kernels::to_string(p.tensor.dtype()), kernels::to_string(p.tensor.device())));
     }
     total += static_cast<std::size_t>(p.tensor.numel());
   }

@@ -25,8 +25,12 @@ Fault parse_fault(const std::string& name) {
   throw std::invalid_argument("unknown fault '" + name + "'");
 }
 
-void inject_fault(Fault fault) { active = fault; }
+void inject_fault(Fault fault) {
+  active = fault;
+}
 
-bool fault_active(Fault fault) { return active == fault; }
+bool fault_active(Fault fault) {
+  return active == fault;
+}
 
 }  // namespace mpitron::nn

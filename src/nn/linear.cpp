@@ -9,16 +9,19 @@ namespace mpitron::nn {
 Linear::Linear(const LinearWeights& weights)
     : weight_(replicate(weights.weight)), bias_(replicate(weights.bias)) {}
 
-Tensor Linear::forward(const Tensor& x) const { return autograd::linear(x, weight_, bias_); }
+Tensor Linear::forward(const Tensor& x) const {
+  return autograd::linear(x, weight_, bias_);
+}
 
-Parameters Linear::parameters() const { return {{"weight", weight_}, {"bias", bias_}}; }
+Parameters Linear::parameters() const {
+  return {{"weight", weight_}, {"bias", bias_}};
+}
 
 ColumnParallelLinear::ColumnParallelLinear(const LinearWeights& master,
                                            const comm::Communicator& tp, bool gather_output)
     : tp_(tp),
       gather_output_(gather_output),
-      weight_(shard(master.weight, 0, tp.rank(), tp.size(),
-                    "ColumnParallelLinear out_features")),
+      weight_(shard(master.weight, 0, tp.rank(), tp.size(), "ColumnParallelLinear out_features")),
       bias_(shard(master.bias, 0, tp.rank(), tp.size(), "ColumnParallelLinear out_features")) {}
 
 Tensor ColumnParallelLinear::forward(const Tensor& x) const {

@@ -4,9 +4,8 @@
 
 namespace mpitron::nn {
 
-MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate,
-                            std::uint64_t fc1_seed, std::uint64_t fc2_seed, DType dtype,
-                            Device device) {
+MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std::uint64_t fc1_seed,
+                            std::uint64_t fc2_seed, DType dtype, Device device) {
   return {make_linear_weights(intermediate, hidden, fc1_seed, dtype, device),
           make_linear_weights(hidden, intermediate, fc2_seed, dtype, device)};
 }
@@ -26,15 +25,20 @@ Tensor Mlp::forward(const Tensor& x) const {
   return fc2_.forward(autograd::gelu(fc1_.forward(x)));
 }
 
-Parameters Mlp::parameters() const { return named(fc1_.parameters(), fc2_.parameters()); }
+Parameters Mlp::parameters() const {
+  return named(fc1_.parameters(), fc2_.parameters());
+}
 
 ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp)
-    : fc1_(master.fc1, tp, /*gather_output=*/false), fc2_(master.fc2, tp, /*input_is_parallel=*/true) {}
+    : fc1_(master.fc1, tp, /*gather_output=*/false),
+      fc2_(master.fc2, tp, /*input_is_parallel=*/true) {}
 
 Tensor ParallelMlp::forward(const Tensor& x) const {
   return fc2_.forward(autograd::gelu(fc1_.forward(x)));
 }
 
-Parameters ParallelMlp::parameters() const { return named(fc1_.parameters(), fc2_.parameters()); }
+Parameters ParallelMlp::parameters() const {
+  return named(fc1_.parameters(), fc2_.parameters());
+}
 
 }  // namespace mpitron::nn

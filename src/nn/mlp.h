@@ -18,9 +18,8 @@ struct MlpWeights {
 };
 
 /// Master MLP weights: fc1 from `fc1_seed`, fc2 from `fc2_seed` (see make_linear_weights).
-MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate,
-                            std::uint64_t fc1_seed, std::uint64_t fc2_seed, DType dtype,
-                            Device device);
+MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std::uint64_t fc1_seed,
+                            std::uint64_t fc2_seed, DType dtype, Device device);
 
 /// Dense MLP: x [..., hidden] -> fc2(gelu(fc1(x))) [..., hidden]; exact (erf) GELU.
 class Mlp {

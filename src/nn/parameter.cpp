@@ -12,14 +12,15 @@
 namespace mpitron::nn {
 
 void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more) {
-  for (const Parameter& p : more) into.push_back({prefix + "." + p.name, p.tensor});
+  for (const Parameter& p : more)
+    into.push_back({prefix + "." + p.name, p.tensor});
 }
 
 LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_features,
                                   std::uint64_t seed, DType dtype, Device device) {
   if (out_features < 1 || in_features < 1) {
-    throw std::invalid_argument(fmt::format("linear weights: sizes {} x {} must be >= 1",
-                                            out_features, in_features));
+    throw std::invalid_argument(
+        fmt::format("linear weights: sizes {} x {} must be >= 1", out_features, in_features));
   }
   const double std = 1.0 / std::sqrt(static_cast<double>(in_features));
   return {autograd::randn({out_features, in_features}, seed, std, dtype, device),
@@ -37,6 +38,8 @@ Tensor shard(const Tensor& master, int dim, int index, int parts, const std::str
   return autograd::narrow(master, dim, index * width, width).detach().set_requires_grad();
 }
 
-Tensor replicate(const Tensor& master) { return master.clone().set_requires_grad(); }
+Tensor replicate(const Tensor& master) {
+  return master.clone().set_requires_grad();
+}
 
 }  // namespace mpitron::nn

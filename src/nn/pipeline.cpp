@@ -17,9 +17,9 @@ namespace {
 Shape micro_batch_shape(const PipelineShape& shape) {
   if (shape.batch_shape.empty() || shape.micro_batches < 1 ||
       shape.batch_shape[0] % shape.micro_batches != 0) {
-    throw std::invalid_argument(fmt::format("pipeline: batch {} is not divisible into {} micro-batches",
-                                            autograd::to_string(shape.batch_shape),
-                                            shape.micro_batches));
+    throw std::invalid_argument(
+        fmt::format("pipeline: batch {} is not divisible into {} micro-batches",
+                    autograd::to_string(shape.batch_shape), shape.micro_batches));
   }
   Shape micro = shape.batch_shape;
   micro[0] /= shape.micro_batches;
@@ -45,8 +45,8 @@ void send(const comm::Communicator& pp, int to, const Tensor& t) {
 
 // Forward of every micro-batch on this stage; returns (inputs, outputs) per micro-batch.
 std::pair<std::vector<Tensor>, std::vector<Tensor>> forward_all(
-    const comm::ParallelTopology& topology, const PipelineShape& spec,
-    const StageForward& forward, const Tensor& input, bool track_input_grad) {
+    const comm::ParallelTopology& topology, const PipelineShape& spec, const StageForward& forward,
+    const Tensor& input, bool track_input_grad) {
   const Shape micro = micro_batch_shape(spec);
   const comm::Communicator& pp = topology.pp_comm();
   std::vector<Tensor> inputs, outputs;
@@ -74,8 +74,8 @@ PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
   Tensor loss_total;
   for (int i = spec.micro_batches - 1; i >= 0; --i) {
     if (topology.is_last_stage()) {
-      Tensor loss = autograd::scale(
-          autograd::mse_loss(outputs[i], micro_batch(target, i, micro[0])), weight);
+      Tensor loss =
+          autograd::scale(autograd::mse_loss(outputs[i], micro_batch(target, i, micro[0])), weight);
       loss.backward();
       loss_total = loss_total.defined() ? autograd::add(loss_total, loss.detach()) : loss.detach();
     } else {
@@ -92,7 +92,8 @@ PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
   if (!topology.is_last_stage()) return {};
   autograd::NoGradGuard no_grad;
   std::vector<Tensor> detached;
-  for (const Tensor& y : outputs) detached.push_back(y.detach());
+  for (const Tensor& y : outputs)
+    detached.push_back(y.detach());
   return {autograd::concat(detached, 0), loss_total};
 }
 

@@ -38,7 +38,8 @@ void Sgd::step() {
 }
 
 void Sgd::zero_grad() {
-  for (Parameter& p : parameters_) p.tensor.set_grad(Tensor());
+  for (Parameter& p : parameters_)
+    p.tensor.set_grad(Tensor());
 }
 
 }  // namespace mpitron::nn

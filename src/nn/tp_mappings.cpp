@@ -30,8 +30,9 @@ Tensor all_gathered_last_dim(const Tensor& x, const comm::Communicator& tp) {
 
 Tensor own_shard_of_last_dim(const Tensor& x, const comm::Communicator& tp) {
   if (x.ndim() < 1 || x.size(-1) % tp.size() != 0) {
-    throw std::invalid_argument(fmt::format("scatter_to_tp: last dim of {} is not divisible by tp {}",
-                                            autograd::to_string(x.shape()), tp.size()));
+    throw std::invalid_argument(
+        fmt::format("scatter_to_tp: last dim of {} is not divisible by tp {}",
+                    autograd::to_string(x.shape()), tp.size()));
   }
   const std::int64_t width = x.size(-1) / tp.size();
   autograd::NoGradGuard no_grad;
@@ -55,12 +56,13 @@ class Mapping final : public autograd::Function {
   comm::Communicator tp_;
 };
 
-Tensor identity(const Tensor& x, const comm::Communicator&) { return x.detach(); }
+Tensor identity(const Tensor& x, const comm::Communicator&) {
+  return x.detach();
+}
 
 Tensor apply(const char* name, Mapping::Op forward_op, Mapping::Op backward_op, const Tensor& x,
              const comm::Communicator& tp) {
-  return autograd::attach(forward_op(x, tp), std::make_shared<Mapping>(name, backward_op, tp),
-                          {x});
+  return autograd::attach(forward_op(x, tp), std::make_shared<Mapping>(name, backward_op, tp), {x});
 }
 
 }  // namespace
