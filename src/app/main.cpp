@@ -8,6 +8,7 @@
 #include "app/validate.h"
 #include "comm/environment.h"
 #include "comm/guard.h"
+#include "comm/launch.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"mpitron: tensor-, pipeline- and data-parallel training checked against dense models"};
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   return mpitron::comm::run_guarded(world, [&] {
+    mpitron::comm::check_launch_consistency(world);
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_dp_command) return mpitron::app::run_train_dp(train_dp, world);
