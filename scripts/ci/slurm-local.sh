@@ -202,9 +202,9 @@ cache_value MPITRON_MPIEXEC_PREFLAGS >"$cache_backup.mpitron"
 cmake -S . -B "$build" "-DMPIEXEC_EXECUTABLE=$(command -v srun)" -DMPIEXEC_PREFLAGS=--mpi=pmix \
   -DMPITRON_MPIEXEC_PREFLAGS= >/dev/null
 check_run "ctest with MPIEXEC_EXECUTABLE=srun MPIEXEC_PREFLAGS=--mpi=pmix" 300 0 \
-  "100% tests passed, 0 tests failed out of 4" \
+  "100% tests passed, 0 tests failed out of 5" \
   ctest --test-dir "$build" --output-on-failure -j 2 \
-  -R '^(test_comm_mpi_np[24]|validate_default_topology|validate_bad_hidden)$'
+  -R '^(test_comm_mpi_np[124]|validate_default_topology|validate_bad_hidden)$'
 ci_expect "ctest ran those tests through srun --mpi=pmix" \
   grep -q "srun.*--mpi=pmix" <(ctest --test-dir "$build" -N -V -R '^test_comm_mpi_np4$')
 restore_launcher
