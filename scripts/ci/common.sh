@@ -44,11 +44,11 @@ ci_expect() {
   if "$@"; then ci_pass "$name"; else ci_fail "$name"; fi
 }
 
-# Prints the closing line ("N passed, N failed") and returns non-zero when anything failed or
-# nothing ran.
+# Prints the wall time and the closing line ("NAME: N passed, N failed", the plain form test
+# reports are read by) and returns non-zero when anything failed or nothing ran.
 ci_summary() {
-  local elapsed=$((SECONDS - ci_started))
-  echo "== $ci_name: $ci_passed passed, $ci_failed failed (${elapsed} s)"
+  echo "== $ci_name: done in $((SECONDS - ci_started)) s"
+  echo "$ci_name: $ci_passed passed, $ci_failed failed"
   ((ci_failed == 0 && ci_passed > 0))
 }
 
