@@ -8,16 +8,23 @@
 
 include(GoogleTest)
 
-# Open MPI on a small machine: allow root, oversubscribe, and sleep instead of spinning while idle.
-set(MPITRON_MPIEXEC_DEFAULT_PREFLAGS "")
-execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpitron_mpiexec_version
-                ERROR_QUIET)
-if(_mpitron_mpiexec_version MATCHES "Open MPI|OpenRTE")
-  set(MPITRON_MPIEXEC_DEFAULT_PREFLAGS
-      --oversubscribe --allow-run-as-root --mca mpi_yield_when_idle 1 --bind-to none)
+# Launcher flags of every multi-rank test. AUTO (default) is recomputed at each configure from
+# the launcher in MPIEXEC_EXECUTABLE: for Open MPI's mpiexec on a small machine, allow root,
+# oversubscribe, and sleep instead of spinning while idle; nothing for other launchers (srun).
+# Any other value (also empty) is used as given.
+set(MPITRON_MPIEXEC_PREFLAGS "AUTO" CACHE STRING
+    "Launcher flags placed before the program in every multi-rank test (AUTO: by launcher)")
+if(MPITRON_MPIEXEC_PREFLAGS STREQUAL "AUTO")
+  set(MPITRON_MPIEXEC_RESOLVED_PREFLAGS "")
+  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpitron_mpiexec_version
+                  ERROR_QUIET)
+  if(_mpitron_mpiexec_version MATCHES "Open MPI|OpenRTE")
+    set(MPITRON_MPIEXEC_RESOLVED_PREFLAGS
+        --oversubscribe --allow-run-as-root --mca mpi_yield_when_idle 1 --bind-to none)
+  endif()
+else()
+  set(MPITRON_MPIEXEC_RESOLVED_PREFLAGS ${MPITRON_MPIEXEC_PREFLAGS})
 endif()
-set(MPITRON_MPIEXEC_PREFLAGS "${MPITRON_MPIEXEC_DEFAULT_PREFLAGS}" CACHE STRING
-    "Launcher flags placed before the program in every multi-rank test")
 
 function(mpitron_add_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
@@ -42,7 +49,7 @@ function(_mpitron_mpiexec_command out np program)
   if(TARGET ${program})
     set(program $<TARGET_FILE:${program}>)
   endif()
-  set(${out} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPITRON_MPIEXEC_PREFLAGS}
+  set(${out} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPITRON_MPIEXEC_RESOLVED_PREFLAGS}
       ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS} ${ARGN} PARENT_SCOPE)
 endfunction()
 

@@ -200,7 +200,7 @@ cache_value MPIEXEC_EXECUTABLE >"$cache_backup.exe"
 cache_value MPIEXEC_PREFLAGS >"$cache_backup.pre"
 cache_value MPITRON_MPIEXEC_PREFLAGS >"$cache_backup.mpitron"
 cmake -S . -B "$build" "-DMPIEXEC_EXECUTABLE=$(command -v srun)" -DMPIEXEC_PREFLAGS=--mpi=pmix \
-  -DMPITRON_MPIEXEC_PREFLAGS= >/dev/null
+  -DMPITRON_MPIEXEC_PREFLAGS=AUTO >/dev/null
 check_run "ctest with MPIEXEC_EXECUTABLE=srun MPIEXEC_PREFLAGS=--mpi=pmix" 300 0 \
   "100% tests passed, 0 tests failed out of 5" \
   ctest --test-dir "$build" --output-on-failure -j 2 \
