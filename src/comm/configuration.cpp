@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "comm/errors.h"
@@ -74,6 +75,35 @@ void check_same_configuration(const Communicator& comm, const std::string& descr
     message += (ranks.size() == 1 ? " runs \"" : " run \"") + descriptions[first] + "\"";
   }
   throw ConfigError(message);
+}
+
+std::string agree_on_configuration(const Communicator& comm,
+                                   const std::function<std::string()>& local_setup) {
+  std::string description;
+  std::optional<ConfigError> failure;
+  try {
+    description = local_setup();
+  } catch (const ConfigError& e) {
+    failure = e;
+  }
+  const std::uint64_t failed = failure ? 1 : 0;
+  const std::vector<std::uint64_t> flags =
+      gather_values(comm, &failed, MPI_UINT64_T, 1, "configuration check");
+  if (failure) throw *failure;
+  std::vector<int> rejecting;
+  for (std::size_t r = 0; r < flags.size(); ++r) {
+    if (flags[r] != 0) rejecting.push_back(comm.global_rank(static_cast<int>(r)));
+  }
+  if (!rejecting.empty()) {
+    std::string ranks;
+    for (const int r : rejecting)
+      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    const bool one = rejecting.size() == 1;
+    throw ConfigError((one ? "rank " : "ranks ") + ranks + " rejected the configuration (see " +
+                      (one ? "its error line)" : "their error lines)"));
+  }
+  check_same_configuration(comm, description);
+  return description;
 }
 
 }  // namespace mpitron::comm

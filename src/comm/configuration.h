@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -19,5 +20,16 @@ std::uint64_t fnv1a_64(std::string_view text);
 /// ConfigError, e.g. "configuration differs between ranks: ranks 0, 1, 3 run \"tp=2 ...\"; rank
 /// 2 runs \"tp=4 ...\"" (world ranks; each description shown up to 200 characters).
 void check_same_configuration(const Communicator& comm, const std::string& description);
+
+/// The start-up agreement, meant as a program's first collective: runs `local_setup` (this
+/// rank's option checks, without any communication; it returns the configuration description
+/// or throws ConfigError), then agrees over `comm` within the deadline. When the setup threw on
+/// some ranks, every rank throws ConfigError — those ranks with their own message, the others
+/// with "rank(s) R rejected the configuration (see their error lines)" — so options that are bad
+/// on only some ranks (e.g. different arguments per rank) end the job instead of leaving ranks
+/// waiting in a later collective. Otherwise it is check_same_configuration of the descriptions.
+/// Returns the description.
+std::string agree_on_configuration(const Communicator& comm,
+                                   const std::function<std::string()>& local_setup);
 
 }  // namespace mpitron::comm
