@@ -152,11 +152,9 @@ double Communicator::timeout() const {
 }
 
 void Communicator::set_timeout(double seconds) {
-  if (!(seconds > 0.0) || !std::isfinite(seconds)) {
-    throw std::invalid_argument(
-        "the communication deadline must be a positive number of "
-        "seconds, got " +
-        std::to_string(seconds));
+  if (!(seconds > 0.0 && seconds <= kMaxTimeoutSeconds)) {
+    throw std::invalid_argument("the communication deadline must be in (0, 1e6] seconds, got " +
+                                std::to_string(seconds));
   }
   shared().timeout_seconds = seconds;
 }

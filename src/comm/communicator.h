@@ -67,9 +67,12 @@ class Communicator {
   /// 120 s).
   double timeout() const;
 
+  /// Longest deadline accepted (about 11.6 days; longer ones would overflow the clock arithmetic).
+  static constexpr double kMaxTimeoutSeconds = 1e6;
+
   /// Sets the deadline for this communicator, the communicator it was split from and every
   /// communicator split from either (the setting is shared). Throws std::invalid_argument unless
-  /// `seconds` > 0 and finite.
+  /// 0 < `seconds` <= kMaxTimeoutSeconds (NaN included).
   void set_timeout(double seconds);
 
   TransferMode transfer_mode() const;

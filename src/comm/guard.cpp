@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <new>
 
 #include "comm/errors.h"
 
@@ -32,6 +33,10 @@ int run_guarded(const Communicator& world, const std::function<int()>& body) {
     std::fprintf(stderr, "%s\n", error_line(world.world_rank(), error.what()).c_str());
     std::fflush(stderr);
     return kConfigErrorExitCode;
+  } catch (const std::bad_alloc&) {
+    abort_job(error_line(world.world_rank(),
+                         "out of memory: the model or batch does not fit in this rank's memory"),
+              kErrorExitCode);
   } catch (const std::exception& error) {
     abort_job(error_line(world.world_rank(), error.what()), kErrorExitCode);
   } catch (...) {
