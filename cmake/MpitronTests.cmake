@@ -14,11 +14,15 @@ include(GoogleTest)
 # Any other value (also empty) is used as given.
 set(MPITRON_MPIEXEC_PREFLAGS "AUTO" CACHE STRING
     "Launcher flags placed before the program in every multi-rank test (AUTO: by launcher)")
+execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpitron_mpiexec_version
+                ERROR_QUIET)
+set(MPITRON_LAUNCHER_IS_OPEN_MPI OFF)
+if(_mpitron_mpiexec_version MATCHES "Open MPI|OpenRTE")
+  set(MPITRON_LAUNCHER_IS_OPEN_MPI ON)
+endif()
 if(MPITRON_MPIEXEC_PREFLAGS STREQUAL "AUTO")
   set(MPITRON_MPIEXEC_RESOLVED_PREFLAGS "")
-  execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _mpitron_mpiexec_version
-                  ERROR_QUIET)
-  if(_mpitron_mpiexec_version MATCHES "Open MPI|OpenRTE")
+  if(MPITRON_LAUNCHER_IS_OPEN_MPI)
     set(MPITRON_MPIEXEC_RESOLVED_PREFLAGS
         --oversubscribe --allow-run-as-root --mca mpi_yield_when_idle 1 --bind-to none)
   endif()

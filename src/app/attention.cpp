@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -88,12 +87,18 @@ std::pair<double, double> max_difference(const autograd::Tensor& a, const autogr
 }  // namespace
 
 int run_attention(const AttentionOptions& options, comm::Communicator world) {
-  const ParallelSizes sizes = check_sizes(options, world.size());
-  const kernels::Device device = resolve_device(options.common.device);
-  configure_communication(options.common, world);
+  ParallelSizes sizes;
+  kernels::Device device{};
+  std::shared_ptr<spdlog::logger> log;
+  comm::agree_on_configuration(world, [&] {
+    sizes = check_sizes(options, world.size());
+    device = resolve_device(options.common.device);
+    configure_communication(options.common, world);
+    check_json_writable(options.common, world.rank());
+    log = make_rank_logger(options.common, world.rank());
+    return describe(options, sizes, device);
+  });
   const comm::ParallelTopology topology(world, sizes.tp, 1, sizes.dp);
-  comm::check_same_configuration(world, describe(options, sizes, device));
-  auto log = make_rank_logger(options.common, world.rank());
   log->debug(describe(options, sizes, device));
 
   autograd::NoGradGuard no_grad;
@@ -139,15 +144,12 @@ int run_attention(const AttentionOptions& options, comm::Communicator world) {
   log->info("time per forward {:.3f} ms (mean of {} forwards, slowest rank)", ms,
             options.iterations);
   if (!options.common.json.empty() && world.rank() == 0) {
-    std::ofstream(options.common.json)
-        << nlohmann::json{{"config", describe(options, sizes, device)},
-                          {"output_mean", mean},
-                          {"max_abs_difference", difference},
-                          {"relative_difference", relative},
-                          {"ms_per_forward", ms},
-                          {"passed", passed}}
-               .dump(2)
-        << "\n";
+    write_json(options.common.json, nlohmann::json{{"config", describe(options, sizes, device)},
+                                                   {"output_mean", mean},
+                                                   {"max_abs_difference", difference},
+                                                   {"relative_difference", relative},
+                                                   {"ms_per_forward", ms},
+                                                   {"passed", passed}});
   }
   return passed ? 0 : 1;
 }

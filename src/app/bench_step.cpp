@@ -5,11 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fstream>
 
 #include "app/scalar_collectives.h"
 #include "autograd/random.h"
 #include "comm/collectives.h"
+#include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/data_parallel.h"
 #include "nn/mlp.h"
@@ -38,13 +38,25 @@ double peak_rss_mib() {
 }  // namespace
 
 int run_bench(const BenchOptions& options, comm::Communicator world) {
-  const ParallelSizes sizes = resolve_parallel_sizes(options.common, world.size());
-  check_divisibility(options.sizes, sizes.tp, sizes.pp);
-  if (options.steps < 1 || options.warmup < 0) {
-    throw comm::ConfigError("--steps must be >= 1 and --warmup >= 0");
-  }
-  const kernels::Device device = resolve_device(options.common.device);
-  configure_communication(options.common, world);
+  ParallelSizes sizes;
+  kernels::Device device{};
+  comm::agree_on_configuration(world, [&] {
+    sizes = resolve_parallel_sizes(options.common, world.size());
+    check_divisibility(options.sizes, sizes.tp, sizes.pp);
+    if (options.steps < 1 || options.warmup < 0) {
+      throw comm::ConfigError("--steps must be >= 1 and --warmup >= 0");
+    }
+    device = resolve_device(options.common.device);
+    configure_communication(options.common, world);
+    check_json_writable(options.common, world.rank());
+    return fmt::format(
+        "mpitron {} bench tp={} pp={} dp={} device={} sizes={} {} {} {} {} {} "
+        "steps={} warmup={} seed={}",
+        MPITRON_VERSION, sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device),
+        options.sizes.hidden, options.sizes.intermediate, options.sizes.batch, options.sizes.seq,
+        options.sizes.layers, options.sizes.micro_batches, options.steps, options.warmup,
+        options.common.seed);
+  });
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
   const ModelSizes& s = options.sizes;
   const std::uint64_t seed = options.common.seed;
@@ -108,26 +120,25 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       s.intermediate, s.batch, s.seq, s.layers, s.micro_batches, ms_per_step,
       tokens / (ms_per_step / 1e3), gflop / (ms_per_step / 1e3), gflop, peak);
   if (!options.common.json.empty()) {
-    std::ofstream(options.common.json, std::ios::app)
-        << nlohmann::json{{"tool", "mpitron"},
-                          {"config",
-                           {{"tp", sizes.tp},
-                            {"pp", sizes.pp},
-                            {"dp", sizes.dp},
-                            {"hidden", s.hidden},
-                            {"intermediate", s.intermediate},
-                            {"batch", s.batch},
-                            {"seq", s.seq},
-                            {"layers", s.layers},
-                            {"micro_batches", s.micro_batches},
-                            {"device", kernels::to_string(device)}}},
-                          {"ms_per_step", ms_per_step},
-                          {"tokens_per_s", tokens / (ms_per_step / 1e3)},
-                          {"achieved_gflops", gflop / (ms_per_step / 1e3)},
-                          {"model_gflop_per_step", gflop},
-                          {"peak_rss_mib_by_rank", rss}}
-               .dump()
-        << "\n";
+    write_json(options.common.json,
+               nlohmann::json{{"tool", "mpitron"},
+                              {"config",
+                               {{"tp", sizes.tp},
+                                {"pp", sizes.pp},
+                                {"dp", sizes.dp},
+                                {"hidden", s.hidden},
+                                {"intermediate", s.intermediate},
+                                {"batch", s.batch},
+                                {"seq", s.seq},
+                                {"layers", s.layers},
+                                {"micro_batches", s.micro_batches},
+                                {"device", kernels::to_string(device)}}},
+                              {"ms_per_step", ms_per_step},
+                              {"tokens_per_s", tokens / (ms_per_step / 1e3)},
+                              {"achieved_gflops", gflop / (ms_per_step / 1e3)},
+                              {"model_gflop_per_step", gflop},
+                              {"peak_rss_mib_by_rank", rss}},
+               /*append=*/true);
   }
   return 0;
 }

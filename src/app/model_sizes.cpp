@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
+#include <limits>
 #include <utility>
 
 #include "comm/errors.h"
@@ -28,6 +30,24 @@ void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
       {"layers", sizes.layers}, {"micro-batches", sizes.micro_batches}};
   for (const auto& [name, value] : all) {
     if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
+  }
+  // Elements of the largest tensors, saturating instead of overflowing.
+  const auto elements = [](std::initializer_list<std::int64_t> extents) {
+    std::int64_t n = 1;
+    for (const std::int64_t e : extents) {
+      if (__builtin_mul_overflow(n, e, &n)) return std::numeric_limits<std::int64_t>::max();
+    }
+    return n;
+  };
+  const std::pair<const char*, std::int64_t> largest[] = {
+      {"batch*seq*intermediate", elements({sizes.batch, sizes.seq, sizes.intermediate})},
+      {"batch*seq*hidden", elements({sizes.batch, sizes.seq, sizes.hidden})},
+      {"intermediate*hidden", elements({sizes.intermediate, sizes.hidden})}};
+  for (const auto& [name, n] : largest) {
+    if (n > kMaxTensorElements) {
+      throw comm::ConfigError(fmt::format("{} is too large: a tensor may hold at most {} elements",
+                                          name, kMaxTensorElements));
+    }
   }
   const std::pair<const char*, std::int64_t> by_tp[] = {
       {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"seq", sizes.seq}};

@@ -20,8 +20,12 @@ struct ModelSizes {
 /// Registers --hidden --intermediate --batch --seq --layers --micro-batches on `command`.
 void add_model_size_options(CLI::App& command, ModelSizes& sizes);
 
-/// Throws comm::ConfigError when hidden, intermediate or seq is not divisible by tp, layers by
-/// pp, batch by micro_batches, or any size is < 1 (every rank detects it the same way).
+/// Most elements one tensor of the model may have (2^31: 8 GiB of float32).
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 31;
+
+/// Throws comm::ConfigError when any size is < 1, when a tensor would exceed kMaxTensorElements,
+/// when hidden, intermediate or seq is not divisible by tp, layers by pp, or batch by
+/// micro_batches (every rank detects it the same way).
 void check_divisibility(const ModelSizes& sizes, int tp, int pp);
 
 }  // namespace mpitron::app

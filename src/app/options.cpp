@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "comm/errors.h"
 
@@ -33,6 +34,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::IsMember({"a", "w"}))
       ->capture_default_str();
   command.add_option("--seed", options.seed, "Seed of every generated weight and input")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text.starts_with('-') ? std::string("must be a non-negative integer") : "";
+          },
+          "UINT"))
       ->capture_default_str();
   command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
 }
@@ -81,12 +87,33 @@ kernels::Device resolve_device(const std::string& device) {
 }
 
 void configure_communication(const CommonOptions& options, comm::Communicator& world) {
-  if (!(options.timeout_seconds > 0.0) || !std::isfinite(options.timeout_seconds)) {
-    throw comm::ConfigError(
-        fmt::format("--timeout-seconds must be positive, got {}", options.timeout_seconds));
+  if (!(options.timeout_seconds > 0.0 &&
+        options.timeout_seconds <= comm::Communicator::kMaxTimeoutSeconds)) {
+    throw comm::ConfigError(fmt::format("--timeout-seconds must be in (0, {:g}], got {}",
+                                        comm::Communicator::kMaxTimeoutSeconds,
+                                        options.timeout_seconds));
   }
   world.set_timeout(options.timeout_seconds);
-  world.set_transfer_mode(comm::parse_transfer_mode(options.comm_mode));
+  try {
+    world.set_transfer_mode(comm::parse_transfer_mode(options.comm_mode));
+  } catch (const comm::ConfigError& e) {
+    throw comm::ConfigError(fmt::format("--comm {}: {}", options.comm_mode, e.what()));
+  }
+}
+
+void check_json_writable(const CommonOptions& options, int rank) {
+  if (rank != 0 || options.json.empty()) return;
+  if (std::filesystem::is_directory(options.json) ||
+      !std::ofstream(options.json, std::ios::app).good()) {
+    throw comm::ConfigError(fmt::format("cannot write the --json file '{}'", options.json));
+  }
+}
+
+void write_json(const std::string& path, const nlohmann::json& report, bool append) {
+  std::ofstream file(path, append ? std::ios::app : std::ios::trunc);
+  file << (append ? report.dump() : report.dump(2)) << "\n";
+  if (!file.good())
+    throw std::runtime_error(fmt::format("writing the --json file '{}' failed", path));
 }
 
 std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, int rank) {

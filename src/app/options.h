@@ -9,6 +9,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
 #include "kernels/device.h"
@@ -50,6 +51,14 @@ kernels::Device resolve_device(const std::string& device);
 /// Applies --timeout-seconds and --comm to the world communicator family. Throws
 /// comm::ConfigError on a non-positive timeout or an unknown mode.
 void configure_communication(const CommonOptions& options, comm::Communicator& world);
+
+/// On rank 0 with --json given: checks that the file can be written (opening it for appending,
+/// which creates it when missing). Throws comm::ConfigError naming the path otherwise.
+void check_json_writable(const CommonOptions& options, int rank);
+
+/// Writes `report` to `path` (replacing it) when `append` is false, else appends it as one line.
+/// Throws std::runtime_error naming the path when the write fails.
+void write_json(const std::string& path, const nlohmann::json& report, bool append = false);
 
 /// A logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per --filemode) and
 /// to the console with a "[rank N]" prefix. Debug lines (shapes) go to the file only; the

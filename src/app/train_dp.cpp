@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -122,20 +122,26 @@ nlohmann::json parameters_json(const nn::Parameters& parameters) {
 }  // namespace
 
 int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
-  if (options.common.tp.value_or(1) != 1 || options.common.pp.value_or(1) != 1) {
-    throw comm::ConfigError("train-dp is data-parallel only: --tp and --pp must be 1");
-  }
-  CommonOptions sizes_only = options.common;
-  sizes_only.tp = 1;
-  sizes_only.pp = 1;
-  sizes_only.dp = options.common.dp.value_or(world.size());
-  const int dp = resolve_parallel_sizes(sizes_only, world.size()).dp;
-  check_options(options);
-  const kernels::Device device = resolve_device(options.common.device);
-  configure_communication(options.common, world);
+  int dp = 1;
+  kernels::Device device{};
+  std::shared_ptr<spdlog::logger> log;
+  comm::agree_on_configuration(world, [&] {
+    if (options.common.tp.value_or(1) != 1 || options.common.pp.value_or(1) != 1) {
+      throw comm::ConfigError("train-dp is data-parallel only: --tp and --pp must be 1");
+    }
+    CommonOptions sizes_only = options.common;
+    sizes_only.tp = 1;
+    sizes_only.pp = 1;
+    sizes_only.dp = options.common.dp.value_or(world.size());
+    dp = resolve_parallel_sizes(sizes_only, world.size()).dp;
+    check_options(options);
+    device = resolve_device(options.common.device);
+    configure_communication(options.common, world);
+    check_json_writable(options.common, world.rank());
+    log = make_rank_logger(options.common, world.rank());
+    return describe(options, dp, device);
+  });
   const comm::ParallelTopology topology(world, 1, 1, dp);
-  comm::check_same_configuration(world, describe(options, dp, device));
-  auto log = make_rank_logger(options.common, world.rank());
   const nn::Dataset data = load_dataset(options, world);
   if (options.drop_last && data.samples < dp) {
     throw comm::ConfigError(
@@ -179,6 +185,12 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
     last_loss =
         std::accumulate(by_rank.begin(), by_rank.end(), 0.0) / static_cast<double>(by_rank.size());
     epochs.push_back({{"epoch", epoch + 1}, {"loss_by_rank", by_rank}});
+    if (!std::isfinite(last_loss)) {  // every rank sees the same gathered losses
+      log->error(
+          "error: training diverged in epoch {}: the loss is {} (lower --lr, or check the data)",
+          epoch + 1, last_loss);
+      return 1;
+    }
     if (!options.check_replicas) continue;
     const nn::ReplicaDifference diff =
         nn::replica_difference(trainer.model().parameters(), topology.dp_comm());
@@ -200,14 +212,12 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
       options.epochs, trainer.steps_per_epoch(), dp, last_loss, seconds,
       options.check_replicas ? ", replicas in sync" : "");
   if (!options.common.json.empty() && world.rank() == 0) {
-    std::ofstream(options.common.json)
-        << nlohmann::json{{"config", describe(options, dp, device)},
-                          {"epochs", epochs},
-                          {"final_loss", last_loss},
-                          {"seconds", seconds},
-                          {"parameters", parameters_json(trainer.model().parameters())}}
-               .dump(2)
-        << "\n";
+    write_json(options.common.json,
+               nlohmann::json{{"config", describe(options, dp, device)},
+                              {"epochs", epochs},
+                              {"final_loss", last_loss},
+                              {"seconds", seconds},
+                              {"parameters", parameters_json(trainer.model().parameters())}});
   }
   return 0;
 }

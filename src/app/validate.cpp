@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <fstream>
+#include <cmath>
 
 #include "app/validate_attention.h"
 #include "app/validate_checks.h"
@@ -35,6 +35,21 @@ CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
 }
 
 namespace {
+
+void check_tolerance(const Tolerance& t) {
+  if (!(t.rtol >= 0.0 && t.atol >= 0.0 && std::isfinite(t.rtol) && std::isfinite(t.atol))) {
+    throw comm::ConfigError(
+        fmt::format("--rtol and --atol must be finite and >= 0, got {} and {}", t.rtol, t.atol));
+  }
+}
+
+void inject_fault(const std::string& name) {
+  try {
+    nn::inject_fault(nn::parse_fault(name));
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
+}
 
 std::string describe(const ValidateOptions& o, const ParallelSizes& p, kernels::Device device) {
   const ModelSizes& s = o.sizes;
@@ -68,15 +83,21 @@ nlohmann::json config_json(const ValidateOptions& o, const ParallelSizes& p, ker
 
 int run_validate(const ValidateOptions& options, comm::Communicator world) {
   const auto start = std::chrono::steady_clock::now();
-  const ParallelSizes sizes = resolve_parallel_sizes(options.common, world.size());
-  check_divisibility(options.sizes, sizes.tp, sizes.pp);
-  const kernels::Device device = resolve_device(options.common.device);
-  nn::inject_fault(nn::parse_fault(options.fault));
-  configure_communication(options.common, world);
+  ParallelSizes sizes;
+  kernels::Device device{};
+  std::shared_ptr<spdlog::logger> log;
+  comm::agree_on_configuration(world, [&] {
+    sizes = resolve_parallel_sizes(options.common, world.size());
+    check_divisibility(options.sizes, sizes.tp, sizes.pp);
+    check_tolerance(options.tolerance);
+    device = resolve_device(options.common.device);
+    inject_fault(options.fault);
+    configure_communication(options.common, world);
+    check_json_writable(options.common, world.rank());
+    log = make_rank_logger(options.common, world.rank());
+    return describe(options, sizes, device);
+  });
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
-  comm::check_same_configuration(world, describe(options, sizes, device));
-
-  auto log = make_rank_logger(options.common, world.rank());
   log->debug("rank {} of {}: (t, p, d) = ({}, {}, {}); {}", world.rank(), world.size(),
              topology.tp_rank(), topology.pp_rank(), topology.dp_rank(),
              describe(options, sizes, device));
@@ -105,13 +126,10 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
     nlohmann::json checks = nlohmann::json::array();
     for (const CheckResult& r : results)
       checks.push_back(to_json(r));
-    std::ofstream(options.common.json)
-        << nlohmann::json{{"config", config_json(options, sizes, device, world.size())},
-                          {"checks", checks},
-                          {"passed", passed},
-                          {"seconds", seconds}}
-               .dump(2)
-        << "\n";
+    write_json(options.common.json, {{"config", config_json(options, sizes, device, world.size())},
+                                     {"checks", checks},
+                                     {"passed", passed},
+                                     {"seconds", seconds}});
   }
   return passed ? 0 : 1;
 }

@@ -37,13 +37,13 @@ std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::
                                                std::uint64_t fc1_seed, std::uint64_t fc2_seed);
 
 /// An activation-shaped [batch, seq, hidden] tensor ~ N(0, std^2) from seed + `seed_offset`.
-autograd::Tensor make_activation(const ValidateContext& ctx, std::uint64_t seed_offset,
-                                 double std);
+autograd::Tensor make_activation(const ValidateContext& ctx, std::uint64_t seed_offset, double std);
 
 /// Applies every MLP of `stack` in order.
 template <class Layer>
 autograd::Tensor forward_stack(const std::vector<Layer>& stack, autograd::Tensor x) {
-  for (const Layer& layer : stack) x = layer.forward(x);
+  for (const Layer& layer : stack)
+    x = layer.forward(x);
   return x;
 }
 
