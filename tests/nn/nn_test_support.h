@@ -13,7 +13,9 @@
 namespace mpitron::nn {
 
 /// The world communicator of this test job.
-inline const comm::Communicator& test_world() { return mpi_test::world(); }
+inline const comm::Communicator& test_world() {
+  return mpi_test::world();
+}
 
 /// Element-wise |actual - expected| <= tolerance * max(1, |expected|) (a relative bound that
 /// becomes absolute near zero); both tensors must be defined and of the same shape.

@@ -23,9 +23,12 @@ TEST(GradientAverager, AveragesEveryParameterWithOneFlatReduction) {
   GradientAverager averager(dp);
   for (int step = 0; step < 2; ++step) {  // the flat buffer is reused on the second call
     averager.average({{"a", a}, {"b", b}, {"unused", unused}});
-    for (double g : a.grad().to_vector()) EXPECT_EQ(g, (n + 1) / 2);  // mean of 1..n
-    for (double g : b.grad().to_vector()) EXPECT_EQ(g, n - 1);        // mean of 0, 2, .., 2(n-1)
-    for (double g : unused.grad().to_vector()) EXPECT_EQ(g, 0.0);
+    for (double g : a.grad().to_vector())
+      EXPECT_EQ(g, (n + 1) / 2);  // mean of 1..n
+    for (double g : b.grad().to_vector())
+      EXPECT_EQ(g, n - 1);  // mean of 0, 2, .., 2(n-1)
+    for (double g : unused.grad().to_vector())
+      EXPECT_EQ(g, 0.0);
   }
 }
 

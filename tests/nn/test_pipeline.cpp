@@ -20,7 +20,8 @@ std::vector<Mlp> layers(const std::vector<MlpWeights>& weights, std::size_t firs
 }
 
 Tensor run(const std::vector<Mlp>& stack, Tensor x) {
-  for (const Mlp& layer : stack) x = layer.forward(x);
+  for (const Mlp& layer : stack)
+    x = layer.forward(x);
   return x;
 }
 
@@ -72,9 +73,10 @@ INSTANTIATE_TEST_SUITE_P(MicroBatches, Pipeline, ::testing::Values(1, 2, 4));
 TEST(PipelineShapes, IndivisibleMicroBatchesAreRejected) {
   const comm::ParallelTopology topology(test_world(), 1, test_world().size(), 1);
   const PipelineShape shape{{4, 3, 6}, 3, DType::f64, autograd::Device::cpu};
-  EXPECT_THROW(pipeline_inference(topology, shape, [](const Tensor& x) { return x; },
-                                  Tensor::zeros({4, 3, 6}, DType::f64)),
-               std::invalid_argument);
+  EXPECT_THROW(
+      pipeline_inference(
+          topology, shape, [](const Tensor& x) { return x; }, Tensor::zeros({4, 3, 6}, DType::f64)),
+      std::invalid_argument);
 }
 
 }  // namespace
