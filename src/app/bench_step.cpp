@@ -50,12 +50,9 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
     configure_communication(options.common, world);
     check_json_writable(options.common, world.rank());
     return fmt::format(
-        "mpitron {} bench tp={} pp={} dp={} device={} sizes={} {} {} {} {} {} "
-        "steps={} warmup={} seed={}",
-        MPITRON_VERSION, sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device),
-        options.sizes.hidden, options.sizes.intermediate, options.sizes.batch, options.sizes.seq,
-        options.sizes.layers, options.sizes.micro_batches, options.steps, options.warmup,
-        options.common.seed);
+        "bench {} steps={} warmup={}",
+        config_json(options.sizes, sizes, device, options.common.seed, world.size()).dump(),
+        options.steps, options.warmup);
   });
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
   const ModelSizes& s = options.sizes;
@@ -122,17 +119,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   if (!options.common.json.empty()) {
     write_json(options.common.json,
                nlohmann::json{{"tool", "mpitron"},
-                              {"config",
-                               {{"tp", sizes.tp},
-                                {"pp", sizes.pp},
-                                {"dp", sizes.dp},
-                                {"hidden", s.hidden},
-                                {"intermediate", s.intermediate},
-                                {"batch", s.batch},
-                                {"seq", s.seq},
-                                {"layers", s.layers},
-                                {"micro_batches", s.micro_batches},
-                                {"device", kernels::to_string(device)}}},
+                              {"config", config_json(s, sizes, device, seed, world.size())},
                               {"ms_per_step", ms_per_step},
                               {"tokens_per_s", tokens / (ms_per_step / 1e3)},
                               {"achieved_gflops", gflop / (ms_per_step / 1e3)},

@@ -65,4 +65,21 @@ void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
   }
 }
 
+nlohmann::json config_json(const ModelSizes& sizes, const ParallelSizes& parallel,
+                           kernels::Device device, std::uint64_t seed, int world_size) {
+  return {{"world_size", world_size},
+          {"tp", parallel.tp},
+          {"pp", parallel.pp},
+          {"dp", parallel.dp},
+          {"device", kernels::to_string(device)},
+          {"hidden", sizes.hidden},
+          {"intermediate", sizes.intermediate},
+          {"batch", sizes.batch},
+          {"seq", sizes.seq},
+          {"layers", sizes.layers},
+          {"micro_batches", sizes.micro_batches},
+          {"seed", seed},
+          {"version", MPITRON_VERSION}};
+}
+
 }  // namespace mpitron::app

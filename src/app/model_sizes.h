@@ -2,8 +2,12 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
+
+#include "app/options.h"
+#include "kernels/device.h"
 
 namespace mpitron::app {
 
@@ -27,5 +31,10 @@ inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 31;
 /// when hidden, intermediate or seq is not divisible by tp, layers by pp, or batch by
 /// micro_batches (every rank detects it the same way).
 void check_divisibility(const ModelSizes& sizes, int tp, int pp);
+
+/// The run's configuration as JSON: world_size, tp, pp, dp, device, the sizes, seed and the
+/// program version. Used in --json reports and, as text, in the start-up agreement.
+nlohmann::json config_json(const ModelSizes& sizes, const ParallelSizes& parallel,
+                           kernels::Device device, std::uint64_t seed, int world_size);
 
 }  // namespace mpitron::app

@@ -51,32 +51,9 @@ void inject_fault(const std::string& name) {
   }
 }
 
-std::string describe(const ValidateOptions& o, const ParallelSizes& p, kernels::Device device) {
-  const ModelSizes& s = o.sizes;
-  return fmt::format(
-      "mpitron {} validate tp={} pp={} dp={} device={} hidden={} intermediate={} batch={} seq={} "
-      "layers={} micro_batches={} seed={} rtol={} atol={} fault={}",
-      MPITRON_VERSION, p.tp, p.pp, p.dp, kernels::to_string(device), s.hidden, s.intermediate,
-      s.batch, s.seq, s.layers, s.micro_batches, o.common.seed, o.tolerance.rtol, o.tolerance.atol,
-      o.fault);
-}
-
-nlohmann::json config_json(const ValidateOptions& o, const ParallelSizes& p, kernels::Device device,
-                           int world_size) {
-  const ModelSizes& s = o.sizes;
-  return {{"world_size", world_size},
-          {"tp", p.tp},
-          {"pp", p.pp},
-          {"dp", p.dp},
-          {"device", kernels::to_string(device)},
-          {"hidden", s.hidden},
-          {"intermediate", s.intermediate},
-          {"batch", s.batch},
-          {"seq", s.seq},
-          {"layers", s.layers},
-          {"micro_batches", s.micro_batches},
-          {"seed", o.common.seed},
-          {"version", MPITRON_VERSION}};
+std::string describe(const ValidateOptions& o, const nlohmann::json& config) {
+  return fmt::format("validate {} rtol={} atol={} fault={}", config.dump(), o.tolerance.rtol,
+                     o.tolerance.atol, o.fault);
 }
 
 }  // namespace
@@ -95,12 +72,13 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
     configure_communication(options.common, world);
     check_json_writable(options.common, world.rank());
     log = make_rank_logger(options.common, world.rank());
-    return describe(options, sizes, device);
+    return describe(options,
+                    config_json(options.sizes, sizes, device, options.common.seed, world.size()));
   });
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
   log->debug("rank {} of {}: (t, p, d) = ({}, {}, {}); {}", world.rank(), world.size(),
              topology.tp_rank(), topology.pp_rank(), topology.dp_rank(),
-             describe(options, sizes, device));
+             config_json(options.sizes, sizes, device, options.common.seed, world.size()).dump());
   log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
             sizes.dp, kernels::to_string(device));
 
@@ -126,10 +104,12 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
     nlohmann::json checks = nlohmann::json::array();
     for (const CheckResult& r : results)
       checks.push_back(to_json(r));
-    write_json(options.common.json, {{"config", config_json(options, sizes, device, world.size())},
-                                     {"checks", checks},
-                                     {"passed", passed},
-                                     {"seconds", seconds}});
+    write_json(
+        options.common.json,
+        {{"config", config_json(options.sizes, sizes, device, options.common.seed, world.size())},
+         {"checks", checks},
+         {"passed", passed},
+         {"seconds", seconds}});
   }
   return passed ? 0 : 1;
 }
