@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The device check, for a machine with an NVIDIA GPU (all ranks share GPU 0): builds with CUDA,
+# runs the whole test suite (the CUDA tests run instead of skipping), then the real jobs with
+# --device cuda on 1, 2, 4 and 8 ranks, and prints a PASS/FAIL summary. Exits non-zero on any
+# failure. Needs the Debian packages of scripts/setup.sh already installed (a device machine may
+# have no network).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+
+failures=0
+check() {  # check NAME COMMAND...: runs COMMAND, prints PASS/FAIL with its wall time
+  local name=$1 start=$SECONDS
+  shift
+  if "$@" >"/tmp/gpu-check.$$.log" 2>&1; then
+    echo "PASS  $name ($((SECONDS - start)) s)"
+    tail -1 "/tmp/gpu-check.$$.log" | sed 's/^/    | /' 
+  else
+    echo "FAIL  $name ($((SECONDS - start)) s)"
+    tail -20 "/tmp/gpu-check.$$.log" | sed 's/^/    | /'
+    failures=$((failures + 1))
+  fi
+}
+
+nvidia-smi -L || { echo "gpu-check: no NVIDIA GPU visible"; exit 1; }
+check "build with CUDA" bash scripts/build.sh -DMPITRON_CUDA_ARCHITECTURES=native
+check "test suite (CUDA tests included)" \
+  ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+run() { mpirun -np "$1" --oversubscribe --bind-to none build/mpitron "${@:2}" --device cuda; }
+for topology in "1 1 1 1" "2 2 1 1" "2 1 2 1" "2 1 1 2" "4 2 2 1" "4 4 1 1" "4 1 4 1" "4 1 1 4" \
+                "8 2 2 2"; do
+  read -r np tp pp dp <<<"$topology"
+  check "validate --device cuda on $np ranks (tp $tp, pp $pp, dp $dp)" \
+    run "$np" validate --tp "$tp" --pp "$pp" --dp "$dp" --log-dir /tmp/gpu-check-logs
+done
+check "validate --device cuda, larger model (2, 2, 2)" \
+  run 8 validate --tp 2 --pp 2 --dp 2 --hidden 256 --intermediate 1024 --batch 4 --seq 64 \
+  --layers 8 --log-dir /tmp/gpu-check-logs
+check "attention --device cuda --tp 4" run 4 attention --tp 4 --log-dir /tmp/gpu-check-logs
+check "train-dp --device cuda on 4 ranks" run 4 train-dp --epochs 3 --log-dir /tmp/gpu-check-logs
+for topology in "1 1 1 1" "4 2 2 1"; do
+  read -r np tp pp dp <<<"$topology"
+  check "bench --device cuda (tp $tp, pp $pp, dp $dp)" \
+    run "$np" bench --tp "$tp" --pp "$pp" --dp "$dp" --log-dir /tmp/gpu-check-logs
+done
+rm -f "/tmp/gpu-check.$$.log"
+echo "gpu-check: $failures failed"
+exit $((failures > 0))
