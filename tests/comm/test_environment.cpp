@@ -53,6 +53,24 @@ TEST(Environment, DifferingConfigurationNamesTheRanksOnEveryRank) {
   }
 }
 
+TEST(Environment, AgreementEndsEveryRankWhenOneRankRejectsItsOptions) {
+  const int bad = world().size() - 1;  // the last rank's setup fails
+  const auto setup = [&]() -> std::string {
+    if (world().rank() == bad) throw comm::ConfigError("--hidden must be >= 1, got 0");
+    return "tp=1";
+  };
+  try {
+    comm::agree_on_configuration(world(), setup);
+    ADD_FAILURE() << "a rejected configuration was accepted";
+  } catch (const comm::ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              world().rank() == bad ? "--hidden must be >= 1, got 0"
+                                    : "rank " + std::to_string(bad) +
+                                          " rejected the configuration (see its error line)");
+  }
+  EXPECT_EQ(comm::agree_on_configuration(world(), [] { return std::string("tp=1"); }), "tp=1");
+}
+
 TEST(Environment, TransferModes) {
   comm::Communicator& w = world();
   const comm::TransferMode mode = w.transfer_mode();
