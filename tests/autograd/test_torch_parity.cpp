@@ -24,36 +24,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
+#include "support/golden_file.h"
 
 namespace mpitron::autograd::test {
 namespace {
 
-// One golden file: {"<name>": {"shape": [...], "data": [...]}, ...}.
-class Goldens {
- public:
-  explicit Goldens(const std::string& file) {
-    const std::string path = std::string(MPITRON_TEST_DATA_DIR) + "/" + file;
-    std::ifstream stream(path);
-    if (!stream) throw std::runtime_error("cannot open golden file " + path);
-    json_ = nlohmann::json::parse(stream);
-  }
-  Shape shape(const std::string& name) const { return json_.at(name).at("shape").get<Shape>(); }
-  std::vector<double> values(const std::string& name) const {
-    return json_.at(name).at("data").get<std::vector<double>>();
-  }
-
- private:
-  nlohmann::json json_;
-};
+using Goldens = mpitron::test::GoldenFile;
 
 class TorchParity : public DeviceTest<std::tuple<Device, DType>> {
  protected:

@@ -1,18 +1,15 @@
-// Reading the PyTorch goldens of tools/make_golden_attention_dp.py ({"<name>": {"shape": [...],
-// "data": [...]}}) from tests/data/ as tensors, and the device x dtype parameters of the parity
-// tests.
+// The device x dtype parameters of the nn parity tests, and the shared golden-file reader
+// (tests/support) for the goldens of tools/make_golden_attention_dp.py.
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 
 #include "autograd/tensor.h"
 #include "kernels/device.h"
+#include "support/golden_file.h"
 
 namespace mpitron::nn {
 
@@ -43,29 +40,6 @@ class DeviceDtypeTest : public ::testing::TestWithParam<DeviceDtype> {
   autograd::DType dtype() const { return std::get<1>(GetParam()); }
 };
 
-/// One golden file, opened from MPITRON_TEST_DATA_DIR.
-class GoldenFile {
- public:
-  explicit GoldenFile(const std::string& name) {
-    const std::string path = std::string(MPITRON_TEST_DATA_DIR) + "/" + name;
-    std::ifstream stream(path);
-    if (!stream) throw std::runtime_error("cannot open golden file " + path);
-    json_ = nlohmann::json::parse(stream);
-  }
-
-  /// Entry `name` as a tensor of `dtype` on `device`.
-  autograd::Tensor tensor(const std::string& name, autograd::DType dtype = autograd::DType::f64,
-                          autograd::Device device = autograd::Device::cpu) const {
-    const nlohmann::json& entry = json_.at(name);
-    return autograd::Tensor::from_vector(entry.at("data").get<std::vector<double>>(),
-                                         entry.at("shape").get<autograd::Shape>(), dtype, device);
-  }
-
-  /// The single value of a scalar entry.
-  double scalar(const std::string& name) const { return tensor(name).item(); }
-
- private:
-  nlohmann::json json_;
-};
+using test::GoldenFile;
 
 }  // namespace mpitron::nn
