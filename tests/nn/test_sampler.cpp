@@ -159,7 +159,13 @@ TEST_F(CsvFile, NamesTheLineOfABadRow) {
     return std::string("no error");
   };
   EXPECT_NE(message_of("1,2,3\n1,2\n").find(":2: expected 3 columns"), std::string::npos);
-  EXPECT_NE(message_of("1,2,3\n1,x,3\n").find(":2: a field is not a number"), std::string::npos);
+  EXPECT_NE(message_of("1,2,3\n1,x,3\n").find(":2: the field 'x' is not a number"),
+            std::string::npos);
+  // A first row with a number in it is data, not a header: its bad field is an error.
+  EXPECT_NE(message_of("1.5x,2,3\n").find(":1: the field '1.5x' is not a number"),
+            std::string::npos);
+  EXPECT_NE(message_of("1e999,2,3\n").find(":1: the field '1e999' is out of range"),
+            std::string::npos);
   EXPECT_NE(message_of("a,b,c\n").find("no samples"), std::string::npos);
   EXPECT_THROW(read_csv_dataset(path_ + ".missing", 2, 1), std::runtime_error);
 }
