@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
+#include "kernels/cpu/erf_f32.h"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cpu {
@@ -51,13 +53,22 @@ struct Elementwise {
     map(out, rows * cols, [=](std::size_t i) { return x[i] + bias[i % cols]; });
   }
 
+  /// Exact GELU in float32 takes the vectorizable erf_f32; other cases call the C library.
   template <class T>
   static void gelu_forward(const T* x, T* y, std::size_t n, GeluForm form) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (form == GeluForm::exact)
+        return map(y, n, [=](std::size_t i) { return gelu_exact_f32(x[i]); });
+    }
     map(y, n, [=](std::size_t i) { return math::gelu(x[i], form); });
   }
 
   template <class T>
   static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (form == GeluForm::exact)
+        return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_exact_grad_f32(x[i]); });
+    }
     map(dx, n, [=](std::size_t i) { return dy[i] * math::gelu_grad(x[i], form); });
   }
 
