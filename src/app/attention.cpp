@@ -93,9 +93,7 @@ int run_attention(const AttentionOptions& options, comm::Communicator world) {
   comm::agree_on_configuration(world, [&] {
     sizes = check_sizes(options, world.size());
     device = resolve_device(options.common.device);
-    configure_communication(options.common, world);
-    check_json_writable(options.common, world.rank());
-    log = make_rank_logger(options.common, world.rank());
+    log = prepare_run(options.common, world);
     return describe(options, sizes, device);
   });
   const comm::ParallelTopology topology(world, sizes.tp, 1, sizes.dp);

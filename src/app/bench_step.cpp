@@ -47,8 +47,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       throw comm::ConfigError("--steps must be >= 1 and --warmup >= 0");
     }
     device = resolve_device(options.common.device);
-    configure_communication(options.common, world);
-    check_json_writable(options.common, world.rank());
+    prepare_run(options.common, world);
     return fmt::format(
         "bench {} steps={} warmup={}",
         config_json(options.sizes, sizes, device, options.common.seed, world.size()).dump(),

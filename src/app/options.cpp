@@ -86,6 +86,8 @@ kernels::Device resolve_device(const std::string& device) {
   return kernels::Device::cuda;
 }
 
+namespace {
+
 void configure_communication(const CommonOptions& options, comm::Communicator& world) {
   if (!(options.timeout_seconds > 0.0 &&
         options.timeout_seconds <= comm::Communicator::kMaxTimeoutSeconds)) {
@@ -109,13 +111,6 @@ void check_json_writable(const CommonOptions& options, int rank) {
   }
 }
 
-void write_json(const std::string& path, const nlohmann::json& report, bool append) {
-  std::ofstream file(path, append ? std::ios::app : std::ios::trunc);
-  file << (append ? report.dump() : report.dump(2)) << "\n";
-  if (!file.good())
-    throw std::runtime_error(fmt::format("writing the --json file '{}' failed", path));
-}
-
 std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, int rank) {
   const auto path = std::filesystem::path(options.log_dir) / fmt::format("rank_{}.log", rank);
   std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file;
@@ -135,6 +130,22 @@ std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, i
   logger->set_level(spdlog::level::debug);
   logger->flush_on(spdlog::level::debug);
   return logger;
+}
+
+}  // namespace
+
+void write_json(const std::string& path, const nlohmann::json& report, bool append) {
+  std::ofstream file(path, append ? std::ios::app : std::ios::trunc);
+  file << (append ? report.dump() : report.dump(2)) << "\n";
+  if (!file.good())
+    throw std::runtime_error(fmt::format("writing the --json file '{}' failed", path));
+}
+
+std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
+                                            comm::Communicator& world) {
+  configure_communication(options, world);
+  check_json_writable(options, world.rank());
+  return make_rank_logger(options, world.rank());
 }
 
 }  // namespace mpitron::app

@@ -48,22 +48,19 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 /// visible (every rank of a workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0).
 kernels::Device resolve_device(const std::string& device);
 
-/// Applies --timeout-seconds and --comm to the world communicator family. Throws
-/// comm::ConfigError on a non-positive timeout or an unknown mode.
-void configure_communication(const CommonOptions& options, comm::Communicator& world);
-
-/// On rank 0 with --json given: checks that the file can be written (opening it for appending,
-/// which creates it when missing). Throws comm::ConfigError naming the path otherwise.
-void check_json_writable(const CommonOptions& options, int rank);
+/// Everything a subcommand sets up before its first collective, on this rank, without
+/// communicating: applies --timeout-seconds and --comm to the world communicator family, checks
+/// on rank 0 that the --json file can be written (opening it for appending creates it), and
+/// returns a logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per
+/// --filemode) and to the console with a "[rank N]" prefix (debug lines such as shapes go to the
+/// file only; the console shows rank 0's info lines and every rank's warnings). Throws
+/// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unwritable
+/// --json file or a log file that cannot be opened.
+std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
+                                            comm::Communicator& world);
 
 /// Writes `report` to `path` (replacing it) when `append` is false, else appends it as one line.
 /// Throws std::runtime_error naming the path when the write fails.
 void write_json(const std::string& path, const nlohmann::json& report, bool append = false);
-
-/// A logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per --filemode) and
-/// to the console with a "[rank N]" prefix. Debug lines (shapes) go to the file only; the
-/// console shows rank 0's info lines and every rank's warnings.
-/// Throws comm::ConfigError when the log file cannot be opened.
-std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, int rank);
 
 }  // namespace mpitron::app

@@ -136,9 +136,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
     dp = resolve_parallel_sizes(sizes_only, world.size()).dp;
     check_options(options);
     device = resolve_device(options.common.device);
-    configure_communication(options.common, world);
-    check_json_writable(options.common, world.rank());
-    log = make_rank_logger(options.common, world.rank());
+    log = prepare_run(options.common, world);
     return describe(options, dp, device);
   });
   const comm::ParallelTopology topology(world, 1, 1, dp);

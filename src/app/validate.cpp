@@ -69,9 +69,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
     check_tolerance(options.tolerance);
     device = resolve_device(options.common.device);
     inject_fault(options.fault);
-    configure_communication(options.common, world);
-    check_json_writable(options.common, world.rank());
-    log = make_rank_logger(options.common, world.rank());
+    log = prepare_run(options.common, world);
     return describe(options,
                     config_json(options.sizes, sizes, device, options.common.seed, world.size()));
   });
