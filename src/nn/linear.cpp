@@ -30,7 +30,7 @@ Tensor ColumnParallelLinear::forward(const Tensor& x) const {
 }
 
 Parameters ColumnParallelLinear::parameters() const {
-  return {{"weight", weight_}, {"bias", bias_}};
+  return {{"weight", weight_, 0}, {"bias", bias_, 0}};
 }
 
 RowParallelLinear::RowParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
@@ -49,7 +49,7 @@ Tensor RowParallelLinear::forward(const Tensor& x) const {
 }
 
 Parameters RowParallelLinear::parameters() const {
-  return {{"weight", weight_}, {"bias", bias_}};
+  return {{"weight", weight_, 1}, {"bias", bias_, kReplicated}};
 }
 
 }  // namespace mpitron::nn

@@ -13,7 +13,7 @@ namespace mpitron::nn {
 
 void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more) {
   for (const Parameter& p : more)
-    into.push_back({prefix + "." + p.name, p.tensor});
+    into.push_back({prefix + "." + p.name, p.tensor, p.split_dim, p.tied_copy});
 }
 
 LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_features,

@@ -14,15 +14,28 @@ using autograd::DType;
 using autograd::Shape;
 using autograd::Tensor;
 
-/// A trainable tensor (a leaf with requires_grad) and its name, e.g. "layer2.fc1.weight".
+/// `split_dim` of a parameter that every TP rank holds whole.
+inline constexpr int kReplicated = -1;
+
+/// A trainable tensor (a leaf with requires_grad), its name (e.g. "layer2.fc1.weight") and how
+/// it is laid out over the tensor-parallel group. Checks, gradient clipping and checkpoints read
+/// this record, never a position in a list.
 struct Parameter {
   std::string name;
   Tensor tensor;
+  /// kReplicated, or the dim along which the full tensor is cut into tp equal slices, TP rank t
+  /// holding slice t (e.g. 0 for a column-parallel weight [out/tp, in], 1 for a row-parallel
+  /// weight [out, in/tp]). The full shape is the shard's shape with this dim times tp.
+  int split_dim = kReplicated;
+  /// True for a second copy of a parameter that another stage owns (the LM head's tied token
+  /// embedding on the last pipeline stage): it trains like any parameter, but norms and
+  /// checkpoints count the owner's copy only.
+  bool tied_copy = false;
 };
 
 using Parameters = std::vector<Parameter>;
 
-/// Appends `more` to `into`, prefixing each name with `prefix` + ".".
+/// Appends `more` to `into`, prefixing each name with `prefix` + "." (layouts are kept).
 void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more);
 
 /// The full (unsharded) weights of one linear layer: weight [out, in], bias [out].
