@@ -9,12 +9,14 @@ namespace mpitron::nn {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 5> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 7> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
     {"dp-sum-not-average", Fault::dp_sum_not_average},
     {"pp-gradient-not-sent", Fault::pp_gradient_not_sent},
+    {"embedding-group-not-reduced", Fault::embedding_group_not_reduced},
+    {"norm-counts-replicas-per-rank", Fault::norm_counts_replicas_per_rank},
 }};
 }  // namespace
 

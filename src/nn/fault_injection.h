@@ -17,10 +17,15 @@ enum class Fault {
   dp_sum_not_average,
   /// a pipeline stage sends a zero gradient upstream instead of its input gradient.
   pp_gradient_not_sent,
+  /// the tied token embedding's gradients are not summed over the embedding group (pp > 1).
+  embedding_group_not_reduced,
+  /// the global gradient norm counts replicated parameters once per TP rank.
+  norm_counts_replicas_per_rank,
 };
 
 /// Fault from its flag spelling ("none", "copy-to-tp-no-all-reduce", "row-bias-every-rank",
-/// "dp-sum-not-average", "pp-gradient-not-sent"); throws std::invalid_argument otherwise.
+/// "dp-sum-not-average", "pp-gradient-not-sent",
+/// "embedding-group-not-reduced", "norm-counts-replicas-per-rank"); throws std::invalid_argument otherwise.
 Fault parse_fault(const std::string& name);
 
 /// Activates `fault` for this process (until changed).

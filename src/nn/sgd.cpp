@@ -7,11 +7,7 @@
 namespace mpitron::nn {
 
 Sgd::Sgd(Parameters parameters, double lr, double momentum)
-    : parameters_(std::move(parameters)),
-      lr_(lr),
-      momentum_(momentum),
-      velocity_(parameters_.size()) {
-  if (!(lr > 0.0)) throw std::invalid_argument("Sgd: lr must be positive");
+    : Optimizer(std::move(parameters), lr), momentum_(momentum), velocity_(parameters_.size()) {
   if (!(momentum >= 0.0 && momentum < 1.0)) {
     throw std::invalid_argument("Sgd: momentum must be in [0, 1)");
   }
@@ -35,11 +31,6 @@ void Sgd::step() {
     }
     kernels::axpy(-lr_, *update, p.buffer());
   }
-}
-
-void Sgd::zero_grad() {
-  for (Parameter& p : parameters_)
-    p.tensor.set_grad(Tensor());
 }
 
 }  // namespace mpitron::nn

@@ -4,26 +4,20 @@
 
 #include <vector>
 
-#include "nn/parameter.h"
+#include "nn/optimizer.h"
 
 namespace mpitron::nn {
 
-class Sgd {
+class Sgd final : public Optimizer {
  public:
-  /// Throws std::invalid_argument when lr <= 0 or momentum is outside [0, 1).
+  /// Throws std::invalid_argument when lr is not a finite positive number or momentum is
+  /// outside [0, 1).
   Sgd(Parameters parameters, double lr, double momentum = 0.0);
 
-  /// Applies one update to every parameter that has a gradient (in place, without recording).
-  void step();
-
-  /// Clears every parameter's gradient.
-  void zero_grad();
-
-  const Parameters& parameters() const { return parameters_; }
+  void step() override;
 
  private:
-  Parameters parameters_;
-  double lr_, momentum_;
+  double momentum_;
   std::vector<Tensor> velocity_;
 };
 

@@ -1,0 +1,36 @@
+# Real `mpitron train` runs (issue 11): a tiny 3-D parallel run with metrics, and bad input.
+set(train_small --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
+    --steps 3 --warmup-steps 1 --eval-interval 2 --eval-iters 4)
+
+mpitron_add_expect_test(train_tp2_pp2_dp2 TARGET mpitron NP 8 TIMEOUT 300
+  ARGS train --tp 2 --pp 2 --dp 2 ${train_small} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+       --metrics ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "train: tp=2 pp=2 dp=2 \\(8 ranks" "2 micro-batches of 2 sequences"
+                "step 3/3 loss [0-9.]+ lr" "step 2 val_loss" "step 3 val_loss" "train done")
+
+# Bad input: one line on every rank, exit 2, before any training.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/short.txt "twelve bytes")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/empty.txt "")
+set(train_bad_runs
+  "batch|--global-batch 6 --micro-batch 2 --dp 2|--global-batch 6 is not divisible by --micro-batch 2 x dp 2"
+  "heads|--heads 3 --tp 2 --dp 1|heads 3 is not divisible by tp 2"
+  "layers|--layers 3 --pp 2 --dp 1|layers 3 is not divisible by pp 2"
+  "lr|--lr nan|--lr must be a finite positive number, got nan"
+  "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
+  "schedule|--schedule gpipe|--schedule 'gpipe' is not one of the accepted names"
+  "missing|--data ${CMAKE_CURRENT_BINARY_DIR}/missing.txt|missing.txt: cannot read: No such file"
+  "empty|--data ${CMAKE_CURRENT_BINARY_DIR}/empty.txt|empty.txt: empty file"
+  "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 bytes is shorter than one window")
+foreach(run IN LISTS train_bad_runs)
+  string(REPLACE "|" ";" fields "${run}")
+  list(GET fields 0 name)
+  list(GET fields 1 flags)
+  list(GET fields 2 message)
+  separate_arguments(flags)
+  string(REGEX REPLACE "([().*+])" "\\\\\\1" message_regex "${message}")
+  mpitron_add_expect_test(train_bad_${name} TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+    ARGS train --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
+         --steps 1 ${flags} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: ${message_regex}" "rank 1: error:")
+endforeach()

@@ -1,0 +1,166 @@
+// The GPT on every topology of the test world: loss and every parameter shard's gradient after
+// finalize_gradients against the dense single-process model (nn/gpt_reference.h) and against
+// PyTorch (tests/data/gpt.json from tools/make_golden_gpt.py).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "autograd/random.h"
+#include "gpt_test_support.h"
+#include "nn/gpt_reference.h"
+#include "nn/gpt_trainer.h"
+
+namespace mpitron::nn {
+namespace {
+
+// Random ids [rows, cols] in [0, vocab).
+Tensor random_ids(std::int64_t rows, std::int64_t cols, std::int64_t vocab, std::uint64_t seed) {
+  std::vector<std::int64_t> ids;
+  for (const double u : autograd::uniform({rows, cols}, seed, 0.0, 1.0, DType::f64).to_vector()) {
+    ids.push_back(static_cast<std::int64_t>(u * static_cast<double>(vocab)));
+  }
+  return Tensor::from_indices(ids, {rows, cols});
+}
+
+// Rows [first, first + count) of an id tensor.
+Tensor rows_of(const Tensor& ids, std::int64_t first, std::int64_t count) {
+  const std::vector<double> all = ids.to_vector();
+  const std::int64_t cols = ids.size(1);
+  std::vector<std::int64_t> mine(all.begin() + first * cols, all.begin() + (first + count) * cols);
+  return Tensor::from_indices(mine, {count, cols});
+}
+
+// This replica's share of a global batch (consecutive rows), in `micro_batches` micro-batches.
+std::vector<TokenBatch> replica_batches(const comm::ParallelTopology& topology,
+                                        const Tensor& tokens, const Tensor& targets,
+                                        std::int64_t micro_batches) {
+  const std::int64_t rows = tokens.size(0) / topology.dp();
+  const std::int64_t micro = rows / micro_batches;
+  std::vector<TokenBatch> batches;
+  for (std::int64_t i = 0; i < micro_batches; ++i) {
+    const std::int64_t first = topology.dp_rank() * rows + i * micro;
+    batches.push_back({rows_of(tokens, first, micro), rows_of(targets, first, micro)});
+  }
+  return batches;
+}
+
+// One step without clipping and with a negligible SGD update: the loss and the finalized
+// gradients of `init`'s parameters on this topology, compared with `expected_loss` and
+// `expected_grad(name)` (full tensors) by normalised error.
+template <class ExpectedGrad>
+void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp, int pp, int dp,
+                         ScheduleKind schedule, std::int64_t micro_batches, const Tensor& tokens,
+                         const Tensor& targets, double expected_loss, ExpectedGrad expected_grad,
+                         DType dtype, double tolerance) {
+  SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} micro-batches, {}", tp, pp, dp, micro_batches,
+                           to_string(schedule)));
+  const comm::ParallelTopology topology(test_world(), tp, pp, dp);
+  GptTrainOptions options;
+  options.schedule = schedule;
+  options.optimizer = OptimizerKind::sgd;
+  options.grad_clip = 1e30;
+  options.dtype = dtype;
+  GptTrainer trainer(config, init, topology, options);
+  const StepResult result =
+      trainer.step(replica_batches(topology, tokens, targets, micro_batches), 1e-30);
+  EXPECT_LE(std::abs(result.loss - expected_loss), tolerance * std::abs(expected_loss));
+  for (const Parameter& p : trainer.parameters()) {
+    SCOPED_TRACE(p.name);
+    const Tensor expected = slice_of(expected_grad(p.name), p, topology.tp_rank(), tp);
+    EXPECT_LE(max_rel_error(p.tensor.grad(), expected), tolerance);
+  }
+}
+
+// Float64 everywhere: the parallel model does the dense model's arithmetic in another order
+// (split GEMMs, all-reduced partial sums, micro-batch accumulation), so results agree to
+// rounding; 1e-10 of each tensor's scale leaves room for accumulation over a few thousand terms.
+TEST(Gpt, LossAndGradientsMatchTheDenseModelOnEveryTopology) {
+  const GptConfig config{256, 8, 4, 16, 4};
+  const MasterInit init = random_init(7, DType::f64, Device::cpu);
+  const Tensor tokens = random_ids(8, 8, config.vocab, 11);
+  const Tensor targets = random_ids(8, 8, config.vocab, 12);
+  const TensorMap dense = dense_gpt_parameters(config, init);
+  const Tensor loss = dense_gpt_loss(config, dense, tokens, targets);
+  loss.backward();
+  for (const auto& [tp, pp, dp] : topologies_of(test_world().size())) {
+    for (const ScheduleKind schedule : {ScheduleKind::afab, ScheduleKind::one_f_one_b}) {
+      for (const std::int64_t micro_batches : {1, 2}) {
+        expect_step_matches(
+            config, init, tp, pp, dp, schedule, micro_batches, tokens, targets, loss.item(),
+            [&](const std::string& name) { return dense.at(name).grad(); }, DType::f64, 1e-10);
+      }
+    }
+  }
+}
+
+// PyTorch parity. Float64: 1e-9 of each tensor's scale (two float64 implementations of the
+// same formulas, different summation orders). Float32: 2e-4, the rounding of float32
+// activations through two blocks and a 256-way softmax, measured well below (about 2e-5).
+TEST(Gpt, LossAndGradientsMatchPyTorchOnEveryTopology) {
+  const test::GoldenFile golden("gpt.json");
+  const GptConfig config{256, 16, 2, 32, 4};
+  const Tensor tokens = golden_ids(golden, "tokens"), targets = golden_ids(golden, "targets");
+  for (const auto& [dtype, tolerance] : {std::pair{DType::f64, 1e-9}, {DType::f32, 2e-4}}) {
+    for (const auto& [tp, pp, dp] : topologies_of(test_world().size())) {
+      if (config.layers % pp != 0) continue;
+      expect_step_matches(
+          config, golden_init(golden, dtype), tp, pp, dp, ScheduleKind::one_f_one_b, 1, tokens,
+          targets, golden.scalar("loss"),
+          [&](const std::string& name) { return golden.tensor("grad." + name); }, dtype,
+          tolerance);
+    }
+  }
+}
+
+TEST(Gpt, ParametersCarryTheirNamesAndLayouts) {
+  const GptConfig config{256, 8, 4, 16, 4};
+  for (const auto& [tp, pp, dp] : topologies_of(test_world().size())) {
+    const comm::ParallelTopology topology(test_world(), tp, pp, dp);
+    const GptStage stage(config, gpt2_init(1, config.layers, DType::f32, Device::cpu), topology);
+    for (const Parameter& p : stage.parameters()) {
+      SCOPED_TRACE(p.name);
+      bool found = false;
+      for (const ParameterSpec& spec : gpt_parameter_specs(config)) {
+        if (spec.name != p.name) continue;
+        found = true;
+        EXPECT_EQ(p.split_dim, spec.split_dim);
+        autograd::Shape expected = spec.full_shape;
+        if (spec.split_dim != kReplicated) expected[static_cast<std::size_t>(spec.split_dim)] /= tp;
+        EXPECT_EQ(p.tensor.shape(), expected);
+      }
+      EXPECT_TRUE(found);
+      EXPECT_EQ(p.tied_copy, p.name == "transformer.wte.weight" && pp > 1 && topology.is_last_stage());
+    }
+  }
+}
+
+TEST(Gpt, BadSizesAndIdsAreOneLineErrors) {
+  const comm::ParallelTopology topology(test_world(), 1, 1, test_world().size());
+  const auto init = gpt2_init(1, 2, DType::f32, Device::cpu);
+  EXPECT_THROW(GptStage(GptConfig{256, 8, 2, 18, 4}, init, topology), std::invalid_argument);
+  const GptStage stage(GptConfig{256, 8, 2, 16, 4}, init, topology);
+  try {
+    stage.forward(random_ids(1, 9, 256, 1));
+    ADD_FAILURE() << "a sequence longer than the position table was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "GPT: sequence length 9 is longer than the position table (block size 8)");
+  }
+  try {
+    stage.forward(Tensor::from_indices({3, 256}, {1, 2}));
+    ADD_FAILURE() << "token id 256 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "embedding: token id 256 at position 1 is outside [0, 256)");
+  }
+}
+
+TEST(GptSizes, EveryRuleHasItsMessage) {
+  EXPECT_EQ(gpt_size_error({256, 8, 4, 16, 4}, 2, 2), std::nullopt);
+  EXPECT_EQ(gpt_size_error({256, 8, 4, 18, 4}, 1, 1), "hidden 18 is not divisible by heads 4");
+  EXPECT_EQ(gpt_size_error({256, 8, 4, 16, 4}, 8, 1), "heads 4 is not divisible by tp 8");
+  EXPECT_EQ(gpt_size_error({250, 8, 4, 16, 2}, 2, 1), "vocab 250 is not divisible by tp 2");
+  EXPECT_EQ(gpt_size_error({256, 8, 3, 16, 4}, 1, 2), "layers 3 is not divisible by pp 2");
+  EXPECT_EQ(gpt_size_error({256, 0, 4, 16, 4}, 1, 1), "block size must be >= 1, got 0");
+}
+
+}  // namespace
+}  // namespace mpitron::nn

@@ -1,0 +1,130 @@
+#!/usr/bin/python3
+"""Writes the PyTorch golden values of the GPT (issues 9 and 11).
+
+Run with Debian's interpreter (python3-torch): /usr/bin/python3 tools/make_golden_gpt.py
+The model is the GPT-2 layout of src/nn/gpt_config.h (the same as shared/peers/torch_peer_gpt.py),
+written here in plain torch ops and computed in float64. Parameters use mpitron's names (q, k
+and v kept apart); inputs come from torch's seeded generator and are stored with the outputs.
+
+Files (tools/make_golden.py's format):
+- tests/data/gpt.json: a 2-block GPT (hidden 32, 4 heads, seq 16, vocab 256, batch 4) with
+  every parameter non-trivial (biases and LayerNorms random too): "param.<name>", "tokens",
+  "targets", the mean cross-entropy "loss" and "grad.<name>" for every parameter.
+- tests/data/gpt_train.json: five AdamW steps (betas 0.9/0.95, eps 1e-8, weight decay 0.1 on
+  tensors of two or more dims, lr 1e-2 with 2 warmup steps then cosine to 1e-3 at step 5,
+  global-norm clipping at 1.0) from gpt.json's parameters, step k on "tokens.<k>"/"targets.<k>"
+  (k = 1..5): "loss.<k>", "grad_norm.<k>" and the final "final.<name>".
+"""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from make_golden import DTYPE, write
+
+SEED = 20261201
+LAYERS, HIDDEN, HEADS, SEQ, VOCAB, BATCH = 2, 32, 4, 16, 256, 4
+STEPS, LR, MIN_LR, WARMUP, CLIP, WD = 5, 1e-2, 1e-3, 2, 1.0, 0.1
+
+
+def parameter_shapes():
+    h, f = HIDDEN, 4 * HIDDEN
+    shapes = {"transformer.wte.weight": (VOCAB, h), "transformer.wpe.weight": (SEQ, h)}
+    for i in range(LAYERS):
+        p = f"transformer.h.{i}."
+        shapes.update({p + "ln_1.weight": (h,), p + "ln_1.bias": (h,)})
+        for name in ("q", "k", "v"):
+            shapes.update({p + f"attn.{name}.weight": (h, h), p + f"attn.{name}.bias": (h,)})
+        shapes.update({p + "attn.c_proj.weight": (h, h), p + "attn.c_proj.bias": (h,),
+                       p + "ln_2.weight": (h,), p + "ln_2.bias": (h,),
+                       p + "mlp.c_fc.weight": (f, h), p + "mlp.c_fc.bias": (f,),
+                       p + "mlp.c_proj.weight": (h, f), p + "mlp.c_proj.bias": (h,)})
+    shapes.update({"transformer.ln_f.weight": (h,), "transformer.ln_f.bias": (h,)})
+    return shapes
+
+
+def initial_parameters(gen):
+    params = {}
+    for name, shape in parameter_shapes().items():
+        noise = torch.randn(shape, generator=gen, dtype=DTYPE)
+        if ".ln_" in name and name.endswith(".weight"):
+            params[name] = 1.0 + 0.1 * noise
+        elif name.endswith(".bias"):
+            params[name] = 0.1 * noise
+        else:
+            params[name] = 0.2 * noise
+    return params
+
+
+def loss_of(p, tokens, targets):
+    b, t = tokens.shape
+    x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][torch.arange(t)]
+    d = HIDDEN // HEADS
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    for i in range(LAYERS):
+        h = f"transformer.h.{i}."
+        a = F.layer_norm(x, (HIDDEN,), p[h + "ln_1.weight"], p[h + "ln_1.bias"], 1e-5)
+        q, k, v = (F.linear(a, p[h + f"attn.{n}.weight"], p[h + f"attn.{n}.bias"])
+                   .view(b, t, HEADS, d).transpose(1, 2) for n in ("q", "k", "v"))
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+        att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, HIDDEN)
+        x = x + F.linear(y, p[h + "attn.c_proj.weight"], p[h + "attn.c_proj.bias"])
+        m = F.layer_norm(x, (HIDDEN,), p[h + "ln_2.weight"], p[h + "ln_2.bias"], 1e-5)
+        m = F.gelu(F.linear(m, p[h + "mlp.c_fc.weight"], p[h + "mlp.c_fc.bias"]))
+        x = x + F.linear(m, p[h + "mlp.c_proj.weight"], p[h + "mlp.c_proj.bias"])
+    x = F.layer_norm(x, (HIDDEN,), p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], 1e-5)
+    logits = x @ p["transformer.wte.weight"].t()
+    return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
+
+
+def learning_rate(step):
+    if step <= WARMUP:
+        return LR * step / WARMUP
+    progress = (step - WARMUP) / (STEPS - WARMUP)
+    return MIN_LR + 0.5 * (LR - MIN_LR) * (1 + math.cos(math.pi * progress))
+
+
+def batch(gen):
+    windows = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=gen)
+    return windows[:, :SEQ], windows[:, 1:]
+
+
+def main():
+    gen = torch.Generator().manual_seed(SEED)
+    initial = initial_parameters(gen)
+    tokens, targets = batch(gen)
+
+    leaves = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
+    loss = loss_of(leaves, tokens, targets)
+    loss.backward()
+    out = {f"param.{n}": t for n, t in initial.items()}
+    out.update({"tokens": tokens, "targets": targets, "loss": loss})
+    out.update({f"grad.{n}": t.grad for n, t in leaves.items()})
+    write("gpt.json", out)
+
+    params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
+    decay = [t for t in params.values() if t.dim() >= 2]
+    no_decay = [t for t in params.values() if t.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": WD},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=LR, betas=(0.9, 0.95), eps=1e-8)
+    train = {}
+    for step in range(1, STEPS + 1):
+        tokens, targets = batch(gen)
+        for group in opt.param_groups:
+            group["lr"] = learning_rate(step)
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(params, tokens, targets)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), CLIP)
+        opt.step()
+        train.update({f"tokens.{step}": tokens, f"targets.{step}": targets,
+                      f"loss.{step}": loss, f"grad_norm.{step}": norm})
+    train.update({f"final.{n}": t for n, t in params.items()})
+    write("gpt_train.json", train)
+
+
+if __name__ == "__main__":
+    main()
