@@ -47,6 +47,17 @@ const Buffer& stage_in(const Communicator& comm, const Buffer& buffer, Slot slot
   return image != nullptr ? *image : buffer;
 }
 
+Buffer stage_copy(const Communicator& comm, const Buffer& buffer) {
+  if (mpi_visible(comm, buffer)) {
+    kernels::synchronize(buffer.device());
+    return Buffer();
+  }
+  if (buffer.empty()) return Buffer();
+  Buffer copy = Buffer::pinned_host(buffer.numel(), buffer.dtype());
+  kernels::copy_bytes(buffer, 0, copy, 0, buffer.bytes());
+  return copy;
+}
+
 Buffer& stage_in_place(const Communicator& comm, Buffer& buffer, Slot slot) {
   Buffer* image = staging_image(comm, buffer, slot, true);
   return image != nullptr ? *image : buffer;

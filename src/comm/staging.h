@@ -41,6 +41,11 @@ kernels::Device mpi_space(const Communicator& comm, const kernels::Buffer& buffe
 /// waiting for queued CUDA work), else the `slot` host workspace filled with a copy.
 const kernels::Buffer& stage_in(const Communicator& comm, const kernels::Buffer& buffer, Slot slot);
 
+/// For a transfer that outlives the call: an empty buffer when MPI may read `buffer` itself
+/// (after waiting for queued CUDA work on it), else a new pinned host copy of it (from the
+/// caching allocator, so a steady state allocates nothing). Also empty for an empty `buffer`.
+kernels::Buffer stage_copy(const Communicator& comm, const kernels::Buffer& buffer);
+
 /// As `stage_in`, but writable: results MPI writes there reach `buffer` by `stage_out`.
 kernels::Buffer& stage_in_place(const Communicator& comm, kernels::Buffer& buffer, Slot slot);
 
