@@ -81,6 +81,36 @@ TokenBatch make_token_batch(const std::vector<std::uint8_t>& bytes,
 
 namespace {
 
+// Rows [first, first + count) of an int64 [rows, cols] tensor, on the host.
+Tensor rows_of(const Tensor& ids, std::int64_t first, std::int64_t count) {
+  const std::vector<double> all = ids.to_vector();
+  const std::int64_t cols = ids.size(1);
+  const std::vector<std::int64_t> mine(all.begin() + first * cols,
+                                       all.begin() + (first + count) * cols);
+  return Tensor::from_indices(mine, {count, cols}, ids.device());
+}
+
+}  // namespace
+
+std::vector<TokenBatch> replica_micro_batches(const TokenBatch& global, int replicas, int replica,
+                                              std::int64_t micro_batches) {
+  const std::int64_t batch = global.inputs.size(0);
+  if (replicas < 1 || micro_batches < 1 || batch % (replicas * micro_batches) != 0) {
+    throw std::invalid_argument(
+        fmt::format("a batch of {} sequences does not split into {} replicas x {} micro-batches",
+                    batch, replicas, micro_batches));
+  }
+  const std::int64_t micro = batch / replicas / micro_batches;
+  std::vector<TokenBatch> batches;
+  for (std::int64_t i = 0; i < micro_batches; ++i) {
+    const std::int64_t first = (replica * micro_batches + i) * micro;
+    batches.push_back({rows_of(global.inputs, first, micro), rows_of(global.targets, first, micro)});
+  }
+  return batches;
+}
+
+namespace {
+
 std::int64_t window_count(std::int64_t train_bytes, std::int64_t seq) {
   if (train_bytes < seq + 1) {
     throw std::invalid_argument(

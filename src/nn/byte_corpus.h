@@ -54,6 +54,12 @@ TokenBatch make_token_batch(const std::vector<std::uint8_t>& bytes,
                             const std::vector<std::int64_t>& starts, std::int64_t seq,
                             Device device);
 
+/// Replica `replica`'s share of a global batch (inputs and targets [batch, seq]): rows
+/// [replica batch/replicas, (replica+1) batch/replicas), cut into `micro_batches` consecutive
+/// micro-batches. Throws std::invalid_argument unless batch divides by replicas * micro_batches.
+std::vector<TokenBatch> replica_micro_batches(const TokenBatch& global, int replicas, int replica,
+                                              std::int64_t micro_batches);
+
 /// Which training windows a data-parallel replica reads at each step.
 ///
 /// The window starts are [0, train_bytes - seq) (every window of seq + 1 bytes inside the

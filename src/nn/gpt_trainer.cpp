@@ -75,7 +75,7 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
   return loss[0];
 }
 
-StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double lr) {
+StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_batches) {
   optimizer_->zero_grad();
   StepResult result;
   std::vector<double> loss = {run_pipeline(micro_batches, /*train=*/true)};
@@ -83,6 +83,11 @@ StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double
   result.loss = loss[0] / topology_.dp();
   finalize_gradients(parameters_, topology_, averager_);
   result.grad_norm = global_gradient_norm(parameters_, topology_);
+  return result;
+}
+
+StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double lr) {
+  const StepResult result = forward_backward(micro_batches);
   clip_gradients(parameters_, result.grad_norm, options_.grad_clip);
   optimizer_->set_lr(lr);
   optimizer_->step();

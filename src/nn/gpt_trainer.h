@@ -42,11 +42,15 @@ class GptTrainer {
   GptTrainer(const GptConfig& config, const MasterInit& init,
              const comm::ParallelTopology& topology, const GptTrainOptions& options);
 
-  /// One optimizer step at learning rate `lr` on this replica's micro-batches (each with inputs
-  /// and targets [micro_batch, seq], in order; every stage of a replica passes the same ones).
-  /// Gradients are cleared first and stay readable (finalized and clipped) until the next
-  /// step. Throws std::invalid_argument when a micro-batch is not [micro_batch, seq].
-  /// Collective over the whole world.
+  /// Forward and backward of this replica's micro-batches (each with inputs and targets
+  /// [micro_batch, seq], in order; every stage of a replica passes the same ones) by the
+  /// pipeline schedule, then finalize_gradients and the global norm: the parameters' gradients
+  /// are those of the global batch's mean loss (cleared first). Throws std::invalid_argument
+  /// when the micro-batches differ in shape. Collective over the whole world.
+  StepResult forward_backward(const std::vector<TokenBatch>& micro_batches);
+
+  /// forward_backward, clipping to the global norm, then the optimizer update at learning rate
+  /// `lr`. The (clipped) gradients stay readable until the next step.
   StepResult step(const std::vector<TokenBatch>& micro_batches, double lr);
 
   /// Mean cross-entropy over every replica's `windows` (each inputs and targets [1, seq]; the

@@ -38,6 +38,13 @@ Tensor shard(const Tensor& master, int dim, int index, int parts, const std::str
   return autograd::narrow(master, dim, index * width, width).detach().set_requires_grad();
 }
 
+Tensor tp_slice(const Tensor& full, int split_dim, int index, int parts) {
+  if (split_dim == kReplicated) return full;
+  const std::int64_t width = full.size(split_dim) / parts;
+  autograd::NoGradGuard no_grad;
+  return autograd::narrow(full, split_dim, index * width, width);
+}
+
 Tensor replicate(const Tensor& master) {
   return master.clone().set_requires_grad();
 }

@@ -56,6 +56,12 @@ LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_fea
 /// Throws std::invalid_argument "<what>: <dim extent> is not divisible by tp <parts>".
 Tensor shard(const Tensor& master, int dim, int index, int parts, const std::string& what);
 
+/// Slice `index` of `parts` equal slices of `full` along `split_dim` (a view-free copy, no grad
+/// history), or `full` itself when split_dim is kReplicated: the part of a full tensor that a
+/// TP rank's parameter of that layout corresponds to (e.g. to compare a shard's gradient with a
+/// dense model's).
+Tensor tp_slice(const Tensor& full, int split_dim, int index, int parts);
+
 /// A new parameter holding a copy of `master`.
 Tensor replicate(const Tensor& master);
 

@@ -41,10 +41,7 @@ inline double max_rel_error(const Tensor& a, const Tensor& b) {
 
 /// This rank's slice of `full` for a parameter laid out like `p` over a TP group of `tp` ranks.
 inline Tensor slice_of(const Tensor& full, const Parameter& p, int tp_rank, int tp) {
-  if (p.split_dim == kReplicated) return full;
-  const std::int64_t width = full.size(p.split_dim) / tp;
-  autograd::NoGradGuard no_grad;
-  return autograd::narrow(full, p.split_dim, tp_rank * width, width);
+  return tp_slice(full, p.split_dim, tp_rank, tp);
 }
 
 /// Parameters read from "param.<name>" entries of a golden file.

@@ -22,30 +22,7 @@ Tensor random_ids(std::int64_t rows, std::int64_t cols, std::int64_t vocab, std:
   return Tensor::from_indices(ids, {rows, cols});
 }
 
-// Rows [first, first + count) of an id tensor.
-Tensor rows_of(const Tensor& ids, std::int64_t first, std::int64_t count) {
-  const std::vector<double> all = ids.to_vector();
-  const std::int64_t cols = ids.size(1);
-  std::vector<std::int64_t> mine(all.begin() + first * cols, all.begin() + (first + count) * cols);
-  return Tensor::from_indices(mine, {count, cols});
-}
-
-// This replica's share of a global batch (consecutive rows), in `micro_batches` micro-batches.
-std::vector<TokenBatch> replica_batches(const comm::ParallelTopology& topology,
-                                        const Tensor& tokens, const Tensor& targets,
-                                        std::int64_t micro_batches) {
-  const std::int64_t rows = tokens.size(0) / topology.dp();
-  const std::int64_t micro = rows / micro_batches;
-  std::vector<TokenBatch> batches;
-  for (std::int64_t i = 0; i < micro_batches; ++i) {
-    const std::int64_t first = topology.dp_rank() * rows + i * micro;
-    batches.push_back({rows_of(tokens, first, micro), rows_of(targets, first, micro)});
-  }
-  return batches;
-}
-
-// One step without clipping and with a negligible SGD update: the loss and the finalized
-// gradients of `init`'s parameters on this topology, compared with `expected_loss` and
+// The loss and the finalized gradients of `init`'s parameters on this topology, compared with `expected_loss` and
 // `expected_grad(name)` (full tensors) by normalised error.
 template <class ExpectedGrad>
 void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp, int pp, int dp,
@@ -57,12 +34,10 @@ void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp
   const comm::ParallelTopology topology(test_world(), tp, pp, dp);
   GptTrainOptions options;
   options.schedule = schedule;
-  options.optimizer = OptimizerKind::sgd;
-  options.grad_clip = 1e30;
   options.dtype = dtype;
   GptTrainer trainer(config, init, topology, options);
-  const StepResult result =
-      trainer.step(replica_batches(topology, tokens, targets, micro_batches), 1e-30);
+  const StepResult result = trainer.forward_backward(
+      replica_micro_batches({tokens, targets}, dp, topology.dp_rank(), micro_batches));
   EXPECT_LE(std::abs(result.loss - expected_loss), tolerance * std::abs(expected_loss));
   for (const Parameter& p : trainer.parameters()) {
     SCOPED_TRACE(p.name);

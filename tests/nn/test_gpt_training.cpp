@@ -139,16 +139,10 @@ TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
     GptTrainer trainer(config, golden_init(init, DType::f64), topology, options);
     const LrSchedule schedule{1e-2, 1e-3, 2, 5};
     for (int step = 1; step <= 5; ++step) {
-      const Tensor tokens = golden_ids(golden, fmt::format("tokens.{}", step));
-      const Tensor targets = golden_ids(golden, fmt::format("targets.{}", step));
-      const std::int64_t rows = tokens.size(0) / dp;
-      std::vector<double> t = tokens.to_vector(), y = targets.to_vector();
-      const auto part = [&](const std::vector<double>& v) {
-        std::vector<std::int64_t> ids(v.begin() + topology.dp_rank() * rows * 16,
-                                      v.begin() + (topology.dp_rank() + 1) * rows * 16);
-        return Tensor::from_indices(ids, {rows, 16});
-      };
-      const StepResult result = trainer.step({{part(t), part(y)}}, schedule.at(step));
+      const TokenBatch batch{golden_ids(golden, fmt::format("tokens.{}", step)),
+                             golden_ids(golden, fmt::format("targets.{}", step))};
+      const StepResult result = trainer.step(
+          replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
       const double loss = golden.scalar(fmt::format("loss.{}", step));
       const double norm = golden.scalar(fmt::format("grad_norm.{}", step));
       EXPECT_LE(std::abs(result.loss - loss), 1e-9 * loss) << "step " << step;
