@@ -30,6 +30,7 @@ Tensor positions(std::int64_t batch, std::int64_t seq, Device device) {
 GptStage::GptStage(const GptConfig& config, const MasterInit& init,
                    const comm::ParallelTopology& topology)
     : config_(config),
+      device_(Device::cpu),
       tp_(topology.tp_comm()),
       first_(topology.is_first_stage()),
       last_(topology.is_last_stage()) {
@@ -50,6 +51,7 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
     ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"));
     if (!first_) head_.emplace(master("transformer.wte.weight"), tp_);
   }
+  device_ = parameters().front().tensor.device();
 }
 
 Tensor GptStage::forward(const Tensor& input) const {

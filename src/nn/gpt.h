@@ -45,6 +45,8 @@ class GptStage {
   Parameters parameters() const;
 
   const GptConfig& config() const { return config_; }
+  /// The device every parameter of this stage lives on.
+  Device device() const { return device_; }
   bool is_first() const { return first_; }
   bool is_last() const { return last_; }
 
@@ -52,6 +54,7 @@ class GptStage {
   const VocabParallelEmbedding& head() const { return head_ ? *head_ : *wte_; }
 
   GptConfig config_;
+  Device device_;
   comm::Communicator tp_;
   bool first_, last_;
   std::optional<VocabParallelEmbedding> wte_;   // first stage

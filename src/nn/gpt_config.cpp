@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 

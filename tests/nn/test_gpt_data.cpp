@@ -1,0 +1,132 @@
+// The pure parts of GPT training (1 process): byte corpus, window sampler, token batches,
+// learning-rate schedule and token sampling.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <set>
+
+#include "nn/byte_corpus.h"
+#include "nn/generate.h"
+#include "nn/lr_schedule.h"
+
+namespace mpitron::nn {
+namespace {
+
+TEST(WindowSampler, StepUnionIsTheSameForEveryReplicaCount) {
+  const std::int64_t train_bytes = 1000, seq = 16, global = 24;
+  WindowSampler one(train_bytes, seq, global, 1, 0, 9);
+  for (const int replicas : {2, 3, 4, 6}) {
+    std::vector<WindowSampler> parts;
+    for (int d = 0; d < replicas; ++d)
+      parts.emplace_back(train_bytes, seq, global, replicas, d, 9);
+    for (const std::int64_t step : {0, 1, 7, 40, 41}) {  // 40 crosses into the second epoch
+      const std::vector<std::int64_t> whole = one.starts(step);
+      std::multiset<std::int64_t> expected(whole.begin(), whole.end()), got;
+      for (WindowSampler& part : parts) {
+        const std::vector<std::int64_t> mine = part.starts(step);
+        EXPECT_EQ(static_cast<std::int64_t>(mine.size()), global / replicas);
+        got.insert(mine.begin(), mine.end());
+      }
+      EXPECT_EQ(got, expected) << replicas << " replicas, step " << step;
+    }
+  }
+}
+
+TEST(WindowSampler, EpochsArePermutationsOfEveryWindow) {
+  const std::int64_t train_bytes = 100, seq = 10;  // 90 windows, 9 steps of 10 per epoch
+  WindowSampler sampler(train_bytes, seq, 10, 1, 0, 3);
+  EXPECT_EQ(sampler.steps_per_epoch(), 9);
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+    std::set<std::int64_t> seen;
+    for (std::int64_t step = 0; step < 9; ++step) {
+      for (const std::int64_t s : sampler.starts(epoch * 9 + step)) {
+        EXPECT_TRUE(s >= 0 && s + seq < train_bytes);
+        seen.insert(s);
+      }
+    }
+    EXPECT_EQ(seen.size(), 90u);
+  }
+  EXPECT_NE(sampler.starts(0), sampler.starts(9));  // a new shuffle each epoch
+}
+
+TEST(WindowSampler, BadSizesHaveTheirMessages) {
+  try {
+    WindowSampler(10, 16, 8, 1, 0, 0);
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "training data of 10 bytes is shorter than one window of seq + 1 = 17 bytes");
+  }
+  EXPECT_THROW(WindowSampler(100, 16, 6, 4, 0, 0), std::invalid_argument);
+  EXPECT_THROW(WindowSampler(20, 16, 8, 1, 0, 0), std::invalid_argument);  // 4 windows < batch 8
+}
+
+TEST(TokenBatch, TargetsAreInputsShiftedByOneByte) {
+  const std::vector<std::uint8_t> bytes = {'a', 'b', 'c', 'd', 'e', 'f'};
+  const TokenBatch b = make_token_batch(bytes, {0, 2}, 3, Device::cpu);
+  EXPECT_EQ(b.inputs.shape(), (autograd::Shape{2, 3}));
+  EXPECT_EQ(b.inputs.to_vector(), (std::vector<double>{'a', 'b', 'c', 'c', 'd', 'e'}));
+  EXPECT_EQ(b.targets.to_vector(), (std::vector<double>{'b', 'c', 'd', 'd', 'e', 'f'}));
+  EXPECT_THROW(make_token_batch(bytes, {3}, 3, Device::cpu), std::out_of_range);
+  const std::vector<TokenBatch> parts = replica_micro_batches(b, 2, 1, 1);
+  ASSERT_EQ(parts.size(), 1u);
+  EXPECT_EQ(parts[0].inputs.to_vector(), (std::vector<double>{'c', 'd', 'e'}));
+  EXPECT_THROW(replica_micro_batches(b, 2, 0, 2), std::invalid_argument);
+}
+
+TEST(EvaluationWindows, NonOverlappingWindowsWhoseTargetsFit) {
+  // 33 bytes, seq 8: windows at 0, 8, 16, 24 (the last needs bytes up to 32).
+  EXPECT_EQ(evaluation_starts(33, 8, 0, 1, 0), (std::vector<std::int64_t>{0, 8, 16, 24}));
+  EXPECT_EQ(evaluation_starts(32, 8, 0, 1, 0), (std::vector<std::int64_t>{0, 8, 16}));
+  EXPECT_EQ(evaluation_starts(33, 8, 3, 2, 1), (std::vector<std::int64_t>{8}));
+  EXPECT_TRUE(evaluation_starts(5, 8, 0, 1, 0).empty());
+}
+
+TEST(ByteCorpus, BuiltinIsDeterministicTextAndFilesAreReadWhole) {
+  const ByteCorpus a = ByteCorpus::builtin(), b = ByteCorpus::builtin();
+  EXPECT_EQ(a.fingerprint(), b.fingerprint());
+  EXPECT_GE(a.bytes().size(), 65536u);
+  EXPECT_EQ(a.split(), a.bytes().size() * 9 / 10);
+  const auto path = std::filesystem::temp_directory_path() / "mpitron_corpus_test.txt";
+  std::ofstream(path, std::ios::binary) << std::string("hello\0world", 11);
+  EXPECT_EQ(ByteCorpus::from_file(path.string()).bytes().size(), 11u);
+  std::filesystem::remove(path);
+  try {
+    ByteCorpus::from_file(path.string());
+    ADD_FAILURE();
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), path.string() + ": cannot read: No such file or directory");
+  }
+}
+
+TEST(LrSchedule, LinearWarmupThenCosineToTheMinimum) {
+  const LrSchedule s{1e-3, 1e-4, 20, 200};
+  EXPECT_DOUBLE_EQ(s.at(1), 1e-3 / 20);
+  EXPECT_DOUBLE_EQ(s.at(20), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(200), 1e-4);
+  EXPECT_NEAR(s.at(110), 1e-4 + 0.5 * 9e-4, 1e-15);  // halfway: cos(pi / 2) = 0
+  const double p = (57.0 - 20.0) / 180.0;
+  EXPECT_NEAR(s.at(57), 1e-4 + 0.5 * 9e-4 * (1 + std::cos(std::numbers::pi * p)), 1e-15);
+}
+
+TEST(SampleToken, GreedyTopKAndInversion) {
+  const std::vector<double> logits = {0.0, 2.0, 2.0, std::log(0.5) + 2.0};
+  EXPECT_EQ(sample_token(logits, {0.0, 0, 0}, 0.99), 1);  // argmax, lowest id on ties
+  // Temperature 1: ids in the order 1, 2, 3, 0 with weights 1, 1, 1/2, e^-2.
+  const double z = 2.5 + std::exp(-2.0);
+  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 0.0), 1);
+  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 1.0 / z + 1e-9), 2);
+  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 2.5 / z - 1e-9), 3);
+  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 0.999999), 0);
+  // Top-2: only ids 1 and 2, half each.
+  EXPECT_EQ(sample_token(logits, {1.0, 2, 0}, 0.49), 1);
+  EXPECT_EQ(sample_token(logits, {1.0, 2, 0}, 0.51), 2);
+  EXPECT_THROW(sample_token(logits, {-1.0, 0, 0}, 0.5), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mpitron::nn
