@@ -20,17 +20,19 @@ constexpr int kHeaderTag = 7301;
 constexpr int kPayloadTag = 7302;
 constexpr std::int64_t kMagic = 0x6d7069747231;  // "mpitr1"
 
+constexpr std::int64_t kDTypes = 4;  // kernels::DType f32, f64, i32, i64, sent as 0..3
+
 // [magic, dtype, message limit, ndim, dims[kMaxTransferDims]]
 struct Header {
   std::array<std::int64_t, 4 + kMaxTransferDims> words{};
 
-  kernels::DType dtype() const { return words[1] == 1 ? kernels::DType::f64 : kernels::DType::f32; }
+  kernels::DType dtype() const { return static_cast<kernels::DType>(words[1]); }
   std::size_t limit() const { return static_cast<std::size_t>(words[2]); }
   std::span<const std::int64_t> shape() const {
     return {words.data() + 4, static_cast<std::size_t>(words[3])};
   }
   bool valid() const {
-    return words[0] == kMagic && (words[1] == 0 || words[1] == 1) && words[2] >= 1 &&
+    return words[0] == kMagic && words[1] >= 0 && words[1] < kDTypes && words[2] >= 1 &&
            words[2] <= static_cast<std::int64_t>(kMaxMessageElements) && words[3] >= 0 &&
            words[3] <= static_cast<std::int64_t>(kMaxTransferDims);
   }
@@ -158,7 +160,7 @@ SendRequest isend(const Communicator& comm, const Buffer& buffer,
   state->bytes = buffer.bytes();
   std::int64_t* words = state->header.words.data();
   words[0] = kMagic;
-  words[1] = buffer.dtype() == kernels::DType::f64 ? 1 : 0;
+  words[1] = static_cast<std::int64_t>(buffer.dtype());
   words[2] = static_cast<std::int64_t>(comm.max_message_elements());
   words[3] = static_cast<std::int64_t>(shape.size());
   std::copy(shape.begin(), shape.end(), words + 4);

@@ -6,8 +6,9 @@ using kernels::Buffer;
 using kernels::Device;
 
 Buffer& Staging::workspace(Slot slot, Device device, kernels::DType dtype, std::size_t numel) {
-  const std::size_t index = static_cast<std::size_t>(slot) * 4 + (device == Device::cuda ? 2 : 0) +
-                            (dtype == kernels::DType::f64 ? 1 : 0);
+  const std::size_t index =
+      (static_cast<std::size_t>(slot) * 2 + (device == Device::cuda ? 1 : 0)) * kKinds +
+      static_cast<std::size_t>(dtype);
   Buffer& buffer = buffers_[index];
   if (buffer.numel() < numel) {
     buffer = Buffer();  // release first, so the old and new storage never coexist

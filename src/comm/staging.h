@@ -26,7 +26,8 @@ class Staging {
                              std::size_t numel);
 
  private:
-  std::array<kernels::Buffer, 12> buffers_;
+  static constexpr std::size_t kKinds = 4;  // the kernels::DType values
+  std::array<kernels::Buffer, 3 * 2 * kKinds> buffers_;
 };
 
 /// True when MPI may read and write `buffer`'s memory directly on `comm`: host buffers unless

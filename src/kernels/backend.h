@@ -72,11 +72,4 @@ Backend& cuda_backend();
 int cuda_runtime_device_count() noexcept;
 #endif
 
-/// Calls `f(T{})` with T = float for f32 and double for f64.
-template <class F>
-decltype(auto) dispatch(DType dtype, F&& f) {
-  if (dtype == DType::f64) return f(double{});
-  return f(float{});
-}
-
 }  // namespace mpitron::kernels
