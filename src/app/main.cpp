@@ -4,6 +4,9 @@
 
 #include "app/attention.h"
 #include "app/bench_step.h"
+#include "app/eval.h"
+#include "app/export.h"
+#include "app/generate.h"
 #include "app/train.h"
 #include "app/train_dp.h"
 #include "app/validate.h"
@@ -24,6 +27,12 @@ int main(int argc, char** argv) {
   CLI::App& bench_command = mpitron::app::add_bench_command(app, bench);
   mpitron::app::TrainOptions train;
   CLI::App& train_command = mpitron::app::add_train_command(app, train);
+  mpitron::app::EvalOptions eval;
+  CLI::App& eval_command = mpitron::app::add_eval_command(app, eval);
+  mpitron::app::GenerateOptions generate;
+  CLI::App& generate_command = mpitron::app::add_generate_command(app, generate);
+  mpitron::app::ExportOptions export_options;
+  CLI::App& export_command = mpitron::app::add_export_command(app, export_options);
   mpitron::app::TrainDpOptions train_dp;
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
@@ -51,6 +60,9 @@ int main(int argc, char** argv) {
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_command) return mpitron::app::run_train(train, world);
+    if (eval_command) return mpitron::app::run_eval(eval, world);
+    if (generate_command) return mpitron::app::run_generate(generate, world);
+    if (export_command) return mpitron::app::run_export(export_options, world);
     if (train_dp_command) return mpitron::app::run_train_dp(train_dp, world);
     if (attention_command) return mpitron::app::run_attention(attention, world);
     return 1;

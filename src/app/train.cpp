@@ -12,6 +12,7 @@
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "nn/fault_injection.h"
+#include "nn/gpt_checkpoint.h"
 #include "nn/gpt_trainer.h"
 #include "nn/lr_schedule.h"
 
@@ -50,6 +51,10 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   c.add_option("--eval-iters", o.eval_iters, "Validation windows to use (0: all)")
       ->capture_default_str();
   c.add_option("--metrics", o.metrics, "Append one JSON object per step / eval to this file");
+  c.add_option("--save", o.save, "Write checkpoints into this folder (DIR/step_<k>/)");
+  c.add_option("--save-interval", o.save_interval, "Save every N steps (0: after the last step)")
+      ->capture_default_str();
+  c.add_option("--load", o.load, "Resume from the newest checkpoint in this folder");
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
   return c;
 }
@@ -64,7 +69,8 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
   }
   const std::pair<const char*, std::int64_t> non_negative[] = {{"warmup-steps", o.warmup_steps},
                                                                {"eval-interval", o.eval_interval},
-                                                               {"eval-iters", o.eval_iters}};
+                                                               {"eval-iters", o.eval_iters},
+                                                               {"save-interval", o.save_interval}};
   for (const auto& [name, value] : non_negative) {
     if (value < 0) throw comm::ConfigError(fmt::format("--{} must be >= 0, got {}", name, value));
   }
@@ -104,6 +110,8 @@ struct Run {
   nn::GptConfig config;
   nn::GptTrainOptions train;
   std::optional<nn::ByteCorpus> corpus;
+  std::optional<nn::GptCheckpoint> checkpoint;
+  std::uint64_t seed = 0;
   std::shared_ptr<spdlog::logger> log;
   std::string description;
 };
@@ -127,10 +135,20 @@ Run configure(const TrainOptions& o, comm::Communicator& world) {
     run.device = resolve_device(o.common.device);
     run.train.device = run.device;
     if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
+    run.seed = o.common.seed;
     try {
+      if (!o.load.empty()) {
+        run.checkpoint = nn::load_gpt_checkpoint(o.load, run.train.optimizer == nn::OptimizerKind::adamw);
+        if (const auto error = nn::checkpoint_config_error(*run.checkpoint, run.config)) {
+          throw comm::ConfigError(fmt::format("--load {}: {}", o.load, *error));
+        }
+        run.seed = run.checkpoint->meta.value("seed", run.seed);
+      }
       run.corpus = o.data.empty() ? nn::ByteCorpus::builtin() : nn::ByteCorpus::from_file(o.data);
       nn::WindowSampler(static_cast<std::int64_t>(run.corpus->split()), o.seq, o.global_batch,
-                        run.sizes.dp, 0, o.common.seed);
+                        run.sizes.dp, 0, run.seed);
+    } catch (const comm::ConfigError&) {
+      throw;
     } catch (const std::exception& e) {
       throw comm::ConfigError(e.what());
     }
@@ -142,7 +160,7 @@ Run configure(const TrainOptions& o, comm::Communicator& world) {
         MPITRON_VERSION, run.sizes.tp, run.sizes.pp, run.sizes.dp, kernels::to_string(run.device),
         o.dtype, o.vocab, o.layers, o.hidden, o.heads, o.seq, o.global_batch, o.micro_batch,
         o.steps, o.schedule, o.optimizer, o.lr, o.min_lr, o.warmup_steps, o.weight_decay,
-        o.grad_clip, o.common.seed, run.corpus->source(), run.corpus->bytes().size(),
+        o.grad_clip, run.seed, run.corpus->source(), run.corpus->bytes().size(),
         run.corpus->fingerprint());
   });
   return run;
@@ -177,11 +195,25 @@ class MetricsFile {
 int run_train(const TrainOptions& o, comm::Communicator world) {
   Run run = configure(o, world);
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
-  nn::GptTrainer trainer(run.config, nn::gpt2_init(o.common.seed, o.layers, run.train.dtype, run.device),
-                         topology, run.train);
+  const nn::MasterInit init =
+      run.checkpoint ? nn::checkpoint_init(*run.checkpoint, run.train.dtype, run.device)
+                     : nn::gpt2_init(run.seed, o.layers, run.train.dtype, run.device);
+  nn::GptTrainer trainer(run.config, init, topology, run.train);
+  std::int64_t first_step = 1;
+  if (run.checkpoint) {
+    if (run.train.optimizer == nn::OptimizerKind::adamw) {
+      nn::restore_optimizer(trainer, *run.checkpoint, topology);
+    }
+    first_step = run.checkpoint->step + 1;
+    run.log->info("resuming from {} step {} (saved by tp={} pp={} dp={}), seed {}", o.load,
+                  run.checkpoint->step, run.checkpoint->meta["topology"]["tp"].get<int>(),
+                  run.checkpoint->meta["topology"]["pp"].get<int>(),
+                  run.checkpoint->meta["topology"]["dp"].get<int>(), run.seed);
+    run.checkpoint.reset();
+  }
   const nn::ByteCorpus& corpus = *run.corpus;
   nn::WindowSampler sampler(static_cast<std::int64_t>(corpus.split()), o.seq, o.global_batch,
-                            run.sizes.dp, topology.dp_rank(), o.common.seed);
+                            run.sizes.dp, topology.dp_rank(), run.seed);
   const nn::LrSchedule schedule{o.lr, o.min_lr, o.warmup_steps, o.steps};
   const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
   const std::vector<double> counts =
@@ -210,7 +242,20 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     return trainer.evaluate(windows);
   };
   const auto start = std::chrono::steady_clock::now();
-  for (std::int64_t step = 1; step <= o.steps; ++step) {
+  const auto save = [&](std::int64_t step) {
+    nn::save_gpt_checkpoint(o.save, step, trainer, topology,
+                            {{"seed", run.seed},
+                             {"dtype", o.dtype},
+                             {"optimizer", o.optimizer},
+                             {"lr_schedule",
+                              {{"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps},
+                               {"total_steps", o.steps}, {"next_step", step + 1}}},
+                             {"sampler", {{"global_batch", o.global_batch}, {"next_step", step}}},
+                             {"data", corpus.source()},
+                             {"mpitron_version", MPITRON_VERSION}});
+    run.log->info("saved checkpoint {}/step_{}", o.save, step);
+  };
+  for (std::int64_t step = first_step; step <= o.steps; ++step) {
     const auto batches =
         micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);
     const double lr = schedule.at(step);
@@ -238,10 +283,14 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                     val_loss / std::log(2.0));
       metrics.write({{"step", step}, {"val_loss", val_loss}});
     }
+    if (!o.save.empty() &&
+        ((o.save_interval > 0 && step % o.save_interval == 0) || step == o.steps)) {
+      save(step);
+    }
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.log->info("train done: {} steps in {:.1f} s", o.steps, seconds);
+  run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);
   return 0;
 }
 

@@ -34,6 +34,9 @@ struct TrainOptions {
   std::int64_t eval_interval = 50;  ///< validation loss every N steps (and after the last)
   std::int64_t eval_iters = 0;      ///< validation windows used (0: all)
   std::string metrics;              ///< JSONL file appended by rank 0
+  std::string save;                 ///< checkpoint folder to write (empty: none)
+  std::int64_t save_interval = 0;   ///< save every N steps (0: only after the last step)
+  std::string load;                 ///< checkpoint folder to resume from (its newest step)
   std::string fault;                ///< test only: an nn::Fault name
 };
 
@@ -45,7 +48,11 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& options);
 /// validation loss at each eval interval. Returns 0, or 1 when the loss stops being finite
 /// (naming the step). Throws comm::ConfigError (agreed over all ranks, before any training)
 /// for sizes that do not divide, non-finite or non-positive rates or clip, unknown schedule /
-/// optimizer / dtype names, or unreadable, empty or too short data.
+/// optimizer / dtype names, unreadable, empty or too short data, or a --load checkpoint that is
+/// missing, damaged or of other model sizes. With --load the run continues at the step after
+/// the checkpoint's, on any topology (parameters and AdamW moments are resharded), with the
+/// checkpoint's --seed; with --save it writes DIR/step_<k>/ every --save-interval steps and
+/// after the last.
 int run_train(const TrainOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app

@@ -1,0 +1,31 @@
+#include "app/export.h"
+
+#include "app/checkpoint_loading.h"
+#include "nn/gpt_names.h"
+#include "nn/safetensors.h"
+
+namespace mpitron::app {
+
+CLI::App& add_export_command(CLI::App& app, ExportOptions& o) {
+  CLI::App& c = *app.add_subcommand(
+      "export", "Write a checkpoint as one dense safetensors file with GPT-2 / nanoGPT names");
+  add_common_options(c, o.common);
+  c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
+  c.add_option("--out", o.out, "The .safetensors file to write")->required();
+  return c;
+}
+
+int run_export(const ExportOptions& o, comm::Communicator world) {
+  const LoadedRun run =
+      load_checkpoint_agreed("export", o.common, o.load, world,
+                             [](const nn::GptCheckpoint&, const ParallelSizes&) {});
+  if (world.rank() == 0) {
+    nn::write_safetensors(o.out, nn::gpt_export_tensors(run.checkpoint.full),
+                          {{"format", "pt"}, {"source", o.load}});
+    run.log->info("export: wrote {} ({} layers, hidden {}, step {})", o.out,
+                  run.checkpoint.config.layers, run.checkpoint.config.hidden, run.checkpoint.step);
+  }
+  return 0;
+}
+
+}  // namespace mpitron::app
