@@ -41,6 +41,14 @@ void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp
   EXPECT_LE(std::abs(result.loss - expected_loss), tolerance * std::abs(expected_loss));
   for (const Parameter& p : trainer.parameters()) {
     SCOPED_TRACE(p.name);
+    if (p.name.ends_with("attn.k.bias")) {
+      // Exactly zero in exact arithmetic (q.b_k is the same for every key, and softmax ignores
+      // a constant per row): both sides hold rounding noise, about 1e-17 in float64 and 1e-9
+      // in float32, so only its size is checked.
+      for (const double g : p.tensor.grad().to_vector())
+        EXPECT_LE(std::abs(g), 1e-6);
+      continue;
+    }
     const Tensor expected = slice_of(expected_grad(p.name), p, topology.tp_rank(), tp);
     EXPECT_LE(max_rel_error(p.tensor.grad(), expected), tolerance);
   }
@@ -132,7 +140,7 @@ TEST(GptSizes, EveryRuleHasItsMessage) {
   EXPECT_EQ(gpt_size_error({256, 8, 4, 16, 4}, 2, 2), std::nullopt);
   EXPECT_EQ(gpt_size_error({256, 8, 4, 18, 4}, 1, 1), "hidden 18 is not divisible by heads 4");
   EXPECT_EQ(gpt_size_error({256, 8, 4, 16, 4}, 8, 1), "heads 4 is not divisible by tp 8");
-  EXPECT_EQ(gpt_size_error({250, 8, 4, 16, 2}, 2, 1), "vocab 250 is not divisible by tp 2");
+  EXPECT_EQ(gpt_size_error({255, 8, 4, 16, 2}, 2, 1), "vocab 255 is not divisible by tp 2");
   EXPECT_EQ(gpt_size_error({256, 8, 3, 16, 4}, 1, 2), "layers 3 is not divisible by pp 2");
   EXPECT_EQ(gpt_size_error({256, 0, 4, 16, 4}, 1, 1), "block size must be >= 1, got 0");
 }
