@@ -155,14 +155,29 @@ TEST_F(Safetensors, TruncatedWrittenFileIsShortData) {
               names("short data: tensor 'w' needs data bytes [0, 64) but the file holds 63"));
 }
 
-TEST_F(Safetensors, AskingForAMissingOrIntegerTensorAsFloatsIsAnError) {
-  write_safetensors(dir / "a.safetensors", {{"ids", Int64Tensor{{1}, {3}}}});
+TEST_F(Safetensors, IntegerTensorsRoundTripAndMissingNamesAreErrors) {
+  const Tensor tokens = Tensor::from_indices({-3, 0, 1LL << 40}, {3});
+  write_safetensors(dir / "a.safetensors", {{"ids", Int64Tensor{{1}, {3}}},
+                                            {"tokens", tokens},
+                                            {"small", Tensor::zeros({2}, DType::i32)}});
   SafetensorsReader reader(dir / "a.safetensors");
+  ASSERT_NE(reader.find("tokens"), nullptr);
+  ASSERT_NE(reader.find("small"), nullptr);
+  EXPECT_EQ(reader.find("tokens")->dtype, StoredDType::i64);
+  const Tensor read = reader.read_tensor("tokens");
+  EXPECT_EQ(read.dtype(), DType::i64);
+  EXPECT_EQ(read.to_vector(), tokens.to_vector());
+  EXPECT_EQ(reader.read_tensor("ids").to_vector(), std::vector<double>{3});
+  EXPECT_EQ(reader.find("small")->dtype, StoredDType::i32);
+  EXPECT_EQ(reader.read_tensor("small").dtype(), DType::i32);
+  EXPECT_EQ(reader.read_tensor("small").to_vector(), (std::vector<double>{0, 0}));
   EXPECT_EQ(reader.find("nope"), nullptr);
   EXPECT_THAT(message_of<CheckpointError>([&] { reader.read_tensor("nope"); }),
               names("a.safetensors: no tensor 'nope'"));
-  EXPECT_THAT(message_of<CheckpointError>([&] { reader.read_tensor("ids"); }),
-              names("tensor 'ids' is I64, not a float tensor"));
+  write_safetensors(dir / "b.safetensors", {{"f", Tensor::zeros({1})}});
+  SafetensorsReader floats(dir / "b.safetensors");
+  EXPECT_THAT(message_of<CheckpointError>([&] { floats.read_int64("f"); }),
+              names("tensor 'f' is F32, not I64"));
 }
 
 TEST_F(Safetensors, WriterRejectsBadInputAndLeavesNoFile) {
