@@ -40,8 +40,42 @@ Tensor scale(const Tensor& x, double alpha);
 /// GELU, exact (erf) by default or the tanh approximation; see kernels::GeluForm.
 Tensor gelu(const Tensor& x, GeluForm form = GeluForm::exact);
 
-/// Numerically stable softmax over the last dim (subtracts the row max).
-Tensor softmax(const Tensor& x);
+/// Numerically stable softmax over the last dim of scale * x (subtracts the row max):
+/// softmax(x, causal, scale)[..., i, j] = softmax_j(scale * x[..., i, :]). With `causal`, x is
+/// [..., seq, seq] attention scores and the entries j > i are masked (-inf before the max, so
+/// probability exactly 0), as in a decoder (Vaswani et al., arXiv:1706.03762, sec. 3.2.3); no
+/// mask tensor is made. Throws std::invalid_argument when x is a scalar, or when `causal` and x
+/// is not [..., n, n].
+Tensor softmax(const Tensor& x, bool causal = false, double scale = 1.0);
+
+/// Layer normalization over the last dim (Ba, Kiros & Hinton, arXiv:1607.06450;
+/// torch.nn.functional.layer_norm with normalized_shape [C]): x [..., C], weight and bias [C];
+/// y = (x - mean) / sqrt(var + eps) * weight + bias with the biased variance of each row.
+/// Throws std::invalid_argument "layer_norm: weight [..] does not match the last dim of x [..]"
+/// (or bias), and on a dtype/device mismatch.
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
+
+/// Embedding lookup (torch.nn.functional.embedding): weight [V, C] float, indices int32/int64 of
+/// any shape [...] on weight's device -> [..., C], row indices[...] of weight. The gradient
+/// reaches weight only (repeated indices accumulate). Throws std::invalid_argument naming the
+/// first position (row-major) whose index is outside [0, V) and its value, when indices is not
+/// an integer tensor, or weight not 2-D.
+Tensor embedding(const Tensor& weight, const Tensor& indices);
+
+/// Embedding lookup in a slice of a larger table: weight [rows, C] holds rows [first_row,
+/// first_row + rows) of it; an index outside that range gives a zero row and no gradient (no
+/// error: the caller checks the full vocabulary range). Summed over the slices of all ranks this
+/// is `embedding` of the whole table (Megatron-LM's VocabParallelEmbedding, arXiv:1909.08053).
+/// Throws std::invalid_argument as `embedding` for non-integer indices or a non-2-D weight.
+Tensor embedding_slice(const Tensor& weight, const Tensor& indices, std::int64_t first_row);
+
+/// Mean cross-entropy of logits [..., V] (float) against integer class targets [...] (int32 or
+/// int64, leading dims equal to logits'), over all positions: mean(logsumexp(logits) -
+/// logits[target]) as a scalar (shape {}); torch.nn.functional.cross_entropy(reduction="mean").
+/// Stable for logits of any magnitude (subtracts the row max). The gradient reaches logits only.
+/// Throws std::invalid_argument naming the first position whose target is outside [0, V) and
+/// its value, when the shapes do not fit, or when targets is not an integer tensor.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
 
 /// Mean squared error, mean over all elements: pred and target have equal shapes; result is a
 /// scalar (shape {}). torch.nn.functional.mse_loss(reduction="mean"). `target` gets no gradient.

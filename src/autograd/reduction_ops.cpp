@@ -10,15 +10,19 @@ namespace mpitron::autograd {
 
 using detail::empty_like;
 
-Tensor softmax(const Tensor& x) {
+Tensor softmax(const Tensor& x, bool causal, double scale) {
   if (x.ndim() < 1) throw std::invalid_argument("softmax: needs at least one dim, got a scalar");
+  if (causal && (x.ndim() < 2 || x.size(-2) != x.size(-1))) {
+    throw std::invalid_argument(fmt::format(
+        "softmax: causal needs square [..., n, n] scores, got {}", to_string(x.shape())));
+  }
   const auto cols = static_cast<std::size_t>(x.size(-1));
   Tensor y = empty_like(x);
-  kernels::softmax_forward(x.buffer(), cols, y.buffer());
+  kernels::softmax_forward(x.buffer(), cols, y.buffer(), causal, scale);
   const Tensor saved = y.detach();
-  return detail::record("softmax", y, {x}, [saved, cols](const Tensor& dy) {
+  return detail::record("softmax", y, {x}, [saved, cols, scale](const Tensor& dy) {
     Tensor dx = empty_like(saved);
-    kernels::softmax_backward(saved.buffer(), dy.buffer(), cols, dx.buffer());
+    kernels::softmax_backward(saved.buffer(), dy.buffer(), cols, dx.buffer(), scale);
     return std::vector<Tensor>{dx};
   });
 }

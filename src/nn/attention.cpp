@@ -78,7 +78,7 @@ std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t
 }
 
 Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
-                                 std::int64_t heads) {
+                                 std::int64_t heads, bool causal) {
   autograd::check_same_shape("multi_head_attention_core", q, k);
   autograd::check_same_shape("multi_head_attention_core", q, v);
   if (q.ndim() != 3 || heads < 1 || q.size(2) % heads != 0) {
@@ -93,15 +93,17 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
   const auto per_head = [&](const Tensor& t) {
     return autograd::transpose(autograd::reshape(t, {batch, seq, heads, head_dim}), 1, 2);
   };
-  const Tensor scores =
-      autograd::scale(autograd::matmul(per_head(q), per_head(k), false, /*trans_b=*/true),
-                      1.0 / std::sqrt(static_cast<double>(head_dim)));
-  const Tensor context = autograd::matmul(autograd::softmax(scores), per_head(v));
+  const Tensor scores = autograd::matmul(per_head(q), per_head(k), false, /*trans_b=*/true);
+  const Tensor weights =
+      autograd::softmax(scores, causal, 1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const Tensor context = autograd::matmul(weights, per_head(v));
   return autograd::reshape(autograd::transpose(context, 1, 2), {batch, seq, width});
 }
 
-MultiHeadAttention::MultiHeadAttention(const AttentionWeights& weights, std::int64_t heads)
+MultiHeadAttention::MultiHeadAttention(const AttentionWeights& weights, std::int64_t heads,
+                                       bool causal)
     : heads_(heads_per_rank(weights.q.weight.size(0), heads, 1)),
+      causal_(causal),
       q_(weights.q),
       k_(weights.k),
       v_(weights.v),
@@ -109,7 +111,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionWeights& weights, std::int
 
 Tensor MultiHeadAttention::forward(const Tensor& x) const {
   return out_.forward(
-      multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x), heads_));
+      multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x), heads_, causal_));
 }
 
 Parameters MultiHeadAttention::parameters() const {
@@ -118,16 +120,17 @@ Parameters MultiHeadAttention::parameters() const {
 
 ParallelMultiHeadAttention::ParallelMultiHeadAttention(const AttentionWeights& master,
                                                        std::int64_t heads,
-                                                       const comm::Communicator& tp)
+                                                       const comm::Communicator& tp, bool causal)
     : local_heads_(heads_per_rank(master.q.weight.size(0), heads, tp.size())),
+      causal_(causal),
       q_(master.q, tp, /*gather_output=*/false),
       k_(master.k, tp, /*gather_output=*/false),
       v_(master.v, tp, /*gather_output=*/false),
       out_(master.out, tp, /*input_is_parallel=*/true) {}
 
 Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
-  return out_.forward(
-      multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x), local_heads_));
+  return out_.forward(multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x),
+                                                local_heads_, causal_));
 }
 
 Parameters ParallelMultiHeadAttention::parameters() const {

@@ -38,23 +38,26 @@ std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t
 
 /// Scaled dot-product attention of projected activations, for `heads` heads:
 /// q, k, v [batch, seq, heads*head_dim] -> softmax(q_h k_h^T / sqrt(head_dim)) v_h per head,
-/// reassembled as [batch, seq, heads*head_dim]. The softmax subtracts the row max (stable).
+/// reassembled as [batch, seq, heads*head_dim]. The softmax subtracts the row max (stable) and
+/// applies the 1/sqrt(head_dim) scale itself (autograd::softmax). With `causal`, position i
+/// attends to positions j <= i only (a decoder; Vaswani et al. sec. 3.2.3), without a mask tensor.
 /// Throws std::invalid_argument when the last dim is not divisible by heads or shapes differ.
 Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
-                                 std::int64_t heads);
+                                 std::int64_t heads, bool causal = false);
 
 /// Dense multi-head attention owning copies of `weights`: x [batch, seq, embed] ->
-/// out(attention(q(x), k(x), v(x))) [batch, seq, embed].
+/// out(attention(q(x), k(x), v(x))) [batch, seq, embed], causal when constructed so.
 class MultiHeadAttention {
  public:
   /// Throws std::invalid_argument when attention_size_error(embed, heads, 1) reports one.
-  MultiHeadAttention(const AttentionWeights& weights, std::int64_t heads);
+  MultiHeadAttention(const AttentionWeights& weights, std::int64_t heads, bool causal = false);
   Tensor forward(const Tensor& x) const;
   /// q.weight, q.bias, k.weight, k.bias, v.weight, v.bias, out.weight, out.bias.
   Parameters parameters() const;
 
  private:
   std::int64_t heads_;
+  bool causal_;
   Linear q_, k_, v_, out_;
 };
 
@@ -62,13 +65,13 @@ class MultiHeadAttention {
 /// [t heads/tp, (t+1) heads/tp), i.e. rows [t embed/tp, (t+1) embed/tp) of the q, k and v
 /// weights and biases, and the same columns of the output weight; the output bias is
 /// replicated and added once after the all-reduce. The output equals the dense block's on every
-/// TP rank.
+/// TP rank; `causal` as in MultiHeadAttention (heads are independent, so masking is local).
 class ParallelMultiHeadAttention {
  public:
   /// Throws std::invalid_argument when attention_size_error(embed, heads, tp.size()) reports
   /// one (before any communication).
   ParallelMultiHeadAttention(const AttentionWeights& master, std::int64_t heads,
-                             const comm::Communicator& tp);
+                             const comm::Communicator& tp, bool causal = false);
   /// x [batch, seq, embed] (the same on every TP rank) -> [batch, seq, embed].
   Tensor forward(const Tensor& x) const;
   /// q/k/v.weight [embed/tp, embed], q/k/v.bias [embed/tp], out.weight [embed, embed/tp],
@@ -77,6 +80,7 @@ class ParallelMultiHeadAttention {
 
  private:
   std::int64_t local_heads_;
+  bool causal_;
   ColumnParallelLinear q_, k_, v_;
   RowParallelLinear out_;
 };

@@ -12,10 +12,6 @@ std::string layout_text(int split_dim) {
   return split_dim == kReplicated ? "replicated" : fmt::format("split along dim {}", split_dim);
 }
 
-StoredDType stored(DType dtype) {
-  return dtype == DType::f32 ? StoredDType::f32 : StoredDType::f64;
-}
-
 [[noreturn]] void mismatch(const SafetensorsReader& shard, const std::string& what) {
   throw CheckpointError(fmt::format("{}: {}", shard.path().string(), what));
 }
@@ -37,9 +33,9 @@ Shape saved_shape(const SafetensorsReader& shard, const TensorRecord& record, in
 void check_slice(const SafetensorsReader& shard, const TensorRecord& record, int tp) {
   const SafetensorsEntry* entry = shard.find(record.name);
   if (entry == nullptr) mismatch(shard, fmt::format("no tensor '{}'", record.name));
-  if (entry->dtype != stored(record.dtype)) {
+  if (entry->dtype != stored_dtype(record.dtype)) {
     mismatch(shard, fmt::format("tensor '{}' is {} but the model wants {}", record.name,
-                                to_string(entry->dtype), to_string(stored(record.dtype))));
+                                to_string(entry->dtype), to_string(stored_dtype(record.dtype))));
   }
   if (tp > 1 && saved_split_dim(shard, record.name) != record.split_dim) {
     mismatch(shard, fmt::format("tensor '{}' was saved {} but the model wants it {}", record.name,

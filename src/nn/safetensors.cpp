@@ -21,12 +21,17 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr const char* kMetadataKey = "__metadata__";
 
-std::size_t element_size(StoredDType dtype) {
-  return dtype == StoredDType::f32 ? 4 : 8;
+constexpr StoredDType kStoredDTypes[] = {StoredDType::f32, StoredDType::f64, StoredDType::i32,
+                                         StoredDType::i64};
+constexpr autograd::DType kTensorDTypes[] = {autograd::DType::f32, autograd::DType::f64,
+                                             autograd::DType::i32, autograd::DType::i64};
+
+autograd::DType tensor_dtype(StoredDType dtype) {
+  return kTensorDTypes[static_cast<int>(dtype)];
 }
 
-StoredDType stored_dtype(autograd::DType dtype) {
-  return dtype == autograd::DType::f32 ? StoredDType::f32 : StoredDType::f64;
+std::size_t element_size(StoredDType dtype) {
+  return kernels::dtype_size(tensor_dtype(dtype));
 }
 
 /// A host tensor's or int64 vector's bytes, with the header fields that describe them.
@@ -69,11 +74,11 @@ Payload payload_of(const NamedTensor& named) {
 StoredDType parse_dtype(const std::filesystem::path& path, const std::string& name,
                         const Json& value) {
   const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  for (StoredDType dtype : {StoredDType::f32, StoredDType::f64, StoredDType::i64}) {
+  for (StoredDType dtype : kStoredDTypes) {
     if (text == to_string(dtype)) return dtype;
   }
-  damaged(path, fmt::format("tensor '{}' has unknown dtype {} (mpitron reads F32, F64, I64)", name,
-                            value.dump()));
+  damaged(path, fmt::format("tensor '{}' has unknown dtype {} (mpitron reads F32, F64, I32, I64)",
+                            name, value.dump()));
 }
 
 /// Non-negative integers of a JSON array of `count` entries (any count when count < 0).
@@ -163,10 +168,19 @@ std::string to_string(StoredDType dtype) {
       return "F32";
     case StoredDType::f64:
       return "F64";
+    case StoredDType::i32:
+      return "I32";
     case StoredDType::i64:
       return "I64";
   }
   return "?";
+}
+
+StoredDType stored_dtype(autograd::DType dtype) {
+  for (int i = 0; i < 4; ++i) {
+    if (kTensorDTypes[i] == dtype) return kStoredDTypes[i];
+  }
+  throw std::invalid_argument("safetensors: unknown tensor dtype");
 }
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
@@ -264,12 +278,8 @@ void SafetensorsReader::read_bytes(const SafetensorsEntry& e, void* destination)
 
 autograd::Tensor SafetensorsReader::read_tensor(const std::string& name) {
   const SafetensorsEntry& e = entry(name);
-  if (e.dtype == StoredDType::i64) {
-    damaged(path_, fmt::format("tensor '{}' is I64, not a float tensor", name));
-  }
-  const autograd::DType dtype =
-      e.dtype == StoredDType::f32 ? autograd::DType::f32 : autograd::DType::f64;
-  autograd::Tensor tensor = autograd::Tensor::empty(e.shape, dtype, autograd::Device::cpu);
+  autograd::Tensor tensor =
+      autograd::Tensor::empty(e.shape, tensor_dtype(e.dtype), autograd::Device::cpu);
   read_bytes(e, tensor.buffer().data());
   return tensor;
 }

@@ -8,28 +8,13 @@
 
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
+#include "support/error_message.h"
 
 namespace mpitron::autograd::test {
 namespace {
 
-// Matches a message containing every one of `parts` (the op name and the offending shapes).
-template <class... Parts>
-auto names(const Parts&... parts) {
-  return ::testing::AllOf(::testing::HasSubstr(std::string(parts))...);
-}
-
-// The message of the `Exception` that `fn` throws; fails the test when it throws nothing (any
-// other exception type escapes and fails the test too).
-template <class Exception, class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Exception& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no exception thrown";
-  return "";
-}
+using mpitron::test::message_of;
+using mpitron::test::names;
 
 Tensor zeros(const Shape& shape) {
   return Tensor::zeros(shape);

@@ -1,4 +1,4 @@
-// A fresh, empty directory per test under the system temporary directory, removed afterwards;
+// A fresh, empty directory per test under the system temporary directory, removed afterwards,
 // and raw file helpers for the checkpoint tests.
 #pragma once
 
@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <initializer_list>
 #include <iterator>
 #include <string>
 
@@ -38,29 +37,6 @@ inline std::string file_bytes(const std::filesystem::path& path) {
 /// Replaces `path` with `bytes`.
 inline void put_file_bytes(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
-/// The message of the `Error` that `action` throws, or "(nothing thrown)". Other exceptions
-/// propagate, so the test fails on them.
-template <class Error, class Action>
-std::string message_of(Action&& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
-
-/// Success when `text` contains every one of `parts`.
-inline ::testing::AssertionResult contains(const std::string& text,
-                                           std::initializer_list<std::string> parts) {
-  for (const std::string& part : parts) {
-    if (text.find(part) == std::string::npos) {
-      return ::testing::AssertionFailure() << "'" << text << "' lacks '" << part << "'";
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 }  // namespace mpitron::nn

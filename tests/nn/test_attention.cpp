@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "nn/attention.h"
@@ -33,9 +34,10 @@ std::vector<double> naive_linear(const std::vector<double>& x, const LinearWeigh
   return y;
 }
 
-// Vaswani et al. eq. 1 per head with explicit loops: x [batch, seq, embed].
-std::vector<double> naive_attention(const Tensor& x, const AttentionWeights& w,
-                                    std::int64_t heads) {
+// Vaswani et al. eq. 1 per head with explicit loops: x [batch, seq, embed]; with `causal`, query
+// i sees keys j <= i only.
+std::vector<double> naive_attention(const Tensor& x, const AttentionWeights& w, std::int64_t heads,
+                                    bool causal = false) {
   const std::int64_t batch = x.size(0), seq = x.size(1), embed = x.size(2);
   const std::int64_t d = embed / heads, rows = batch * seq;
   const std::vector<double> in = x.to_vector();
@@ -45,9 +47,10 @@ std::vector<double> naive_attention(const Tensor& x, const AttentionWeights& w,
   for (std::int64_t b = 0; b < batch; ++b) {
     for (std::int64_t h = 0; h < heads; ++h) {
       for (std::int64_t i = 0; i < seq; ++i) {
-        std::vector<double> p(static_cast<std::size_t>(seq));
+        const std::int64_t keys = causal ? i + 1 : seq;
+        std::vector<double> p(static_cast<std::size_t>(keys));
         double largest = -INFINITY, total = 0.0;
-        for (std::int64_t j = 0; j < seq; ++j) {
+        for (std::int64_t j = 0; j < keys; ++j) {
           double dot = 0.0;
           for (std::int64_t c = 0; c < d; ++c) {
             dot += q[(b * seq + i) * embed + h * d + c] * k[(b * seq + j) * embed + h * d + c];
@@ -57,7 +60,7 @@ std::vector<double> naive_attention(const Tensor& x, const AttentionWeights& w,
         }
         for (double& value : p)
           total += (value = std::exp(value - largest));
-        for (std::int64_t j = 0; j < seq; ++j) {
+        for (std::int64_t j = 0; j < keys; ++j) {
           for (std::int64_t c = 0; c < d; ++c) {
             context[(b * seq + i) * embed + h * d + c] +=
                 p[j] / total * v[(b * seq + j) * embed + h * d + c];
@@ -79,21 +82,60 @@ TEST(MultiHeadAttention, DenseMatchesNaiveLoops) {
   expect_close(y, Tensor::from_vector(naive_attention(x, w, heads), x.shape(), DType::f64), 1e-12);
 }
 
+TEST(MultiHeadAttention, CausalDenseMatchesNaiveLoops) {
+  const std::int64_t embed = 12, heads = 3;
+  const AttentionWeights w = make_attention_weights_normal(embed, 5, DType::f64, Device::cpu);
+  const Tensor x = autograd::randn({2, 6, embed}, 10, 1.0, DType::f64);
+  const Tensor y = MultiHeadAttention(w, heads, /*causal=*/true).forward(x);
+  // As the non-causal case: a few ulps. Position 0 sees only itself: its output is out(v(x_0)).
+  expect_close(y, Tensor::from_vector(naive_attention(x, w, heads, true), x.shape(), DType::f64),
+               1e-12);
+  const Tensor full = MultiHeadAttention(w, heads).forward(x);
+  EXPECT_GT(std::abs(y.to_vector()[embed] - full.to_vector()[embed]), 1e-6);  // the mask acts
+}
+
+// Central differences (float64) through the fused causal, scaled softmax and both batched
+// products; tolerances as in the autograd gradchecks (atol 1e-6 + rtol 1e-5, >= 100x margin).
+TEST(MultiHeadAttention, CausalCoreGradcheck) {
+  const auto normal = [](std::uint64_t seed) {
+    return autograd::randn({2, 4, 6}, seed, 1.0, DType::f64);
+  };
+  const autograd::GradcheckResult result = autograd::gradcheck(
+      [](const std::vector<Tensor>& in) {
+        return multi_head_attention_core(in[0], in[1], in[2], 2, /*causal=*/true);
+      },
+      {normal(30), normal(31), normal(32)}, 1e-6, 1e-6, 1e-5);
+  EXPECT_TRUE(result.passed) << result.worst;
+}
+
 // Heads 2*tp of 4 dims each (embed 8 tp). Dense and TP compute the same sums in other orders, so
 // they differ by rounding: the longest chain of sums is the input gradient's (embed terms per
 // projection, <= 32 on 4 ranks, through softmax and two batched products), so f32 differs by
 // <~ 4 * 32 * 1.2e-7 = 1.5e-5 relative (2e-5 used); f64 by ~1e-14 (1e-11 used). A wrong shard,
 // a missing all-reduce or a doubled bias errs by O(1).
-class ParallelAttention : public ::testing::TestWithParam<DType> {};
+class ParallelAttention : public ::testing::TestWithParam<DType> {
+ protected:
+  void check_parallel_matches_dense(bool causal);
+};
 
 TEST_P(ParallelAttention, ForwardAndEveryGradientMatchDense) {
+  for (const bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    check_parallel_matches_dense(causal);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, ParallelAttention, ::testing::Values(DType::f64, DType::f32),
+                         [](const auto& info) { return kernels::to_string(info.param); });
+
+void ParallelAttention::check_parallel_matches_dense(bool causal) {
   const comm::Communicator& tp = test_world();
   const DType dtype = GetParam();
   const double tolerance = dtype == DType::f64 ? 1e-11 : 2e-5;
   const std::int64_t heads = 2 * tp.size(), embed = 4 * heads;
   const AttentionWeights w = make_attention_weights_normal(embed, 21, dtype, Device::cpu);
-  const ParallelMultiHeadAttention parallel(w, heads, tp);
-  const MultiHeadAttention dense(w, heads);
+  const ParallelMultiHeadAttention parallel(w, heads, tp, causal);
+  const MultiHeadAttention dense(w, heads, causal);
   Tensor x_parallel = autograd::randn({2, 3, embed}, 22, 1.0, dtype).set_requires_grad();
   Tensor x_dense = x_parallel.detach().clone().set_requires_grad();
   const Tensor dy = autograd::randn({2, 3, embed}, 23, 1.0, dtype);
@@ -120,9 +162,6 @@ TEST_P(ParallelAttention, ForwardAndEveryGradientMatchDense) {
     expect_close(mine[i].tensor.grad(), expected, tolerance);
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(Dtypes, ParallelAttention, ::testing::Values(DType::f64, DType::f32),
-                         [](const auto& info) { return kernels::to_string(info.param); });
 
 TEST(AttentionSizes, ReportsTheFirstRuleThatFails) {
   EXPECT_EQ(attention_size_error(512, 8, 4), std::nullopt);

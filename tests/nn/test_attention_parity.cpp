@@ -86,6 +86,32 @@ TEST_P(AttentionParity, ArangeWeightsForward) {
   expect_normwise_close(y, golden_.tensor("arange.out"), rtol());
 }
 
+// Causal attention (tools/make_golden_transformer.py -> causal_attention.json: embed 16, 4
+// heads, x [2, 8, 16], torch's masked_fill(-inf) + softmax) through the dense block with the fused
+// causal softmax; forward, dx and every parameter's gradient. Same tolerances (sums of <= 16
+// terms here, fewer than the 64 above).
+TEST_P(AttentionParity, CausalForwardAndGradients) {
+  const GoldenFile golden("causal_attention.json");
+  const auto layer = [&](const std::string& name) {
+    return LinearWeights{golden.tensor(name + ".weight", dtype(), device()),
+                         golden.tensor(name + ".bias", dtype(), device())};
+  };
+  const MultiHeadAttention attention({layer("q"), layer("k"), layer("v"), layer("out")}, kHeads,
+                                     /*causal=*/true);
+  Tensor x = golden.tensor("x", dtype(), device()).set_requires_grad();
+  const Tensor y = attention.forward(x);
+  expect_normwise_close(y, golden.tensor("out"), rtol());
+  autograd::sum(autograd::mul(y, golden.tensor("dy", dtype(), device()))).backward();
+  expect_normwise_close(x.grad(), golden.tensor("dx"), rtol());
+  const Parameters params = attention.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    SCOPED_TRACE(kNames[i]);
+    ASSERT_EQ(params[i].name, kNames[i]);
+    expect_normwise_close(params[i].tensor.grad(), golden.tensor(std::string("d") + kNames[i]),
+                          rtol());
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, AttentionParity, all_devices_and_dtypes(), device_dtype_name);
 
 }  // namespace

@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 
 #include "scratch_dir.h"
+#include "support/error_message.h"
 
 namespace mpitron::nn {
 namespace {
+
+using test::message_of;
+using test::names;
 
 /// A parameter of the fake model: its full record, its half of the model (0: first pp stage,
 /// 1: last) and whether the last stage holds a tied copy of it.
@@ -155,8 +159,8 @@ TEST_F(Checkpoint, IncompleteStepsAreNeverLoaded) {
   write_all_shards(dir, 2, 2, 2, model, fulls);
   EXPECT_FALSE(step_complete(dir, 2));
   EXPECT_EQ(latest_step(dir), 1);
-  EXPECT_TRUE(contains(load_error(2, records_of(model)),
-                       {"step_2: incomplete checkpoint (no DONE marker)"}));
+  EXPECT_THAT(load_error(2, records_of(model)),
+              names("step_2: incomplete checkpoint (no DONE marker)"));
   finish_step(dir, 2, meta_of(2, 2));
   EXPECT_EQ(latest_step(dir), 2);
 
@@ -207,29 +211,28 @@ TEST_F(Checkpoint, MissingAndDamagedFilesAreNamed) {
   const std::filesystem::path shard = shard_path(dir, 5, 1, 1);
   const std::string bytes = file_bytes(shard);
   put_file_bytes(shard, bytes.substr(0, bytes.size() - 4));
-  EXPECT_TRUE(
-      contains(load_error(5, records_of(model)), {shard.string(), ": short data: tensor '"}));
+  EXPECT_THAT(load_error(5, records_of(model)), names(shard.string(), ": short data: tensor '"));
   std::filesystem::remove(shard);
-  EXPECT_TRUE(contains(load_error(5, records_of(model)), {shard.string(), ": missing shard file"}));
+  EXPECT_THAT(load_error(5, records_of(model)), names(shard.string(), ": missing shard file"));
 
   // Another shard's file under this name.
   std::filesystem::copy_file(shard_path(dir, 5, 0, 1), shard);
-  EXPECT_TRUE(contains(load_error(5, records_of(model)),
-                       {shard.string(), "metadata tp_rank is '0', expected 1"}));
+  EXPECT_THAT(load_error(5, records_of(model)),
+              names(shard.string(), "metadata tp_rank is '0', expected 1"));
 
   // finish_step refuses a step with a missing shard and writes no DONE.
   write_all_shards(dir, 6, 2, 1, model, fulls);
   std::filesystem::remove(shard_path(dir, 6, 1, 0));
-  EXPECT_TRUE(contains(message_of<CheckpointError>([&] { finish_step(dir, 6, meta_of(2, 1)); }),
-                       {shard_path(dir, 6, 1, 0).string(), "missing shard file"}));
+  EXPECT_THAT(message_of<CheckpointError>([&] { finish_step(dir, 6, meta_of(2, 1)); }),
+              names(shard_path(dir, 6, 1, 0).string(), "missing shard file"));
   EXPECT_FALSE(step_complete(dir, 6));
   EXPECT_THROW(finish_step(dir, 6, {{"seed", 1}}), std::invalid_argument);
 
   std::filesystem::remove(dir / "step_5" / "meta.json");
-  EXPECT_TRUE(contains(load_error(5, records_of(model)), {"step_5/meta.json: missing"}));
+  EXPECT_THAT(load_error(5, records_of(model)), names("step_5/meta.json: missing"));
   put_file_bytes(dir / "step_5" / "meta.json", R"({"topology": {"tp": 2}})");
-  EXPECT_TRUE(contains(load_error(5, records_of(model)),
-                       {"meta.json: has topology {\"tp\":2} without a positive integer \"pp\""}));
+  EXPECT_THAT(load_error(5, records_of(model)),
+              names("meta.json: has topology {\"tp\":2} without a positive integer \"pp\""));
 }
 
 TEST_F(Checkpoint, MismatchedRecordsAreNamed) {
@@ -238,24 +241,23 @@ TEST_F(Checkpoint, MismatchedRecordsAreNamed) {
   auto wanted = [&](const std::string& name, int split_dim, Shape shape, DType dtype) {
     return std::vector<TensorRecord>{{name, split_dim, std::move(shape), dtype}};
   };
-  EXPECT_TRUE(contains(load_error(7, wanted("nope", 0, {4}, DType::f32)),
-                       {"step_7: no tensor 'nope' in the tp rank 0 shard file of any of the 2 pp "
-                        "stages"}));
-  EXPECT_TRUE(contains(load_error(7, wanted("h.0.q.weight", 0, {8, 6}, DType::f32)),
-                       {stage0_tp0,
-                        "tensor 'h.0.q.weight' has shape [2, 6] but the model wants "
-                        "[4, 6] (full shape [8, 6] over tp 2)"}));
-  EXPECT_TRUE(
-      contains(load_error(7, wanted("h.0.proj.bias", kReplicated, {7}, DType::f32)),
-               {stage0_tp0, "tensor 'h.0.proj.bias' has shape [6] but the model wants [7]"}));
-  EXPECT_TRUE(contains(load_error(7, wanted("h.0.q.weight", 0, {4, 6}, DType::f64)),
-                       {stage0_tp0, "tensor 'h.0.q.weight' is F32 but the model wants F64"}));
-  EXPECT_TRUE(contains(load_error(7, wanted("h.0.q.weight", 1, {4, 6}, DType::f32)),
-                       {stage0_tp0,
-                        "tensor 'h.0.q.weight' was saved split along dim 0 but the "
-                        "model wants it split along dim 1"}));
-  EXPECT_TRUE(contains(load_error(7, wanted("h.0.q.weight", 0, {5, 6}, DType::f32)),
-                       {"the wanted full shape [5, 6] cannot be cut into the saved tp 2 slices"}));
+  EXPECT_THAT(load_error(7, wanted("nope", 0, {4}, DType::f32)),
+              names("step_7: no tensor 'nope' in the tp rank 0 shard file of any of the 2 pp "
+                    "stages"));
+  EXPECT_THAT(load_error(7, wanted("h.0.q.weight", 0, {8, 6}, DType::f32)),
+              names(stage0_tp0,
+                    "tensor 'h.0.q.weight' has shape [2, 6] but the model wants "
+                    "[4, 6] (full shape [8, 6] over tp 2)"));
+  EXPECT_THAT(load_error(7, wanted("h.0.proj.bias", kReplicated, {7}, DType::f32)),
+              names(stage0_tp0, "tensor 'h.0.proj.bias' has shape [6] but the model wants [7]"));
+  EXPECT_THAT(load_error(7, wanted("h.0.q.weight", 0, {4, 6}, DType::f64)),
+              names(stage0_tp0, "tensor 'h.0.q.weight' is F32 but the model wants F64"));
+  EXPECT_THAT(load_error(7, wanted("h.0.q.weight", 1, {4, 6}, DType::f32)),
+              names(stage0_tp0,
+                    "tensor 'h.0.q.weight' was saved split along dim 0 but the "
+                    "model wants it split along dim 1"));
+  EXPECT_THAT(load_error(7, wanted("h.0.q.weight", 0, {5, 6}, DType::f32)),
+              names("the wanted full shape [5, 6] cannot be cut into the saved tp 2 slices"));
   EXPECT_THROW(load_full_tensors(dir, 7, wanted("h.0.q.weight", 2, {4, 6}, DType::f32)),
                std::invalid_argument);
 
@@ -265,10 +267,10 @@ TEST_F(Checkpoint, MismatchedRecordsAreNamed) {
   write_all_shards(dir, 8, 1, 2, model, fulls);
   write_shard(dir, 8, 0, 1, {{"wte.weight", other["wte.weight"], 0}});
   finish_step(dir, 8, meta_of(1, 2));
-  EXPECT_TRUE(contains(
-      load_error(8, wanted("wte.weight", 0, {8, 6}, DType::f32)),
-      {shard_path(dir, 8, 0, 1).string(),
-       "tensor 'wte.weight' differs from its tied copy in " + shard_path(dir, 8, 0, 0).string()}));
+  EXPECT_THAT(load_error(8, wanted("wte.weight", 0, {8, 6}, DType::f32)),
+              names(shard_path(dir, 8, 0, 1).string(),
+                    "tensor 'wte.weight' differs from its tied copy in " +
+                        shard_path(dir, 8, 0, 0).string()));
 }
 
 }  // namespace

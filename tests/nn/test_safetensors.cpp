@@ -8,9 +8,13 @@
 #include <limits>
 
 #include "scratch_dir.h"
+#include "support/error_message.h"
 
 namespace mpitron::nn {
 namespace {
+
+using test::message_of;
+using test::names;
 
 using autograd::DType;
 using autograd::Shape;
@@ -105,64 +109,75 @@ TEST_F(Safetensors, EachKindOfDamageHasItsMessage) {
   const std::string path = (dir / "bad.safetensors").string();
   const std::string f32x2 = R"("dtype":"F32","shape":[2])";
   const std::string eight(8, 'x');
-  EXPECT_TRUE(contains(damage("abc"), {path, "3 bytes, fewer than the 8-byte header length"}));
-  EXPECT_TRUE(contains(damage(raw_file("{}", "", 1000)),
-                       {path, "header length 1000 is beyond the file (10 bytes)"}));
-  EXPECT_TRUE(contains(damage(raw_file(R"({"a": )", "")), {path, "bad JSON header"}));
-  EXPECT_TRUE(contains(damage(raw_file("[1, 2]", "")), {"the JSON header is not an object"}));
-  EXPECT_TRUE(contains(
+  EXPECT_THAT(damage("abc"), names(path, "3 bytes, fewer than the 8-byte header length"));
+  EXPECT_THAT(damage(raw_file("{}", "", 1000)),
+              names(path, "header length 1000 is beyond the file (10 bytes)"));
+  EXPECT_THAT(damage(raw_file(R"({"a": )", "")), names(path, "bad JSON header"));
+  EXPECT_THAT(damage(raw_file("[1, 2]", "")), names("the JSON header is not an object"));
+  EXPECT_THAT(
       damage(raw_file(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", "xxxx")),
-      {path, "tensor 'a' has unknown dtype \"BF16\""}));
-  EXPECT_TRUE(contains(
-      damage(raw_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight)),
-      {"tensor 'a' has shape [-2], not a list of non-negative integers"}));
-  EXPECT_TRUE(contains(damage(raw_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight)),
-                       {"tensor 'a' is {", "not {\"dtype\", \"shape\", \"data_offsets\"}"}));
-  EXPECT_TRUE(contains(damage(raw_file(R"({"__metadata__":{"k":1}})", "")),
-                       {"__metadata__ is not an object of strings"}));
-  EXPECT_TRUE(contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[8,0]}})", eight)),
-                       {path, "tensor 'a' has data_offsets [8, 0] out of order"}));
-  EXPECT_TRUE(contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" +
-                                           f32x2 + R"(,"data_offsets":[4,12]}})",
-                                       eight + "yyyy")),
-                       {path, "tensors 'a' [0, 8] and 'b' [4, 12] overlap"}));
-  EXPECT_TRUE(contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" +
-                                           f32x2 + R"(,"data_offsets":[12,20]}})",
-                                       eight + eight + "yyyy")),
-                       {path, "data bytes [8, 12) before tensor 'b' belong to no tensor"}));
-  EXPECT_TRUE(
-      contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" + f32x2 +
-                                   R"(,"data_offsets":[100,108]}})",
-                               eight)),
-               {path, "tensor 'b' data_offsets [100, 108] lie beyond the 8 bytes of data"}));
-  EXPECT_TRUE(
-      contains(damage(raw_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight)),
-               {path,
-                "tensor 'a' of shape [3] and dtype F32 needs 12 bytes but its data_offsets [0, 8] "
-                "hold 8"}));
-  EXPECT_TRUE(
-      contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]}})", "xxxx")),
-               {path, "short data: tensor 'a' needs data bytes [0, 8) but the file holds 4"}));
-  EXPECT_TRUE(
-      contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]}})", eight + "zz")),
-               {path, "2 bytes after the last tensor's data"}));
+      names(path, "tensor 'a' has unknown dtype \"BF16\""));
+  EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight)),
+              names("tensor 'a' has shape [-2], not a list of non-negative integers"));
+  EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight)),
+              names("tensor 'a' is {", "not {\"dtype\", \"shape\", \"data_offsets\"}"));
+  EXPECT_THAT(damage(raw_file(R"({"__metadata__":{"k":1}})", "")),
+              names("__metadata__ is not an object of strings"));
+  EXPECT_THAT(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[8,0]}})", eight)),
+              names(path, "tensor 'a' has data_offsets [8, 0] out of order"));
+  EXPECT_THAT(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" + f32x2 +
+                                  R"(,"data_offsets":[4,12]}})",
+                              eight + "yyyy")),
+              names(path, "tensors 'a' [0, 8] and 'b' [4, 12] overlap"));
+  EXPECT_THAT(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" + f32x2 +
+                                  R"(,"data_offsets":[12,20]}})",
+                              eight + eight + "yyyy")),
+              names(path, "data bytes [8, 12) before tensor 'b' belong to no tensor"));
+  EXPECT_THAT(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" + f32x2 +
+                                  R"(,"data_offsets":[100,108]}})",
+                              eight)),
+              names(path, "tensor 'b' data_offsets [100, 108] lie beyond the 8 bytes of data"));
+  EXPECT_THAT(
+      damage(raw_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight)),
+      names(path,
+            "tensor 'a' of shape [3] and dtype F32 needs 12 bytes but its data_offsets [0, 8] "
+            "hold 8"));
+  EXPECT_THAT(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]}})", "xxxx")),
+              names(path, "short data: tensor 'a' needs data bytes [0, 8) but the file holds 4"));
+  EXPECT_THAT(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]}})", eight + "zz")),
+              names(path, "2 bytes after the last tensor's data"));
 }
 
 TEST_F(Safetensors, TruncatedWrittenFileIsShortData) {
   write_safetensors(dir / "bad.safetensors", {{"w", Tensor::zeros({4, 4})}});
   const std::string bytes = file_bytes(dir / "bad.safetensors");
-  EXPECT_TRUE(contains(damage(bytes.substr(0, bytes.size() - 1)),
-                       {"short data: tensor 'w' needs data bytes [0, 64) but the file holds 63"}));
+  EXPECT_THAT(damage(bytes.substr(0, bytes.size() - 1)),
+              names("short data: tensor 'w' needs data bytes [0, 64) but the file holds 63"));
 }
 
-TEST_F(Safetensors, AskingForAMissingOrIntegerTensorAsFloatsIsAnError) {
-  write_safetensors(dir / "a.safetensors", {{"ids", Int64Tensor{{1}, {3}}}});
+TEST_F(Safetensors, IntegerTensorsRoundTripAndMissingNamesAreErrors) {
+  const Tensor tokens = Tensor::from_indices({-3, 0, 1LL << 40}, {3});
+  write_safetensors(dir / "a.safetensors", {{"ids", Int64Tensor{{1}, {3}}},
+                                            {"tokens", tokens},
+                                            {"small", Tensor::zeros({2}, DType::i32)}});
   SafetensorsReader reader(dir / "a.safetensors");
+  ASSERT_NE(reader.find("tokens"), nullptr);
+  ASSERT_NE(reader.find("small"), nullptr);
+  EXPECT_EQ(reader.find("tokens")->dtype, StoredDType::i64);
+  const Tensor read = reader.read_tensor("tokens");
+  EXPECT_EQ(read.dtype(), DType::i64);
+  EXPECT_EQ(read.to_vector(), tokens.to_vector());
+  EXPECT_EQ(reader.read_tensor("ids").to_vector(), std::vector<double>{3});
+  EXPECT_EQ(reader.find("small")->dtype, StoredDType::i32);
+  EXPECT_EQ(reader.read_tensor("small").dtype(), DType::i32);
+  EXPECT_EQ(reader.read_tensor("small").to_vector(), (std::vector<double>{0, 0}));
   EXPECT_EQ(reader.find("nope"), nullptr);
-  EXPECT_TRUE(contains(message_of<CheckpointError>([&] { reader.read_tensor("nope"); }),
-                       {"a.safetensors: no tensor 'nope'"}));
-  EXPECT_TRUE(contains(message_of<CheckpointError>([&] { reader.read_tensor("ids"); }),
-                       {"tensor 'ids' is I64, not a float tensor"}));
+  EXPECT_THAT(message_of<CheckpointError>([&] { reader.read_tensor("nope"); }),
+              names("a.safetensors: no tensor 'nope'"));
+  write_safetensors(dir / "b.safetensors", {{"f", Tensor::zeros({1})}});
+  SafetensorsReader floats(dir / "b.safetensors");
+  EXPECT_THAT(message_of<CheckpointError>([&] { floats.read_int64("f"); }),
+              names("tensor 'f' is F32, not I64"));
 }
 
 TEST_F(Safetensors, WriterRejectsBadInputAndLeavesNoFile) {
@@ -171,16 +186,15 @@ TEST_F(Safetensors, WriterRejectsBadInputAndLeavesNoFile) {
         [&] { write_safetensors(dir / "out.safetensors", tensors); });
   };
   const Tensor t = Tensor::zeros({2});
-  EXPECT_TRUE(contains(message({{"a", t}, {"a", t}}), {"tensor name 'a'", "repeated"}));
-  EXPECT_TRUE(contains(message({{"__metadata__", t}}), {"reserved"}));
-  EXPECT_TRUE(contains(message({{"a", Tensor()}}), {"tensor 'a' is undefined"}));
-  EXPECT_TRUE(
-      contains(message({{"a", Int64Tensor{{3}, {1, 2}}}}), {"'a' has 2 values for shape [3]"}));
+  EXPECT_THAT(message({{"a", t}, {"a", t}}), names("tensor name 'a'", "repeated"));
+  EXPECT_THAT(message({{"__metadata__", t}}), names("reserved"));
+  EXPECT_THAT(message({{"a", Tensor()}}), names("tensor 'a' is undefined"));
+  EXPECT_THAT(message({{"a", Int64Tensor{{3}, {1, 2}}}}), names("'a' has 2 values for shape [3]"));
   EXPECT_TRUE(std::filesystem::is_empty(dir));
-  EXPECT_TRUE(contains(message_of<std::runtime_error>([&] {
-                         write_safetensors(dir / "missing" / "out.safetensors", {{"a", t}});
-                       }),
-                       {"cannot write", "missing/out.safetensors"}));
+  EXPECT_THAT(message_of<std::runtime_error>([&] {
+                write_safetensors(dir / "missing" / "out.safetensors", {{"a", t}});
+              }),
+              names("cannot write", "missing/out.safetensors"));
 }
 
 }  // namespace

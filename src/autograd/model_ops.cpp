@@ -1,0 +1,151 @@
+// The differentiable ops of a transformer language model beyond linear algebra: layer_norm,
+// embedding (whole table or a vocabulary slice) and cross_entropy.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "autograd/op_util.h"
+#include "autograd/ops.h"
+
+namespace mpitron::autograd {
+
+using detail::empty_like;
+using detail::needs_grad;
+
+namespace {
+
+// Throws unless `indices` is an int32/int64 tensor on `like`'s device.
+void check_indices(const char* op, const char* name, const Tensor& indices, const Tensor& like) {
+  if (kernels::is_floating(indices.dtype()) || indices.device() != like.device()) {
+    throw std::invalid_argument(fmt::format("{}: {} must be int32 or int64 on {}, got {} on {}", op,
+                                            name, kernels::to_string(like.device()),
+                                            kernels::to_string(indices.dtype()),
+                                            kernels::to_string(indices.device())));
+  }
+  if (!kernels::is_floating(like.dtype())) {
+    throw std::invalid_argument(fmt::format("{}: {} must be float32 or float64, got {}", op,
+                                            to_string(like.shape()),
+                                            kernels::to_string(like.dtype())));
+  }
+}
+
+// The first (row-major) position of `indices` whose value is outside [0, limit), with the value.
+std::optional<std::pair<std::size_t, std::int64_t>> first_outside(const Tensor& indices,
+                                                                  std::int64_t limit) {
+  const kernels::Buffer host = indices.buffer().to(kernels::Device::cpu);
+  return kernels::dispatch_index(
+      host.dtype(), [&]<class I>(I) -> std::optional<std::pair<std::size_t, std::int64_t>> {
+        const I* values = host.data_as<I>();
+        for (std::size_t i = 0; i < host.numel(); ++i) {
+          const auto value = static_cast<std::int64_t>(values[i]);
+          if (value < 0 || value >= limit) return std::pair{i, value};
+        }
+        return std::nullopt;
+      });
+}
+
+void check_weight_2d(const char* op, const Tensor& weight) {
+  if (weight.ndim() != 2) {
+    throw std::invalid_argument(
+        fmt::format("{}: weight {} must be [rows, embedding_dim]", op, to_string(weight.shape())));
+  }
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  detail::check_compatible("layer_norm", {x, weight, bias});
+  for (const auto& [name, param] : {std::pair{"weight", &weight}, std::pair{"bias", &bias}}) {
+    if (param->ndim() != 1 || x.ndim() < 1 || param->size(0) != x.size(-1)) {
+      throw std::invalid_argument(
+          fmt::format("layer_norm: {} {} does not match the last dim of x {}", name,
+                      to_string(param->shape()), to_string(x.shape())));
+    }
+  }
+  const auto cols = static_cast<std::size_t>(x.size(-1));
+  const auto rows = static_cast<std::int64_t>(cols == 0 ? 0 : x.numel() / x.size(-1));
+  Tensor y = empty_like(x);
+  Tensor mean = empty_like(x, {rows}), rstd = empty_like(x, {rows});
+  kernels::layer_norm_forward(x.buffer(), weight.buffer(), bias.buffer(), cols, eps, y.buffer(),
+                              mean.buffer(), rstd.buffer());
+  return detail::record(
+      "layer_norm", y, {x, weight, bias}, [x, weight, bias, mean, rstd, cols](const Tensor& dy) {
+        Tensor dx = empty_like(x), dweight = empty_like(weight), dbias = empty_like(bias);
+        kernels::layer_norm_backward(x.buffer(), weight.buffer(), mean.buffer(), rstd.buffer(),
+                                     dy.buffer(), cols, dx.buffer(), dweight.buffer(),
+                                     dbias.buffer());
+        return std::vector<Tensor>{needs_grad(x) ? dx : Tensor(),
+                                   needs_grad(weight) ? dweight : Tensor(),
+                                   needs_grad(bias) ? dbias : Tensor()};
+      });
+}
+
+Tensor embedding_slice(const Tensor& weight, const Tensor& indices, std::int64_t first_row) {
+  check_weight_2d("embedding_slice", weight);
+  check_indices("embedding_slice", "indices", indices, weight);
+  const auto cols = static_cast<std::size_t>(weight.size(1));
+  Shape out_shape = indices.shape();
+  out_shape.push_back(weight.size(1));
+  Tensor out = empty_like(weight, out_shape);
+  kernels::embedding_forward(weight.buffer(), cols, indices.buffer(), first_row, out.buffer());
+  const Tensor saved = indices.detach();
+  const Shape weight_shape = weight.shape();
+  return detail::record("embedding", out, {weight},
+                        [saved, first_row, cols, weight_shape](const Tensor& dout) {
+                          Tensor dweight = Tensor::zeros(weight_shape, dout.dtype(), dout.device());
+                          kernels::embedding_backward(dout.buffer(), saved.buffer(), first_row,
+                                                      cols, dweight.buffer());
+                          return std::vector<Tensor>{dweight};
+                        });
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices) {
+  check_weight_2d("embedding", weight);
+  check_indices("embedding", "indices", indices, weight);
+  if (const auto bad = first_outside(indices, weight.size(0))) {
+    throw std::invalid_argument(
+        fmt::format("embedding: index {} at position {} of indices {} is outside [0, {})",
+                    bad->second, bad->first, to_string(indices.shape()), weight.size(0)));
+  }
+  return embedding_slice(weight, indices, 0);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  check_indices("cross_entropy", "targets", targets, logits);
+  Shape leading = logits.shape();
+  if (!leading.empty()) leading.pop_back();
+  if (logits.ndim() < 1 || targets.shape() != leading || logits.size(-1) < 1) {
+    throw std::invalid_argument(
+        fmt::format("cross_entropy: targets {} do not match the leading dims of logits {}",
+                    to_string(targets.shape()), to_string(logits.shape())));
+  }
+  const std::int64_t vocab = logits.size(-1);
+  if (const auto bad = first_outside(targets, vocab)) {
+    throw std::invalid_argument(
+        fmt::format("cross_entropy: target {} at position {} of targets {} is outside [0, {})",
+                    bad->second, bad->first, to_string(targets.shape()), vocab));
+  }
+  const auto cols = static_cast<std::size_t>(vocab);
+  const std::int64_t rows = targets.numel();
+  Tensor row_max = empty_like(logits, {rows}), sum_exp = empty_like(logits, {rows});
+  Tensor target_logit = empty_like(logits, {rows}), loss = empty_like(logits, {});
+  kernels::row_max(logits.buffer(), cols, row_max.buffer());
+  kernels::cross_entropy_stats(logits.buffer(), cols, targets.buffer(), 0, row_max.buffer(),
+                               sum_exp.buffer(), target_logit.buffer());
+  kernels::cross_entropy_loss(row_max.buffer(), sum_exp.buffer(), target_logit.buffer(),
+                              loss.buffer());
+  const Tensor saved_targets = targets.detach();
+  return detail::record("cross_entropy", loss, {logits},
+                        [logits, saved_targets, row_max, sum_exp, cols](const Tensor& dloss) {
+                          Tensor dlogits = empty_like(logits);
+                          kernels::cross_entropy_backward(
+                              logits.buffer(), cols, saved_targets.buffer(), 0, row_max.buffer(),
+                              sum_exp.buffer(), dloss.buffer(), dlogits.buffer());
+                          return std::vector<Tensor>{dlogits};
+                        });
+}
+
+}  // namespace mpitron::autograd

@@ -1,0 +1,121 @@
+// layer_norm, embedding, embedding_slice, cross_entropy and the causal scaled softmax: central-
+// difference gradchecks (float64, tolerances in autograd_test_support.h), forward values against
+// loops written here, and bad input with its message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+#include "autograd_test_support.h"
+
+namespace mpitron::autograd::test {
+namespace {
+
+class ModelOps : public DeviceTest<Device> {};
+
+TEST_P(ModelOps, LayerNormGradcheck) {
+  EXPECT_TRUE(gradcheck_passes([](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); },
+                               {normal({2, 3, 5}, 60, 2.0), normal({5}, 61), normal({5}, 62)}));
+}
+
+TEST_P(ModelOps, CausalScaledSoftmaxGradcheckAndMask) {
+  const Tensor x = normal({2, 4, 4}, 63, 2.0);
+  EXPECT_TRUE(gradcheck_passes([](const Inputs& in) { return softmax(in[0], true, 0.5); }, {x}));
+  const std::vector<double> y = softmax(x, true, 0.5).to_vector();
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (i % 4 > (i / 4) % 4) EXPECT_EQ(y[i], 0.0) << "masked element " << i;
+  }
+}
+
+TEST_P(ModelOps, EmbeddingGathersRowsAndGradchecks) {
+  const Tensor weight = normal({5, 3}, 64);
+  const Tensor ids = Tensor::from_indices({4, 0, 4, 2, 1, 4}, {2, 3}, device());
+  const Tensor out = embedding(weight, ids);
+  ASSERT_EQ(out.shape(), (Shape{2, 3, 3}));
+  const std::vector<double> w = weight.to_vector(), got = out.to_vector();
+  const int rows[] = {4, 0, 4, 2, 1, 4};
+  for (int i = 0; i < 6; ++i) {
+    for (int c = 0; c < 3; ++c)
+      EXPECT_EQ(got[i * 3 + c], w[rows[i] * 3 + c]);
+  }
+  // Index 4 appears three times: its gradient accumulates.
+  EXPECT_TRUE(
+      gradcheck_passes([ids](const Inputs& in) { return embedding(in[0], ids); }, {weight}));
+}
+
+TEST_P(ModelOps, EmbeddingSliceZeroesOtherRowsAndGradchecks) {
+  const Tensor weight = normal({3, 2}, 65);  // rows [4, 7) of a larger table
+  const Tensor ids = Tensor::from_indices({3, 4, 6, 7, 5, 4}, {6}, device());
+  const std::vector<double> got = embedding_slice(weight, ids, 4).to_vector();
+  const std::vector<double> w = weight.to_vector();
+  const int local[] = {-1, 0, 2, -1, 1, 0};
+  for (int i = 0; i < 6; ++i) {
+    for (int c = 0; c < 2; ++c)
+      EXPECT_EQ(got[i * 2 + c], local[i] < 0 ? 0.0 : w[local[i] * 2 + c]);
+  }
+  EXPECT_TRUE(gradcheck_passes([ids](const Inputs& in) { return embedding_slice(in[0], ids, 4); },
+                               {weight}));
+}
+
+TEST_P(ModelOps, CrossEntropyMatchesLogSumExpAndGradchecks) {
+  const Tensor logits = normal({2, 3, 5}, 66, 3.0);
+  const Tensor targets = Tensor::from_vector({0, 4, 2, 1, 3, 4}, {2, 3}, DType::i32, device());
+  const std::vector<double> l = logits.to_vector();
+  const int t[] = {0, 4, 2, 1, 3, 4};
+  double want = 0.0;
+  for (int r = 0; r < 6; ++r) {
+    double sum = 0.0;
+    for (int v = 0; v < 5; ++v)
+      sum += std::exp(l[r * 5 + v]);
+    want += (std::log(sum) - l[r * 5 + t[r]]) / 6.0;
+  }
+  const Tensor loss = cross_entropy(logits, targets);
+  EXPECT_EQ(loss.shape(), Shape{});
+  EXPECT_NEAR(loss.item(), want, 1e-13);  // float64, sums of 5 O(20) terms
+  EXPECT_TRUE(gradcheck_passes(
+      [targets](const Inputs& in) { return cross_entropy(in[0], targets); }, {logits}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ModelOps, ::testing::Values(Device::cpu, Device::cuda),
+                         ParamName());
+
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+
+TEST(ModelOpsBadInput, MessagesNameTheOpAndTheValues) {
+  const Tensor x = Tensor::zeros({2, 4}), w3 = Tensor::zeros({3}), w4 = Tensor::zeros({4});
+  EXPECT_EQ(message_of([&] { layer_norm(x, w3, w4); }),
+            "layer_norm: weight [3] does not match the last dim of x [2, 4]");
+  EXPECT_EQ(message_of([&] { layer_norm(x, w4, w3); }),
+            "layer_norm: bias [3] does not match the last dim of x [2, 4]");
+  const Tensor table = Tensor::zeros({5, 2});
+  EXPECT_EQ(message_of([&] {
+              embedding(table, Tensor::from_indices({1, 5, -1}, {3}));
+            }),
+            "embedding: index 5 at position 1 of indices [3] is outside [0, 5)");
+  EXPECT_EQ(message_of([&] { embedding(table, Tensor::zeros({2})); }),
+            "embedding: indices must be int32 or int64 on cpu, got float32 on cpu");
+  const Tensor logits = Tensor::zeros({2, 3, 4});
+  EXPECT_EQ(message_of([&] {
+              cross_entropy(logits, Tensor::from_indices({0, 1, 2, 3, 4, 0}, {2, 3}));
+            }),
+            "cross_entropy: target 4 at position 4 of targets [2, 3] is outside [0, 4)");
+  EXPECT_EQ(message_of([&] {
+              cross_entropy(logits, Tensor::from_indices({0, 1}, {2}));
+            }),
+            "cross_entropy: targets [2] do not match the leading dims of logits [2, 3, 4]");
+  EXPECT_EQ(message_of([&] { softmax(logits, true); }),
+            "softmax: causal needs square [..., n, n] scores, got [2, 3, 4]");
+}
+
+}  // namespace
+}  // namespace mpitron::autograd::test
