@@ -7,9 +7,10 @@
 
 namespace mpitron::app {
 
-LoadedRun load_checkpoint_agreed(const std::string& what, const CommonOptions& common,
-                                 const std::string& load, comm::Communicator& world,
-                                 const std::function<void(const nn::GptCheckpoint&, const ParallelSizes&)>& extra_checks) {
+LoadedRun load_checkpoint_agreed(
+    const std::string& what, const CommonOptions& common, const std::string& load,
+    comm::Communicator& world,
+    const std::function<void(const nn::GptCheckpoint&, const ParallelSizes&)>& extra_checks) {
   LoadedRun run;
   comm::agree_on_configuration(world, [&] {
     run.sizes = resolve_parallel_sizes(common, world.size());

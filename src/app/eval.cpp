@@ -26,22 +26,25 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
 int run_eval(const EvalOptions& o, comm::Communicator world) {
   std::optional<nn::ByteCorpus> corpus;
   std::int64_t seq = o.seq;
-  LoadedRun run = load_checkpoint_agreed("eval", o.common, o.load, world, [&](const nn::GptCheckpoint& ckpt, const ParallelSizes&) {
-    if (seq == 0) seq = ckpt.config.block_size;
-    if (seq < 1 || seq > ckpt.config.block_size) {
-      throw comm::ConfigError(fmt::format("--seq {} must be in [1, {}] (the checkpoint's block size)",
-                                          seq, ckpt.config.block_size));
-    }
-    try {
-      corpus = nn::ByteCorpus::from_file(o.data);
-    } catch (const std::exception& e) {
-      throw comm::ConfigError(e.what());
-    }
-    if (static_cast<std::int64_t>(corpus->bytes().size()) < seq + 1) {
-      throw comm::ConfigError(fmt::format("{}: {} bytes, shorter than one window of seq + 1 = {}",
-                                          o.data, corpus->bytes().size(), seq + 1));
-    }
-  });
+  LoadedRun run = load_checkpoint_agreed(
+      "eval", o.common, o.load, world, [&](const nn::GptCheckpoint& ckpt, const ParallelSizes&) {
+        if (seq == 0) seq = ckpt.config.block_size;
+        if (seq < 1 || seq > ckpt.config.block_size) {
+          throw comm::ConfigError(
+              fmt::format("--seq {} must be in [1, {}] (the checkpoint's block size)", seq,
+                          ckpt.config.block_size));
+        }
+        try {
+          corpus = nn::ByteCorpus::from_file(o.data);
+        } catch (const std::exception& e) {
+          throw comm::ConfigError(e.what());
+        }
+        if (static_cast<std::int64_t>(corpus->bytes().size()) < seq + 1) {
+          throw comm::ConfigError(
+              fmt::format("{}: {} bytes, shorter than one window of seq + 1 = {}", o.data,
+                          corpus->bytes().size(), seq + 1));
+        }
+      });
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
   nn::GptTrainOptions options;
   options.device = run.device;
@@ -56,8 +59,10 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   }
   const double loss = model.evaluate(windows);
   const std::int64_t count = (length - 1) / seq;
-  run.log->info("eval: {} step {} on {} ({} windows of {} bytes): loss {:.6f} nats per byte, {:.6f} bits per byte",
-                o.load, run.checkpoint.step, o.data, count, seq, loss, loss / std::log(2.0));
+  run.log->info(
+      "eval: {} step {} on {} ({} windows of {} bytes): loss {:.6f} nats per byte, {:.6f} bits per "
+      "byte",
+      o.load, run.checkpoint.step, o.data, count, seq, loss, loss / std::log(2.0));
   if (!o.common.json.empty() && world.rank() == 0) {
     write_json(o.common.json, {{"loss", loss},
                                {"bits_per_byte", loss / std::log(2.0)},

@@ -16,9 +16,8 @@ CLI::App& add_export_command(CLI::App& app, ExportOptions& o) {
 }
 
 int run_export(const ExportOptions& o, comm::Communicator world) {
-  const LoadedRun run =
-      load_checkpoint_agreed("export", o.common, o.load, world,
-                             [](const nn::GptCheckpoint&, const ParallelSizes&) {});
+  const LoadedRun run = load_checkpoint_agreed(
+      "export", o.common, o.load, world, [](const nn::GptCheckpoint&, const ParallelSizes&) {});
   if (world.rank() == 0) {
     nn::write_safetensors(o.out, nn::gpt_export_tensors(run.checkpoint.full),
                           {{"format", "pt"}, {"source", o.load}});

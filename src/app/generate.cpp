@@ -26,17 +26,20 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
 }
 
 int run_generate(const GenerateOptions& o, comm::Communicator world) {
-  LoadedRun run = load_checkpoint_agreed("generate", o.common, o.load, world, [&](const nn::GptCheckpoint&, const ParallelSizes& sizes) {
-    if (sizes.pp != 1) {
-      throw comm::ConfigError("generate runs the whole model on one stage: --pp must be 1");
-    }
-    if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
-    if (o.tokens < 0 || o.top_k < 0 || !(o.temperature >= 0.0) || !std::isfinite(o.temperature)) {
-      throw comm::ConfigError(
-          fmt::format("--tokens {}, --top-k {} and --temperature {} must be finite and >= 0",
-                      o.tokens, o.top_k, o.temperature));
-    }
-  });
+  LoadedRun run = load_checkpoint_agreed(
+      "generate", o.common, o.load, world,
+      [&](const nn::GptCheckpoint&, const ParallelSizes& sizes) {
+        if (sizes.pp != 1) {
+          throw comm::ConfigError("generate runs the whole model on one stage: --pp must be 1");
+        }
+        if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
+        if (o.tokens < 0 || o.top_k < 0 || !(o.temperature >= 0.0) ||
+            !std::isfinite(o.temperature)) {
+          throw comm::ConfigError(
+              fmt::format("--tokens {}, --top-k {} and --temperature {} must be finite and >= 0",
+                          o.tokens, o.top_k, o.temperature));
+        }
+      });
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
   const nn::GptStage stage(run.checkpoint.config,
                            nn::checkpoint_init(run.checkpoint, autograd::DType::f32, run.device),
@@ -44,9 +47,8 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
   std::vector<std::int64_t> prompt;
   for (const char ch : o.prompt)
     prompt.push_back(static_cast<unsigned char>(ch));
-  const std::vector<std::int64_t> ids =
-      nn::generate(stage, topology.tp_comm(), prompt, o.tokens,
-                   {o.temperature, o.top_k, o.common.seed});
+  const std::vector<std::int64_t> ids = nn::generate(stage, topology.tp_comm(), prompt, o.tokens,
+                                                     {o.temperature, o.top_k, o.common.seed});
   if (world.rank() == 0) {
     std::string text;
     for (const std::int64_t id : ids)

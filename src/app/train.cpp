@@ -22,7 +22,8 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   CLI::App& c = *app.add_subcommand(
       "train", "Train a GPT-2-style byte-level language model with TP, PP (1F1B) and DP");
   add_common_options(c, o.common);
-  c.add_option("--data", o.data, "Training text, any file read as bytes (default: built-in corpus)");
+  c.add_option("--data", o.data,
+               "Training text, any file read as bytes (default: built-in corpus)");
   c.add_option("--vocab", o.vocab, "Vocabulary size (bytes use 0..255)")->capture_default_str();
   c.add_option("--layers", o.layers, "Transformer blocks")->capture_default_str();
   c.add_option("--hidden", o.hidden, "Hidden size")->capture_default_str();
@@ -78,17 +79,19 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
       {"lr", o.lr}, {"min-lr", o.min_lr}, {"grad-clip", o.grad_clip}};
   for (const auto& [name, value] : rates) {
     if (!std::isfinite(value) || !(value > 0.0)) {
-      throw comm::ConfigError(fmt::format("--{} must be a finite positive number, got {}", name, value));
+      throw comm::ConfigError(
+          fmt::format("--{} must be a finite positive number, got {}", name, value));
     }
   }
   if (!std::isfinite(o.weight_decay) || o.weight_decay < 0.0) {
-    throw comm::ConfigError(fmt::format("--weight-decay must be finite and >= 0, got {}", o.weight_decay));
+    throw comm::ConfigError(
+        fmt::format("--weight-decay must be finite and >= 0, got {}", o.weight_decay));
   }
   if (const auto error = nn::gpt_size_error(config, s.tp, s.pp)) throw comm::ConfigError(*error);
   if (o.global_batch % (o.micro_batch * s.dp) != 0) {
-    throw comm::ConfigError(fmt::format(
-        "--global-batch {} is not divisible by --micro-batch {} x dp {}", o.global_batch,
-        o.micro_batch, s.dp));
+    throw comm::ConfigError(
+        fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
+                    o.global_batch, o.micro_batch, s.dp));
   }
   if (o.vocab < 256) {
     throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
@@ -126,7 +129,8 @@ Run configure(const TrainOptions& o, comm::Communicator& world) {
         "schedule", o.schedule,
         {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});
     run.train.optimizer = parse_choice<nn::OptimizerKind>(
-        "optimizer", o.optimizer, {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});
+        "optimizer", o.optimizer,
+        {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});
     run.train.dtype = parse_choice<kernels::DType>(
         "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
     run.train.lr = o.lr;
@@ -138,7 +142,8 @@ Run configure(const TrainOptions& o, comm::Communicator& world) {
     run.seed = o.common.seed;
     try {
       if (!o.load.empty()) {
-        run.checkpoint = nn::load_gpt_checkpoint(o.load, run.train.optimizer == nn::OptimizerKind::adamw);
+        run.checkpoint =
+            nn::load_gpt_checkpoint(o.load, run.train.optimizer == nn::OptimizerKind::adamw);
         if (const auto error = nn::checkpoint_config_error(*run.checkpoint, run.config)) {
           throw comm::ConfigError(fmt::format("--load {}: {}", o.load, *error));
         }
@@ -172,8 +177,9 @@ std::vector<nn::TokenBatch> micro_batches(const nn::ByteCorpus& corpus,
                                           kernels::Device device) {
   std::vector<nn::TokenBatch> batches;
   for (std::size_t i = 0; i < starts.size(); i += static_cast<std::size_t>(micro_batch)) {
-    const std::vector<std::int64_t> part(starts.begin() + static_cast<std::ptrdiff_t>(i),
-                                         starts.begin() + static_cast<std::ptrdiff_t>(i) + micro_batch);
+    const std::vector<std::int64_t> part(
+        starts.begin() + static_cast<std::ptrdiff_t>(i),
+        starts.begin() + static_cast<std::ptrdiff_t>(i) + micro_batch);
     batches.push_back(nn::make_token_batch(corpus.bytes(), part, seq, device));
   }
   return batches;
@@ -224,10 +230,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       "step ({} schedule), global batch {} ({} tokens); data {} ({} bytes: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, world.size(), kernels::to_string(run.device),
-      o.dtype, o.layers, o.hidden, o.heads, o.seq, o.vocab, fmt::join(counts, ", "),
-      micro_per_step, o.micro_batch, o.schedule, o.global_batch, o.global_batch * o.seq,
-      corpus.source(), corpus.bytes().size(), corpus.split(),
-      corpus.bytes().size() - corpus.split());
+      o.dtype, o.layers, o.hidden, o.heads, o.seq, o.vocab, fmt::join(counts, ", "), micro_per_step,
+      o.micro_batch, o.schedule, o.global_batch, o.global_batch * o.seq, corpus.source(),
+      corpus.bytes().size(), corpus.split(), corpus.bytes().size() - corpus.split());
 
   const MetricsFile metrics(o.metrics, world.rank() == 0);
   metrics.write({{"config", run.description}});
@@ -248,8 +253,11 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                              {"dtype", o.dtype},
                              {"optimizer", o.optimizer},
                              {"lr_schedule",
-                              {{"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps},
-                               {"total_steps", o.steps}, {"next_step", step + 1}}},
+                              {{"lr", o.lr},
+                               {"min_lr", o.min_lr},
+                               {"warmup_steps", o.warmup_steps},
+                               {"total_steps", o.steps},
+                               {"next_step", step + 1}}},
                              {"sampler", {{"global_batch", o.global_batch}, {"next_step", step}}},
                              {"data", corpus.source()},
                              {"mpitron_version", MPITRON_VERSION}});

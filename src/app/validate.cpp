@@ -84,10 +84,9 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   const ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
                             options.tolerance, *log};
   std::vector<CheckResult> results;
-  for (const auto& check :
-       {check_tensor_parallel, check_tensor_parallel_attention, check_transformer_block,
-        check_vocab_parallel, check_pipeline_parallel, check_data_parallel, check_combined,
-        check_gpt}) {
+  for (const auto& check : {check_tensor_parallel, check_tensor_parallel_attention,
+                            check_transformer_block, check_vocab_parallel, check_pipeline_parallel,
+                            check_data_parallel, check_combined, check_gpt}) {
     for (const LocalCheck& local : check(ctx)) {
       results.push_back(agree(world, local.name, local.comparison));
       log->info(format_result(results.back()));

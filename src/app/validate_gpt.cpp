@@ -34,9 +34,8 @@ Tensor random_ids(const ValidateContext& ctx, std::uint64_t seed_offset) {
 void expect_gradients(Comparison& comparison, const nn::Parameters& local,
                       const nn::TensorMap& dense, const comm::ParallelTopology& topo) {
   for (const nn::Parameter& p : local) {
-    comparison.expect_close(
-        p.tensor.grad(),
-        nn::tp_slice(dense.at(p.name).grad(), p.split_dim, topo.tp_rank(), topo.tp()));
+    comparison.expect_close(p.tensor.grad(), nn::tp_slice(dense.at(p.name).grad(), p.split_dim,
+                                                          topo.tp_rank(), topo.tp()));
   }
 }
 
@@ -71,8 +70,8 @@ std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx) {
 std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx) {
   const comm::ParallelTopology& topo = ctx.topology;
   const std::int64_t hidden = ctx.sizes.hidden, slice = kVocab / topo.tp();
-  const Tensor master = autograd::randn({kVocab, hidden}, ctx.seed + 950, 0.5,
-                                        autograd::DType::f32, ctx.device);
+  const Tensor master =
+      autograd::randn({kVocab, hidden}, ctx.seed + 950, 0.5, autograd::DType::f32, ctx.device);
   const nn::VocabParallelEmbedding embedding(master, topo.tp_comm());
   const Tensor dense_weight = master.clone().set_requires_grad();
   // Tokens walk through every slice; targets sit on slice boundaries (first and last ids).

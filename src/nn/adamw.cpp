@@ -36,9 +36,8 @@ void AdamW::step() {
     const Tensor grad = p.grad();
     if (!grad.defined()) continue;
     const double decay = p.ndim() >= 2 ? options_.weight_decay : 0.0;
-    kernels::adamw_update(p.buffer(), grad.buffer(), exp_avg_[i].buffer(),
-                          exp_avg_sq_[i].buffer(), lr_, options_.beta1, options_.beta2,
-                          options_.eps, decay, steps_);
+    kernels::adamw_update(p.buffer(), grad.buffer(), exp_avg_[i].buffer(), exp_avg_sq_[i].buffer(),
+                          lr_, options_.beta1, options_.beta2, options_.eps, decay, steps_);
   }
 }
 

@@ -27,15 +27,15 @@ ByteCorpus ByteCorpus::from_file(const std::string& path) {
 ByteCorpus ByteCorpus::builtin() {
   // Sentences drawn from small word lists by a fixed linear congruential generator: enough
   // structure (spelling, spacing, punctuation, agreement) for a byte model to learn.
-  static const char* const subjects[] = {"the rank",   "every stage", "a replica", "the model",
+  static const char* const subjects[] = {"the rank",   "every stage",  "a replica",  "the model",
                                          "each layer", "the gradient", "our kernel", "the batch"};
-  static const char* const verbs[] = {"sends",   "receives", "reduces", "gathers",
-                                      "checks",  "computes", "waits for", "averages"};
-  static const char* const objects[] = {"the activations", "its shard",     "a micro-batch",
-                                        "the loss",        "every weight",  "the next stage",
+  static const char* const verbs[] = {"sends",  "receives", "reduces",   "gathers",
+                                      "checks", "computes", "waits for", "averages"};
+  static const char* const objects[] = {"the activations", "its shard",    "a micro-batch",
+                                        "the loss",        "every weight", "the next stage",
                                         "the dense model", "one message"};
-  static const char* const endings[] = {".", " again.", " in order.", " before the step.",
-                                        ", then stops.", " on time."};
+  static const char* const endings[] = {
+      ".", " again.", " in order.", " before the step.", ", then stops.", " on time."};
   std::string text;
   std::uint64_t state = 20261130;
   const auto pick = [&](std::size_t n) {
@@ -104,7 +104,8 @@ std::vector<TokenBatch> replica_micro_batches(const TokenBatch& global, int repl
   std::vector<TokenBatch> batches;
   for (std::int64_t i = 0; i < micro_batches; ++i) {
     const std::int64_t first = (replica * micro_batches + i) * micro;
-    batches.push_back({rows_of(global.inputs, first, micro), rows_of(global.targets, first, micro)});
+    batches.push_back(
+        {rows_of(global.inputs, first, micro), rows_of(global.targets, first, micro)});
   }
   return batches;
 }
@@ -130,9 +131,9 @@ WindowSampler::WindowSampler(std::int64_t train_bytes, std::int64_t seq, std::in
       epochs_(window_count(train_bytes, seq), 1, 0, seed),
       steps_per_epoch_((train_bytes - seq) / std::max<std::int64_t>(1, global_batch)) {
   if (global_batch < 1 || global_batch % replicas != 0) {
-    throw std::invalid_argument(fmt::format(
-        "global batch {} is not divisible by the {} data-parallel replicas", global_batch,
-        replicas));
+    throw std::invalid_argument(
+        fmt::format("global batch {} is not divisible by the {} data-parallel replicas",
+                    global_batch, replicas));
   }
   if (steps_per_epoch_ < 1) {
     throw std::invalid_argument(

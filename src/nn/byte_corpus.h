@@ -74,8 +74,8 @@ class WindowSampler {
   /// Throws std::invalid_argument when the training split is shorter than seq + 1 bytes
   /// ("training data of N bytes is shorter than one window of seq + 1 = M bytes"), when
   /// global_batch is not divisible by replicas, or when an epoch would hold no step.
-  WindowSampler(std::int64_t train_bytes, std::int64_t seq, std::int64_t global_batch,
-                int replicas, int replica, std::uint64_t seed);
+  WindowSampler(std::int64_t train_bytes, std::int64_t seq, std::int64_t global_batch, int replicas,
+                int replica, std::uint64_t seed);
 
   /// This replica's window starts of step `step` (0-based over the whole run), in the order
   /// j = 0, 1, ...: [global_batch / replicas].

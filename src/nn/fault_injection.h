@@ -25,7 +25,8 @@ enum class Fault {
 
 /// Fault from its flag spelling ("none", "copy-to-tp-no-all-reduce", "row-bias-every-rank",
 /// "dp-sum-not-average", "pp-gradient-not-sent",
-/// "embedding-group-not-reduced", "norm-counts-replicas-per-rank"); throws std::invalid_argument otherwise.
+/// "embedding-group-not-reduced", "norm-counts-replicas-per-rank"); throws std::invalid_argument
+/// otherwise.
 Fault parse_fault(const std::string& name);
 
 /// Activates `fault` for this process (until changed).

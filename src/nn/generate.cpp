@@ -26,8 +26,8 @@ std::int64_t sample_token(const std::vector<double>& logits, const SamplingOptio
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
   if (options.temperature == 0.0) return static_cast<std::int64_t>(order.front());
-  const std::size_t k = options.top_k > 0 ? std::min<std::size_t>(order.size(), options.top_k)
-                                          : order.size();
+  const std::size_t k =
+      options.top_k > 0 ? std::min<std::size_t>(order.size(), options.top_k) : order.size();
   std::vector<double> weights(k);
   for (std::size_t i = 0; i < k; ++i) {
     weights[i] = std::exp((logits[order[i]] - logits[order[0]]) / options.temperature);
@@ -50,10 +50,9 @@ std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicat
   }
   autograd::NoGradGuard no_grad;
   const std::int64_t block = stage.config().block_size;
-  const std::vector<double> draws =
-      autograd::uniform({std::max<std::int64_t>(1, count)}, options.seed, 0.0, 1.0,
-                        autograd::DType::f64)
-          .to_vector();
+  const std::vector<double> draws = autograd::uniform({std::max<std::int64_t>(1, count)},
+                                                      options.seed, 0.0, 1.0, autograd::DType::f64)
+                                        .to_vector();
   for (std::size_t step = 0; step < static_cast<std::size_t>(count); ++step) {
     const auto length = std::min<std::int64_t>(block, static_cast<std::int64_t>(ids.size()));
     const std::vector<std::int64_t> context(ids.end() - length, ids.end());

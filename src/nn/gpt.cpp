@@ -58,14 +58,14 @@ Tensor GptStage::forward(const Tensor& input) const {
   Tensor x = input;
   if (first_) {
     if (input.ndim() != 2) {
-      throw std::invalid_argument(fmt::format("GPT: tokens {} are not [batch, seq]",
-                                              autograd::to_string(input.shape())));
+      throw std::invalid_argument(
+          fmt::format("GPT: tokens {} are not [batch, seq]", autograd::to_string(input.shape())));
     }
     const std::int64_t batch = input.size(0), seq = input.size(1);
     if (seq > config_.block_size) {
-      throw std::invalid_argument(fmt::format(
-          "GPT: sequence length {} is longer than the position table (block size {})", seq,
-          config_.block_size));
+      throw std::invalid_argument(
+          fmt::format("GPT: sequence length {} is longer than the position table (block size {})",
+                      seq, config_.block_size));
     }
     x = autograd::add(wte_->forward(input),
                       autograd::embedding(wpe_, positions(batch, seq, input.device())));

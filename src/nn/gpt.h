@@ -23,8 +23,7 @@ class GptStage {
   /// rank slices its shards, so the model does not depend on the topology). Throws
   /// std::invalid_argument when gpt_size_error(config, tp, pp) reports one (before any
   /// communication).
-  GptStage(const GptConfig& config, const MasterInit& init,
-           const comm::ParallelTopology& topology);
+  GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology);
 
   /// First stage: token ids (int32/int64) [batch, seq] -> activations [batch, seq, hidden];
   /// other stages: activations -> activations. Throws std::invalid_argument when seq exceeds the
@@ -57,8 +56,8 @@ class GptStage {
   Device device_;
   comm::Communicator tp_;
   bool first_, last_;
-  std::optional<VocabParallelEmbedding> wte_;   // first stage
-  Tensor wpe_;                                  // first stage
+  std::optional<VocabParallelEmbedding> wte_;  // first stage
+  Tensor wpe_;                                 // first stage
   std::vector<TransformerBlock> blocks_;
   std::optional<LayerNorm> ln_f_;               // last stage
   std::optional<VocabParallelEmbedding> head_;  // last stage when pp > 1: the tied copy

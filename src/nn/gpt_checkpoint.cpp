@@ -123,8 +123,8 @@ MasterInit checkpoint_init(const GptCheckpoint& checkpoint, DType dtype, Device 
 void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
                        const comm::ParallelTopology& topology) {
   AdamW* adamw = adamw_of(trainer);
-  if (adamw == nullptr || !checkpoint.full.contains(trainer.parameters().front().name +
-                                                    std::string(kExpAvgSuffix))) {
+  if (adamw == nullptr ||
+      !checkpoint.full.contains(trainer.parameters().front().name + std::string(kExpAvgSuffix))) {
     throw std::invalid_argument("restore_optimizer: needs AdamW and a checkpoint with moments");
   }
   const Parameters& parameters = trainer.parameters();
@@ -135,8 +135,8 @@ void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
       const Tensor slice = tp_slice(checkpoint.full.at(p.name + suffix), p.split_dim,
                                     topology.tp_rank(), topology.tp());
       Tensor& moment = (*moments)[i];
-      moment = Tensor::from_vector(slice.to_vector(), slice.shape(), moment.dtype(),
-                                   moment.device());
+      moment =
+          Tensor::from_vector(slice.to_vector(), slice.shape(), moment.dtype(), moment.device());
     }
   }
   adamw->set_steps(checkpoint.meta.value("optimizer_steps", checkpoint.step));

@@ -11,10 +11,13 @@
 namespace mpitron::nn {
 
 std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp) {
-  const std::pair<const char*, std::int64_t> sizes[] = {
-      {"vocab", c.vocab}, {"block size", c.block_size}, {"layers", c.layers},
-      {"hidden", c.hidden}, {"heads", c.heads},        {"tp", tp},
-      {"pp", pp}};
+  const std::pair<const char*, std::int64_t> sizes[] = {{"vocab", c.vocab},
+                                                        {"block size", c.block_size},
+                                                        {"layers", c.layers},
+                                                        {"hidden", c.hidden},
+                                                        {"heads", c.heads},
+                                                        {"tp", tp},
+                                                        {"pp", pp}};
   for (const auto& [name, value] : sizes) {
     if (value < 1) return fmt::format("{} must be >= 1, got {}", name, value);
   }
@@ -36,19 +39,19 @@ std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& c) {
     Shape shape;
     int split_dim;
   } block[] = {
-      {"ln_1.weight", {h}, kReplicated},     {"ln_1.bias", {h}, kReplicated},
-      {"attn.q.weight", {h, h}, 0},          {"attn.q.bias", {h}, 0},
-      {"attn.k.weight", {h, h}, 0},          {"attn.k.bias", {h}, 0},
-      {"attn.v.weight", {h, h}, 0},          {"attn.v.bias", {h}, 0},
-      {"attn.c_proj.weight", {h, h}, 1},     {"attn.c_proj.bias", {h}, kReplicated},
-      {"ln_2.weight", {h}, kReplicated},     {"ln_2.bias", {h}, kReplicated},
-      {"mlp.c_fc.weight", {f, h}, 0},        {"mlp.c_fc.bias", {f}, 0},
-      {"mlp.c_proj.weight", {h, f}, 1},      {"mlp.c_proj.bias", {h}, kReplicated},
+      {"ln_1.weight", {h}, kReplicated}, {"ln_1.bias", {h}, kReplicated},
+      {"attn.q.weight", {h, h}, 0},      {"attn.q.bias", {h}, 0},
+      {"attn.k.weight", {h, h}, 0},      {"attn.k.bias", {h}, 0},
+      {"attn.v.weight", {h, h}, 0},      {"attn.v.bias", {h}, 0},
+      {"attn.c_proj.weight", {h, h}, 1}, {"attn.c_proj.bias", {h}, kReplicated},
+      {"ln_2.weight", {h}, kReplicated}, {"ln_2.bias", {h}, kReplicated},
+      {"mlp.c_fc.weight", {f, h}, 0},    {"mlp.c_fc.bias", {f}, 0},
+      {"mlp.c_proj.weight", {h, f}, 1},  {"mlp.c_proj.bias", {h}, kReplicated},
   };
   for (std::int64_t layer = 0; layer < c.layers; ++layer) {
     for (const auto& p : block) {
-      specs.push_back({fmt::format("transformer.h.{}.{}", layer, p.name), p.shape, p.split_dim,
-                       true, layer});
+      specs.push_back(
+          {fmt::format("transformer.h.{}.{}", layer, p.name), p.shape, p.split_dim, true, layer});
     }
   }
   specs.push_back({"transformer.ln_f.weight", {h}, kReplicated});
@@ -100,7 +103,9 @@ MasterInit random_init(std::uint64_t seed, DType dtype, Device device) {
       return autograd::add(autograd::randn(spec.full_shape, stream, 0.1, dtype, device),
                            Tensor::full(spec.full_shape, 1.0, dtype, device));
     }
-    const double std = ends_with(name, ".bias") ? 0.1 : 0.2;
+    // Matrices N(0, 1/columns) (LeCun normal), so activations keep their scale at any width.
+    const double std =
+        spec.full_shape.size() < 2 ? 0.1 : 1.0 / std::sqrt(static_cast<double>(spec.full_shape[1]));
     return autograd::randn(spec.full_shape, stream, std, dtype, device);
   };
 }

@@ -56,8 +56,8 @@ using MasterInit = std::function<Tensor(const ParameterSpec& spec)>;
 MasterInit gpt2_init(std::uint64_t seed, std::int64_t layers, DType dtype, Device device);
 
 /// Like gpt2_init, but every bias (LayerNorm biases included) ~ N(0, 0.1^2) and LayerNorm
-/// weights ~ 1 + N(0, 0.1^2), and matrices N(0, 0.2^2): every parameter is non-trivial and
-/// activations are not tiny, so checks see every term of every gradient.
+/// weights ~ 1 + N(0, 0.1^2), and matrices [rows, cols] N(0, 1/cols): every parameter is
+/// non-trivial and activations are not tiny, so checks see every term of every gradient.
 MasterInit random_init(std::uint64_t seed, DType dtype, Device device);
 
 }  // namespace mpitron::nn

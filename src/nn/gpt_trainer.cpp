@@ -51,10 +51,10 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
     const std::int64_t seq = batches.front().inputs.size(1);
     for (const TokenBatch& b : batches) {
       if (b.inputs.shape() != autograd::Shape{rows, seq} || b.targets.shape() != b.inputs.shape()) {
-        throw std::invalid_argument(fmt::format(
-            "GPT step: micro-batch inputs {} / targets {} are not [{}, {}]",
-            autograd::to_string(b.inputs.shape()), autograd::to_string(b.targets.shape()), rows,
-            seq));
+        throw std::invalid_argument(
+            fmt::format("GPT step: micro-batch inputs {} / targets {} are not [{}, {}]",
+                        autograd::to_string(b.inputs.shape()),
+                        autograd::to_string(b.targets.shape()), rows, seq));
       }
     }
     const double weight = train ? 1.0 / count : 1.0;
@@ -63,8 +63,11 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
       const Tensor x = stage_.forward(stage_.is_first() ? b.inputs : input);
       return stage_.is_last() ? autograd::scale(stage_.loss(x, b.targets), weight) : x;
     }};
-    const PipelineSpec spec{{rows, seq, stage_.config().hidden}, count, options_.schedule,
-                            options_.dtype, options_.device};
+    const PipelineSpec spec{{rows, seq, stage_.config().hidden},
+                            count,
+                            options_.schedule,
+                            options_.dtype,
+                            options_.device};
     const std::vector<Tensor> losses = train ? run_pipeline_step(topology_, spec, stage)
                                              : run_pipeline_forward(topology_, spec, stage);
     for (const Tensor& l : losses)

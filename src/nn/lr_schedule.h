@@ -7,10 +7,10 @@
 namespace mpitron::nn {
 
 struct LrSchedule {
-  double lr = 1e-3;                ///< peak learning rate, reached at the end of warmup
-  double min_lr = 1e-4;            ///< reached at total_steps
-  std::int64_t warmup_steps = 0;   ///< linear warmup from lr/warmup_steps at step 1
-  std::int64_t total_steps = 1;    ///< the last step
+  double lr = 1e-3;               ///< peak learning rate, reached at the end of warmup
+  double min_lr = 1e-4;           ///< reached at total_steps
+  std::int64_t warmup_steps = 0;  ///< linear warmup from lr/warmup_steps at step 1
+  std::int64_t total_steps = 1;   ///< the last step
 
   /// The learning rate of step `step` (counted from 1): lr * step / warmup_steps during warmup
   /// (step <= warmup_steps), then min_lr + (lr - min_lr) (1 + cos(pi p)) / 2 with

@@ -10,7 +10,8 @@ namespace mpitron::nn {
 Optimizer::Optimizer(Parameters parameters, double lr)
     : parameters_(std::move(parameters)), lr_(lr) {
   if (!(lr > 0.0) || !std::isfinite(lr)) {
-    throw std::invalid_argument(fmt::format("optimizer: lr must be a finite positive number, got {}", lr));
+    throw std::invalid_argument(
+        fmt::format("optimizer: lr must be a finite positive number, got {}", lr));
   }
 }
 

@@ -71,9 +71,9 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
                                     const comm::Communicator& tp) {
   const std::int64_t cols = logits.size(-1);
   if (targets.numel() * cols != logits.numel()) {
-    throw std::invalid_argument(fmt::format(
-        "vocab_parallel_cross_entropy: logits {} do not match targets {}",
-        autograd::to_string(logits.shape()), autograd::to_string(targets.shape())));
+    throw std::invalid_argument(
+        fmt::format("vocab_parallel_cross_entropy: logits {} do not match targets {}",
+                    autograd::to_string(logits.shape()), autograd::to_string(targets.shape())));
   }
   const std::int64_t vocab = cols * tp.size();
   check_ids("vocab_parallel_cross_entropy", targets, vocab);
@@ -91,11 +91,11 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   comm::all_reduce(tp, target_logit, comm::ReduceOp::sum);
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   kernels::cross_entropy_loss(row_max, sum_exp, target_logit, loss.buffer());
-  return autograd::attach(loss,
-                          std::make_shared<VocabParallelCrossEntropy>(
-                              logits.detach(), targets, first_col, std::move(row_max),
-                              std::move(sum_exp)),
-                          {logits});
+  return autograd::attach(
+      loss,
+      std::make_shared<VocabParallelCrossEntropy>(logits.detach(), targets, first_col,
+                                                  std::move(row_max), std::move(sum_exp)),
+      {logits});
 }
 
 }  // namespace mpitron::nn

@@ -14,7 +14,7 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/short.txt "twelve bytes")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/empty.txt "")
 set(train_bad_runs
   "batch|--global-batch 6 --micro-batch 2 --dp 2|--global-batch 6 is not divisible by --micro-batch 2 x dp 2"
-  "heads|--heads 3 --tp 2 --dp 1|heads 3 is not divisible by tp 2"
+  "heads|--heads 3 --hidden 48 --tp 2 --dp 1|heads 3 is not divisible by tp 2"
   "layers|--layers 3 --pp 2 --dp 1|layers 3 is not divisible by pp 2"
   "lr|--lr nan|--lr must be a finite positive number, got nan"
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
@@ -30,7 +30,6 @@ foreach(run IN LISTS train_bad_runs)
   separate_arguments(flags)
   string(REGEX REPLACE "([().*+])" "\\\\\\1" message_regex "${message}")
   mpitron_add_expect_test(train_bad_${name} TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
-    ARGS train --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
-         --steps 1 ${flags} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
-    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: ${message_regex}" "rank 1: error:")
+    ARGS train --seq 16 --steps 1 ${flags} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message_regex}" "rank 1: error:")
 endforeach()

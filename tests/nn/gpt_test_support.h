@@ -11,9 +11,9 @@
 
 #include "autograd/ops.h"
 #include "comm/topology.h"
-#include "support/golden_file.h"
 #include "nn/gpt_config.h"
 #include "nn_test_support.h"
+#include "support/golden_file.h"
 
 namespace mpitron::nn {
 

@@ -22,8 +22,8 @@ Tensor random_ids(std::int64_t rows, std::int64_t cols, std::int64_t vocab, std:
   return Tensor::from_indices(ids, {rows, cols});
 }
 
-// The loss and the finalized gradients of `init`'s parameters on this topology, compared with `expected_loss` and
-// `expected_grad(name)` (full tensors) by normalised error.
+// The loss and the finalized gradients of `init`'s parameters on this topology, compared with
+// `expected_loss` and `expected_grad(name)` (full tensors) by normalised error.
 template <class ExpectedGrad>
 void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp, int pp, int dp,
                          ScheduleKind schedule, std::int64_t micro_batches, const Tensor& tokens,
@@ -89,8 +89,7 @@ TEST(Gpt, LossAndGradientsMatchPyTorchOnEveryTopology) {
       expect_step_matches(
           config, golden_init(golden, dtype), tp, pp, dp, ScheduleKind::one_f_one_b, 1, tokens,
           targets, golden.scalar("loss"),
-          [&](const std::string& name) { return golden.tensor("grad." + name); }, dtype,
-          tolerance);
+          [&](const std::string& name) { return golden.tensor("grad." + name); }, dtype, tolerance);
     }
   }
 }
@@ -112,7 +111,8 @@ TEST(Gpt, ParametersCarryTheirNamesAndLayouts) {
         EXPECT_EQ(p.tensor.shape(), expected);
       }
       EXPECT_TRUE(found);
-      EXPECT_EQ(p.tied_copy, p.name == "transformer.wte.weight" && pp > 1 && topology.is_last_stage());
+      EXPECT_EQ(p.tied_copy,
+                p.name == "transformer.wte.weight" && pp > 1 && topology.is_last_stage());
     }
   }
 }
@@ -126,7 +126,8 @@ TEST(Gpt, BadSizesAndIdsAreOneLineErrors) {
     stage.forward(random_ids(1, 9, 256, 1));
     ADD_FAILURE() << "a sequence longer than the position table was accepted";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(), "GPT: sequence length 9 is longer than the position table (block size 8)");
+    EXPECT_STREQ(e.what(),
+                 "GPT: sequence length 9 is longer than the position table (block size 8)");
   }
   try {
     stage.forward(Tensor::from_indices({3, 256}, {1, 2}));

@@ -117,7 +117,8 @@ TEST(GptTraining, PlantedFaultsLeaveTheLossCurve) {
                           {Fault::copy_to_tp_no_all_reduce, tp > 1, false}};
     for (const Case& c : cases) {
       if (!c.applies) continue;
-      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, fault {}", tp, pp, dp, static_cast<int>(c.fault)));
+      SCOPED_TRACE(
+          fmt::format("tp {} pp {} dp {}, fault {}", tp, pp, dp, static_cast<int>(c.fault)));
       inject_fault(c.fault);
       const std::vector<double> curve =
           loss_curve(test_world(), tp, pp, dp, c.with_sgd ? sgd : adamw);
@@ -146,8 +147,8 @@ TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
     for (int step = 1; step <= 5; ++step) {
       const TokenBatch batch{golden_ids(golden, fmt::format("tokens.{}", step)),
                              golden_ids(golden, fmt::format("targets.{}", step))};
-      const StepResult result = trainer.step(
-          replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
+      const StepResult result =
+          trainer.step(replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
       const double loss = golden.scalar(fmt::format("loss.{}", step));
       const double norm = golden.scalar(fmt::format("grad_norm.{}", step));
       EXPECT_LE(std::abs(result.loss - loss), 1e-9 * loss) << "step " << step;
@@ -155,8 +156,7 @@ TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
     }
     for (const Parameter& p : trainer.parameters()) {
       SCOPED_TRACE(p.name);
-      const Tensor expected =
-          slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
+      const Tensor expected = slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
       EXPECT_LE(max_rel_error(p.tensor, expected), 1e-8);
     }
   }
