@@ -29,6 +29,10 @@ CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
       ->capture_default_str();
   command.add_option("--rtol", options.tolerance.rtol, "Relative tolerance")->capture_default_str();
   command.add_option("--atol", options.tolerance.atol, "Absolute tolerance")->capture_default_str();
+  command
+      .add_option("--max-rel-error", options.tolerance.max_rel_error,
+                  "Largest max|actual - expected| / max|expected| of any compared tensor")
+      ->capture_default_str();
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
   return command;
@@ -41,6 +45,10 @@ void check_tolerance(const Tolerance& t) {
     throw comm::ConfigError(
         fmt::format("--rtol and --atol must be finite and >= 0, got {} and {}", t.rtol, t.atol));
   }
+  if (!(t.max_rel_error >= 0.0 && std::isfinite(t.max_rel_error))) {
+    throw comm::ConfigError(
+        fmt::format("--max-rel-error must be finite and >= 0, got {}", t.max_rel_error));
+  }
 }
 
 void inject_fault(const std::string& name) {
@@ -52,8 +60,8 @@ void inject_fault(const std::string& name) {
 }
 
 std::string describe(const ValidateOptions& o, const nlohmann::json& config) {
-  return fmt::format("validate {} rtol={} atol={} fault={}", config.dump(), o.tolerance.rtol,
-                     o.tolerance.atol, o.fault);
+  return fmt::format("validate {} rtol={} atol={} max_rel_error={} fault={}", config.dump(),
+                     o.tolerance.rtol, o.tolerance.atol, o.tolerance.max_rel_error, o.fault);
 }
 
 }  // namespace
@@ -86,7 +94,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   for (const auto& check : {check_tensor_parallel, check_tensor_parallel_attention,
                             check_pipeline_parallel, check_data_parallel, check_combined}) {
     for (const LocalCheck& local : check(ctx)) {
-      results.push_back(agree(world, local.name, local.comparison));
+      results.push_back(agree(world, local.name, local.comparison, local.trivial));
       log->info(format_result(results.back()));
     }
   }

@@ -45,6 +45,10 @@ void expect_mlp_gradients(Comparison& comparison, const nn::Parameters& local,
   }
 }
 
+std::string trivial_at(const char* axis, int degree) {
+  return degree == 1 ? fmt::format("{} 1", axis) : std::string();
+}
+
 void log_parameters(spdlog::logger& log, const std::string& what, const nn::Parameters& params) {
   std::string line = what + ":";
   for (const nn::Parameter& p : params) {

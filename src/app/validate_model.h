@@ -29,7 +29,12 @@ struct ValidateContext {
 struct LocalCheck {
   std::string name;
   Comparison comparison;
+  /// Why this check cannot fail at this topology (e.g. "dp 1"), or empty; see CheckResult.
+  std::string trivial;
 };
+
+/// "<axis> 1" when `degree` is 1 (a check of that axis is then trivially equal), else "".
+std::string trivial_at(const char* axis, int degree);
 
 /// Master weights of `layers` MLP layers: layer i has fc1 from seed + fc1_seed + i and fc2 from
 /// seed + fc2_seed + i.
