@@ -92,9 +92,10 @@ std::vector<LocalCheck> check_pipeline_parallel(const ValidateContext& ctx) {
   const Tensor reference_loss = autograd::mse_loss(reference_output, target);
   reference_loss.backward();
 
-  LocalCheck inference{"PP: inference forward matches dense reference", Comparison(ctx.tolerance),
-                       ""};
-  LocalCheck training{"PP: loss and every stage gradient match dense reference",
+  const std::string prefix = micro_batch_prefix("PP", ctx.sizes.micro_batches);
+  LocalCheck inference{prefix + "inference forward matches dense reference",
+                       Comparison(ctx.tolerance), ""};
+  LocalCheck training{prefix + "loss and every stage gradient match dense reference",
                       Comparison(ctx.tolerance), ""};
   if (topo.is_last_stage()) {
     inference.comparison.expect_close(output, reference_output.detach());
@@ -149,10 +150,11 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
       make_activation(ctx, 1000 + d, 1.0), make_activation(ctx, 2000 + d, 0.5));
   nn::GradientAverager(topo.dp_comm()).average(stage_parameters);
 
-  LocalCheck output{"COMBINED: TP+PP forward output matches dense reference",
+  const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches);
+  LocalCheck output{prefix + "TP+PP forward output matches dense reference",
                     Comparison(ctx.tolerance), ""};
-  LocalCheck loss{"COMBINED: TP+PP loss matches dense reference", Comparison(ctx.tolerance), ""};
-  LocalCheck gradients{"COMBINED: TP+PP+DP gradients match dense reference",
+  LocalCheck loss{prefix + "TP+PP loss matches dense reference", Comparison(ctx.tolerance), ""};
+  LocalCheck gradients{prefix + "TP+PP+DP gradients match dense reference",
                        Comparison(ctx.tolerance), ""};
   for (int r = 0; r < topo.dp(); ++r) {
     const auto batch = static_cast<std::uint64_t>(r);

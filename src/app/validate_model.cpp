@@ -2,11 +2,29 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 
 namespace mpitron::app {
+
+std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp) {
+  std::vector<int> runs{1};
+  for (std::int64_t m = std::max(2, pp); m <= batch; ++m) {
+    if (batch % m == 0) {
+      runs.push_back(static_cast<int>(m));
+      break;
+    }
+  }
+  return runs;
+}
+
+std::string micro_batch_prefix(const std::string& prefix, int micro_batches) {
+  return fmt::format("{} ({} micro-batch{}): ", prefix, micro_batches,
+                     micro_batches == 1 ? "" : "es");
+}
 
 std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::int64_t layers,
                                                std::uint64_t fc1_seed, std::uint64_t fc2_seed) {

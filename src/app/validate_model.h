@@ -36,6 +36,14 @@ struct LocalCheck {
 /// "<axis> 1" when `degree` is 1 (a check of that axis is then trivially equal), else "".
 std::string trivial_at(const char* axis, int degree);
 
+/// The micro-batch counts the pipelined checks run with by default: 1, and the smallest divisor
+/// of `batch` that is >= max(2, pp) (none when batch < max(2, pp)), so that more than one
+/// micro-batch is in flight and every stage holds one at some point.
+std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp);
+
+/// "PP (1 micro-batch): " for prefix "PP" and 1; "PP (4 micro-batches): " for 4.
+std::string micro_batch_prefix(const std::string& prefix, int micro_batches);
+
 /// Master weights of `layers` MLP layers: layer i has fc1 from seed + fc1_seed + i and fc2 from
 /// seed + fc2_seed + i.
 std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::int64_t layers,
