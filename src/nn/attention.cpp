@@ -8,6 +8,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
@@ -95,7 +96,9 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
   };
   const Tensor scores =
       autograd::scale(autograd::matmul(per_head(q), per_head(k), false, /*trans_b=*/true),
-                      1.0 / std::sqrt(static_cast<double>(head_dim)));
+                      fault_active(Fault::attention_scale_head_dim)
+                          ? 1.0 / static_cast<double>(head_dim)
+                          : 1.0 / std::sqrt(static_cast<double>(head_dim)));
   const Tensor context = autograd::matmul(autograd::softmax(scores), per_head(v));
   return autograd::reshape(autograd::transpose(context, 1, 2), {batch, seq, width});
 }

@@ -70,7 +70,8 @@ PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
   auto [inputs, outputs] = forward_all(topology, spec, forward, input, true);
   const comm::Communicator& pp = topology.pp_comm();
   const Shape micro = micro_batch_shape(spec);
-  const double weight = 1.0 / spec.micro_batches;
+  const double weight =
+      fault_active(Fault::micro_batch_loss_weight_1) ? 1.0 : 1.0 / spec.micro_batches;
   Tensor loss_total;
   for (int i = spec.micro_batches - 1; i >= 0; --i) {
     if (topology.is_last_stage()) {
