@@ -7,6 +7,7 @@
 
 #include "app/validate_attention.h"
 #include "app/validate_checks.h"
+#include "app/validate_comm.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/fault_injection.h"
@@ -115,6 +116,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
       report(check(run));
     }
   };
+  report(check_communication(ctx));
   report(check_tensor_parallel(ctx));
   report(check_tensor_parallel_attention(ctx));
   per_micro_batch_run(check_pipeline_parallel);
