@@ -42,6 +42,12 @@ void Comparison::expect_close(const std::vector<double>& a, const std::vector<do
   max_rel_error_ = std::max(max_rel_error_, normalised);
 }
 
+void Comparison::merge(const Comparison& other) {
+  passed_ = passed_ && other.passed_;
+  max_abs_error_ = std::max(max_abs_error_, other.max_abs_error_);
+  max_rel_error_ = std::max(max_rel_error_, other.max_rel_error_);
+}
+
 CheckResult agree(const comm::Communicator& world, const std::string& name, const Comparison& local,
                   const std::string& trivial) {
   const double passed = all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);

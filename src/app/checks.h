@@ -33,6 +33,9 @@ class Comparison {
   /// Compares host values the same way (equal sizes; otherwise a failure with infinite errors).
   void expect_close(const std::vector<double>& actual, const std::vector<double>& expected);
 
+  /// Folds another comparison's verdict and errors into this one.
+  void merge(const Comparison& other);
+
   bool passed() const { return passed_; }
   /// Largest |actual - expected| over every compared element (0 when nothing was compared).
   double max_abs_error() const { return max_abs_error_; }

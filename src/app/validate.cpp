@@ -8,6 +8,7 @@
 #include "app/validate_attention.h"
 #include "app/validate_checks.h"
 #include "app/validate_comm.h"
+#include "app/validate_kernels.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/fault_injection.h"
@@ -116,6 +117,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
       report(check(run));
     }
   };
+  report(check_kernels(ctx));
   report(check_communication(ctx));
   report(check_tensor_parallel(ctx));
   report(check_tensor_parallel_attention(ctx));
