@@ -109,12 +109,18 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
       log->info(format_result(results.back()));
     }
   };
-  // Each pipelined check once per micro-batch count.
+  // Each pipelined check once per micro-batch count, and with more than one micro-batch once
+  // per schedule (with one, every schedule is the same sequence).
   const auto per_micro_batch_run = [&](auto check) {
     for (const int m : micro_batch_runs) {
-      ValidateContext run = ctx;
-      run.sizes.micro_batches = m;
-      report(check(run));
+      for (const nn::ScheduleKind schedule :
+           {nn::ScheduleKind::afab, nn::ScheduleKind::one_f_one_b}) {
+        if (m == 1 && schedule != nn::ScheduleKind::afab) continue;
+        ValidateContext run = ctx;
+        run.sizes.micro_batches = m;
+        run.schedule = schedule;
+        report(check(run));
+      }
     }
   };
   report(check_kernels(ctx));

@@ -36,7 +36,8 @@ nn::PipelineShape pipeline_shape(const ValidateContext& ctx) {
   return {{ctx.sizes.batch, ctx.sizes.seq, ctx.sizes.hidden},
           ctx.sizes.micro_batches,
           autograd::DType::f32,
-          ctx.device};
+          ctx.device,
+          ctx.schedule};
 }
 
 }  // namespace
@@ -92,7 +93,7 @@ std::vector<LocalCheck> check_pipeline_parallel(const ValidateContext& ctx) {
   const Tensor reference_loss = autograd::mse_loss(reference_output, target);
   reference_loss.backward();
 
-  const std::string prefix = micro_batch_prefix("PP", ctx.sizes.micro_batches);
+  const std::string prefix = micro_batch_prefix("PP", ctx.sizes.micro_batches, ctx.schedule);
   LocalCheck inference{prefix + "inference forward matches dense reference",
                        Comparison(ctx.tolerance), ""};
   LocalCheck training{prefix + "loss and every stage gradient match dense reference",
@@ -150,7 +151,7 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
       make_activation(ctx, 1000 + d, 1.0), make_activation(ctx, 2000 + d, 0.5));
   nn::GradientAverager(topo.dp_comm()).average(stage_parameters);
 
-  const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches);
+  const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule);
   LocalCheck output{prefix + "TP+PP forward output matches dense reference",
                     Comparison(ctx.tolerance), ""};
   LocalCheck loss{prefix + "TP+PP loss matches dense reference", Comparison(ctx.tolerance), ""};

@@ -21,9 +21,10 @@ std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp) {
   return runs;
 }
 
-std::string micro_batch_prefix(const std::string& prefix, int micro_batches) {
-  return fmt::format("{} ({} micro-batch{}): ", prefix, micro_batches,
-                     micro_batches == 1 ? "" : "es");
+std::string micro_batch_prefix(const std::string& prefix, int micro_batches,
+                               nn::ScheduleKind schedule) {
+  if (micro_batches == 1) return prefix + " (1 micro-batch): ";
+  return fmt::format("{} ({} micro-batches, {}): ", prefix, micro_batches, nn::to_string(schedule));
 }
 
 std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::int64_t layers,

@@ -12,7 +12,7 @@ set(fault_runs
   # max_rel_error test sees the 5 % error.
   "tp-input-grad-off-5-percent|4|2 2 1|--atol 1e-3|TP: training loss and gradients|max_rel_error=5.000e-02"
   # Class 2: invisible at 1 micro-batch, caught at 2.
-  "micro-batch-loss-weight-1|4|2 2 1||PP .2 micro-batches.: loss and every stage gradient|PASS  PP .1 micro-batch.: loss"
+  "micro-batch-loss-weight-1|4|2 2 1||PP .2 micro-batches, 1f1b.: loss and every stage gradient|FAIL  PP .2 micro-batches, afab.: loss"
   # Class 3.
   "all-gather-rank-order-reversed|4|2 2 1||COMM: tp all-reduce|FAIL  COMM: TP mappings"
   "chunk-tail-dropped|4|2 2 1||COMM: all of the above in 3-element messages|PASS  COMM: world all-reduce"
@@ -53,5 +53,5 @@ mpitron_add_expect_test(validate_trivial_at_degree_1 TARGET mpitron NP 2 TIMEOUT
   EXPECT_EXIT 0
   EXPECT_OUTPUT "PASS \\(dp 1: trivially equal\\)  DP: averaged gradients"
                 "PASS \\(pp 1: trivially equal\\)  PP \\(1 micro-batch\\)"
-                "PASS  PP \\(2 micro-batches\\)" "PASS  TP: training loss"
+                "PASS  PP \\(2 micro-batches, 1f1b\\)" "PASS  TP: training loss"
   REJECT_OUTPUT "trivially equal\\)  TP:")
