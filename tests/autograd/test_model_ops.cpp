@@ -26,7 +26,9 @@ TEST_P(ModelOps, CausalScaledSoftmaxGradcheckAndMask) {
   EXPECT_TRUE(gradcheck_passes([](const Inputs& in) { return softmax(in[0], true, 0.5); }, {x}));
   const std::vector<double> y = softmax(x, true, 0.5).to_vector();
   for (std::size_t i = 0; i < y.size(); ++i) {
-    if (i % 4 > (i / 4) % 4) EXPECT_EQ(y[i], 0.0) << "masked element " << i;
+    if (i % 4 > (i / 4) % 4) {
+      EXPECT_EQ(y[i], 0.0) << "masked element " << i;
+    }
   }
 }
 

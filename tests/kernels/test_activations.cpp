@@ -147,7 +147,9 @@ TEST_P(ActivationTest, CausalScaledSoftmaxMatchesMaskedReference) {
       // The scale adds one rounding to the 8 eps of SoftmaxRowsMatchNaiveLoops.
       expect_close(got, want, 10 * eps());
       for (std::size_t i = 0; i < x.size() && causal; ++i) {
-        if (i % cols > (i / cols) % cols) ASSERT_EQ(got[i], 0.0) << "masked element " << i;
+        if (i % cols > (i / cols) % cols) {
+          ASSERT_EQ(got[i], 0.0) << "masked element " << i;
+        }
       }
     }
   }
