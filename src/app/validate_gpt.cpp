@@ -132,8 +132,8 @@ std::vector<LocalCheck> check_gpt(const ValidateContext& ctx) {
   options.schedule = ctx.schedule;
   nn::GptTrainer trainer(config, init, topo, options);
   log_parameters(ctx.log, "gpt shards", trainer.parameters());
-  const nn::StepResult result = trainer.forward_backward(nn::replica_micro_batches(
-      batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
+  const nn::StepResult result = trainer.forward_backward(
+      nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
 
   const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule);
   const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
