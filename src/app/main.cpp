@@ -6,6 +6,7 @@
 #include "app/bench_step.h"
 #include "app/train_dp.h"
 #include "app/validate.h"
+#include "app/version.h"
 #include "comm/configuration.h"
 #include "comm/environment.h"
 #include "comm/errors.h"
@@ -15,7 +16,7 @@
 int main(int argc, char** argv) {
   CLI::App app{
       "mpitron: tensor-, pipeline- and data-parallel training checked against dense models"};
-  app.set_version_flag("--version", MPITRON_VERSION);
+  app.set_version_flag("--version", mpitron::app::version_text);
   app.require_subcommand(1);
   mpitron::app::ValidateOptions validate;
   CLI::App& validate_command = mpitron::app::add_validate_command(app, validate);

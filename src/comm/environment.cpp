@@ -74,4 +74,12 @@ Environment::~Environment() {
   if (!finalized) MPI_Finalize();
 }
 
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown MPI library";
+  std::string version(text, static_cast<std::size_t>(length));
+  return version.substr(0, version.find_first_of("\r\n"));
+}
+
 }  // namespace mpitron::comm

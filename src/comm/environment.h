@@ -1,6 +1,8 @@
 // MPI start and finish for one process, and the world communicator.
 #pragma once
 
+#include <string>
+
 #include "comm/communicator.h"
 
 namespace mpitron::comm {
@@ -32,5 +34,9 @@ class Environment {
  private:
   Communicator world_;
 };
+
+/// The MPI library's version text (MPI_Get_library_version, which MPI allows before MPI_Init),
+/// cut at its first line break, e.g. "Open MPI v4.1.6, package: Debian OpenMPI, ...".
+std::string mpi_library_version();
 
 }  // namespace mpitron::comm
