@@ -14,6 +14,7 @@
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "kernels/ops.h"
+#include "nn/csv_dataset.h"
 #include "nn/dp_trainer.h"
 
 namespace mpitron::app {
@@ -42,6 +43,12 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
   command.add_option("--data", options.data,
                      "CSV file, one sample per line: features then targets (default: synthetic "
                      "data from --seed)");
+  command
+      .add_option("--header", options.header,
+                  "Is the first row of --data a header? auto: when none of its fields is a number "
+                  "(a row of numbers is a sample, with a warning); yes; no")
+      ->check(CLI::IsMember({"auto", "yes", "no"}))
+      ->capture_default_str();
   command.add_option("--lr", options.lr, "SGD learning rate")->capture_default_str();
   command.add_option("--momentum", options.momentum, "SGD momentum")->capture_default_str();
   command.add_option("--epochs", options.epochs, "Epochs")->capture_default_str();
@@ -83,33 +90,61 @@ std::string_view bytes_of(const std::vector<double>& values) {
 
 // Every rank loads the data; a failure on any rank becomes the same ConfigError everywhere, and
 // so does data that differs between ranks (e.g. different --data files on different nodes,
-// which would give the ranks different step counts).
-nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& world) {
-  std::optional<nn::Dataset> data;
+// which would give the ranks different step counts). Rank 0 warns when --header auto took a
+// row of numbers for a sample.
+nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& world,
+                         spdlog::logger& log) {
+  std::optional<nn::CsvDataset> read;
   std::string error;
   try {
-    data = o.data.empty()
-               ? nn::make_synthetic_dataset(o.samples, o.features, o.targets, o.common.seed)
-               : nn::read_csv_dataset(o.data, o.features, o.targets);
+    read = o.data.empty() ? nn::CsvDataset{nn::make_synthetic_dataset(o.samples, o.features,
+                                                                      o.targets, o.common.seed)}
+                          : nn::read_csv_dataset(o.data, o.features, o.targets,
+                                                 nn::parse_csv_header(o.header));
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (all_reduce_scalar(world, data ? 1.0 : 0.0, comm::ReduceOp::min) != 1.0) {
-    throw comm::ConfigError(data ? "the data could not be loaded on another rank" : error);
+  if (all_reduce_scalar(world, read ? 1.0 : 0.0, comm::ReduceOp::min) != 1.0) {
+    throw comm::ConfigError(read ? "the data could not be loaded on another rank" : error);
   }
+  const nn::Dataset& data = read->data;
   comm::check_same_configuration(
       world,
-      fmt::format("data: {} samples, FNV-1a {:016x} {:016x}", data->samples,
-                  comm::fnv1a_64(bytes_of(data->inputs)), comm::fnv1a_64(bytes_of(data->outputs))));
-  return *data;
+      fmt::format("data: {} samples, FNV-1a {:016x} {:016x}", data.samples,
+                  comm::fnv1a_64(bytes_of(data.inputs)), comm::fnv1a_64(bytes_of(data.outputs))));
+  if (read->numeric_first_row_taken_as_data && world.rank() == 0) {
+    log.warn(
+        "warning: {}: the first row is all numbers and was taken as a sample (--header auto); "
+        "pass --header yes if it is a header such as 0,1,2, or --header no to silence this",
+        o.data);
+  }
+  return data;
+}
+
+// What each rank really reads per epoch, e.g. "each rank reads 5 samples per epoch (1 repeated
+// to even out the ranks) in 3 steps of 2 samples, the last of 1".
+std::string per_rank_work(const nn::DataParallelTrainer& trainer, std::int64_t samples, int dp,
+                          const TrainDpOptions& o) {
+  const std::int64_t per_rank = trainer.samples_per_replica();
+  const std::int64_t steps = trainer.steps_per_epoch();
+  const std::int64_t all = per_rank * dp;
+  std::string text = fmt::format("each rank reads {} samples per epoch", per_rank);
+  if (all > samples) text += fmt::format(" ({} repeated to even out the ranks)", all - samples);
+  if (all < samples) text += fmt::format(" ({} dropped by --drop-last)", samples - all);
+  text += fmt::format(" in {} step{} of {} samples", steps, steps == 1 ? "" : "s",
+                      std::min(o.batch_size, per_rank));
+  if (steps > 1 && per_rank % o.batch_size != 0) {
+    text += fmt::format(", the last of {}", per_rank % o.batch_size);
+  }
+  return text;
 }
 
 std::string describe(const TrainDpOptions& o, int dp, kernels::Device device) {
   return fmt::format(
       "mpitron {} train-dp dp={} device={} samples={} features={} targets={} hidden={} data={} "
-      "lr={} momentum={} epochs={} batch_size={} drop_last={} seed={}",
+      "header={} lr={} momentum={} epochs={} batch_size={} drop_last={} seed={}",
       MPITRON_VERSION, dp, kernels::to_string(device), o.samples, o.features, o.targets, o.hidden,
-      o.data, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed);
+      o.data, o.header, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed);
 }
 
 nlohmann::json parameters_json(const nn::Parameters& parameters) {
@@ -140,7 +175,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
     return describe(options, dp, device);
   });
   const comm::ParallelTopology topology(world, 1, 1, dp);
-  const nn::Dataset data = load_dataset(options, world);
+  const nn::Dataset data = load_dataset(options, world, *log);
   if (options.drop_last && data.samples < dp) {
     throw comm::ConfigError(
         fmt::format("--drop-last with {} samples leaves nothing for {} ranks", data.samples, dp));
@@ -157,12 +192,10 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
       nn::make_regressor_weights(data.features, options.hidden, data.targets,
                                  options.common.seed + 1000, trainer_options.dtype, device),
       data, topology.dp_comm(), trainer_options);
-  log->info(
-      "train-dp: {} ranks, {} samples x {} features -> {} targets, {} model, device {}; "
-      "{} steps per epoch of {} samples per rank",
-      dp, data.samples, data.features, data.targets,
-      options.hidden > 0 ? fmt::format("MLP (hidden {})", options.hidden) : "linear",
-      kernels::to_string(device), trainer.steps_per_epoch(), options.batch_size);
+  log->info("train-dp: {} ranks, {} samples x {} features -> {} targets, {} model, device {}; {}",
+            dp, data.samples, data.features, data.targets,
+            options.hidden > 0 ? fmt::format("MLP (hidden {})", options.hidden) : "linear",
+            kernels::to_string(device), per_rank_work(trainer, data.samples, dp, options));
 
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json epochs = nlohmann::json::array();

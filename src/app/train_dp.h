@@ -18,6 +18,7 @@ struct TrainDpOptions {
   std::int64_t targets = 1;
   std::int64_t hidden = 0;  ///< 0: Linear(features -> targets); else an MLP with this width
   std::string data;         ///< CSV file (features then targets per line); empty: synthetic
+  std::string header = "auto";  ///< --data's first row: auto, yes or no (nn::CsvHeader)
   double lr = 0.01;
   double momentum = 0.0;
   std::int64_t epochs = 5;

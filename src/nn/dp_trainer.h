@@ -50,6 +50,10 @@ class DataParallelTrainer {
   /// Steps per epoch, the same on every replica: ceil(samples_per_replica / batch_size).
   std::int64_t steps_per_epoch() const;
 
+  /// Samples every replica reads per epoch (DistributedSampler::samples_per_replica: padded
+  /// with repeats, or cut by drop_last, to the same count on every replica).
+  std::int64_t samples_per_replica() const { return sampler_.samples_per_replica(); }
+
   const Regressor& model() const { return model_; }
 
  private:
