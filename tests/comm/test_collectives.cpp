@@ -73,7 +73,7 @@ TEST_P(CollectiveTest, AllReduceEveryOpIsExact) {
       }
       kernels::Buffer buffer = make_buffer(mine, GetParam());
       comm::all_reduce(comm, buffer, op);
-      EXPECT_EQ(values_of(buffer), expected) << comm::to_string(op);
+      EXPECT_EQ(host_values(buffer), expected) << comm::to_string(op);
     }
   });
 }
@@ -100,7 +100,7 @@ TEST_P(CollectiveTest, AllGatherPlacesEachRankAlongTheLastDim) {
         const kernels::Buffer in = make_buffer(mine, GetParam());
         kernels::Buffer out = filled_buffer(n * outer * chunk, -1, GetParam());
         comm::all_gather(comm, in, out, outer);
-        EXPECT_EQ(values_of(out), expected) << "outer " << outer << ", chunk " << chunk;
+        EXPECT_EQ(host_values(out), expected) << "outer " << outer << ", chunk " << chunk;
       }
     }
   });
@@ -133,7 +133,7 @@ TEST_P(CollectiveTest, ReduceScatterIsTheInverseLayoutReduced) {
           const kernels::Buffer in = make_buffer(mine, GetParam());
           kernels::Buffer out = filled_buffer(outer * chunk, -1, GetParam());
           comm::reduce_scatter(comm, in, out, outer, op);
-          EXPECT_EQ(values_of(out), expected)
+          EXPECT_EQ(host_values(out), expected)
               << comm::to_string(op) << ", outer " << outer << ", chunk " << chunk;
         }
       }
@@ -151,7 +151,7 @@ TEST_P(CollectiveTest, BroadcastFromEveryRoot) {
       kernels::Buffer buffer = comm.rank() == root ? make_buffer(roots, GetParam())
                                                    : filled_buffer(kCount, -1, GetParam());
       comm::broadcast(comm, buffer, root);
-      EXPECT_EQ(values_of(buffer), roots) << "root " << root;
+      EXPECT_EQ(host_values(buffer), roots) << "root " << root;
     }
   });
 }
@@ -198,7 +198,7 @@ TEST(Collectives, DirectAndStagedCudaTransfersAgree) {
     world().set_transfer_mode(m);
     kernels::Buffer buffer = make_buffer({world().rank() + 0.5, 1.0 / 3.0, -2.0}, gpu);
     comm::all_reduce(world(), buffer, ReduceOp::avg);
-    results.push_back(values_of(buffer));
+    results.push_back(host_values(buffer));
   }
   world().set_transfer_mode(mode);
   EXPECT_EQ(results[0], results[1]);

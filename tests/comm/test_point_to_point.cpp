@@ -46,7 +46,7 @@ TEST_P(PointToPointTest, RingDeliversEveryElement) {
       comm::recv(world(), received, shape, previous);
       comm::send(world(), mine, shape, next);
     }
-    EXPECT_EQ(values_of(received), payload_of(previous, 10)) << "message limit " << limit;
+    EXPECT_EQ(host_values(received), payload_of(previous, 10)) << "message limit " << limit;
   }
 }
 
@@ -58,7 +58,7 @@ TEST_P(PointToPointTest, PipelineStagesPassActivationsForward) {
   kernels::Buffer activation = filled_buffer(6, -1, GetParam());
   if (!topology.is_first_stage()) {
     comm::recv(pp, activation, shape, topology.pp_rank() - 1);
-    EXPECT_EQ(values_of(activation), payload_of(topology.prev_stage_global_rank(), 6));
+    EXPECT_EQ(host_values(activation), payload_of(topology.prev_stage_global_rank(), 6));
   }
   if (!topology.is_last_stage()) {
     comm::send(pp, make_buffer(payload_of(world().rank(), 6), GetParam()), shape,
@@ -97,9 +97,9 @@ TEST(PointToPoint, ShapeMismatchNamesBothShapesAndRanksAndKeepsTheStreamInStep) 
     EXPECT_EQ(rejection(sent),
               "recv on the world communicator: rank 1 expected [2, 3] float32 from rank 0, but "
               "rank 0 sent [2, 3] float64");
-    EXPECT_EQ(values_of(buffer), std::vector<double>(6, -1)) << "a rejected payload was written";
+    EXPECT_EQ(host_values(buffer), std::vector<double>(6, -1)) << "a rejected payload was written";
     comm::recv(world(), buffer, sent, 0);
-    EXPECT_EQ(values_of(buffer), payload_of(0, 6));
+    EXPECT_EQ(host_values(buffer), payload_of(0, 6));
   }
 }
 

@@ -59,7 +59,7 @@ TEST(Topology, EveryFactorizationMatchesTheLayoutAndCommunicates) {
       // The sum of world ranks exchanged inside the group equals the layout's members' sum.
       kernels::Buffer sum = filled_buffer(1, rank, {kernels::DType::f64, kernels::Device::cpu});
       comm::all_reduce(group, sum, comm::ReduceOp::sum);
-      EXPECT_EQ(values_of(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
+      EXPECT_EQ(host_values(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
     }
   }
 }

@@ -9,7 +9,6 @@
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
-#include "golden_file.h"
 #include "nn/attention.h"
 #include "nn_test_support.h"
 
@@ -86,7 +85,8 @@ TEST_P(AttentionParity, ArangeWeightsForward) {
   expect_normwise_close(y, golden_.tensor("arange.out"), rtol());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, AttentionParity, all_devices_and_dtypes(), device_dtype_name);
+INSTANTIATE_TEST_SUITE_P(Devices, AttentionParity, test::all_devices_and_dtypes(),
+                         test::device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::nn

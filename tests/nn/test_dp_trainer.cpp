@@ -7,7 +7,6 @@
 #include <limits>
 
 #include "comm/collectives.h"
-#include "golden_file.h"
 #include "kernels/ops.h"
 #include "nn/dp_trainer.h"
 #include "nn_test_support.h"
@@ -135,7 +134,8 @@ TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, TrainDpParity, all_devices_and_dtypes(), device_dtype_name);
+INSTANTIATE_TEST_SUITE_P(Devices, TrainDpParity, test::all_devices_and_dtypes(),
+                         test::device_dtype_name);
 
 TEST(ReplicaDifference, IsZeroInSyncAndSeesADriftOnTheLastRank) {
   const comm::Communicator& dp = test_world();
