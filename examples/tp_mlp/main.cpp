@@ -9,7 +9,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "comm/collectives.h"
+#include "comm/agreement.h"
 #include "comm/environment.h"
 #include "comm/guard.h"
 #include "nn/mlp.h"
@@ -71,10 +71,7 @@ int run(const comm::Communicator& tp) {
        max_abs_difference(shards[2].tensor, autograd::narrow(full[2].tensor, 1, first, width)),
        max_abs_difference(shards[3].tensor, full[3].tensor)});
 
-  kernels::Buffer agreed(1, kernels::DType::f64, kernels::Device::cpu);
-  agreed.data_as<double>()[0] = worst;
-  comm::all_reduce(tp, agreed, comm::ReduceOp::max);
-  worst = agreed.data_as<double>()[0];
+  worst = comm::all_reduce_scalar(tp, worst, comm::ReduceOp::max);
   const bool ok = worst <= kTolerance;
   if (tp.rank() == 0) {
     std::printf(

@@ -6,8 +6,8 @@
 
 #include <chrono>
 
-#include "app/scalar_collectives.h"
 #include "autograd/random.h"
+#include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -99,7 +99,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   comm::barrier(world);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::vector<double> rss = all_gather_scalar(world, peak_rss_mib());
+  const std::vector<double> rss = comm::all_gather_scalar(world, peak_rss_mib());
   if (world.rank() != 0) return 0;
 
   const double ms_per_step = 1e3 * seconds / options.steps;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "app/scalar_collectives.h"
+#include "comm/agreement.h"
 
 namespace mpitron::app {
 
@@ -30,8 +30,9 @@ void Comparison::expect_close(const autograd::Tensor& actual, const autograd::Te
 
 CheckResult agree(const comm::Communicator& world, const std::string& name,
                   const Comparison& local) {
-  const double passed = all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);
-  const double error = all_reduce_scalar(world, local.max_abs_error(), comm::ReduceOp::max);
+  const double passed =
+      comm::all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);
+  const double error = comm::all_reduce_scalar(world, local.max_abs_error(), comm::ReduceOp::max);
   return {name, passed == 1.0, error, local.tolerance()};
 }
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-#include "app/scalar_collectives.h"
+#include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
@@ -104,7 +104,7 @@ nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& worl
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (all_reduce_scalar(world, read ? 1.0 : 0.0, comm::ReduceOp::min) != 1.0) {
+  if (comm::all_reduce_scalar(world, read ? 1.0 : 0.0, comm::ReduceOp::min) != 1.0) {
     throw comm::ConfigError(read ? "the data could not be loaded on another rank" : error);
   }
   const nn::Dataset& data = read->data;
@@ -209,7 +209,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
     }
     const double mean =
         std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
-    const std::vector<double> by_rank = all_gather_scalar(world, mean);
+    const std::vector<double> by_rank = comm::all_gather_scalar(world, mean);
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       log->info("rank {} epoch {} loss {:.6f}", r, epoch + 1, by_rank[r]);
     }

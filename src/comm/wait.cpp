@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include "comm/agreement.h"
 #include "comm/errors.h"
 #include "comm/guard.h"
 
@@ -36,11 +37,7 @@ std::string deadline_message(const DeadlineReport& report) {
   if (report.peer >= 0) line << " rank " << report.peer;
   line << " on the " << report.communicator << " communicator";
   if (report.peer < 0) {
-    line << " of ranks ";
-    for (std::size_t i = 0; i < std::min(report.members.size(), kMaxListed); ++i) {
-      line << (i == 0 ? "" : ", ") << report.members[i];
-    }
-    if (report.members.size() > kMaxListed) line << ", ...";
+    line << " of ranks " << rank_list(report.members, kMaxListed);
   }
   line << " (" << report.bytes << " bytes) did not complete within " << report.seconds << " s";
   return line.str();

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
+#include "comm/agreement.h"
 #include "comm/collectives.h"
 
 namespace mpitron::nn {
@@ -76,10 +77,7 @@ ReplicaDifference replica_difference(const Parameters& parameters, const comm::C
       }
     }
   }
-  kernels::Buffer agreed(1, DType::f64, Device::cpu);
-  agreed.data_as<double>()[0] = result.max_abs;
-  comm::all_reduce(dp, agreed, comm::ReduceOp::max);
-  result.max_abs = agreed.data_as<double>()[0];
+  result.max_abs = comm::all_reduce_scalar(dp, result.max_abs, comm::ReduceOp::max);
   return result;
 }
 

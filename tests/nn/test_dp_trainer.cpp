@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "comm/collectives.h"
+#include "comm/agreement.h"
 #include "kernels/ops.h"
 #include "nn/dp_trainer.h"
 #include "nn_test_support.h"
@@ -23,10 +23,7 @@ comm::Communicator self() {
 }
 
 double average_over_world(double mine) {
-  kernels::Buffer value(1, DType::f64, Device::cpu);
-  value.data_as<double>()[0] = mine;
-  comm::all_reduce(test_world(), value, comm::ReduceOp::avg);
-  return value.data_as<double>()[0];
+  return comm::all_reduce_scalar(test_world(), mine, comm::ReduceOp::avg);
 }
 
 struct Run {
