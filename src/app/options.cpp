@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "comm/errors.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::app {
 
@@ -133,6 +134,14 @@ std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, i
 }
 
 }  // namespace
+
+void inject_fault(const std::string& name) {
+  try {
+    nn::inject_fault(nn::parse_fault(name));
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
+}
 
 void write_json(const std::string& path, const nlohmann::json& report, bool append) {
   std::ofstream file(path, append ? std::ios::app : std::ios::trunc);

@@ -59,6 +59,10 @@ kernels::Device resolve_device(const std::string& device);
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world);
 
+/// Activates the test-only fault named `name` (nn::parse_fault's spellings, "none" for none).
+/// Throws comm::ConfigError for an unknown name.
+void inject_fault(const std::string& name);
+
 /// Writes `report` to `path` (replacing it) when `append` is false, else appends it as one line.
 /// Throws std::runtime_error naming the path when the write fails.
 void write_json(const std::string& path, const nlohmann::json& report, bool append = false);

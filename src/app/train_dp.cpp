@@ -13,13 +13,11 @@
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
-#include "kernels/ops.h"
+#include "kernels/device.h"
 #include "nn/csv_dataset.h"
 #include "nn/dp_trainer.h"
 
 namespace mpitron::app {
-
-using autograd::Tensor;
 
 namespace {
 
@@ -58,9 +56,7 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
                    "Drop the tail that does not divide over the ranks (default: pad it)");
   command.add_flag("--check-replicas,!--no-check-replicas", options.check_replicas,
                    "After every epoch, check that every replica equals dp rank 0 (default on)");
-  command
-      .add_flag("--inject-drift", options.inject_drift,
-                "Test only: perturb the last rank's parameters after the first epoch")
+  command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
   return command;
 }
@@ -142,9 +138,10 @@ std::string per_rank_work(const nn::DataParallelTrainer& trainer, std::int64_t s
 std::string describe(const TrainDpOptions& o, int dp, kernels::Device device) {
   return fmt::format(
       "mpitron {} train-dp dp={} device={} samples={} features={} targets={} hidden={} data={} "
-      "header={} lr={} momentum={} epochs={} batch_size={} drop_last={} seed={}",
+      "header={} lr={} momentum={} epochs={} batch_size={} drop_last={} seed={} fault={}",
       MPITRON_VERSION, dp, kernels::to_string(device), o.samples, o.features, o.targets, o.hidden,
-      o.data, o.header, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed);
+      o.data, o.header, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed,
+      o.fault);
 }
 
 nlohmann::json parameters_json(const nn::Parameters& parameters) {
@@ -170,6 +167,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
     sizes_only.dp = options.common.dp.value_or(world.size());
     dp = resolve_parallel_sizes(sizes_only, world.size()).dp;
     check_options(options);
+    inject_fault(options.fault);
     device = resolve_device(options.common.device);
     log = prepare_run(options.common, world);
     return describe(options, dp, device);
@@ -202,11 +200,6 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   double last_loss = 0.0;
   for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
     const std::vector<double> losses = trainer.train_epoch(epoch);
-    if (options.inject_drift && epoch == 0 && topology.dp_rank() == dp - 1) {
-      Tensor first = trainer.model().parameters().front().tensor;
-      kernels::axpy(1.0, Tensor::full(first.shape(), 1e-3, first.dtype(), device).buffer(),
-                    first.buffer());
-    }
     const double mean =
         std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
     const std::vector<double> by_rank = comm::all_gather_scalar(world, mean);

@@ -9,6 +9,8 @@
 #include "autograd/ops.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
+#include "kernels/ops.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
@@ -36,7 +38,8 @@ DataParallelTrainer::DataParallelTrainer(const std::vector<LinearWeights>& initi
       sampler_(data.samples, dp.size(), dp.rank(), options.shuffle_seed, options.shuffle,
                options.drop_last),
       sgd_(model_.parameters(), options.lr, options.momentum),
-      averager_(dp) {
+      averager_(dp),
+      last_replica_(dp.rank() == dp.size() - 1) {
   if (options.batch_size < 1) {
     throw std::invalid_argument(
         fmt::format("DataParallelTrainer: batch size {} < 1", options.batch_size));
@@ -57,6 +60,11 @@ std::vector<double> DataParallelTrainer::train_epoch(std::int64_t epoch) {
     averager_.average(sgd_.parameters());
     sgd_.step();
     losses.push_back(loss.item());
+  }
+  if (fault_active(Fault::replica_drift) && epoch == 0 && last_replica_) {
+    Tensor first = model_.parameters().front().tensor;  // a handle sharing the parameter
+    kernels::axpy(1.0, Tensor::full(first.shape(), 1e-3, first.dtype(), first.device()).buffer(),
+                  first.buffer());
   }
   return losses;
 }

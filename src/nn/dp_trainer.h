@@ -43,7 +43,8 @@ class DataParallelTrainer {
                       const comm::Communicator& dp, const TrainerOptions& options);
 
   /// Runs epoch `epoch` (0-based): for every batch, forward, MSE loss, backward, gradient
-  /// average over dp, SGD step. Returns this replica's loss of each step
+  /// average over dp, SGD step (then, under Fault::replica_drift after epoch 0, the last replica
+  /// perturbs its first parameter by 1e-3). Returns this replica's loss of each step
   /// ([steps_per_epoch()]). Collective over dp.
   std::vector<double> train_epoch(std::int64_t epoch);
 
@@ -63,6 +64,7 @@ class DataParallelTrainer {
   DistributedSampler sampler_;
   Sgd sgd_;
   GradientAverager averager_;
+  bool last_replica_;
 };
 
 /// How far the replicas' parameters are from DP rank 0's.

@@ -9,12 +9,13 @@ namespace mpitron::nn {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 5> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 6> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
     {"dp-sum-not-average", Fault::dp_sum_not_average},
     {"pp-gradient-not-sent", Fault::pp_gradient_not_sent},
+    {"replica-drift", Fault::replica_drift},
 }};
 }  // namespace
 

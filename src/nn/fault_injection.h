@@ -1,6 +1,7 @@
-// Test-only fault injection: each fault breaks one well-known rule of 3-D parallelism, so tests
-// can prove that `mpitron validate` notices (the matching check FAILs and the exit code is
-// non-zero). Selected by the hidden `--inject-fault` flag; `none` in every normal run.
+// Test-only fault injection, the one mechanism for it: each fault breaks one well-known rule of
+// 3-D parallelism, so tests can prove that `mpitron validate` and `mpitron train-dp` notice (the
+// matching check FAILs and the exit code is non-zero). Selected by the hidden `--inject-fault`
+// flag; `none` in every normal run.
 #pragma once
 
 #include <string>
@@ -17,10 +18,14 @@ enum class Fault {
   dp_sum_not_average,
   /// a pipeline stage sends a zero gradient upstream instead of its input gradient.
   pp_gradient_not_sent,
+  /// after its first epoch, the last data-parallel replica's first parameter moves by 1e-3 (the
+  /// replicas are no longer identical; train-dp's replica check must stop the run).
+  replica_drift,
 };
 
 /// Fault from its flag spelling ("none", "copy-to-tp-no-all-reduce", "row-bias-every-rank",
-/// "dp-sum-not-average", "pp-gradient-not-sent"); throws std::invalid_argument otherwise.
+/// "dp-sum-not-average", "pp-gradient-not-sent", "replica-drift"); throws std::invalid_argument
+/// otherwise.
 Fault parse_fault(const std::string& name);
 
 /// Activates `fault` for this process (until changed).

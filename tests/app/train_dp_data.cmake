@@ -55,3 +55,8 @@ mpitron_add_expect_test(train_dp_data_banner_steps TARGET mpitron NP 2 TIMEOUT 6
   ARGS train-dp --samples 11 --drop-last --batch-size 2 --epochs 1 ${data_logs}
   EXPECT_EXIT 0
   EXPECT_OUTPUT "each rank reads 5 samples per epoch \\(1 dropped by --drop-last\\) in 3 steps of 2 samples, the last of 1\n")
+
+# Test-only faults go through nn::Fault, with the same check of the name as validate's.
+mpitron_add_expect_test(train_dp_unknown_fault TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train-dp --inject-fault drift ${data_logs}
+  EXPECT_EXIT 2 EXPECT_OUTPUT "rank 1: error: unknown fault 'drift'")
