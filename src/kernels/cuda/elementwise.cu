@@ -1,7 +1,7 @@
 // Element-wise CUDA kernels: each op is one grid-stride pass (for_each) with a device lambda.
 // The CPU reference loops are cpu/elementwise.h; GELU's formulas are shared through math.h.
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/grid.cuh"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cuda {

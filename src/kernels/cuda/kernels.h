@@ -47,7 +47,7 @@ struct Kernels {
   template <class T>
   static void mse_forward(const T* pred, const T* target, std::size_t n, T* loss);
 
-  // layout.cu: index arithmetic only.
+  // layout_ops.cu: index arithmetic only.
   template <class T>
   static void transpose(const T* x, std::size_t outer, std::size_t d1, std::size_t mid,
                         std::size_t d2, std::size_t inner, T* y);

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/grid.cuh"
 
 namespace mpitron::kernels::cuda {
 namespace {

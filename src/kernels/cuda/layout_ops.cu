@@ -1,7 +1,7 @@
 // Layout CUDA kernels: one thread per output element, index arithmetic only. The CPU reference
-// loops are cpu/layout.h.
+// loops are cpu/layout_ops.h.
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/grid.cuh"
 
 namespace mpitron::kernels::cuda {
 
