@@ -10,6 +10,7 @@
 
 #include "comm/errors.h"
 #include "comm/guard.h"
+#include "comm/stall_inspector.h"
 
 namespace mpitron::comm {
 
@@ -64,6 +65,8 @@ Environment::Environment(int& argc, char**& argv) {
     throw std::runtime_error("the MPI library does not provide MPI_THREAD_FUNNELED");
   }
   world_ = Communicator::make_world(MPI_COMM_WORLD, count_node_ranks(), query_mpi_cuda_support());
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &stall_comm_), "MPI_Comm_dup");
+  set_stall_inspection_comm(stall_comm_);
   g_world_rank = world_.rank();
   std::set_terminate(terminate_job);
 }
@@ -71,7 +74,10 @@ Environment::Environment(int& argc, char**& argv) {
 Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  set_stall_inspection_comm(MPI_COMM_NULL);
+  if (stall_comm_ != MPI_COMM_NULL) MPI_Comm_free(&stall_comm_);
+  MPI_Finalize();
 }
 
 std::string mpi_library_version() {

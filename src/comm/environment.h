@@ -1,6 +1,8 @@
 // MPI start and finish for one process, and the world communicator.
 #pragma once
 
+#include <mpi.h>
+
 #include <string>
 
 #include "comm/communicator.h"
@@ -13,7 +15,8 @@ namespace mpitron::comm {
 /// calls MPI), sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so failures become MpiError exceptions,
 /// counts the ranks sharing this node (MPI_Comm_split_type, for the automatic CUDA transfer
 /// mode), queries CUDA support (MPIX_Query_cuda_support where <mpi-ext.h> offers it) and
-/// installs a std::terminate handler that prints "rank N: error: <what>" and aborts the whole
+/// duplicates MPI_COMM_WORLD for the stall inspector (stall_inspector.h), installs a
+/// std::terminate handler that prints "rank N: error: <what>" and aborts the whole
 /// job with kErrorExitCode, so an exception escaping on any rank never leaves others waiting.
 /// The destructor calls MPI_Finalize.
 class Environment {
@@ -33,6 +36,7 @@ class Environment {
 
  private:
   Communicator world_;
+  MPI_Comm stall_comm_ = MPI_COMM_NULL;  ///< side channel of the stall inspector
 };
 
 /// The MPI library's version text (MPI_Get_library_version, which MPI allows before MPI_Init),
