@@ -42,6 +42,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
           "UINT"))
       ->capture_default_str();
   command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
+  command.add_option("--init-timeout")
+      ->description(
+          "Deadline of MPI_Init in seconds (default: MPITRON_INIT_TIMEOUT, else 120); read "
+          "before MPI starts")
+      ->type_name("SECONDS");
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {

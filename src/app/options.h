@@ -17,7 +17,8 @@
 namespace mpitron::app {
 
 /// Flags every subcommand takes: --tp --pp --dp --device --comm --timeout-seconds --log-dir
-/// --filemode --seed --json.
+/// --filemode --seed --json, and --init-timeout (listed for --help and parsing; main reads it
+/// from argv before MPI starts, comm::resolve_init_timeout).
 struct CommonOptions {
   std::optional<int> tp, pp, dp;
   std::string device = "auto";

@@ -53,12 +53,14 @@ int count_node_ranks() {
 
 }  // namespace
 
-Environment::Environment(int& argc, char**& argv) {
+Environment::Environment(int& argc, char**& argv, double init_timeout_seconds) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) throw std::logic_error("comm::Environment: MPI is already initialized");
   int provided = MPI_THREAD_SINGLE;
+  InitWatchdog watchdog(init_timeout_seconds);
   check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  watchdog.disarm();
   check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   if (provided < MPI_THREAD_FUNNELED) {
     MPI_Finalize();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/init_watchdog.h"
 
 namespace mpitron::comm {
 
@@ -22,8 +23,10 @@ namespace mpitron::comm {
 class Environment {
  public:
   /// Throws std::logic_error when MPI is already initialized, std::runtime_error when the
-  /// library offers less than MPI_THREAD_FUNNELED, MpiError when an MPI call fails.
-  Environment(int& argc, char**& argv);
+  /// library offers less than MPI_THREAD_FUNNELED, MpiError when an MPI call fails. An
+  /// InitWatchdog (init_watchdog.h) ends the process when MPI_Init takes longer than
+  /// `init_timeout_seconds`.
+  Environment(int& argc, char**& argv, double init_timeout_seconds = kDefaultInitTimeoutSeconds);
   ~Environment();
 
   Environment(const Environment&) = delete;
