@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "comm/errors.h"
+#include "comm/placement.h"
 #include "nn/fault_injection.h"
 
 namespace mpitron::app {
@@ -159,7 +160,9 @@ std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world) {
   configure_communication(options, world);
   check_json_writable(options, world.rank());
-  return make_rank_logger(options, world.rank());
+  auto logger = make_rank_logger(options, world.rank());
+  logger->debug("placement: {}", comm::placement_text(comm::this_placement(world)));
+  return logger;
 }
 
 }  // namespace mpitron::app

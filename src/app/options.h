@@ -54,7 +54,9 @@ kernels::Device resolve_device(const std::string& device);
 /// on rank 0 that the --json file can be written (opening it for appending creates it), and
 /// returns a logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per
 /// --filemode) and to the console with a "[rank N]" prefix (debug lines such as shapes go to the
-/// file only; the console shows rank 0's info lines and every rank's warnings). Throws
+/// file only; the console shows rank 0's info lines and every rank's warnings). The log file's
+/// first line records this rank's placement (comm::placement_text: host, pid, local rank, CPUs,
+/// GPU). Throws
 /// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unwritable
 /// --json file or a log file that cannot be opened.
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,

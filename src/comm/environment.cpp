@@ -40,15 +40,17 @@ bool query_mpi_cuda_support() {
 #endif
 }
 
-int count_node_ranks() {
+// This rank's position among the ranks sharing its node: {rank, size} of MPI_COMM_TYPE_SHARED.
+NodeShare node_share() {
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type");
-  int size = 0;
-  const int rc = MPI_Comm_size(node, &size);
+  NodeShare share;
+  int rc = MPI_Comm_rank(node, &share.rank);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &share.size);
   MPI_Comm_free(&node);
-  check_mpi(rc, "MPI_Comm_size");
-  return size;
+  check_mpi(rc, "MPI_Comm_rank/size");
+  return share;
 }
 
 }  // namespace
@@ -66,7 +68,7 @@ Environment::Environment(int& argc, char**& argv, double init_timeout_seconds) {
     MPI_Finalize();
     throw std::runtime_error("the MPI library does not provide MPI_THREAD_FUNNELED");
   }
-  world_ = Communicator::make_world(MPI_COMM_WORLD, count_node_ranks(), query_mpi_cuda_support());
+  world_ = Communicator::make_world(MPI_COMM_WORLD, node_share(), query_mpi_cuda_support());
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &stall_comm_), "MPI_Comm_dup");
   set_stall_inspection_comm(stall_comm_);
   g_world_rank = world_.rank();
