@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "app/progress.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -56,6 +57,7 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
                    "Drop the tail that does not divide over the ranks (default: pad it)");
   command.add_flag("--check-replicas,!--no-check-replicas", options.check_replicas,
                    "After every epoch, check that every replica equals dp rank 0 (default on)");
+  add_progress_option(command, options.progress);
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
   return command;
@@ -198,8 +200,21 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json epochs = nlohmann::json::array();
   double last_loss = 0.0;
+  const std::int64_t steps = trainer.steps_per_epoch();
+  const std::int64_t per_rank = trainer.samples_per_replica();
+  ProgressLine progress("train-dp", options.epochs * steps, "samples/s",
+                        parse_progress_mode(options.progress), world.rank() == 0);
   for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    const std::vector<double> losses = trainer.train_epoch(epoch);
+    const std::vector<double> losses =
+        trainer.train_epoch(epoch, [&](std::int64_t step, double loss) {
+          const std::int64_t read =
+              epoch * per_rank + std::min((step + 1) * options.batch_size, per_rank);
+          const double elapsed =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          progress.update(epoch * steps + step + 1, loss,
+                          static_cast<double>(read * dp) / std::max(elapsed, 1e-9));
+        });
+    progress.suspend();
     const double mean =
         std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
     const std::vector<double> by_rank = comm::all_gather_scalar(world, mean);

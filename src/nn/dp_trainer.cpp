@@ -50,7 +50,8 @@ std::int64_t DataParallelTrainer::steps_per_epoch() const {
   return (sampler_.samples_per_replica() + options_.batch_size - 1) / options_.batch_size;
 }
 
-std::vector<double> DataParallelTrainer::train_epoch(std::int64_t epoch) {
+std::vector<double> DataParallelTrainer::train_epoch(
+    std::int64_t epoch, const std::function<void(std::int64_t, double)>& on_step) {
   std::vector<double> losses;
   for (const auto& indices : make_batches(sampler_.indices(epoch), options_.batch_size)) {
     const Batch batch = gather_batch(data_, indices, options_.dtype, options_.device);
@@ -60,6 +61,7 @@ std::vector<double> DataParallelTrainer::train_epoch(std::int64_t epoch) {
     averager_.average(sgd_.parameters());
     sgd_.step();
     losses.push_back(loss.item());
+    if (on_step) on_step(static_cast<std::int64_t>(losses.size()) - 1, losses.back());
   }
   if (fault_active(Fault::replica_drift) && epoch == 0 && last_replica_) {
     Tensor first = model_.parameters().front().tensor;  // a handle sharing the parameter

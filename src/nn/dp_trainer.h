@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,11 @@ class DataParallelTrainer {
   /// average over dp, SGD step (then, under Fault::replica_drift after epoch 0, the last replica
   /// perturbs its first parameter by 1e-3). Returns this replica's loss of each step
   /// ([steps_per_epoch()]). Collective over dp.
-  std::vector<double> train_epoch(std::int64_t epoch);
+  /// `on_step`, when given, is called after every step with the step's index in the epoch
+  /// (0-based) and this replica's loss (for progress reports).
+  std::vector<double> train_epoch(
+      std::int64_t epoch,
+      const std::function<void(std::int64_t step, double loss)>& on_step = nullptr);
 
   /// Steps per epoch, the same on every replica: ceil(samples_per_replica / batch_size).
   std::int64_t steps_per_epoch() const;
