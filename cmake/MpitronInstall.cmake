@@ -1,7 +1,8 @@
 # `cmake --install build --prefix P`: the mpitron command (P/bin), the four libraries (P/lib),
 # their headers (P/include/mpitron/<layer>/...) and the CMake package P/lib/cmake/mpitron, which
 # exports mpitron::kernels, mpitron::autograd, mpitron::comm and mpitron::nn with their usage
-# requirements (MPI, Eigen, fmt, OpenMP and CUDA are found again by mpitronConfig.cmake).
+# requirements (MPI, Eigen, fmt, nlohmann_json, OpenMP and CUDA are found again by
+# mpitronConfig.cmake).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 

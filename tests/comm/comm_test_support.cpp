@@ -14,7 +14,9 @@ using kernels::DType;
 std::vector<BufferKind> all_buffer_kinds() {
   return {{DType::f32, Device::cpu},       {DType::f64, Device::cpu},
           {DType::f32, Device::cpu, true}, {DType::f64, Device::cpu, true},
-          {DType::f32, Device::cuda},      {DType::f64, Device::cuda}};
+          {DType::f32, Device::cuda},      {DType::f64, Device::cuda},
+          {DType::i32, Device::cpu},       {DType::i64, Device::cpu},
+          {DType::i64, Device::cpu, true}, {DType::i64, Device::cuda}};
 }
 
 void PrintTo(const BufferKind& kind, std::ostream* out) {
@@ -23,8 +25,8 @@ void PrintTo(const BufferKind& kind, std::ostream* out) {
 }
 
 std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info) {
-  return std::string(info.param.dtype == DType::f64 ? "f64_" : "f32_") +
-         kernels::to_string(info.param.device) + (info.param.staged_host ? "_staged" : "");
+  return kernels::to_string(info.param.dtype) + "_" + kernels::to_string(info.param.device) +
+         (info.param.staged_host ? "_staged" : "");
 }
 
 void BufferKindTest::SetUp() {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/device.h"
@@ -32,6 +33,9 @@ class KernelTest : public ::mpitron::test::DeviceDtypeTest {
   Buffer make(const std::vector<double>& values) const {
     return ::mpitron::test::make_buffer(values, dtype(), device());
   }
+
+  /// An int32 or int64 buffer holding `values` on the device under test.
+  Buffer make_indices(const std::vector<std::int64_t>& values, DType index_dtype) const;
 
   /// An uninitialized buffer of `n` elements on the device under test.
   Buffer empty(std::size_t n) const { return Buffer(n, dtype(), device()); }

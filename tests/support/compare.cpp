@@ -13,23 +13,22 @@ using kernels::DType;
 
 Buffer make_buffer(const std::vector<double>& values, DType dtype, Device device) {
   Buffer host(values.size(), dtype, Device::cpu);
-  if (dtype == DType::f64) {
-    std::copy(values.begin(), values.end(), host.data_as<double>());
-  } else {
-    std::transform(values.begin(), values.end(), host.data_as<float>(),
-                   [](double v) { return static_cast<float>(v); });
-  }
+  kernels::dispatch_any(dtype, [&]<class T>(T) {
+    std::transform(values.begin(), values.end(), host.data_as<T>(),
+                   [](double v) { return static_cast<T>(v); });
+  });
   return host.to(device);
 }
 
 std::vector<double> host_values(const Buffer& buffer) {
   const Buffer host = buffer.to(Device::cpu);
-  if (host.dtype() == DType::f64) {
-    const double* data = host.data_as<double>();
-    return {data, data + host.numel()};
-  }
-  const float* data = host.data_as<float>();
-  return {data, data + host.numel()};
+  std::vector<double> values(host.numel());
+  kernels::dispatch_any(host.dtype(), [&]<class T>(T) {
+    const T* data = host.data_as<T>();
+    std::transform(data, data + host.numel(), values.begin(),
+                   [](T v) { return static_cast<double>(v); });
+  });
+  return values;
 }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want,

@@ -8,7 +8,8 @@
 
 namespace mpitron::test {
 
-/// A buffer of `dtype` on `device` holding `values` (rounded to float32 for f32).
+/// A buffer of `dtype` on `device` holding `values` (converted to the element type: rounded to
+/// float32 for f32, truncated for the integer dtypes).
 kernels::Buffer make_buffer(const std::vector<double>& values, kernels::DType dtype,
                             kernels::Device device);
 
