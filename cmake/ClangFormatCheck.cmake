@@ -1,9 +1,10 @@
-# cmake -DCLANG_FORMAT=<program> -DSTYLE_FILE=<.clang-format> -DDIRS=<dir>[;<dir>...]
+# cmake -DCLANG_FORMAT=<program> -DSTYLE_FILE=<.clang-format> -DDIRS=<dir>[|<dir>...]
 #       -P ClangFormatCheck.cmake
 # Runs `clang-format --dry-run -Werror` with STYLE_FILE's style over every C++ and CUDA file
 # under DIRS (listed when the test runs, so new files are covered without reconfiguring).
 # Fails, printing clang-format's diagnostics, when any file would change.
 set(files)
+string(REPLACE "|" ";" DIRS "${DIRS}")
 foreach(dir IN LISTS DIRS)
   file(GLOB_RECURSE found ${dir}/*.h ${dir}/*.hpp ${dir}/*.cpp ${dir}/*.cu ${dir}/*.cuh)
   list(APPEND files ${found})

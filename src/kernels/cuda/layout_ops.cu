@@ -2,8 +2,8 @@
 // loops are cpu/layout_ops.h.
 #include <cstdint>
 
-#include "kernels/cuda/kernels.h"
 #include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/kernels.h"
 
 namespace mpitron::kernels::cuda {
 
