@@ -69,8 +69,9 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 }
 
 kernels::Device resolve_device(const std::string& device) {
+  if (device == "cpu") return kernels::Device::cpu;  // no driver probe: nothing CUDA is mapped
   const int gpus = kernels::cuda_device_count();
-  if (device == "cpu" || (device == "auto" && gpus == 0)) return kernels::Device::cpu;
+  if (device == "auto" && gpus == 0) return kernels::Device::cpu;
   if (gpus == 0) {
     throw comm::ConfigError(fmt::format(
         "--device cuda was requested, but no CUDA device is available (mpitron was built {} "
