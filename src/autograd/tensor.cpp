@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
 
 #include "autograd/engine.h"
 #include "autograd/function.h"
@@ -59,11 +63,33 @@ Tensor Tensor::from_vector(const std::vector<double>& values, const Shape& shape
                                             values.size(), to_string(shape)));
   }
   kernels::Buffer host(values.size(), dtype, Device::cpu);
-  if (dtype == DType::f64) {
-    std::copy(values.begin(), values.end(), host.data_as<double>());
-  } else {
-    std::copy(values.begin(), values.end(), host.data_as<float>());
+  kernels::dispatch_any(dtype, [&]<class T>(T) {
+    if constexpr (std::is_integral_v<T>) {
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        // Both bounds are exact powers of two in double; the upper one is excluded.
+        const double lo = static_cast<double>(std::numeric_limits<T>::min());
+        const double hi = -lo;
+        if (!(values[i] >= lo && values[i] < hi && std::trunc(values[i]) == values[i])) {
+          throw std::invalid_argument(
+              fmt::format("from_vector: value {} at position {} is not an {}", values[i], i,
+                          kernels::to_string(dtype)));
+        }
+      }
+    }
+    std::transform(values.begin(), values.end(), host.data_as<T>(),
+                   [](double v) { return static_cast<T>(v); });
+  });
+  return from_buffer(device == Device::cpu ? std::move(host) : host.to(device), shape);
+}
+
+Tensor Tensor::from_indices(const std::vector<std::int64_t>& values, const Shape& shape,
+                            Device device) {
+  if (static_cast<std::int64_t>(values.size()) != numel_of(shape)) {
+    throw std::invalid_argument(fmt::format("from_indices: {} values do not fill shape {}",
+                                            values.size(), to_string(shape)));
   }
+  kernels::Buffer host(values.size(), DType::i64, Device::cpu);
+  std::copy(values.begin(), values.end(), host.data_as<std::int64_t>());
   return from_buffer(device == Device::cpu ? std::move(host) : host.to(device), shape);
 }
 
@@ -114,6 +140,10 @@ const std::shared_ptr<Function>& Tensor::grad_fn() const {
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
   if (!is_leaf()) throw std::logic_error("set_requires_grad: only leaf tensors can be marked");
+  if (requires_grad && !kernels::is_floating(dtype())) {
+    throw std::invalid_argument("set_requires_grad: a " + kernels::to_string(dtype()) + " tensor " +
+                                to_string(shape()) + " cannot require grad");
+  }
   impl_->requires_grad = requires_grad;
   return *this;
 }
@@ -150,13 +180,13 @@ Tensor Tensor::to(Device device) const {
 }
 
 std::vector<double> Tensor::to_vector() const {
-  kernels::Buffer host = buffer().to(Device::cpu);
-  if (host.dtype() == DType::f64) {
-    const double* p = host.data_as<double>();
-    return {p, p + host.numel()};
-  }
-  const float* p = host.data_as<float>();
-  return {p, p + host.numel()};
+  const kernels::Buffer host = buffer().to(Device::cpu);
+  return kernels::dispatch_any(host.dtype(), [&]<class T>(T) {
+    const T* p = host.data_as<T>();
+    std::vector<double> values(host.numel());
+    std::transform(p, p + host.numel(), values.begin(), [](T v) { return static_cast<double>(v); });
+    return values;
+  });
 }
 
 double Tensor::item() const {

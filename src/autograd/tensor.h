@@ -45,9 +45,14 @@ class Tensor {
                      Device device = Device::cpu);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu);
   /// Copies `values` (row-major) into a new tensor; throws std::invalid_argument when
-  /// values.size() != numel_of(shape).
+  /// values.size() != numel_of(shape), and for an integer dtype when a value is not an integer
+  /// representable in it (naming the first such position and value).
   static Tensor from_vector(const std::vector<double>& values, const Shape& shape,
                             DType dtype = DType::f32, Device device = Device::cpu);
+  /// An int64 tensor holding `values` (row-major), e.g. token ids; throws std::invalid_argument
+  /// when values.size() != numel_of(shape).
+  static Tensor from_indices(const std::vector<std::int64_t>& values, const Shape& shape,
+                             Device device = Device::cpu);
   /// Wraps an existing buffer (taking ownership); throws std::invalid_argument when its numel
   /// differs from numel_of(shape).
   static Tensor from_buffer(kernels::Buffer buffer, const Shape& shape);
@@ -65,7 +70,7 @@ class Tensor {
 
   bool requires_grad() const;
   /// Marks a leaf as a parameter/input whose gradient `backward` should accumulate. Throws
-  /// std::logic_error on a non-leaf.
+  /// std::logic_error on a non-leaf and std::invalid_argument when marking an integer tensor.
   Tensor& set_requires_grad(bool requires_grad = true);
   /// The accumulated gradient (same shape); undefined until a backward pass reached this leaf.
   Tensor grad() const;
@@ -91,7 +96,7 @@ class Tensor {
   /// A deep copy on the same device as a leaf (not differentiable).
   Tensor clone() const { return to(device()); }
 
-  /// Host copy of the elements, widened to double.
+  /// Host copy of the elements, widened to double (int64 values above 2^53 round).
   std::vector<double> to_vector() const;
   /// The single element of a one-element tensor; throws std::logic_error otherwise.
   double item() const;

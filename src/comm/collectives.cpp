@@ -33,7 +33,7 @@ void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
       [&](const Range& range) {
         MPI_Request request = MPI_REQUEST_NULL;
         check_mpi(MPI_Iallreduce(MPI_IN_PLACE, element(image, range.offset), mpi_count(range.count),
-                                 type, mpi_op(op), comm.native(), &request),
+                                 type, mpi_op(op, buffer.dtype()), comm.native(), &request),
                   "MPI_Iallreduce");
         return request;
       });

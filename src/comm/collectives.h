@@ -1,4 +1,4 @@
-// Collective operations on kernels::Buffer (float32 or float64, CPU or CUDA memory).
+// Collective operations on kernels::Buffer (float32, float64, int32 or int64; CPU or CUDA memory).
 //
 // Common rules:
 // - Every rank of the communicator calls the operation with buffers of the same dtype and
@@ -22,7 +22,8 @@
 namespace mpitron::comm {
 
 /// The element-wise reduction of all_reduce / reduce_scatter. `avg` is the sum multiplied by
-/// 1/size (kernels::scale on the result), which is exact when size is a power of two.
+/// 1/size (kernels::scale on the result), which is exact when size is a power of two; avg of an
+/// integer buffer throws std::invalid_argument on every rank before any message.
 enum class ReduceOp { sum, avg, max, min };
 
 /// "sum" / "avg" / "max" / "min".

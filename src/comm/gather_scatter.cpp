@@ -145,7 +145,7 @@ void reduce_scatter(const Communicator& comm, const Buffer& in, Buffer& out, std
                   MPI_Ireduce_scatter_block(element(*packed, packed_offset),
                                             element(dst, tile.row * wide.chunk + tile.col),
                                             mpi_count(tile.rows * tile.cols), mpi_type(in.dtype()),
-                                            mpi_op(op), comm.native(), &request),
+                                            mpi_op(op, in.dtype()), comm.native(), &request),
                   "MPI_Ireduce_scatter_block");
               wait_one(comm, request, tile_operation("reduce_scatter", wide, tile, in));
             });

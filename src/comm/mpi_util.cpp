@@ -8,7 +8,17 @@
 namespace mpitron::comm {
 
 MPI_Datatype mpi_type(kernels::DType dtype) {
-  return dtype == kernels::DType::f64 ? MPI_DOUBLE : MPI_FLOAT;
+  switch (dtype) {
+    case kernels::DType::f64:
+      return MPI_DOUBLE;
+    case kernels::DType::i32:
+      return MPI_INT32_T;
+    case kernels::DType::i64:
+      return MPI_INT64_T;
+    case kernels::DType::f32:
+      break;
+  }
+  return MPI_FLOAT;
 }
 
 int mpi_count(std::size_t count) {
@@ -27,7 +37,11 @@ const void* element(const kernels::Buffer& buffer, std::size_t index) {
   return static_cast<const std::byte*>(buffer.data()) + index * kernels::dtype_size(buffer.dtype());
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+MPI_Op mpi_op(ReduceOp op, kernels::DType dtype) {
+  if (op == ReduceOp::avg && !kernels::is_floating(dtype)) {
+    throw std::invalid_argument("reduce op avg needs a float buffer, not " +
+                                kernels::to_string(dtype) + " (use sum)");
+  }
   switch (op) {
     case ReduceOp::max:
       return MPI_MAX;

@@ -14,11 +14,12 @@
 
 namespace mpitron::comm {
 
-/// MPI_FLOAT for f32, MPI_DOUBLE for f64.
+/// MPI_FLOAT for f32, MPI_DOUBLE for f64, MPI_INT32_T for i32, MPI_INT64_T for i64.
 MPI_Datatype mpi_type(kernels::DType dtype);
 
-/// MPI_SUM for sum and avg, MPI_MAX, MPI_MIN.
-MPI_Op mpi_op(ReduceOp op);
+/// MPI_SUM for sum and avg, MPI_MAX, MPI_MIN. Throws std::invalid_argument for avg of an
+/// integer `dtype` (its mean is no integer); every rank throws alike, before any message.
+MPI_Op mpi_op(ReduceOp op, kernels::DType dtype);
 
 /// For `op` == avg, scales the reduced `buffer` by 1/comm.size() (kernels::scale); else nothing.
 void finish_average(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op);

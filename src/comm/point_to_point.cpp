@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <exception>
 #include <stdexcept>
+#include <vector>
 
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
@@ -18,17 +20,19 @@ constexpr int kHeaderTag = 7301;
 constexpr int kPayloadTag = 7302;
 constexpr std::int64_t kMagic = 0x6d7069747231;  // "mpitr1"
 
+constexpr std::int64_t kDTypes = 4;  // kernels::DType f32, f64, i32, i64, sent as 0..3
+
 // [magic, dtype, message limit, ndim, dims[kMaxTransferDims]]
 struct Header {
   std::array<std::int64_t, 4 + kMaxTransferDims> words{};
 
-  kernels::DType dtype() const { return words[1] == 1 ? kernels::DType::f64 : kernels::DType::f32; }
+  kernels::DType dtype() const { return static_cast<kernels::DType>(words[1]); }
   std::size_t limit() const { return static_cast<std::size_t>(words[2]); }
   std::span<const std::int64_t> shape() const {
     return {words.data() + 4, static_cast<std::size_t>(words[3])};
   }
   bool valid() const {
-    return words[0] == kMagic && (words[1] == 0 || words[1] == 1) && words[2] >= 1 &&
+    return words[0] == kMagic && words[1] >= 0 && words[1] < kDTypes && words[2] >= 1 &&
            words[2] <= static_cast<std::int64_t>(kMaxMessageElements) && words[3] >= 0 &&
            words[3] <= static_cast<std::int64_t>(kMaxTransferDims);
   }
@@ -89,28 +93,99 @@ std::string shape_to_string(std::span<const std::int64_t> shape) {
   return text + "]";
 }
 
+struct SendRequest::State {
+  Communicator comm;  // kept for the deadline message; shares the MPI communicator
+  int peer = -1;
+  std::size_t bytes = 0;
+  Header header;
+  Buffer staged;  // the payload's host copy when it is staged, else empty
+  std::vector<MPI_Request> requests;
+};
+
+SendRequest::SendRequest() = default;
+SendRequest::SendRequest(std::unique_ptr<State> state) : state_(std::move(state)) {}
+SendRequest::SendRequest(SendRequest&& other) noexcept = default;
+
+SendRequest& SendRequest::operator=(SendRequest&& other) noexcept {
+  SendRequest previous(std::move(*this));  // finished by its destructor
+  state_ = std::move(other.state_);
+  return *this;
+}
+
+SendRequest::~SendRequest() {
+  if (!pending()) return;
+  if (std::uncaught_exceptions() == 0) {
+    try {
+      wait();
+      return;
+    } catch (const MpiError&) {
+      // released below, as while unwinding
+    }
+  }
+  for (MPI_Request& request : state_->requests) {
+    if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  }
+  // MPI may still read these; never freed (not even at exit, when the allocator may be gone).
+  static auto* abandoned = new std::vector<std::unique_ptr<State>>();
+  abandoned->push_back(std::move(state_));
+}
+
+bool SendRequest::test() {
+  if (!pending()) return true;
+  int done = 0;
+  check_mpi(MPI_Testall(static_cast<int>(state_->requests.size()), state_->requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "MPI_Testall");
+  if (done != 0) state_.reset();
+  return done != 0;
+}
+
+void SendRequest::wait() {
+  if (!pending()) return;
+  wait_all(state_->comm, state_->requests, Operation{"send to", state_->peer, state_->bytes});
+  state_.reset();
+}
+
+void wait_all(std::span<SendRequest> requests) {
+  for (SendRequest& request : requests)
+    request.wait();
+}
+
+SendRequest isend(const Communicator& comm, const Buffer& buffer,
+                  std::span<const std::int64_t> shape, int dst) {
+  check_arguments("send", comm, buffer, shape, dst);
+  auto state = std::make_unique<SendRequest::State>();
+  state->comm = comm;
+  state->peer = dst;
+  state->bytes = buffer.bytes();
+  std::int64_t* words = state->header.words.data();
+  words[0] = kMagic;
+  words[1] = static_cast<std::int64_t>(buffer.dtype());
+  words[2] = static_cast<std::int64_t>(comm.max_message_elements());
+  words[3] = static_cast<std::int64_t>(shape.size());
+  std::copy(shape.begin(), shape.end(), words + 4);
+  state->staged = stage_copy(comm, buffer);
+  const Buffer& image = state->staged.empty() ? buffer : state->staged;
+  const std::size_t limit = comm.max_message_elements();
+  const std::size_t messages = message_count(buffer.numel(), limit);
+  state->requests.assign(1 + messages, MPI_REQUEST_NULL);
+  SendRequest request(std::move(state));  // from here on, a failure releases what was started
+  std::vector<MPI_Request>& requests = request.state_->requests;
+  check_mpi(MPI_Isend(words, static_cast<int>(request.state_->header.words.size()), MPI_INT64_T,
+                      dst, kHeaderTag, comm.native(), &requests[0]),
+            "MPI_Isend");
+  for (std::size_t i = 0; i < messages; ++i) {
+    const Range range = message_range(buffer.numel(), limit, i);
+    check_mpi(MPI_Isend(element(image, range.offset), mpi_count(range.count),
+                        mpi_type(image.dtype()), dst, kPayloadTag, comm.native(), &requests[1 + i]),
+              "MPI_Isend");
+  }
+  return request;
+}
+
 void send(const Communicator& comm, const Buffer& buffer, std::span<const std::int64_t> shape,
           int dst) {
-  check_arguments("send", comm, buffer, shape, dst);
-  Header header;
-  header.words[0] = kMagic;
-  header.words[1] = buffer.dtype() == kernels::DType::f64 ? 1 : 0;
-  header.words[2] = static_cast<std::int64_t>(comm.max_message_elements());
-  header.words[3] = static_cast<std::int64_t>(shape.size());
-  std::copy(shape.begin(), shape.end(), header.words.begin() + 4);
-  const Operation op{"send to", dst, buffer.bytes()};
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Isend(header.words.data(), static_cast<int>(header.words.size()), MPI_INT64_T, dst,
-                      kHeaderTag, comm.native(), &request),
-            "MPI_Isend");
-  wait_one(comm, request, op);
-  const Buffer& image = stage_in(comm, buffer, Slot::send);
-  for_each_message(comm, buffer.numel(), comm.max_message_elements(), op, [&](const Range& range) {
-    check_mpi(MPI_Isend(element(image, range.offset), mpi_count(range.count),
-                        mpi_type(image.dtype()), dst, kPayloadTag, comm.native(), &request),
-              "MPI_Isend");
-    return request;
-  });
+  isend(comm, buffer, shape, dst).wait();
 }
 
 void recv(const Communicator& comm, Buffer& buffer, std::span<const std::int64_t> expected_shape,

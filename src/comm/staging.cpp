@@ -6,8 +6,9 @@ using kernels::Buffer;
 using kernels::Device;
 
 Buffer& Staging::workspace(Slot slot, Device device, kernels::DType dtype, std::size_t numel) {
-  const std::size_t index = static_cast<std::size_t>(slot) * 4 + (device == Device::cuda ? 2 : 0) +
-                            (dtype == kernels::DType::f64 ? 1 : 0);
+  const std::size_t index =
+      (static_cast<std::size_t>(slot) * 2 + (device == Device::cuda ? 1 : 0)) * kKinds +
+      static_cast<std::size_t>(dtype);
   Buffer& buffer = buffers_[index];
   if (buffer.numel() < numel) {
     buffer = Buffer();  // release first, so the old and new storage never coexist
@@ -44,6 +45,17 @@ Buffer* staging_image(const Communicator& comm, const Buffer& buffer, Slot slot,
 const Buffer& stage_in(const Communicator& comm, const Buffer& buffer, Slot slot) {
   const Buffer* image = staging_image(comm, buffer, slot, true);
   return image != nullptr ? *image : buffer;
+}
+
+Buffer stage_copy(const Communicator& comm, const Buffer& buffer) {
+  if (mpi_visible(comm, buffer)) {
+    kernels::synchronize(buffer.device());
+    return Buffer();
+  }
+  if (buffer.empty()) return Buffer();
+  Buffer copy = Buffer::pinned_host(buffer.numel(), buffer.dtype());
+  kernels::copy_bytes(buffer, 0, copy, 0, buffer.bytes());
+  return copy;
 }
 
 Buffer& stage_in_place(const Communicator& comm, Buffer& buffer, Slot slot) {

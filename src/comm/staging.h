@@ -26,7 +26,8 @@ class Staging {
                              std::size_t numel);
 
  private:
-  std::array<kernels::Buffer, 12> buffers_;
+  static constexpr std::size_t kKinds = 4;  // the kernels::DType values
+  std::array<kernels::Buffer, 3 * 2 * kKinds> buffers_;
 };
 
 /// True when MPI may read and write `buffer`'s memory directly on `comm`: host buffers unless
@@ -39,6 +40,11 @@ kernels::Device mpi_space(const Communicator& comm, const kernels::Buffer& buffe
 /// Memory holding `buffer`'s elements for MPI to read: `buffer` itself when MPI-visible (after
 /// waiting for queued CUDA work), else the `slot` host workspace filled with a copy.
 const kernels::Buffer& stage_in(const Communicator& comm, const kernels::Buffer& buffer, Slot slot);
+
+/// For a transfer that outlives the call: an empty buffer when MPI may read `buffer` itself
+/// (after waiting for queued CUDA work on it), else a new pinned host copy of it (from the
+/// caching allocator, so a steady state allocates nothing). Also empty for an empty `buffer`.
+kernels::Buffer stage_copy(const Communicator& comm, const kernels::Buffer& buffer);
 
 /// As `stage_in`, but writable: results MPI writes there reach `buffer` by `stage_out`.
 kernels::Buffer& stage_in_place(const Communicator& comm, kernels::Buffer& buffer, Slot slot);

@@ -65,11 +65,4 @@ Backend& backend(Device device);
 /// The CPU backend (cpu/cpu_backend.cpp).
 Backend& cpu_backend();
 
-/// Calls `f(T{})` with T = float for f32 and double for f64.
-template <class F>
-decltype(auto) dispatch(DType dtype, F&& f) {
-  if (dtype == DType::f64) return f(double{});
-  return f(float{});
-}
-
 }  // namespace mpitron::kernels

@@ -1,6 +1,7 @@
 // Buffer and the copies between devices.
 #include "kernels/device.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -12,7 +13,11 @@
 namespace mpitron::kernels {
 
 std::size_t dtype_size(DType dtype) {
-  return dtype == DType::f64 ? 8 : 4;
+  return dtype == DType::f64 || dtype == DType::i64 ? 8 : 4;
+}
+
+bool is_floating(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f64;
 }
 
 std::string to_string(Device device) {
@@ -20,7 +25,17 @@ std::string to_string(Device device) {
 }
 
 std::string to_string(DType dtype) {
-  return dtype == DType::f64 ? "float64" : "float32";
+  switch (dtype) {
+    case DType::f64:
+      return "float64";
+    case DType::i32:
+      return "int32";
+    case DType::i64:
+      return "int64";
+    case DType::f32:
+      break;
+  }
+  return "float32";
 }
 
 Buffer::Buffer(std::size_t numel, DType dtype, Device device)
@@ -73,10 +88,23 @@ void Buffer::release() noexcept {
   pinned_ = false;
 }
 
+namespace {
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, double>) return DType::f64;
+  if constexpr (std::is_same_v<T, std::int32_t>) return DType::i32;
+  if constexpr (std::is_same_v<T, std::int64_t>) return DType::i64;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>);
+  return DType::f32;
+}
+
+}  // namespace
+
 template <class T>
 T* Buffer::data_as() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-  constexpr DType wanted = std::is_same_v<T, double> ? DType::f64 : DType::f32;
+  constexpr DType wanted = dtype_of<T>();
   if (dtype_ != wanted) {
     throw std::logic_error("kernels::Buffer::data_as: buffer holds " + to_string(dtype_) +
                            ", not " + to_string(wanted));
@@ -91,8 +119,12 @@ const T* Buffer::data_as() const {
 
 template float* Buffer::data_as<float>();
 template double* Buffer::data_as<double>();
+template std::int32_t* Buffer::data_as<std::int32_t>();
+template std::int64_t* Buffer::data_as<std::int64_t>();
 template const float* Buffer::data_as<float>() const;
 template const double* Buffer::data_as<double>() const;
+template const std::int32_t* Buffer::data_as<std::int32_t>() const;
+template const std::int64_t* Buffer::data_as<std::int64_t>() const;
 
 Buffer Buffer::to(Device device) const {
   Buffer out(numel_, dtype_, device);

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mpitron::kernels {
 
@@ -10,16 +13,22 @@ namespace mpitron::kernels {
 /// rank of a workstation on device 0).
 enum class Device { cpu, cuda };
 
-/// Element type of a buffer: float32 for everything, float64 for gradient checks (CPU and CUDA).
-enum class DType { f32, f64 };
+/// Element type of a buffer: float32 for everything, float64 for gradient checks (CPU and CUDA),
+/// int32 / int64 for token ids and targets. Integer buffers can be allocated, copied, filled and
+/// moved by the layout ops (fill, transpose, copy_rows) and read as indices (embedding,
+/// cross-entropy); every arithmetic op rejects them.
+enum class DType { f32, f64, i32, i64 };
 
-/// Bytes per element of `dtype` (4 or 8).
+/// Bytes per element of `dtype` (4 for f32/i32, 8 for f64/i64).
 std::size_t dtype_size(DType dtype);
+
+/// True for f32 and f64.
+bool is_floating(DType dtype);
 
 /// "cpu" / "cuda".
 std::string to_string(Device device);
 
-/// "float32" / "float64".
+/// "float32" / "float64" / "int32" / "int64".
 std::string to_string(DType dtype);
 
 /// True when the CUDA backend module (libmpitron_cuda.so, built with MPITRON_WITH_CUDA) is
@@ -34,6 +43,35 @@ int cuda_device_count();
 
 /// True when `cuda_device_count() > 0`.
 bool cuda_available();
+
+/// Calls `f(T{})` with T = float for f32 and double for f64. Throws std::logic_error for an integer
+/// dtype (kernels/ops.cpp rejects integer buffers before any arithmetic op reaches a backend).
+template <class F>
+decltype(auto) dispatch(DType dtype, F&& f) {
+  if (!is_floating(dtype)) {
+    throw std::logic_error("kernels: an " + to_string(dtype) + " buffer reached a float kernel");
+  }
+  if (dtype == DType::f64) return f(double{});
+  return f(float{});
+}
+
+/// Calls `f(I{})` with I = std::int32_t for i32 and std::int64_t for i64 (index buffers); throws
+/// std::logic_error for a float dtype.
+template <class F>
+decltype(auto) dispatch_index(DType dtype, F&& f) {
+  if (dtype == DType::i64) return f(std::int64_t{});
+  if (dtype != DType::i32) {
+    throw std::logic_error("kernels: a " + to_string(dtype) + " buffer reached an index kernel");
+  }
+  return f(std::int32_t{});
+}
+
+/// Calls `f(T{})` with the element type of any dtype: e.g. for code that only moves elements.
+template <class F>
+decltype(auto) dispatch_any(DType dtype, F&& f) {
+  if (is_floating(dtype)) return dispatch(dtype, std::forward<F>(f));
+  return dispatch_index(dtype, std::forward<F>(f));
+}
 
 /// An owning, device-tagged, contiguous array of `numel` elements of one dtype.
 ///
@@ -65,7 +103,8 @@ class Buffer {
   void* data() { return data_; }
   const void* data() const { return data_; }
 
-  /// Typed pointer; throws std::logic_error when T does not match `dtype()`.
+  /// Typed pointer (T is float, double, std::int32_t or std::int64_t); throws std::logic_error
+  /// when T does not match `dtype()`.
   template <class T>
   T* data_as();
   template <class T>

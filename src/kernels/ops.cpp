@@ -19,8 +19,9 @@ struct Arg {
   throw std::invalid_argument(std::string("kernels::") + op + ": " + what);
 }
 
-/// All buffers on one device with one dtype; returns that device's backend.
-Backend& same_place(const char* op, std::initializer_list<Arg> args) {
+/// All buffers on one device with one dtype, of any dtype (the ops that only move elements);
+/// returns that device's backend.
+Backend& same_place_any(const char* op, std::initializer_list<Arg> args) {
   const Arg& first = *args.begin();
   for (const Arg& arg : args) {
     if (arg.buffer.device() != first.buffer.device() ||
@@ -31,6 +32,17 @@ Backend& same_place(const char* op, std::initializer_list<Arg> args) {
     }
   }
   return backend(first.buffer.device());
+}
+
+/// As same_place_any, and the dtype is float32 or float64 (every arithmetic op).
+Backend& same_place(const char* op, std::initializer_list<Arg> args) {
+  Backend& be = same_place_any(op, args);
+  const Arg& first = *args.begin();
+  if (!is_floating(first.buffer.dtype())) {
+    fail(op, std::string(first.name) + " is " + to_string(first.buffer.dtype()) +
+                 "; this op needs float32 or float64 buffers");
+  }
+  return be;
 }
 
 void expect_numel(const char* op, const Arg& arg, std::size_t expected, const char* what) {
@@ -199,7 +211,7 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
 
 void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid, std::size_t d2,
                std::size_t inner, Buffer& y) {
-  Backend& be = same_place("transpose", {{"x", x}, {"y", y}});
+  Backend& be = same_place_any("transpose", {{"x", x}, {"y", y}});
   expect_distinct("transpose", {"y", y}, {"x", x});
   const std::size_t numel = outer * d1 * mid * d2 * inner;
   expect_numel("transpose", {"x", x}, numel, "outer * d1 * mid * d2 * inner");
@@ -210,7 +222,7 @@ void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t m
 void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                std::size_t row_len) {
-  Backend& be = same_place("copy_rows", {{"src", src}, {"dst", dst}});
+  Backend& be = same_place_any("copy_rows", {{"src", src}, {"dst", dst}});
   expect_distinct("copy_rows", {"dst", dst}, {"src", src});
   if (rows == 0 || row_len == 0) return;
   auto in_bounds = [&](const char* name, const Buffer& buffer, std::size_t offset,

@@ -3,7 +3,10 @@
 //
 // Conventions for every function here:
 // - All buffers of one call must be on the same device and have the same dtype; otherwise
-//   std::invalid_argument names the op and the offending buffers' devices/dtypes.
+//   std::invalid_argument names the op and the offending buffers' devices/dtypes. The dtype is
+//   float32 or float64, except for fill, transpose and copy_rows (any dtype, integers included)
+//   and for the index arguments (`indices`, `targets`: int32 or int64) of the embedding and
+//   cross-entropy ops; an integer buffer anywhere else is std::invalid_argument naming the op.
 // - Sizes are element counts. A size that does not match a buffer's numel throws
 //   std::invalid_argument naming the op and both sizes.
 // - `out` may alias an input for the element-wise ops (not for gemm, transpose or copy_rows).
@@ -17,7 +20,7 @@
 
 namespace mpitron::kernels {
 
-/// out[i] = value.
+/// out[i] = value (converted to the dtype with static_cast; integer buffers truncate). Any dtype.
 void fill(Buffer& out, double value);
 
 /// out[i] = alpha * s[0]; `s` has one element (a device scalar, e.g. a loss gradient).

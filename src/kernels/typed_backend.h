@@ -12,7 +12,8 @@ template <class K>
 class TypedBackend : public Backend {
  public:
   void fill(Buffer& o, double value) override {
-    dispatch(o.dtype(), [&]<class T>(T) { K::fill(out<T>(o), o.numel(), static_cast<T>(value)); });
+    dispatch_any(o.dtype(),
+                 [&]<class T>(T) { K::fill(out<T>(o), o.numel(), static_cast<T>(value)); });
   }
 
   void broadcast_scalar(const Buffer& s, double alpha, Buffer& o) override {
@@ -104,14 +105,14 @@ class TypedBackend : public Backend {
 
   void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid,
                  std::size_t d2, std::size_t inner, Buffer& y) override {
-    dispatch(y.dtype(),
-             [&]<class T>(T) { K::transpose(in<T>(x), outer, d1, mid, d2, inner, out<T>(y)); });
+    dispatch_any(y.dtype(),
+                 [&]<class T>(T) { K::transpose(in<T>(x), outer, d1, mid, d2, inner, out<T>(y)); });
   }
 
   void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                  std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                  std::size_t row_len) override {
-    dispatch(dst.dtype(), [&]<class T>(T) {
+    dispatch_any(dst.dtype(), [&]<class T>(T) {
       K::copy_rows(in<T>(src) + src_offset, src_stride, out<T>(dst) + dst_offset, dst_stride, rows,
                    row_len);
     });

@@ -12,7 +12,9 @@ using kernels::DType;
 std::vector<BufferKind> all_buffer_kinds() {
   return {{DType::f32, Device::cpu},       {DType::f64, Device::cpu},
           {DType::f32, Device::cpu, true}, {DType::f64, Device::cpu, true},
-          {DType::f32, Device::cuda},      {DType::f64, Device::cuda}};
+          {DType::f32, Device::cuda},      {DType::f64, Device::cuda},
+          {DType::i32, Device::cpu},       {DType::i64, Device::cpu},
+          {DType::i64, Device::cpu, true}, {DType::i64, Device::cuda}};
 }
 
 void PrintTo(const BufferKind& kind, std::ostream* out) {
@@ -21,8 +23,8 @@ void PrintTo(const BufferKind& kind, std::ostream* out) {
 }
 
 std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info) {
-  return std::string(info.param.dtype == DType::f64 ? "f64_" : "f32_") +
-         kernels::to_string(info.param.device) + (info.param.staged_host ? "_staged" : "");
+  return kernels::to_string(info.param.dtype) + "_" + kernels::to_string(info.param.device) +
+         (info.param.staged_host ? "_staged" : "");
 }
 
 bool device_missing(const BufferKind& kind) {
@@ -40,13 +42,10 @@ void BufferKindTest::TearDown() {
 
 Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind) {
   Buffer host(values.size(), kind.dtype, Device::cpu);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (kind.dtype == DType::f64) {
-      host.data_as<double>()[i] = values[i];
-    } else {
-      host.data_as<float>()[i] = static_cast<float>(values[i]);
-    }
-  }
+  kernels::dispatch_any(kind.dtype, [&]<class T>(T) {
+    for (std::size_t i = 0; i < values.size(); ++i)
+      host.data_as<T>()[i] = static_cast<T>(values[i]);
+  });
   return host.to(kind.device);
 }
 
@@ -57,10 +56,10 @@ Buffer filled_buffer(std::size_t numel, double value, const BufferKind& kind) {
 std::vector<double> values_of(const Buffer& buffer) {
   const Buffer host = buffer.to(Device::cpu);
   std::vector<double> values(host.numel());
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    values[i] = host.dtype() == DType::f64 ? host.data_as<double>()[i]
-                                           : static_cast<double>(host.data_as<float>()[i]);
-  }
+  kernels::dispatch_any(host.dtype(), [&]<class T>(T) {
+    for (std::size_t i = 0; i < values.size(); ++i)
+      values[i] = static_cast<double>(host.data_as<T>()[i]);
+  });
   return values;
 }
 

@@ -23,10 +23,11 @@ struct BufferKind {
 /// Prints e.g. "float32 on cpu, staged" in test failure messages.
 void PrintTo(const BufferKind& kind, std::ostream* out);
 
-/// f32/f64 on cpu, on cpu staged like CUDA buffers, and on cuda.
+/// f32/f64 on cpu, on cpu staged like CUDA buffers, and on cuda; i32 on cpu; i64 on cpu, staged
+/// and on cuda (token ids).
 std::vector<BufferKind> all_buffer_kinds();
 
-/// "f32_cpu" etc., for test names.
+/// "float32_cpu", "int64_cpu_staged" etc., for test names.
 std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info);
 
 /// True when `kind` needs a CUDA device and none is available (the test then skips).

@@ -1,5 +1,7 @@
 // Element-wise CUDA kernels: each op is one grid-stride pass (for_each) with a device lambda.
 // The CPU reference loops are cpu/elementwise.h; GELU's formulas are shared through math.h.
+#include <cstdint>
+
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/math.h"
@@ -80,5 +82,8 @@ void Kernels::mse_backward(const T* pred, const T* target, const T* dloss, std::
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE
+// Integer buffers (token ids) are only filled, never computed on.
+template void Kernels::fill<std::int32_t>(std::int32_t*, std::size_t, std::int32_t);
+template void Kernels::fill<std::int64_t>(std::int64_t*, std::size_t, std::int64_t);
 
 }  // namespace mpitron::kernels::cuda

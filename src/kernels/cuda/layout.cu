@@ -1,5 +1,7 @@
 // Layout CUDA kernels: one thread per output element, index arithmetic only. The CPU reference
 // loops are cpu/layout.h.
+#include <cstdint>
+
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda/launch.cuh"
 
@@ -40,6 +42,8 @@ void Kernels::copy_rows(const T* src, std::size_t src_stride, T* dst, std::size_
                                       std::size_t);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
+MPITRON_INSTANTIATE(std::int32_t)
+MPITRON_INSTANTIATE(std::int64_t)
 #undef MPITRON_INSTANTIATE
 
 }  // namespace mpitron::kernels::cuda
