@@ -55,6 +55,10 @@ for topology in "1 1 1 1" "4 2 2 1"; do
   check "bench --device cuda (tp $tp, pp $pp, dp $dp)" \
     run "$np" bench --tp "$tp" --pp "$pp" --dp "$dp" --log-dir /tmp/gpu-check-logs
 done
+for np in 2 4; do
+  check "bench comm --device cuda on $np ranks (staged beside plain copies)" \
+    run "$np" bench comm --json /tmp/gpu-check-bench-comm.jsonl --log-dir /tmp/gpu-check-logs
+done
 rm -f "/tmp/gpu-check.$$.log"
 echo "gpu-check: $failures failed"
 exit $((failures > 0))

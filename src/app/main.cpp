@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/attention.h"
+#include "app/bench_comm.h"
 #include "app/bench_step.h"
 #include "app/train_dp.h"
 #include "app/validate.h"
@@ -21,6 +22,8 @@ int main(int argc, char** argv) {
   CLI::App& validate_command = mpitron::app::add_validate_command(app, validate);
   mpitron::app::BenchOptions bench;
   CLI::App& bench_command = mpitron::app::add_bench_command(app, bench);
+  mpitron::app::BenchCommOptions bench_comm;
+  CLI::App& bench_comm_command = mpitron::app::add_bench_comm_command(bench_command, bench_comm);
   mpitron::app::TrainDpOptions train_dp;
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
       });
     }
     if (validate_command) return mpitron::app::run_validate(validate, world);
+    if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
     if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_dp_command) return mpitron::app::run_train_dp(train_dp, world);
     if (attention_command) return mpitron::app::run_attention(attention, world);

@@ -16,6 +16,10 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--tp", options.tp, "Tensor-parallel degree");
   command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)");
   command.add_option("--dp", options.dp, "Data-parallel degree (replicas)");
+  add_run_options(command, options);
+}
+
+void add_run_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--device", options.device, "Compute device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();

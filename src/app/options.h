@@ -32,6 +32,10 @@ struct CommonOptions {
 /// Registers the common flags on `command`.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
+/// Registers the common flags except the topology ones (--tp --pp --dp), for subcommands that
+/// have no model.
+void add_run_options(CLI::App& command, CommonOptions& options);
+
 /// The (tp, pp, dp) degrees.
 struct ParallelSizes {
   int tp = 1, pp = 1, dp = 1;
