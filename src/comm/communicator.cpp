@@ -140,6 +140,7 @@ int Communicator::world_rank() const {
 Communicator Communicator::split(int color, int key, std::string name) const {
   auto handle = std::make_shared<Handle>();
   check_mpi(MPI_Comm_split(native(), color, key, &handle->comm), "MPI_Comm_split");
+  if (handle->comm == MPI_COMM_NULL) return Communicator();
   handle->owned = true;
   handle->name = std::move(name);
   check_mpi(MPI_Comm_set_errhandler(handle->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");

@@ -59,7 +59,8 @@ class Communicator {
   int world_rank() const;
 
   /// Collective over this communicator: MPI_Comm_split by (`color`, `key`), returning the group
-  /// this rank belongs to, named `name`. The new communicator shares this one's settings.
+  /// this rank belongs to, named `name`. The new communicator shares this one's settings. A rank
+  /// whose `color` is MPI_UNDEFINED joins no group and gets an empty handle (valid() false).
   /// Throws MpiError when MPI fails.
   Communicator split(int color, int key, std::string name) const;
 

@@ -113,6 +113,20 @@ std::vector<int> GroupLayout::group(Axis axis, int rank) const {
   return ranks;
 }
 
+std::optional<SplitKey> GroupLayout::embedding_split(int rank) const {
+  const Coordinates c = coordinates(rank);
+  if (c.p != 0 && c.p != pp_ - 1) return std::nullopt;
+  return SplitKey{c.d * tp_ + c.t, c.p};
+}
+
+std::vector<int> GroupLayout::embedding_group(int rank) const {
+  const Coordinates c = coordinates(rank);
+  if (c.p != 0 && c.p != pp_ - 1) return {};
+  std::vector<int> ranks{rank_of({c.t, 0, c.d})};
+  if (pp_ > 1) ranks.push_back(rank_of({c.t, pp_ - 1, c.d}));
+  return ranks;
+}
+
 int GroupLayout::previous_stage(int rank) const {
   Coordinates c = coordinates(rank);
   if (c.p == 0) return -1;

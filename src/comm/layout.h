@@ -5,6 +5,7 @@
 // (t varies fastest). Tensor-parallel groups are therefore neighbouring ranks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,16 @@ class GroupLayout {
 
   /// World ranks of the `axis` group containing `rank`, in group-rank order ([size(axis)]).
   std::vector<int> group(Axis axis, int rank) const;
+
+  /// MPI_Comm_split arguments of `rank` for the embedding group (Megatron-LM's): the first and
+  /// the last stage of its pipeline, {(t, 0, d), (t, pp - 1, d)}, which hold the tied token
+  /// embedding; color d*tp + t, key p. std::nullopt on a middle stage (no member of any group).
+  /// With pp == 1 the group is the rank alone.
+  std::optional<SplitKey> embedding_split(int rank) const;
+
+  /// World ranks of the embedding group of `rank` in group-rank order: [2] when pp > 1, [1] (the
+  /// rank itself) when pp == 1, empty on a middle stage.
+  std::vector<int> embedding_group(int rank) const;
 
   /// World rank of the previous pipeline stage of `rank` (same t and d, p - 1), or -1 on the
   /// first stage.

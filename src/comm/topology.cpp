@@ -16,6 +16,11 @@ Communicator split_axis(const Communicator& world, const GroupLayout& layout, Ax
   return world.split(key.color, key.key, to_string(axis));
 }
 
+Communicator split_embedding(const Communicator& world, const GroupLayout& layout) {
+  const std::optional<SplitKey> key = layout.embedding_split(world.rank());
+  return world.split(key ? key->color : MPI_UNDEFINED, key ? key->key : 0, "embedding");
+}
+
 }  // namespace
 
 ParallelTopology::ParallelTopology(const Communicator& world, int tp, int pp, int dp)
@@ -25,6 +30,7 @@ ParallelTopology::ParallelTopology(const Communicator& world, int tp, int pp, in
       tp_comm_(split_axis(world, layout_, Axis::tp)),
       pp_comm_(split_axis(world, layout_, Axis::pp)),
       dp_comm_(split_axis(world, layout_, Axis::dp)),
+      embedding_comm_(split_embedding(world, layout_)),
       prev_stage_(layout_.previous_stage(world.rank())),
       next_stage_(layout_.next_stage(world.rank())) {}
 

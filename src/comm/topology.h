@@ -10,8 +10,9 @@ namespace mpitron::comm {
 ///
 /// World rank = d*(pp*tp) + p*tp + t (see GroupLayout). Groups come from MPI_Comm_split: TP color
 /// d*pp + p key t, PP color d*tp + t key p, DP color p*tp + t key d, so this rank's rank inside
-/// its tp/pp/dp communicator is t/p/d. The communicators share the world's settings (deadline,
-/// transfer mode).
+/// its tp/pp/dp communicator is t/p/d; the embedding group of the first and last stages is one
+/// more split (GroupLayout::embedding_split). The communicators share the world's settings
+/// (deadline, transfer mode).
 class ParallelTopology {
  public:
   /// Collective over `world`. Before any collective call, every rank checks the sizes
@@ -36,6 +37,13 @@ class ParallelTopology {
   const Communicator& pp_comm() const { return pp_comm_; }
   const Communicator& dp_comm() const { return dp_comm_; }
 
+  /// The embedding group (Megatron-LM): on a rank of the first or the last stage, the
+  /// communicator of {(t, 0, d), (t, pp - 1, d)} named "embedding", of size 2 when pp > 1 and of
+  /// this rank alone when pp == 1 (group rank 0 is the first stage); there the gradients of the
+  /// token embedding tied between the first and the last stage are summed. On a middle stage an
+  /// empty handle (valid() false).
+  const Communicator& embedding_comm() const { return embedding_comm_; }
+
   /// The communicator of `axis`.
   const Communicator& comm(Axis axis) const;
 
@@ -54,6 +62,7 @@ class ParallelTopology {
   Communicator tp_comm_;
   Communicator pp_comm_;
   Communicator dp_comm_;
+  Communicator embedding_comm_;
   int prev_stage_ = -1;
   int next_stage_ = -1;
 };

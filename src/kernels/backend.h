@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/device.h"
+#include "kernels/math.h"
 #include "kernels/ops.h"
 
 namespace mpitron::kernels {
@@ -39,9 +41,10 @@ class Backend {
   virtual void sum(const Buffer& x, Buffer& out) = 0;
   virtual void gelu_forward(const Buffer& x, Buffer& y, GeluForm form) = 0;
   virtual void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form) = 0;
-  virtual void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y) = 0;
-  virtual void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols,
-                                Buffer& dx) = 0;
+  virtual void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal,
+                               double scale) = 0;
+  virtual void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx,
+                                double scale) = 0;
   virtual void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) = 0;
   virtual void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss,
                             Buffer& dpred) = 0;
@@ -50,6 +53,30 @@ class Backend {
                             std::size_t n, std::size_t k, double alpha, const Buffer& a,
                             std::size_t stride_a, const Buffer& b, std::size_t stride_b,
                             double beta, Buffer& c, std::size_t stride_c) = 0;
+  virtual void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias,
+                                  std::size_t cols, double eps, Buffer& y, Buffer& mean,
+                                  Buffer& rstd) = 0;
+  virtual void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& mean,
+                                   const Buffer& rstd, const Buffer& dy, std::size_t cols,
+                                   Buffer& dx, Buffer& dweight, Buffer& dbias) = 0;
+  virtual void embedding_forward(const Buffer& weight, std::size_t cols, const Buffer& indices,
+                                 std::int64_t first_row, Buffer& out) = 0;
+  virtual void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t first_row,
+                                  std::size_t cols, Buffer& dweight) = 0;
+  virtual void row_max(const Buffer& x, std::size_t cols, Buffer& out) = 0;
+  virtual void cross_entropy_stats(const Buffer& logits, std::size_t cols, const Buffer& targets,
+                                   std::int64_t first_col, const Buffer& row_max, Buffer& sum_exp,
+                                   Buffer& target_logit) = 0;
+  virtual void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp,
+                                  const Buffer& target_logit, Buffer& loss) = 0;
+  virtual void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer& targets,
+                                      std::int64_t first_col, const Buffer& row_max,
+                                      const Buffer& sum_exp, const Buffer& dloss,
+                                      Buffer& dlogits) = 0;
+  /// `hyper` holds the step's scalars, already derived from lr, betas, eps, wd and step.
+  virtual void adamw_update(Buffer& param, const Buffer& grad, Buffer& exp_avg, Buffer& exp_avg_sq,
+                            const math::AdamWHyper<double>& hyper) = 0;
+  virtual void sum_squares(const Buffer& x, Buffer& out) = 0;
   virtual void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid,
                          std::size_t d2, std::size_t inner, Buffer& y) = 0;
   virtual void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/ops.h"
 
@@ -43,6 +44,62 @@ MPITRON_HOST_DEVICE inline T gelu_grad(T x, GeluForm form) {
   const T t = tanh(u);
   const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+}
+
+/// The per-step scalars of AdamW, derived once per step on the host in double (as PyTorch does
+/// in Python floats) and rounded once to the element type.
+template <class T>
+struct AdamWHyper {
+  T decay;  // 1 - lr * weight_decay
+  T beta1, one_minus_beta1;
+  T beta2, one_minus_beta2;
+  T bias_correction2_sqrt;  // sqrt(1 - beta2^step)
+  T step_size;              // lr / (1 - beta1^step)
+  T eps;
+
+  template <class U>
+  AdamWHyper<U> as() const {
+    return {U(decay),           U(beta1),
+            U(one_minus_beta1), U(beta2),
+            U(one_minus_beta2), U(bias_correction2_sqrt),
+            U(step_size),       U(eps)};
+  }
+};
+
+/// One AdamW element update in torch.optim.AdamW's order (PyTorch 1.13 _single_tensor_adamw):
+/// p *= decay; m = m beta1 + (1 - beta1) g; v = v beta2 + (1 - beta2) g g;
+/// p += -step_size * (m / (sqrt(v) / bias_correction2_sqrt + eps)).
+template <class T>
+MPITRON_HOST_DEVICE inline void adamw(T& p, T g, T& m, T& v, const AdamWHyper<T>& h) {
+  using std::sqrt;
+  p = p * h.decay;
+  m = m * h.beta1 + h.one_minus_beta1 * g;
+  v = v * h.beta2 + h.one_minus_beta2 * g * g;
+  const T denom = sqrt(v) / h.bias_correction2_sqrt + h.eps;
+  p = p + -h.step_size * (m / denom);
+}
+
+/// The row of a slice [first, first + rows) that holds global index `index`, or -1 outside it:
+/// the embedding rows / logit columns one tensor-parallel rank owns.
+template <class I>
+MPITRON_HOST_DEVICE inline std::int64_t slice_row(I index, std::int64_t first, std::size_t rows) {
+  const std::int64_t local = static_cast<std::int64_t>(index) - first;
+  return local >= 0 && local < static_cast<std::int64_t>(rows) ? local : -1;
+}
+
+/// LayerNorm input gradient of one element: rstd (g - mean(g) - xhat mean(g xhat)), with
+/// g = dy weight and the two row means given.
+template <class T>
+MPITRON_HOST_DEVICE inline T layer_norm_dx(T g, T xhat, T rstd, T mean_g, T mean_g_xhat) {
+  return rstd * (g - mean_g - xhat * mean_g_xhat);
+}
+
+/// Cross-entropy logit gradient of one element: coef (exp(logit - max) / sum_exp - onehot), with
+/// coef = dloss / rows.
+template <class T>
+MPITRON_HOST_DEVICE inline T cross_entropy_grad(T logit, T max, T sum_exp, bool is_target, T coef) {
+  using std::exp;
+  return coef * (exp(logit - max) / sum_exp - (is_target ? T(1) : T(0)));
 }
 
 }  // namespace mpitron::kernels::math

@@ -1,78 +1,14 @@
 // The public ops: validate the arguments, then hand them to the device's backend.
 #include "kernels/ops.h"
 
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/backend.h"
+#include "kernels/checks.h"
 
 namespace mpitron::kernels {
-namespace {
-
-struct Arg {
-  const char* name;
-  const Buffer& buffer;
-};
-
-[[noreturn]] void fail(const char* op, const std::string& what) {
-  throw std::invalid_argument(std::string("kernels::") + op + ": " + what);
-}
-
-/// All buffers on one device with one dtype, of any dtype (the ops that only move elements);
-/// returns that device's backend.
-Backend& same_place_any(const char* op, std::initializer_list<Arg> args) {
-  const Arg& first = *args.begin();
-  for (const Arg& arg : args) {
-    if (arg.buffer.device() != first.buffer.device() ||
-        arg.buffer.dtype() != first.buffer.dtype()) {
-      fail(op, std::string(first.name) + " is " + to_string(first.buffer.device()) + " " +
-                   to_string(first.buffer.dtype()) + " but " + arg.name + " is " +
-                   to_string(arg.buffer.device()) + " " + to_string(arg.buffer.dtype()));
-    }
-  }
-  return backend(first.buffer.device());
-}
-
-/// As same_place_any, and the dtype is float32 or float64 (every arithmetic op).
-Backend& same_place(const char* op, std::initializer_list<Arg> args) {
-  Backend& be = same_place_any(op, args);
-  const Arg& first = *args.begin();
-  if (!is_floating(first.buffer.dtype())) {
-    fail(op, std::string(first.name) + " is " + to_string(first.buffer.dtype()) +
-                 "; this op needs float32 or float64 buffers");
-  }
-  return be;
-}
-
-void expect_numel(const char* op, const Arg& arg, std::size_t expected, const char* what) {
-  if (arg.buffer.numel() != expected) {
-    fail(op, std::string(arg.name) + " has " + std::to_string(arg.buffer.numel()) +
-                 " elements, expected " + std::to_string(expected) + " (" + what + ")");
-  }
-}
-
-void expect_at_least(const char* op, const Arg& arg, std::size_t needed, const char* what) {
-  if (arg.buffer.numel() < needed) {
-    fail(op, std::string(arg.name) + " has " + std::to_string(arg.buffer.numel()) +
-                 " elements, needs at least " + std::to_string(needed) + " (" + what + ")");
-  }
-}
-
-/// x viewed as [rows, cols]: numel must be a multiple of cols (> 0 unless x is empty).
-void expect_rows_of(const char* op, const Arg& x, std::size_t cols) {
-  if (x.buffer.numel() == 0) return;
-  if (cols == 0 || x.buffer.numel() % cols != 0) {
-    fail(op, std::string(x.name) + " has " + std::to_string(x.buffer.numel()) +
-                 " elements, not a whole number of rows of cols = " + std::to_string(cols));
-  }
-}
-
-void expect_distinct(const char* op, const Arg& out, const Arg& in) {
-  if (&out.buffer == &in.buffer) fail(op, std::string(out.name) + " may not alias " + in.name);
-}
-
-}  // namespace
+using namespace checks;
 
 void fill(Buffer& out, double value) {
   if (!out.empty()) backend(out.device()).fill(out, value);
@@ -142,19 +78,25 @@ void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form)
   if (!dx.empty()) be.gelu_backward(x, dy, dx, form);
 }
 
-void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y) {
+void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal, double scale) {
   Backend& be = same_place("softmax_forward", {{"x", x}, {"y", y}});
   expect_rows_of("softmax_forward", {"x", x}, cols);
   expect_numel("softmax_forward", {"y", y}, x.numel(), "numel of x");
-  if (!y.empty()) be.softmax_forward(x, cols, y);
+  if (causal && !x.empty() && (x.numel() / cols) % cols != 0) {
+    fail("softmax_forward", "causal softmax needs square [cols, cols] score matrices, but x has " +
+                                std::to_string(x.numel() / cols) +
+                                " rows of cols = " + std::to_string(cols));
+  }
+  if (!y.empty()) be.softmax_forward(x, cols, y, causal, scale);
 }
 
-void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx) {
+void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx,
+                      double scale) {
   Backend& be = same_place("softmax_backward", {{"y", y}, {"dy", dy}, {"dx", dx}});
   expect_rows_of("softmax_backward", {"y", y}, cols);
   expect_numel("softmax_backward", {"dy", dy}, y.numel(), "numel of y");
   expect_numel("softmax_backward", {"dx", dx}, y.numel(), "numel of y");
-  if (!dx.empty()) be.softmax_backward(y, dy, cols, dx);
+  if (!dx.empty()) be.softmax_backward(y, dy, cols, dx, scale);
 }
 
 void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) {

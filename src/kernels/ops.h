@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/device.h"
 
@@ -62,14 +63,23 @@ void gelu_forward(const Buffer& x, Buffer& y, GeluForm form);
 /// dx = dy * gelu'(x), element-wise (x is the forward input).
 void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form);
 
-/// Numerically stable softmax over the last dim: x and y are [rows, cols];
-/// y[r, c] = exp(x[r, c] - max_c x[r, :]) / sum_c' exp(x[r, c'] - max). Finite for inputs such as
-/// [1000, 1000] or [151.29, 0, -151.29].
-void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y);
+/// Numerically stable, scaled and optionally causal softmax over the last dim: x and y are
+/// [rows, cols]; y[r, :] = softmax(scale * x[r, :]), i.e. y[r, c] = exp(scale x[r, c] - m) /
+/// sum_c' exp(scale x[r, c'] - m) with m the row max of scale * x. Finite for inputs such as
+/// [1000, 1000] or [151.29, 0, -151.29]; entries of -inf get probability 0.
+/// With `causal`, x is a stack of square [cols, cols] score matrices (rows must be a multiple of
+/// cols, else std::invalid_argument): row r is query position i = r % cols, and the entries
+/// c > i count as -inf before the row max, so their probability is exactly 0; no mask is stored.
+/// This is the attention softmax(q k^T / sqrt(d)) of Vaswani et al., arXiv:1706.03762, sec. 3.2.3
+/// (decoder masking) with scale = 1 / sqrt(d).
+void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal = false,
+                     double scale = 1.0);
 
-/// dx[r, c] = y[r, c] * (dy[r, c] - sum_c' dy[r, c'] y[r, c']): y (the forward output), dy and
-/// dx are [rows, cols].
-void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx);
+/// dx[r, c] = scale * y[r, c] * (dy[r, c] - sum_c' dy[r, c'] y[r, c']): y (the forward output,
+/// with the same `scale`), dy and dx are [rows, cols]. Masked (causal) entries have y = 0, so
+/// their dx is 0 and the same formula serves both forms.
+void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx,
+                      double scale = 1.0);
 
 /// loss[0] = mean_i (pred[i] - target[i])^2 (torch.nn.functional.mse_loss, reduction "mean");
 /// loss has one element.
@@ -94,16 +104,96 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
 
 /// Swaps two dims: x viewed as [outer, d1, mid, d2, inner] is written to y as
 /// [outer, d2, mid, d1, inner]. Any row-major transpose of two dims has this form (e.g.
-/// [b, s, h, d] -> [b, h, s, d] is outer=b, d1=s, mid=1, d2=h, inner=d).
+/// [b, s, h, d] -> [b, h, s, d] is outer=b, d1=s, mid=1, d2=h, inner=d). Any dtype.
 void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid, std::size_t d2,
                std::size_t inner, Buffer& y);
 
 /// Strided block copy: for r in [0, rows), copies `row_len` contiguous elements from
 /// src[src_offset + r * src_stride] to dst[dst_offset + r * dst_stride]. Split, concat and
-/// narrow along any dim are this copy. Throws std::out_of_range past either buffer's end.
+/// narrow along any dim are this copy. Any dtype. Throws std::out_of_range past either buffer's
+/// end.
 void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                std::size_t row_len);
+
+/// Layer normalization over the last dim (Ba, Kiros & Hinton, "Layer Normalization",
+/// arXiv:1607.06450; torch.nn.functional.layer_norm): x and y are [rows, cols], weight and bias
+/// [cols], mean and rstd [rows]. mean[r] = mean_c x[r, c]; rstd[r] = 1 / sqrt(var[r] + eps) with
+/// the biased variance var[r] = mean_c (x[r, c] - mean[r])^2 (both accumulated in double);
+/// y[r, c] = (x[r, c] - mean[r]) rstd[r] weight[c] + bias[c]. mean and rstd are saved for
+/// layer_norm_backward. Throws std::invalid_argument when eps < 0 or is NaN.
+void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias, std::size_t cols,
+                        double eps, Buffer& y, Buffer& mean, Buffer& rstd);
+
+/// Gradients of layer_norm_forward from dy [rows, cols], with x, weight, and the saved mean and
+/// rstd: with xhat = (x - mean) rstd and g = dy weight,
+/// dx[r, c] = rstd[r] (g[r, c] - mean_c' g[r, c'] - xhat[r, c] mean_c' g[r, c'] xhat[r, c']),
+/// dweight[c] = sum_r dy[r, c] xhat[r, c], dbias[c] = sum_r dy[r, c] (sums in double). dx is
+/// [rows, cols]; dweight and dbias [cols] are overwritten, not accumulated.
+void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& mean,
+                         const Buffer& rstd, const Buffer& dy, std::size_t cols, Buffer& dx,
+                         Buffer& dweight, Buffer& dbias);
+
+/// Embedding lookup of a slice of a table: weight is [rows, cols] and holds rows
+/// [first_row, first_row + rows) of a larger table (first_row = 0 for a whole table); indices
+/// (int32 or int64, on weight's device) is [n]; out is [n, cols] with
+/// out[i] = weight[indices[i] - first_row] when that row is in the slice and 0 otherwise (the
+/// vocab-parallel embedding of Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3). Indices
+/// are not range-checked here (the autograd op does that on the host).
+void embedding_forward(const Buffer& weight, std::size_t cols, const Buffer& indices,
+                       std::int64_t first_row, Buffer& out);
+
+/// The scatter-add backward of embedding_forward: dweight[indices[i] - first_row] += dout[i] for
+/// every i whose row is in the slice [first_row, first_row + rows); dout is [n, cols], dweight
+/// [rows, cols] ACCUMULATES (zero it first for a fresh gradient). Repeated indices add up (CPU in
+/// index order; CUDA with atomicAdd, in no fixed order).
+void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t first_row,
+                        std::size_t cols, Buffer& dweight);
+
+/// out[r] = max_c x[r, c]: x is [rows, cols], out [rows]. The first step of a stable
+/// log-sum-exp; with a vocabulary split over ranks, its max all-reduce gives the global max.
+void row_max(const Buffer& x, std::size_t cols, Buffer& out);
+
+/// Per-row statistics of cross-entropy on a vocabulary slice: logits [rows, cols] holds columns
+/// [first_col, first_col + cols) of the vocabulary; targets (int32 or int64) [rows]; row_max
+/// [rows] is the max over the whole vocabulary. Writes sum_exp[r] = sum_c exp(logits[r, c] -
+/// row_max[r]) (accumulated in double) and target_logit[r] = logits[r, targets[r] - first_col]
+/// when that column is in the slice, else 0. Summing both over the slices (all-reduce) gives the
+/// full-vocabulary values (Megatron-LM's vocab_parallel_cross_entropy). Targets are not
+/// range-checked here.
+void cross_entropy_stats(const Buffer& logits, std::size_t cols, const Buffer& targets,
+                         std::int64_t first_col, const Buffer& row_max, Buffer& sum_exp,
+                         Buffer& target_logit);
+
+/// loss[0] = mean_r (log(sum_exp[r]) + row_max[r] - target_logit[r]) (accumulated in double):
+/// the mean cross-entropy -log softmax(logits)[target] from the full-vocabulary statistics
+/// (torch.nn.functional.cross_entropy, reduction "mean"). row_max, sum_exp, target_logit are
+/// [rows]; loss has one element (NaN when rows = 0, as torch's mean of nothing).
+void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp, const Buffer& target_logit,
+                        Buffer& loss);
+
+/// dlogits[r, c] = dloss[0] / rows * (exp(logits[r, c] - row_max[r]) / sum_exp[r] -
+/// [c + first_col == targets[r]]): the gradient of cross_entropy_loss for this slice's columns
+/// (softmax minus one-hot). Arguments as in cross_entropy_stats; dloss has one element; dlogits
+/// is [rows, cols].
+void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer& targets,
+                            std::int64_t first_col, const Buffer& row_max, const Buffer& sum_exp,
+                            const Buffer& dloss, Buffer& dlogits);
+
+/// One AdamW step in place (Loshchilov & Hutter, "Decoupled Weight Decay Regularization",
+/// arXiv:1711.05101), in exactly torch.optim.AdamW's order (PyTorch 1.13, amsgrad off, no
+/// foreach), element-wise over param, grad, exp_avg, exp_avg_sq (equal numel):
+///   p *= 1 - lr wd;  m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;
+///   denom = sqrt(v) / sqrt(1 - beta2^step) + eps;  p -= (lr / (1 - beta1^step)) m / denom.
+/// Scalars are computed in double and rounded once to the dtype. `step` counts from 1. Throws
+/// std::invalid_argument when step < 1, lr, eps or weight_decay is negative, or a beta is
+/// outside [0, 1).
+void adamw_update(Buffer& param, const Buffer& grad, Buffer& exp_avg, Buffer& exp_avg_sq, double lr,
+                  double beta1, double beta2, double eps, double weight_decay, std::int64_t step);
+
+/// out[0] = sum_i x[i]^2 (accumulated in double; out has one element): the squared L2 norm, e.g.
+/// of a gradient shard before a global-norm all-reduce.
+void sum_squares(const Buffer& x, Buffer& out);
 
 /// Sets the number of threads CPU kernels (Eigen GEMM) may use; default 1, because the ranks of
 /// one machine already share its cores. The environment variable MPITRON_CPU_THREADS sets the

@@ -69,14 +69,19 @@ class TypedBackend : public Backend {
     });
   }
 
-  void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y) override {
-    dispatch(y.dtype(),
-             [&]<class T>(T) { K::softmax_forward(in<T>(x), x.numel() / cols, cols, out<T>(y)); });
+  void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal,
+                       double scale) override {
+    dispatch(y.dtype(), [&]<class T>(T) {
+      K::softmax_forward(in<T>(x), x.numel() / cols, cols, out<T>(y), causal,
+                         static_cast<T>(scale));
+    });
   }
 
-  void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx) override {
+  void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx,
+                        double scale) override {
     dispatch(dx.dtype(), [&]<class T>(T) {
-      K::softmax_backward(in<T>(y), in<T>(dy), y.numel() / cols, cols, out<T>(dx));
+      K::softmax_backward(in<T>(y), in<T>(dy), y.numel() / cols, cols, out<T>(dx),
+                          static_cast<T>(scale));
     });
   }
 
@@ -101,6 +106,92 @@ class TypedBackend : public Backend {
       K::gemm_batched(trans_a, trans_b, batch, m, n, k, static_cast<T>(alpha), in<T>(a), stride_a,
                       in<T>(b), stride_b, static_cast<T>(beta), out<T>(c), stride_c);
     });
+  }
+
+  void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias,
+                          std::size_t cols, double eps, Buffer& y, Buffer& mean,
+                          Buffer& rstd) override {
+    dispatch(y.dtype(), [&]<class T>(T) {
+      K::layer_norm_forward(in<T>(x), in<T>(weight), in<T>(bias), x.numel() / cols, cols, eps,
+                            out<T>(y), out<T>(mean), out<T>(rstd));
+    });
+  }
+
+  void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& mean,
+                           const Buffer& rstd, const Buffer& dy, std::size_t cols, Buffer& dx,
+                           Buffer& dweight, Buffer& dbias) override {
+    dispatch(dx.dtype(), [&]<class T>(T) {
+      K::layer_norm_backward(in<T>(x), in<T>(weight), in<T>(mean), in<T>(rstd), in<T>(dy),
+                             x.numel() / cols, cols, out<T>(dx), out<T>(dweight), out<T>(dbias));
+    });
+  }
+
+  void embedding_forward(const Buffer& weight, std::size_t cols, const Buffer& indices,
+                         std::int64_t first_row, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) {
+      dispatch_index(indices.dtype(), [&]<class I>(I) {
+        K::embedding_forward(in<T>(weight), weight.numel() / cols, cols, in<I>(indices),
+                             indices.numel(), first_row, out<T>(o));
+      });
+    });
+  }
+
+  void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t first_row,
+                          std::size_t cols, Buffer& dweight) override {
+    dispatch(dweight.dtype(), [&]<class T>(T) {
+      dispatch_index(indices.dtype(), [&]<class I>(I) {
+        K::embedding_backward(in<T>(dout), in<I>(indices), indices.numel(), first_row,
+                              dweight.numel() / cols, cols, out<T>(dweight));
+      });
+    });
+  }
+
+  void row_max(const Buffer& x, std::size_t cols, Buffer& o) override {
+    dispatch(o.dtype(),
+             [&]<class T>(T) { K::row_max(in<T>(x), x.numel() / cols, cols, out<T>(o)); });
+  }
+
+  void cross_entropy_stats(const Buffer& logits, std::size_t cols, const Buffer& targets,
+                           std::int64_t first_col, const Buffer& row_max, Buffer& sum_exp,
+                           Buffer& target_logit) override {
+    dispatch(logits.dtype(), [&]<class T>(T) {
+      dispatch_index(targets.dtype(), [&]<class I>(I) {
+        K::cross_entropy_stats(in<T>(logits), logits.numel() / cols, cols, in<I>(targets),
+                               first_col, in<T>(row_max), out<T>(sum_exp), out<T>(target_logit));
+      });
+    });
+  }
+
+  void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp, const Buffer& target_logit,
+                          Buffer& loss) override {
+    dispatch(loss.dtype(), [&]<class T>(T) {
+      K::cross_entropy_loss(in<T>(row_max), in<T>(sum_exp), in<T>(target_logit), row_max.numel(),
+                            out<T>(loss));
+    });
+  }
+
+  void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer& targets,
+                              std::int64_t first_col, const Buffer& row_max, const Buffer& sum_exp,
+                              const Buffer& dloss, Buffer& dlogits) override {
+    dispatch(logits.dtype(), [&]<class T>(T) {
+      dispatch_index(targets.dtype(), [&]<class I>(I) {
+        K::cross_entropy_backward(in<T>(logits), logits.numel() / cols, cols, in<I>(targets),
+                                  first_col, in<T>(row_max), in<T>(sum_exp), in<T>(dloss),
+                                  out<T>(dlogits));
+      });
+    });
+  }
+
+  void adamw_update(Buffer& param, const Buffer& grad, Buffer& exp_avg, Buffer& exp_avg_sq,
+                    const math::AdamWHyper<double>& hyper) override {
+    dispatch(param.dtype(), [&]<class T>(T) {
+      K::adamw_update(out<T>(param), in<T>(grad), out<T>(exp_avg), out<T>(exp_avg_sq),
+                      param.numel(), hyper.as<T>());
+    });
+  }
+
+  void sum_squares(const Buffer& x, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) { K::sum_squares(in<T>(x), x.numel(), out<T>(o)); });
   }
 
   void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid,

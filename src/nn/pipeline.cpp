@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
-#include <vector>
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
@@ -13,6 +12,60 @@
 namespace mpitron::nn {
 
 namespace {
+
+void check_micro_batches(const PipelineSpec& spec) {
+  if (spec.micro_batches < 1) {
+    throw std::invalid_argument(fmt::format(
+        "pipeline: the micro-batch count must be at least 1, got {}", spec.micro_batches));
+  }
+}
+
+// This stage's transfers with its neighbours on the PP communicator. Receives block until the
+// data is there; sends are started and kept, with the tensor they read, until they complete.
+class StageLink {
+ public:
+  StageLink(const comm::ParallelTopology& topology, const PipelineSpec& spec)
+      : pp_(topology.pp_comm()), stage_(topology.pp_rank()), spec_(spec) {}
+
+  // The next activation (from stage - 1) or gradient (from stage + 1).
+  Tensor receive(int peer) {
+    Tensor t = Tensor::empty(spec_.activation_shape, spec_.dtype, spec_.device);
+    comm::recv(pp_, t.buffer(), spec_.activation_shape, peer);
+    return t;
+  }
+
+  void send(int peer, const Tensor& t, int micro_batch) {
+    if (t.shape() != spec_.activation_shape || t.dtype() != spec_.dtype ||
+        t.device() != spec_.device) {
+      throw std::invalid_argument(fmt::format(
+          "pipeline: stage {} produced {} {} on {} for micro-batch {}, but the stages exchange "
+          "{} {} on {}",
+          stage_, autograd::to_string(t.shape()), kernels::to_string(t.dtype()),
+          kernels::to_string(t.device()), micro_batch, autograd::to_string(spec_.activation_shape),
+          kernels::to_string(spec_.dtype), kernels::to_string(spec_.device)));
+    }
+    std::erase_if(pending_, [](Pending& p) { return p.request.test(); });
+    Pending& sent = pending_.emplace_back();
+    sent.tensor = t.detach();  // keeps the storage, not the autograd graph
+    sent.request = comm::isend(pp_, sent.tensor.buffer(), spec_.activation_shape, peer);
+  }
+
+  void finish() {
+    for (Pending& p : pending_)
+      p.request.wait();
+    pending_.clear();
+  }
+
+ private:
+  struct Pending {
+    Tensor tensor;
+    comm::SendRequest request;  // declared last: finished before the tensor is released
+  };
+  const comm::Communicator& pp_;
+  int stage_;
+  const PipelineSpec& spec_;
+  std::vector<Pending> pending_;
+};
 
 Shape micro_batch_shape(const PipelineShape& shape) {
   if (shape.batch_shape.empty() || shape.micro_batches < 1 ||
@@ -26,81 +79,122 @@ Shape micro_batch_shape(const PipelineShape& shape) {
   return micro;
 }
 
-// Micro-batch i of a [batch, ...] tensor.
-Tensor micro_batch(const Tensor& t, int i, std::int64_t size) {
-  autograd::NoGradGuard no_grad;
-  return autograd::narrow(t, 0, i * size, size);
-}
+// The executor's spec for the MSE model, and the stage input of micro-batch i: the received
+// activation, or on the first stage micro-batch i of `input` [batch, ...].
+struct MseStages {
+  PipelineSpec spec;
+  const comm::ParallelTopology& topology;
+  const StageForward& forward;
+  const Tensor& input;
 
-Tensor receive(const comm::Communicator& pp, int from, const Shape& shape,
-               const PipelineShape& spec) {
-  Tensor t = Tensor::empty(shape, spec.dtype, spec.device);
-  comm::recv(pp, t.buffer(), shape, from);
-  return t;
-}
+  MseStages(const comm::ParallelTopology& topology, const PipelineShape& shape,
+            const StageForward& forward, const Tensor& input)
+      : spec{micro_batch_shape(shape), shape.micro_batches, shape.schedule, shape.dtype,
+             shape.device},
+        topology(topology),
+        forward(forward),
+        input(input) {}
 
-void send(const comm::Communicator& pp, int to, const Tensor& t) {
-  comm::send(pp, t.buffer(), t.shape(), to);
-}
-
-// Forward of every micro-batch on this stage; returns (inputs, outputs) per micro-batch.
-std::pair<std::vector<Tensor>, std::vector<Tensor>> forward_all(
-    const comm::ParallelTopology& topology, const PipelineShape& spec, const StageForward& forward,
-    const Tensor& input, bool track_input_grad) {
-  const Shape micro = micro_batch_shape(spec);
-  const comm::Communicator& pp = topology.pp_comm();
-  std::vector<Tensor> inputs, outputs;
-  for (int i = 0; i < spec.micro_batches; ++i) {
-    Tensor x = topology.is_first_stage() ? micro_batch(input, i, micro[0])
-                                         : receive(pp, topology.pp_rank() - 1, micro, spec);
-    if (!topology.is_first_stage() && track_input_grad) x.set_requires_grad();
-    Tensor y = forward(x);
-    if (!topology.is_last_stage()) send(pp, topology.pp_rank() + 1, y);
-    inputs.push_back(x);
-    outputs.push_back(y);
+  Tensor micro_batch(const Tensor& t, int i) const {
+    autograd::NoGradGuard no_grad;
+    const std::int64_t size = spec.activation_shape[0];
+    return autograd::narrow(t, 0, i * size, size);
   }
-  return {inputs, outputs};
+
+  Tensor stage_output(int i, const Tensor& received) const {
+    return forward(topology.is_first_stage() ? micro_batch(input, i) : received);
+  }
+};
+
+// The gradient this stage sends upstream for `input`: zeros when backward did not reach it.
+Tensor input_gradient(const Tensor& input, const PipelineSpec& spec) {
+  Tensor grad = input.grad();
+  if (!grad.defined() || fault_active(Fault::pp_gradient_not_sent)) {
+    grad = Tensor::zeros(spec.activation_shape, spec.dtype, spec.device);
+  }
+  return grad;
 }
 
 }  // namespace
 
-PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
-                                   const PipelineShape& spec, const StageForward& forward,
-                                   const Tensor& input, const Tensor& target) {
-  auto [inputs, outputs] = forward_all(topology, spec, forward, input, true);
-  const comm::Communicator& pp = topology.pp_comm();
-  const Shape micro = micro_batch_shape(spec);
-  const double weight = 1.0 / spec.micro_batches;
-  Tensor loss_total;
-  for (int i = spec.micro_batches - 1; i >= 0; --i) {
-    if (topology.is_last_stage()) {
-      Tensor loss =
-          autograd::scale(autograd::mse_loss(outputs[i], micro_batch(target, i, micro[0])), weight);
-      loss.backward();
-      loss_total = loss_total.defined() ? autograd::add(loss_total, loss.detach()) : loss.detach();
+std::vector<Tensor> run_pipeline_step(const comm::ParallelTopology& topology,
+                                      const PipelineSpec& spec, const PipelineStage& stage) {
+  check_micro_batches(spec);
+  const int p = topology.pp_rank();
+  const auto table = pipeline_schedule(spec.schedule, topology.pp(), p, spec.micro_batches);
+  const auto m = static_cast<std::size_t>(spec.micro_batches);
+  StageLink link(topology, spec);
+  std::vector<Tensor> inputs(m), outputs(m), losses(topology.is_last_stage() ? m : 0);
+  for (const PipelineAction& action : table) {
+    const auto i = static_cast<std::size_t>(action.micro_batch);
+    if (action.type == PipelineAction::Type::forward) {
+      if (action.recv) inputs[i] = link.receive(p - 1).set_requires_grad();
+      outputs[i] = stage.forward(action.micro_batch, inputs[i]);
+      if (action.send) link.send(p + 1, outputs[i], action.micro_batch);
+      continue;
+    }
+    if (action.recv) {
+      const Tensor grad = link.receive(p + 1);
+      if (outputs[i].requires_grad()) outputs[i].backward(grad);
     } else {
-      outputs[i].backward(receive(pp, topology.pp_rank() + 1, micro, spec));
+      losses[i] = outputs[i].detach();
+      if (outputs[i].requires_grad()) outputs[i].backward();
     }
-    if (!topology.is_first_stage()) {
-      Tensor grad = inputs[i].grad();
-      if (!grad.defined() || fault_active(Fault::pp_gradient_not_sent)) {
-        grad = Tensor::zeros(micro, spec.dtype, spec.device);
-      }
-      send(pp, topology.pp_rank() - 1, grad);
-    }
+    if (action.send) link.send(p - 1, input_gradient(inputs[i], spec), action.micro_batch);
+    inputs[i] = Tensor();
+    outputs[i] = Tensor();
   }
-  if (!topology.is_last_stage()) return {};
-  autograd::NoGradGuard no_grad;
-  std::vector<Tensor> detached;
-  for (const Tensor& y : outputs)
-    detached.push_back(y.detach());
-  return {autograd::concat(detached, 0), loss_total};
+  link.finish();
+  return losses;
 }
 
-Tensor pipeline_inference(const comm::ParallelTopology& topology, const PipelineShape& spec,
-                          const StageForward& forward, const Tensor& input) {
+std::vector<Tensor> run_pipeline_forward(const comm::ParallelTopology& topology,
+                                         const PipelineSpec& spec, const PipelineStage& stage) {
+  check_micro_batches(spec);
   autograd::NoGradGuard no_grad;
-  auto [inputs, outputs] = forward_all(topology, spec, forward, input, false);
+  const int p = topology.pp_rank();
+  StageLink link(topology, spec);
+  std::vector<Tensor> outputs;
+  for (int i = 0; i < spec.micro_batches; ++i) {
+    const Tensor input = topology.is_first_stage() ? Tensor() : link.receive(p - 1);
+    Tensor output = stage.forward(i, input);
+    if (topology.is_last_stage()) {
+      outputs.push_back(std::move(output));
+    } else {
+      link.send(p + 1, output, i);
+    }
+  }
+  link.finish();
+  return outputs;
+}
+
+PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
+                                   const PipelineShape& shape, const StageForward& forward,
+                                   const Tensor& input, const Tensor& target) {
+  const MseStages stages(topology, shape, forward, input);
+  const double weight = 1.0 / shape.micro_batches;
+  std::vector<Tensor> outputs(static_cast<std::size_t>(shape.micro_batches));
+  const PipelineStage stage{[&](int i, const Tensor& received) {
+    Tensor y = stages.stage_output(i, received);
+    if (!topology.is_last_stage()) return y;
+    outputs[static_cast<std::size_t>(i)] = y.detach();
+    return autograd::scale(autograd::mse_loss(y, stages.micro_batch(target, i)), weight);
+  }};
+  const std::vector<Tensor> losses = run_pipeline_step(topology, stages.spec, stage);
+  if (!topology.is_last_stage()) return {};
+  autograd::NoGradGuard no_grad;
+  Tensor loss = losses.back();
+  for (auto l = losses.rbegin() + 1; l != losses.rend(); ++l)
+    loss = autograd::add(loss, *l);
+  return {autograd::concat(outputs, 0), loss};
+}
+
+Tensor pipeline_inference(const comm::ParallelTopology& topology, const PipelineShape& shape,
+                          const StageForward& forward, const Tensor& input) {
+  const MseStages stages(topology, shape, forward, input);
+  const PipelineStage stage{
+      [&](int i, const Tensor& received) { return stages.stage_output(i, received); }};
+  const std::vector<Tensor> outputs = run_pipeline_forward(topology, stages.spec, stage);
   return topology.is_last_stage() ? autograd::concat(outputs, 0) : Tensor();
 }
 

@@ -95,6 +95,44 @@ TEST(GroupLayout, EveryShapeMatchesBruteForce) {
   }
 }
 
+TEST(GroupLayout, EmbeddingGroupsJoinTheFirstAndLastStage) {
+  const GroupLayout layout(2, 4, 2);  // ranks d*8 + p*2 + t
+  EXPECT_EQ(layout.embedding_group(0), (std::vector<int>{0, 6}));
+  EXPECT_EQ(layout.embedding_group(7), (std::vector<int>{1, 7}));
+  EXPECT_EQ(layout.embedding_group(14), (std::vector<int>{8, 14}));
+  EXPECT_TRUE(layout.embedding_group(2).empty());
+  EXPECT_FALSE(layout.embedding_split(5).has_value());
+  EXPECT_EQ(GroupLayout(2, 1, 1).embedding_group(1), (std::vector<int>{1}));
+  for (const Shape& s : shapes()) {
+    SCOPED_TRACE("tp=" + std::to_string(s.tp) + " pp=" + std::to_string(s.pp) +
+                 " dp=" + std::to_string(s.dp));
+    const GroupLayout layout(s.tp, s.pp, s.dp);
+    std::map<int, std::map<int, int>> groups;  // color -> (key -> rank)
+    for (int rank = 0; rank < layout.world_size(); ++rank) {
+      const Coordinates c = layout.coordinates(rank);
+      const bool member = c.p == 0 || c.p == s.pp - 1;
+      const std::optional<SplitKey> key = layout.embedding_split(rank);
+      ASSERT_EQ(key.has_value(), member);
+      if (!member) {
+        EXPECT_TRUE(layout.embedding_group(rank).empty());
+        continue;
+      }
+      EXPECT_TRUE(groups[key->color].emplace(key->key, rank).second) << "duplicate key";
+      std::vector<int> expected{layout.rank_of({c.t, 0, c.d})};
+      if (s.pp > 1) expected.push_back(layout.rank_of({c.t, s.pp - 1, c.d}));
+      EXPECT_EQ(layout.embedding_group(rank), expected) << rank;
+    }
+    // The split keys give exactly those groups, ordered first stage then last stage.
+    EXPECT_EQ(groups.size(), static_cast<std::size_t>(s.tp * s.dp));
+    for (const auto& [color, members] : groups) {
+      std::vector<int> ranks;
+      for (const auto& [key, rank] : members)
+        ranks.push_back(rank);
+      EXPECT_EQ(layout.embedding_group(ranks.front()), ranks);
+    }
+  }
+}
+
 TEST(GroupLayout, OutOfRangeRanksAndCoordinates) {
   const GroupLayout layout(2, 3, 1);
   EXPECT_THROW(layout.coordinates(6), std::out_of_range);

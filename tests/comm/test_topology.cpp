@@ -1,6 +1,7 @@
-// ParallelTopology on the real world: every factorization tp*pp*dp of the world size (at 8
-// ranks this includes (2,2,2), (4,1,2), (1,4,2), (2,1,4), (1,1,8) and (8,1,1)) checked against
-// the pure GroupLayout and against sums exchanged inside each group; size errors on every rank.
+// ParallelTopology on the real world: every factorization tp*pp*dp of the world size (at 4
+// ranks pp 1, 2 and 4; at 8 ranks this includes (2,2,2), (4,1,2), (1,4,2), (2,1,4), (1,1,8) and
+// (8,1,1)) checked against the pure GroupLayout and against sums exchanged inside each group,
+// the embedding group included; size errors on every rank.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -59,6 +60,19 @@ TEST(Topology, EveryFactorizationMatchesTheLayoutAndCommunicates) {
       // The sum of world ranks exchanged inside the group equals the layout's members' sum.
       kernels::Buffer sum = filled_buffer(1, rank, {kernels::DType::f64, kernels::Device::cpu});
       comm::all_reduce(group, sum, comm::ReduceOp::sum);
+      EXPECT_EQ(values_of(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
+    }
+    // The embedding group: first and last stage of this rank's pipeline, none in the middle.
+    const comm::Communicator& embedding = topology.embedding_comm();
+    const std::vector<int> members = topology.layout().embedding_group(rank);
+    ASSERT_EQ(embedding.valid(), p == 0 || p == s.pp - 1);
+    if (embedding.valid()) {
+      EXPECT_EQ(embedding.name(), "embedding");
+      EXPECT_EQ(embedding.size(), s.pp > 1 ? 2 : 1);
+      EXPECT_EQ(embedding.rank(), p == 0 ? 0 : 1);
+      EXPECT_EQ(embedding.members(), members);
+      kernels::Buffer sum = filled_buffer(1, rank, {kernels::DType::f64, kernels::Device::cpu});
+      comm::all_reduce(embedding, sum, comm::ReduceOp::sum);
       EXPECT_EQ(values_of(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
     }
   }

@@ -50,6 +50,17 @@ Buffer KernelTest::make(const std::vector<double>& values) const {
   return host.to(device());
 }
 
+Buffer KernelTest::make_indices(const std::vector<std::int64_t>& values, DType index_dtype) const {
+  Buffer host(values.size(), index_dtype, Device::cpu);
+  if (index_dtype == DType::i64) {
+    std::copy(values.begin(), values.end(), host.data_as<std::int64_t>());
+  } else {
+    std::transform(values.begin(), values.end(), host.data_as<std::int32_t>(),
+                   [](std::int64_t v) { return static_cast<std::int32_t>(v); });
+  }
+  return host.to(device());
+}
+
 std::vector<double> read(const Buffer& buffer) {
   const Buffer host = buffer.to(Device::cpu);
   if (host.dtype() == DType::f64) {

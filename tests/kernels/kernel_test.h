@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ class KernelTest : public ::testing::TestWithParam<Place> {
 
   /// A buffer of the dtype under test on the device under test holding `values`.
   Buffer make(const std::vector<double>& values) const;
+
+  /// An int32 or int64 buffer holding `values` on the device under test.
+  Buffer make_indices(const std::vector<std::int64_t>& values, DType index_dtype) const;
 
   /// An uninitialized buffer of `n` elements on the device under test.
   Buffer empty(std::size_t n) const { return Buffer(n, dtype(), device()); }

@@ -1,6 +1,7 @@
 // GELU, softmax and MSE against closed forms and naive double loops written here.
 #include <cmath>
 #include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 #include "kernel_test.h"
@@ -109,6 +110,72 @@ TEST_P(ActivationTest, SoftmaxBackwardIsTheJacobianProduct) {
   Buffer dx = empty(y.size());
   softmax_backward(make(yr), make(dy), cols, dx);
   // |dy| <= 2 and sum y = 1, so the inner product is O(2) and rounds with a few eps.
+  expect_close(read(dx), want, 8 * eps());
+}
+
+// Reference of softmax(scale x) per row with the causal mask of square [cols, cols] blocks.
+std::vector<double> masked_softmax_reference(const std::vector<double>& x, std::size_t cols,
+                                             bool causal, double scale) {
+  std::vector<double> scaled(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const bool masked = causal && i % cols > (i / cols) % cols;
+    scaled[i] = masked ? -INFINITY : scale * x[i];
+  }
+  return softmax_reference(scaled, cols);
+}
+
+TEST_P(ActivationTest, SoftmaxHandlesMinusInfinityAndTies) {
+  const std::vector<double> x{-INFINITY, 1.0, 1.0, -INFINITY, 3.0, 3.0, 3.0, 3.0};
+  Buffer y = empty(x.size());
+  softmax_forward(make(x), 4, y);
+  // Ties share the mass exactly (powers of two); -inf gets exactly 0.
+  expect_close(read(y), {0.0, 0.5, 0.5, 0.0, 0.25, 0.25, 0.25, 0.25}, 0.0);
+}
+
+TEST_P(ActivationTest, CausalScaledSoftmaxMatchesMaskedReference) {
+  // Two [5, 5] score matrices, then one [300, 300] wider than a CUDA block.
+  for (const std::size_t cols : {std::size_t{5}, std::size_t{300}}) {
+    const std::size_t rows = cols == 5 ? 10 : cols;
+    const double scale = 0.35355339059327373;  // 1 / sqrt(8)
+    const std::vector<double> x = random(rows * cols, 28, -6.0, 6.0);
+    for (const bool causal : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "cols " << cols << " causal " << causal);
+      Buffer y = make(std::vector<double>(x.size(), 7.0));  // stale values must be overwritten
+      softmax_forward(make(x), cols, y, causal, scale);
+      const std::vector<double> want = masked_softmax_reference(x, cols, causal, scale);
+      const std::vector<double> got = read(y);
+      // The scale adds one rounding to the 8 eps of SoftmaxRowsMatchNaiveLoops.
+      expect_close(got, want, 10 * eps());
+      for (std::size_t i = 0; i < x.size() && causal; ++i) {
+        if (i % cols > (i / cols) % cols) ASSERT_EQ(got[i], 0.0) << "masked element " << i;
+      }
+    }
+  }
+}
+
+TEST_P(ActivationTest, CausalRowsRejectNonSquareScores) {
+  Buffer y = empty(12);
+  EXPECT_THROW(softmax_forward(make(std::vector<double>(12, 0.0)), 4, y, true),
+               std::invalid_argument);  // 3 rows of 4 columns
+}
+
+TEST_P(ActivationTest, ScaledSoftmaxBackwardIsTheJacobianProduct) {
+  constexpr std::size_t cols = 6, rows = 12;  // two causal [6, 6] blocks
+  const double scale = 0.5;
+  const std::vector<double> y =
+      rounded(masked_softmax_reference(random(rows * cols, 29), cols, /*causal=*/true, scale));
+  const std::vector<double> dy = random(rows * cols, 30);
+  std::vector<double> want(y.size(), 0.0);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t i = 0; i < cols; ++i) {
+      for (std::size_t j = 0; j < cols; ++j) {  // d y_i / d x_j = scale y_i (delta_ij - y_j)
+        const double jac = scale * y[r * cols + i] * ((i == j ? 1.0 : 0.0) - y[r * cols + j]);
+        want[r * cols + j] += dy[r * cols + i] * jac;
+      }
+    }
+  }
+  Buffer dx = empty(y.size());
+  softmax_backward(make(y), make(dy), cols, dx, scale);
   expect_close(read(dx), want, 8 * eps());
 }
 

@@ -81,5 +81,29 @@ TEST(Errors, TransposeChecksTheShape) {
   expect_invalid([&] { transpose(x, 1, 2, 3, 4, 1, x); }, {"kernels::transpose", "alias"});
 }
 
+TEST(Errors, ModelOpsCheckShapesIndicesAndHyperparameters) {
+  Buffer x = cpu(12), w3 = cpu(3), w4 = cpu(4), rows3 = cpu(3), y = cpu(12);
+  expect_invalid([&] { layer_norm_forward(x, w3, w4, 4, 1e-5, y, rows3, rows3); },
+                 {"kernels::layer_norm_forward", "weight has 3", "4"});
+  expect_invalid([&] { layer_norm_forward(x, w4, w4, 4, -1.0, y, rows3, rows3); },
+                 {"kernels::layer_norm_forward", "eps must be >= 0"});
+  Buffer float_ids = cpu(2), ids = cpu(2, DType::i64), out = cpu(8);
+  expect_invalid([&] { embedding_forward(x, 4, float_ids, 0, out); },
+                 {"kernels::embedding_forward", "indices is cpu float32", "int32 or int64"});
+  expect_invalid([&] { embedding_backward(out, ids, 0, 4, w3); },
+                 {"kernels::embedding_backward", "dweight has 3", "cols = 4"});
+  Buffer targets2 = cpu(2, DType::i32), one = cpu(1);
+  expect_invalid([&] { cross_entropy_stats(x, 4, targets2, 0, rows3, rows3, rows3); },
+                 {"kernels::cross_entropy_stats", "targets has 2", "3"});
+  expect_invalid([&] { cross_entropy_loss(rows3, w4, rows3, one); },
+                 {"kernels::cross_entropy_loss", "sum_exp has 4", "3"});
+  Buffer p = cpu(4), g = cpu(4), m = cpu(4), v = cpu(4);
+  expect_invalid([&] { adamw_update(p, g, m, v, 1e-3, 0.9, 0.999, 1e-8, 0.0, 0); },
+                 {"kernels::adamw_update", "step must be >= 1, got 0"});
+  expect_invalid([&] { adamw_update(p, g, m, v, 1e-3, 1.0, 0.999, 1e-8, 0.0, 1); },
+                 {"kernels::adamw_update", "beta1 must be in [0, 1)"});
+  expect_invalid([&] { sum_squares(x, w3); }, {"kernels::sum_squares", "3", "1"});
+}
+
 }  // namespace
 }  // namespace mpitron::kernels::test

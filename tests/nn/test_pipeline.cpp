@@ -1,6 +1,18 @@
-// The GPipe pipeline schedule over a PP group spanning the world, against the dense stack.
+// The pipeline executor over a PP group spanning the world (1, 2 or 4 stages), both schedules,
+// 1 to 4 micro-batches (fewer than the stages included), against the dense stack on one rank.
+//
+// Float64: the pipeline does the dense stack's operations, only split across ranks and
+// micro-batches (a gradient is then a sum over micro-batches instead of one GEMM over the batch,
+// the loss a sum of micro-batch means), so results agree to rounding, ~1e-15 relative; 1e-12
+// leaves margin for that and still catches a lost or repeated micro-batch or a wrong 1/m weight,
+// which move results by O(1/m).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <tuple>
+
+#include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "comm/topology.h"
@@ -14,10 +26,8 @@ namespace {
 using autograd::DType;
 using autograd::Tensor;
 
-std::vector<Mlp> layers(const std::vector<MlpWeights>& weights, std::size_t first,
-                        std::size_t count) {
-  return {weights.begin() + first, weights.begin() + first + count};
-}
+constexpr double kTolerance = 1e-12;
+constexpr std::size_t kLayersPerStage = 2;
 
 Tensor run(const std::vector<Mlp>& stack, Tensor x) {
   for (const Mlp& layer : stack)
@@ -25,58 +35,170 @@ Tensor run(const std::vector<Mlp>& stack, Tensor x) {
   return x;
 }
 
-class Pipeline : public ::testing::TestWithParam<int> {};
-
-// Float64: the pipeline does the same operations as the dense stack, only split across ranks and
-// micro-batches, so results agree to rounding (1e-12).
-TEST_P(Pipeline, TrainStepMatchesTheDenseStack) {
-  const int micro_batches = GetParam();
-  const comm::ParallelTopology topology(test_world(), 1, test_world().size(), 1);
-  const std::size_t per_stage = 2, total = per_stage * static_cast<std::size_t>(topology.pp());
-  std::vector<MlpWeights> weights;
-  for (std::size_t i = 0; i < total; ++i) {
-    weights.push_back(make_mlp_weights(6, 10, 100 + i, 200 + i, DType::f64, autograd::Device::cpu));
+// An MLP stack of kLayersPerStage layers per stage: this rank's stage and the whole dense stack
+// built from the same weights, and a batch [12, 3, 6] of inputs and targets.
+struct Model {
+  explicit Model(const comm::ParallelTopology& topology)
+      : first(kLayersPerStage * static_cast<std::size_t>(topology.pp_rank())) {
+    for (std::size_t i = 0; i < kLayersPerStage * static_cast<std::size_t>(topology.pp()); ++i) {
+      const auto weights = make_mlp_weights(6, 10, 100 + i, 200 + i, DType::f64, kCpu);
+      dense.emplace_back(weights);
+      if (i >= first && i < first + kLayersPerStage) stage.emplace_back(weights);
+    }
   }
-  const std::size_t first = per_stage * static_cast<std::size_t>(topology.pp_rank());
-  const auto stage = layers(weights, first, per_stage);
-  const auto dense = layers(weights, 0, total);
-  const Tensor input = autograd::randn({4, 3, 6}, 1, 1.0, DType::f64);
-  const Tensor target = autograd::randn({4, 3, 6}, 2, 1.0, DType::f64);
-  const PipelineShape shape{{4, 3, 6}, micro_batches, DType::f64, autograd::Device::cpu};
-  const auto forward = [&stage](const Tensor& x) { return run(stage, x); };
 
-  const PipelineResult result = pipeline_train_step(topology, shape, forward, input, target);
-  const Tensor inference = pipeline_inference(topology, shape, forward, input);
-  const Tensor expected = run(dense, input);
-  const Tensor expected_loss = autograd::mse_loss(expected, target);
+  void expect_gradients_of_the_dense_stack() const {
+    for (std::size_t i = 0; i < kLayersPerStage; ++i) {
+      const Parameters mine = stage[i].parameters(), reference = dense[first + i].parameters();
+      for (std::size_t j = 0; j < mine.size(); ++j) {
+        SCOPED_TRACE(mine[j].name);
+        expect_close(mine[j].tensor.grad(), reference[j].tensor.grad(), kTolerance);
+      }
+    }
+  }
+
+  static constexpr autograd::Device kCpu = autograd::Device::cpu;
+  std::size_t first;
+  std::vector<Mlp> stage, dense;
+  Tensor input = autograd::randn({12, 3, 6}, 1, 1.0, DType::f64);
+  Tensor target = autograd::randn({12, 3, 6}, 2, 1.0, DType::f64);
+};
+
+comm::ParallelTopology pipeline_world() {
+  return comm::ParallelTopology(test_world(), 1, test_world().size(), 1);
+}
+
+class Pipeline : public ::testing::TestWithParam<std::tuple<ScheduleKind, int>> {};
+
+TEST_P(Pipeline, MseTrainStepMatchesTheDenseStack) {
+  const auto [schedule, micro_batches] = GetParam();
+  const comm::ParallelTopology topology = pipeline_world();
+  const Model model(topology);
+  const PipelineShape shape{{12, 3, 6}, micro_batches, DType::f64, Model::kCpu, schedule};
+  const auto forward = [&model](const Tensor& x) { return run(model.stage, x); };
+
+  const PipelineResult result =
+      pipeline_train_step(topology, shape, forward, model.input, model.target);
+  const Tensor inference = pipeline_inference(topology, shape, forward, model.input);
+  const Tensor expected = run(model.dense, model.input);
+  const Tensor expected_loss = autograd::mse_loss(expected, model.target);
   expected_loss.backward();
 
   if (topology.is_last_stage()) {
-    expect_close(result.output, expected.detach(), 1e-12);
-    expect_close(inference, expected.detach(), 1e-12);
-    expect_close(result.loss, expected_loss.detach(), 1e-12);
+    expect_close(result.output, expected.detach(), kTolerance);
+    expect_close(inference, expected.detach(), kTolerance);
+    expect_close(result.loss, expected_loss.detach(), kTolerance);
   } else {
     EXPECT_FALSE(result.output.defined());
     EXPECT_FALSE(inference.defined());
   }
-  for (std::size_t i = 0; i < per_stage; ++i) {
-    const Parameters mine = stage[i].parameters(), reference = dense[first + i].parameters();
-    for (std::size_t j = 0; j < mine.size(); ++j) {
-      SCOPED_TRACE(mine[j].name);
-      expect_close(mine[j].tensor.grad(), reference[j].tensor.grad(), 1e-12);
+  model.expect_gradients_of_the_dense_stack();
+}
+
+// The executor's own interface: the stage reads its data by micro-batch index, the last stage
+// returns weighted losses, which come back per micro-batch; a micro-batch's activations are
+// released once its backward ran, so at most min(pp - stage, m) are alive under 1F1B.
+TEST_P(Pipeline, StepReturnsMicroBatchLossesAndReleasesActivations) {
+  const auto [schedule, micro_batches] = GetParam();
+  const comm::ParallelTopology topology = pipeline_world();
+  const Model model(topology);
+  const std::int64_t size = 12 / micro_batches;
+  const auto slice = [size](const Tensor& t, int i) {
+    autograd::NoGradGuard no_grad;
+    return autograd::narrow(t, 0, i * size, size);
+  };
+  const double weight = 1.0 / micro_batches;
+  std::vector<std::weak_ptr<autograd::TensorImpl>> alive;
+  int peak = 0;
+  const PipelineStage stage{[&](int i, const Tensor& received) {
+    EXPECT_EQ(received.defined(), !topology.is_first_stage());
+    EXPECT_EQ(static_cast<std::size_t>(i) * 2, alive.size()) << "micro-batches out of order";
+    int live = 1;  // this one, and every earlier one whose input or output is still referenced
+    for (std::size_t j = 0; j < alive.size(); j += 2)
+      live += !alive[j].expired() || !alive[j + 1].expired();
+    peak = std::max(peak, live);
+    const Tensor x = topology.is_first_stage() ? slice(model.input, i) : received;
+    Tensor y = run(model.stage, x);
+    if (topology.is_last_stage()) {
+      y = autograd::scale(autograd::mse_loss(y, slice(model.target, i)), weight);
+    }
+    alive.emplace_back(received.defined() ? received.impl() : y.impl());
+    alive.emplace_back(y.impl());
+    return y;
+  }};
+  const PipelineSpec spec{{size, 3, 6}, micro_batches, schedule, DType::f64, Model::kCpu};
+  const std::vector<Tensor> losses = run_pipeline_step(topology, spec, stage);
+
+  const int stages_after = topology.pp() - topology.pp_rank();
+  EXPECT_EQ(peak,
+            schedule == ScheduleKind::afab ? micro_batches : std::min(stages_after, micro_batches));
+  EXPECT_EQ(losses.size(), topology.is_last_stage() ? static_cast<std::size_t>(micro_batches) : 0);
+  for (int i = 0; i < micro_batches; ++i) {
+    const Tensor reference = autograd::scale(
+        autograd::mse_loss(run(model.dense, slice(model.input, i)), slice(model.target, i)),
+        weight);
+    reference.backward();
+    if (topology.is_last_stage()) {
+      EXPECT_FALSE(losses[static_cast<std::size_t>(i)].requires_grad());
+      expect_close(losses[static_cast<std::size_t>(i)], reference.detach(), kTolerance);
+    }
+  }
+  model.expect_gradients_of_the_dense_stack();
+
+  alive.clear();
+  const std::vector<Tensor> outputs = run_pipeline_forward(topology, spec, stage);
+  EXPECT_EQ(outputs.size(), topology.is_last_stage() ? static_cast<std::size_t>(micro_batches) : 0);
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    EXPECT_FALSE(outputs[i].requires_grad());
+}
+
+INSTANTIATE_TEST_SUITE_P(SchedulesAndMicroBatches, Pipeline,
+                         ::testing::Combine(::testing::Values(ScheduleKind::afab,
+                                                              ScheduleKind::one_f_one_b),
+                                            ::testing::Values(1, 2, 3, 4)),
+                         [](const auto& info) {
+                           return (std::get<0>(info.param) == ScheduleKind::afab ? "afab"
+                                                                                 : "onefoneb") +
+                                  std::string("_m") + std::to_string(std::get<1>(info.param));
+                         });
+
+// The last stage ignores its input, so backward never reaches it: zeros go upstream, and the
+// first stage's parameter (its output, received gradient accumulated into it) gets zeros.
+TEST(PipelineGradients, AnInputBackwardDidNotReachSendsZeros) {
+  const comm::ParallelTopology topology = pipeline_world();
+  Tensor first = Tensor::full({2, 3}, 1.5, DType::f64).set_requires_grad();
+  Tensor last = Tensor::full({2, 3}, 2.0, DType::f64).set_requires_grad();
+  const PipelineStage stage{[&](int, const Tensor& input) {
+    if (topology.is_last_stage())
+      return autograd::mse_loss(last, Tensor::zeros({2, 3}, DType::f64));
+    return topology.is_first_stage() ? first : input;
+  }};
+  for (ScheduleKind schedule : {ScheduleKind::afab, ScheduleKind::one_f_one_b}) {
+    first.set_grad(Tensor());
+    last.set_grad(Tensor());
+    run_pipeline_step(topology, PipelineSpec{{2, 3}, 2, schedule, DType::f64}, stage);
+    if (topology.is_last_stage()) {
+      // d/dw of mean(w^2) = 2w/6 per micro-batch, two micro-batches.
+      expect_close(last.grad(), Tensor::full({2, 3}, 4.0 / 3.0, DType::f64), kTolerance);
+    } else if (topology.is_first_stage()) {
+      expect_close(first.grad(), Tensor::zeros({2, 3}, DType::f64), 0.0);
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(MicroBatches, Pipeline, ::testing::Values(1, 2, 4));
-
-TEST(PipelineShapes, IndivisibleMicroBatchesAreRejected) {
-  const comm::ParallelTopology topology(test_world(), 1, test_world().size(), 1);
+TEST(PipelineShapes, BadSizesAreRejected) {
+  const comm::ParallelTopology topology = pipeline_world();
   const PipelineShape shape{{4, 3, 6}, 3, DType::f64, autograd::Device::cpu};
-  EXPECT_THROW(
-      pipeline_inference(
-          topology, shape, [](const Tensor& x) { return x; }, Tensor::zeros({4, 3, 6}, DType::f64)),
-      std::invalid_argument);
+  const auto identity = [](const Tensor& x) { return x; };
+  EXPECT_THROW(pipeline_inference(topology, shape, identity, Tensor::zeros({4, 3, 6}, DType::f64)),
+               std::invalid_argument);
+  const PipelineStage stage{[](int, const Tensor&) { return Tensor::zeros({3}, DType::f64); }};
+  EXPECT_THROW(run_pipeline_step(topology, PipelineSpec{{2}, 0}, stage), std::invalid_argument);
+  // A stage whose output is not the exchanged activation fails before sending anything.
+  if (topology.pp() > 1 && topology.is_first_stage()) {
+    EXPECT_THROW(run_pipeline_forward(topology, PipelineSpec{{2}, 1, {}, DType::f64}, stage),
+                 std::invalid_argument);
+  }
 }
 
 }  // namespace

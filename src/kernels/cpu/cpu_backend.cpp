@@ -2,9 +2,12 @@
 #include <cstring>
 #include <new>
 
+#include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layout.h"
+#include "kernels/cpu/normalization.h"
 #include "kernels/cpu/reductions.h"
 #include "kernels/typed_backend.h"
 
@@ -12,7 +15,13 @@ namespace mpitron::kernels {
 namespace {
 
 /// The CPU kernel table of TypedBackend.
-struct CpuKernels : cpu::Elementwise, cpu::Reductions, cpu::Layout, cpu::Gemm {};
+struct CpuKernels : cpu::Elementwise,
+                    cpu::Reductions,
+                    cpu::Normalization,
+                    cpu::Embedding,
+                    cpu::CrossEntropy,
+                    cpu::Layout,
+                    cpu::Gemm {};
 
 constexpr std::align_val_t kAlignment{64};  // one cache line, enough for any SIMD load
 

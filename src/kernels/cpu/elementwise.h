@@ -80,6 +80,14 @@ struct Elementwise {
     map(dpred, n, [=](std::size_t i) { return coef * (pred[i] - target[i]); });
   }
 
+  /// One AdamW step per element (math::adamw).
+  template <class T>
+  static void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, std::size_t n,
+                           const math::AdamWHyper<T>& hyper) {
+    for (std::size_t i = 0; i < n; ++i)
+      math::adamw(param[i], grad[i], exp_avg[i], exp_avg_sq[i], hyper);
+  }
+
  private:
   /// out[i] = f(i) for i in [0, n).
   template <class T, class F>

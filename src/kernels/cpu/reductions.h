@@ -1,5 +1,5 @@
-// CPU reference loops for the ops that reduce: sums, softmax rows and the MSE loss. Every sum
-// accumulates in double, so float32 results are one rounding away from the exact sum.
+// CPU reference loops for the ops that reduce: sums, row maxima, softmax rows and the MSE loss.
+// Every sum accumulates in double, so float32 results are one rounding away from the exact sum.
 #pragma once
 
 #include <algorithm>
@@ -35,36 +35,59 @@ struct Reductions {
     }
   }
 
-  /// y[r, :] = exp(x[r, :] - max x[r, :]) / sum exp(x[r, :] - max), one row at a time.
+  /// y[r, :] = softmax(scale x[r, :]) over the row's first `valid` entries (all of them, or
+  /// i + 1 for query position i = r % cols when causal); the rest of the row is 0.
   template <class T>
-  static void softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y) {
+  static void softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y, bool causal,
+                              T scale) {
     for (std::size_t r = 0; r < rows; ++r) {
       const T* xr = x + r * cols;
       T* yr = y + r * cols;
-      const T max = *std::max_element(xr, xr + cols);
+      const std::size_t valid = causal ? r % cols + 1 : cols;
+      T max = scale * xr[0];
+      for (std::size_t c = 1; c < valid; ++c)
+        max = std::max(max, scale * xr[c]);
       double total = 0.0;
-      for (std::size_t c = 0; c < cols; ++c) {
-        yr[c] = std::exp(xr[c] - max);
+      for (std::size_t c = 0; c < valid; ++c) {
+        yr[c] = std::exp(scale * xr[c] - max);
         total += yr[c];
       }
       const T inv = static_cast<T>(1.0 / total);
-      for (std::size_t c = 0; c < cols; ++c)
+      for (std::size_t c = 0; c < valid; ++c)
         yr[c] *= inv;
+      std::fill(yr + valid, yr + cols, T(0));
     }
   }
 
-  /// dx[r, c] = y[r, c] (dy[r, c] - sum_c' dy[r, c'] y[r, c']).
+  /// dx[r, c] = scale y[r, c] (dy[r, c] - sum_c' dy[r, c'] y[r, c']).
   template <class T>
-  static void softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx) {
+  static void softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx,
+                               T scale) {
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t base = r * cols;
       double dot = 0.0;
       for (std::size_t c = 0; c < cols; ++c)
         dot += static_cast<double>(dy[base + c]) * y[base + c];
       for (std::size_t c = 0; c < cols; ++c) {
-        dx[base + c] = y[base + c] * (dy[base + c] - static_cast<T>(dot));
+        dx[base + c] = scale * (y[base + c] * (dy[base + c] - static_cast<T>(dot)));
       }
     }
+  }
+
+  /// out[r] = max_c x[r, c].
+  template <class T>
+  static void row_max(const T* x, std::size_t rows, std::size_t cols, T* out) {
+    for (std::size_t r = 0; r < rows; ++r)
+      out[r] = *std::max_element(x + r * cols, x + (r + 1) * cols);
+  }
+
+  /// out[0] = sum_i x[i]^2.
+  template <class T>
+  static void sum_squares(const T* x, std::size_t n, T* out) {
+    double acc = 0.0;
+    for (std::size_t i = 0; i < n; ++i)
+      acc += static_cast<double>(x[i]) * x[i];
+    out[0] = static_cast<T>(acc);
   }
 
   /// loss[0] = mean_i (pred[i] - target[i])^2; NaN for n = 0, as torch.nn.functional.mse_loss.

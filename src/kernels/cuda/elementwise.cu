@@ -67,6 +67,15 @@ void Kernels::mse_backward(const T* pred, const T* target, const T* dloss, std::
   });
 }
 
+template <class T>
+void Kernels::adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, std::size_t n,
+                           const math::AdamWHyper<T>& hyper) {
+  const math::AdamWHyper<T> h = hyper;  // captured by value into the device lambda
+  for_each(n, [=] __device__(std::size_t i) {
+    math::adamw(param[i], grad[i], exp_avg[i], exp_avg_sq[i], h);
+  });
+}
+
 #define MPITRON_INSTANTIATE(T)                                                            \
   template void Kernels::fill<T>(T*, std::size_t, T);                                     \
   template void Kernels::broadcast_scalar<T>(const T*, T, T*, std::size_t);               \
@@ -78,7 +87,9 @@ void Kernels::mse_backward(const T* pred, const T* target, const T* dloss, std::
   template void Kernels::bias_add<T>(const T*, const T*, std::size_t, std::size_t, T*);   \
   template void Kernels::gelu_forward<T>(const T*, T*, std::size_t, GeluForm);            \
   template void Kernels::gelu_backward<T>(const T*, const T*, T*, std::size_t, GeluForm); \
-  template void Kernels::mse_backward<T>(const T*, const T*, const T*, std::size_t, T*);
+  template void Kernels::mse_backward<T>(const T*, const T*, const T*, std::size_t, T*);  \
+  template void Kernels::adamw_update<T>(T*, const T*, T*, T*, std::size_t,               \
+                                         const math::AdamWHyper<T>&);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
+#include "kernels/math.h"
 #include "kernels/ops.h"
 
 namespace mpitron::kernels::cuda {
@@ -34,6 +36,9 @@ struct Kernels {
   static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form);
   template <class T>
   static void mse_backward(const T* pred, const T* target, const T* dloss, std::size_t n, T* dpred);
+  template <class T>
+  static void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, std::size_t n,
+                           const math::AdamWHyper<T>& hyper);
 
   // reductions.cu: block reductions accumulating in double.
   template <class T>
@@ -41,11 +46,51 @@ struct Kernels {
   template <class T>
   static void sum_rows(const T* x, std::size_t rows, std::size_t cols, T* out);
   template <class T>
-  static void softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y);
+  static void softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y, bool causal,
+                              T scale);
   template <class T>
-  static void softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx);
+  static void softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx,
+                               T scale);
   template <class T>
   static void mse_forward(const T* pred, const T* target, std::size_t n, T* loss);
+  template <class T>
+  static void row_max(const T* x, std::size_t rows, std::size_t cols, T* out);
+  template <class T>
+  static void sum_squares(const T* x, std::size_t n, T* out);
+
+  // normalization.cu: LayerNorm, one block per row (forward, dx), one thread per column (dweight,
+  // dbias).
+  template <class T>
+  static void layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
+                                 std::size_t cols, double eps, T* y, T* mean, T* rstd);
+  template <class T>
+  static void layer_norm_backward(const T* x, const T* weight, const T* mean, const T* rstd,
+                                  const T* dy, std::size_t rows, std::size_t cols, T* dx,
+                                  T* dweight, T* dbias);
+
+  // embedding.cu: gather one thread per output element; scatter-add with atomicAdd. I is the
+  // index type (std::int32_t or std::int64_t).
+  template <class T, class I>
+  static void embedding_forward(const T* weight, std::size_t rows, std::size_t cols,
+                                const I* indices, std::size_t n, std::int64_t first_row, T* out);
+  template <class T, class I>
+  static void embedding_backward(const T* dout, const I* indices, std::size_t n,
+                                 std::int64_t first_row, std::size_t rows, std::size_t cols,
+                                 T* dweight);
+
+  // cross_entropy.cu: statistics one block per row, the loss in one block, the gradient one
+  // thread per logit.
+  template <class T, class I>
+  static void cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
+                                  const I* targets, std::int64_t first_col, const T* row_max,
+                                  T* sum_exp, T* target_logit);
+  template <class T>
+  static void cross_entropy_loss(const T* row_max, const T* sum_exp, const T* target_logit,
+                                 std::size_t rows, T* loss);
+  template <class T, class I>
+  static void cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
+                                     const I* targets, std::int64_t first_col, const T* row_max,
+                                     const T* sum_exp, const T* dloss, T* dlogits);
 
   // layout.cu: index arithmetic only.
   template <class T>

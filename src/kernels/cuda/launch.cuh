@@ -1,9 +1,13 @@
-// Internal: the two building blocks of mpitron's CUDA kernels, a grid-stride loop over indices
-// and a block-wide reduction.
+// Internal: the building blocks of mpitron's CUDA kernels: a grid-stride loop over indices, a
+// block-wide reduction, a one-block reduction to a scalar and the grid of one-block-per-row
+// kernels.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda/check.h"
 
@@ -67,6 +71,33 @@ __device__ T block_reduce(T value, Op op, T identity) {
   const T result = partial[0];
   __syncthreads();  // the next call may overwrite `partial`
   return result;
+}
+
+inline constexpr unsigned kReduceThreads = 1024;  // one block sums a whole buffer
+inline constexpr unsigned kRowThreads = 256;      // one block per softmax row
+
+/// out[0] = sum_i term(i) / divisor, by a single block.
+template <class T, class Term>
+__global__ void reduce_to_scalar(std::size_t n, Term term, double divisor, T* out) {
+  double acc = 0.0;
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
+    acc += term(i);
+  acc = block_reduce(acc, Plus{}, 0.0);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(acc / divisor);
+}
+
+template <class T, class Term>
+void launch_reduce(std::size_t n, Term term, double divisor, T* out) {
+  reduce_to_scalar<<<1, kReduceThreads>>>(n, term, divisor, out);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+/// The grid of a one-block-per-row kernel.
+inline unsigned row_blocks(std::size_t rows) {
+  if (rows > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw std::invalid_argument("kernels: " + std::to_string(rows) + " rows exceed one CUDA grid");
+  }
+  return static_cast<unsigned>(rows);
 }
 
 }  // namespace mpitron::kernels::cuda

@@ -1,6 +1,6 @@
 // Reducing CUDA kernels: whole-buffer sums in one block (deterministic: no atomics), column sums
-// one thread per column, softmax one block per row. Every sum accumulates in double, as the CPU
-// reference loops in cpu/reductions.h do.
+// one thread per column, softmax and row maxima one block per row. Every sum accumulates in double,
+// as the CPU reference loops in cpu/reductions.h do.
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -11,46 +11,30 @@
 namespace mpitron::kernels::cuda {
 namespace {
 
-constexpr unsigned kReduceThreads = 1024;  // one block sums a whole buffer
-constexpr unsigned kRowThreads = 256;      // one block per softmax row
-
-/// out[0] = sum_i term(i) / divisor, by a single block.
-template <class T, class Term>
-__global__ void reduce_to_scalar(std::size_t n, Term term, double divisor, T* out) {
-  double acc = 0.0;
-  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
-    acc += term(i);
-  acc = block_reduce(acc, Plus{}, 0.0);
-  if (threadIdx.x == 0) out[0] = static_cast<T>(acc / divisor);
-}
-
-template <class T, class Term>
-void launch_reduce(std::size_t n, Term term, double divisor, T* out) {
-  reduce_to_scalar<<<1, kReduceThreads>>>(n, term, divisor, out);
-  MPITRON_CUDA_CHECK(cudaGetLastError());
-}
-
+/// y[r, :] = softmax(scale x[r, :]) over the row's first `valid` entries (all, or i + 1 for
+/// query position i = r % cols when causal), zero beyond; one block per row.
 template <class T>
-__global__ void softmax_rows(const T* x, std::size_t cols, T* y) {
+__global__ void softmax_rows(const T* x, std::size_t cols, T* y, bool causal, T scale) {
   using std::exp;
   const T* xr = x + blockIdx.x * cols;
   T* yr = y + blockIdx.x * cols;
-  T max = xr[0];
-  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
-    max = Larger{}(max, xr[c]);
-  max = block_reduce(max, Larger{}, xr[0]);
+  const std::size_t valid = causal ? blockIdx.x % cols + 1 : cols;
+  T max = scale * xr[0];
+  for (std::size_t c = threadIdx.x; c < valid; c += blockDim.x)
+    max = Larger{}(max, scale * xr[c]);
+  max = block_reduce(max, Larger{}, scale * xr[0]);
   double total = 0.0;
-  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    yr[c] = exp(xr[c] - max);
+  for (std::size_t c = threadIdx.x; c < valid; c += blockDim.x) {
+    yr[c] = exp(scale * xr[c] - max);
     total += yr[c];
   }
   const T inv = static_cast<T>(1.0 / block_reduce(total, Plus{}, 0.0));
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
-    yr[c] *= inv;
+    yr[c] = c < valid ? yr[c] * inv : T(0);
 }
 
 template <class T>
-__global__ void softmax_backward_rows(const T* y, const T* dy, std::size_t cols, T* dx) {
+__global__ void softmax_backward_rows(const T* y, const T* dy, std::size_t cols, T* dx, T scale) {
   const std::size_t base = blockIdx.x * cols;
   double dot = 0.0;
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -58,17 +42,18 @@ __global__ void softmax_backward_rows(const T* y, const T* dy, std::size_t cols,
   }
   const T total = static_cast<T>(block_reduce(dot, Plus{}, 0.0));
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    dx[base + c] = y[base + c] * (dy[base + c] - total);
+    dx[base + c] = scale * (y[base + c] * (dy[base + c] - total));
   }
 }
 
-/// The grid of a one-block-per-row kernel.
-unsigned row_blocks(std::size_t rows) {
-  if (rows > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-    throw std::invalid_argument("kernels::softmax: " + std::to_string(rows) +
-                                " rows exceed one CUDA grid");
-  }
-  return static_cast<unsigned>(rows);
+template <class T>
+__global__ void max_of_rows(const T* x, std::size_t cols, T* out) {
+  const T* xr = x + blockIdx.x * cols;
+  T max = xr[0];
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    max = Larger{}(max, xr[c]);
+  max = block_reduce(max, Larger{}, xr[0]);
+  if (threadIdx.x == 0) out[blockIdx.x] = max;
 }
 
 }  // namespace
@@ -99,23 +84,44 @@ void Kernels::sum_rows(const T* x, std::size_t rows, std::size_t cols, T* out) {
 }
 
 template <class T>
-void Kernels::softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y) {
-  softmax_rows<<<row_blocks(rows), kRowThreads>>>(x, cols, y);
+void Kernels::sum_squares(const T* x, std::size_t n, T* out) {
+  launch_reduce(
+      n,
+      [=] __device__(std::size_t i) {
+        const double v = x[i];
+        return v * v;
+      },
+      1.0, out);
+}
+
+template <class T>
+void Kernels::softmax_forward(const T* x, std::size_t rows, std::size_t cols, T* y, bool causal,
+                              T scale) {
+  softmax_rows<<<row_blocks(rows), kRowThreads>>>(x, cols, y, causal, scale);
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T>
-void Kernels::softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx) {
-  softmax_backward_rows<<<row_blocks(rows), kRowThreads>>>(y, dy, cols, dx);
+void Kernels::softmax_backward(const T* y, const T* dy, std::size_t rows, std::size_t cols, T* dx,
+                               T scale) {
+  softmax_backward_rows<<<row_blocks(rows), kRowThreads>>>(y, dy, cols, dx, scale);
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
-#define MPITRON_INSTANTIATE(T)                                                       \
-  template void Kernels::sum<T>(const T*, std::size_t, T*);                          \
-  template void Kernels::mse_forward<T>(const T*, const T*, std::size_t, T*);        \
-  template void Kernels::sum_rows<T>(const T*, std::size_t, std::size_t, T*);        \
-  template void Kernels::softmax_forward<T>(const T*, std::size_t, std::size_t, T*); \
-  template void Kernels::softmax_backward<T>(const T*, const T*, std::size_t, std::size_t, T*);
+template <class T>
+void Kernels::row_max(const T* x, std::size_t rows, std::size_t cols, T* out) {
+  max_of_rows<<<row_blocks(rows), kRowThreads>>>(x, cols, out);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+#define MPITRON_INSTANTIATE(T)                                                                \
+  template void Kernels::sum<T>(const T*, std::size_t, T*);                                   \
+  template void Kernels::sum_squares<T>(const T*, std::size_t, T*);                           \
+  template void Kernels::mse_forward<T>(const T*, const T*, std::size_t, T*);                 \
+  template void Kernels::sum_rows<T>(const T*, std::size_t, std::size_t, T*);                 \
+  template void Kernels::row_max<T>(const T*, std::size_t, std::size_t, T*);                  \
+  template void Kernels::softmax_forward<T>(const T*, std::size_t, std::size_t, T*, bool, T); \
+  template void Kernels::softmax_backward<T>(const T*, const T*, std::size_t, std::size_t, T*, T);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE

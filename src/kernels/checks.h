@@ -1,0 +1,41 @@
+// Internal: the argument checks of the public ops (ops.cpp, ops_model.cpp), so every op reports
+// a mismatch the same way: std::invalid_argument "kernels::<op>: <what>".
+#pragma once
+
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+
+#include "kernels/backend.h"
+
+namespace mpitron::kernels::checks {
+
+/// A named argument of an op.
+struct Arg {
+  const char* name;
+  const Buffer& buffer;
+};
+
+/// Throws std::invalid_argument "kernels::<op>: <what>".
+[[noreturn]] void fail(const char* op, const std::string& what);
+
+/// All buffers on one device with one dtype, of any dtype (the ops that only move elements);
+/// returns that device's backend.
+Backend& same_place_any(const char* op, std::initializer_list<Arg> args);
+
+/// As same_place_any, and the dtype is float32 or float64 (every arithmetic op).
+Backend& same_place(const char* op, std::initializer_list<Arg> args);
+
+/// An index argument: on `device`, int32 or int64, `n` elements.
+void expect_indices(const char* op, const Arg& indices, Device device, std::size_t n);
+
+void expect_numel(const char* op, const Arg& arg, std::size_t expected, const char* what);
+
+void expect_at_least(const char* op, const Arg& arg, std::size_t needed, const char* what);
+
+/// x viewed as [rows, cols]: numel must be a multiple of cols (> 0 unless x is empty).
+void expect_rows_of(const char* op, const Arg& x, std::size_t cols);
+
+void expect_distinct(const char* op, const Arg& out, const Arg& in);
+
+}  // namespace mpitron::kernels::checks

@@ -1,0 +1,61 @@
+// CPU reference loops of cross-entropy on a vocabulary slice (columns [first_col, first_col +
+// cols) of the logits): per-row statistics, the mean loss and the logit gradient. Sums
+// accumulate in double.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/math.h"
+
+namespace mpitron::kernels::cpu {
+
+struct CrossEntropy {
+  /// sum_exp[r] = sum_c exp(logits[r, c] - row_max[r]); target_logit[r] = the target's logit
+  /// when its column is in the slice, else 0.
+  template <class T, class I>
+  static void cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
+                                  const I* targets, std::int64_t first_col, const T* row_max,
+                                  T* sum_exp, T* target_logit) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* lr = logits + r * cols;
+      double total = 0.0;
+      for (std::size_t c = 0; c < cols; ++c)
+        total += std::exp(lr[c] - row_max[r]);
+      sum_exp[r] = static_cast<T>(total);
+      const std::int64_t col = math::slice_row(targets[r], first_col, cols);
+      target_logit[r] = col < 0 ? T(0) : lr[col];
+    }
+  }
+
+  /// loss[0] = mean_r (log sum_exp[r] + row_max[r] - target_logit[r]).
+  template <class T>
+  static void cross_entropy_loss(const T* row_max, const T* sum_exp, const T* target_logit,
+                                 std::size_t rows, T* loss) {
+    double total = 0.0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      total += std::log(static_cast<double>(sum_exp[r])) + row_max[r] -
+               static_cast<double>(target_logit[r]);
+    }
+    loss[0] = static_cast<T>(total / static_cast<double>(rows));
+  }
+
+  /// dlogits[r, c] = dloss / rows (softmax - onehot).
+  template <class T, class I>
+  static void cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
+                                     const I* targets, std::int64_t first_col, const T* row_max,
+                                     const T* sum_exp, const T* dloss, T* dlogits) {
+    const T coef = static_cast<T>(static_cast<double>(dloss[0]) / static_cast<double>(rows));
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::int64_t target = math::slice_row(targets[r], first_col, cols);
+      for (std::size_t c = 0; c < cols; ++c) {
+        const std::size_t i = r * cols + c;
+        dlogits[i] = math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
+                                              static_cast<std::int64_t>(c) == target, coef);
+      }
+    }
+  }
+};
+
+}  // namespace mpitron::kernels::cpu

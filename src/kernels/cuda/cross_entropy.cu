@@ -1,0 +1,83 @@
+// Cross-entropy CUDA kernels on a vocabulary slice: per-row statistics one block per row, the
+// mean loss in one block, the logit gradient one thread per logit. Sums accumulate in double, as
+// the CPU reference loops in cpu/cross_entropy.h do; the gradient formula is shared (math.h).
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/math.h"
+
+namespace mpitron::kernels::cuda {
+namespace {
+
+template <class T, class I>
+__global__ void cross_entropy_rows(const T* logits, std::size_t cols, const I* targets,
+                                   std::int64_t first_col, const T* row_max, T* sum_exp,
+                                   T* target_logit) {
+  using std::exp;
+  const std::size_t r = blockIdx.x;
+  const T* lr = logits + r * cols;
+  double total = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    total += exp(lr[c] - row_max[r]);
+  total = block_reduce(total, Plus{}, 0.0);
+  if (threadIdx.x == 0) {
+    sum_exp[r] = static_cast<T>(total);
+    const std::int64_t col = math::slice_row(targets[r], first_col, cols);
+    target_logit[r] = col < 0 ? T(0) : lr[col];
+  }
+}
+
+}  // namespace
+
+template <class T, class I>
+void Kernels::cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
+                                  const I* targets, std::int64_t first_col, const T* row_max,
+                                  T* sum_exp, T* target_logit) {
+  cross_entropy_rows<<<row_blocks(rows), kRowThreads>>>(logits, cols, targets, first_col, row_max,
+                                                        sum_exp, target_logit);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void Kernels::cross_entropy_loss(const T* row_max, const T* sum_exp, const T* target_logit,
+                                 std::size_t rows, T* loss) {
+  auto term = [=] __device__(std::size_t r) {
+    return log(static_cast<double>(sum_exp[r])) + row_max[r] - static_cast<double>(target_logit[r]);
+  };
+  launch_reduce(rows, term, static_cast<double>(rows), loss);
+}
+
+template <class T, class I>
+void Kernels::cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
+                                     const I* targets, std::int64_t first_col, const T* row_max,
+                                     const T* sum_exp, const T* dloss, T* dlogits) {
+  const double inv_rows = 1.0 / static_cast<double>(rows);
+  for_each(rows * cols, [=] __device__(std::size_t i) {
+    const std::size_t r = i / cols;
+    const std::int64_t target = math::slice_row(targets[r], first_col, cols);
+    const T coef = static_cast<T>(static_cast<double>(dloss[0]) * inv_rows);
+    dlogits[i] = math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
+                                          static_cast<std::int64_t>(i % cols) == target, coef);
+  });
+}
+
+#define MPITRON_INSTANTIATE_T(T) \
+  template void Kernels::cross_entropy_loss<T>(const T*, const T*, const T*, std::size_t, T*);
+#define MPITRON_INSTANTIATE(T, I)                                                                 \
+  template void Kernels::cross_entropy_stats<T, I>(const T*, std::size_t, std::size_t, const I*,  \
+                                                   std::int64_t, const T*, T*, T*);               \
+  template void Kernels::cross_entropy_backward<T, I>(const T*, std::size_t, std::size_t,         \
+                                                      const I*, std::int64_t, const T*, const T*, \
+                                                      const T*, T*);
+MPITRON_INSTANTIATE_T(float)
+MPITRON_INSTANTIATE_T(double)
+MPITRON_INSTANTIATE(float, std::int32_t)
+MPITRON_INSTANTIATE(float, std::int64_t)
+MPITRON_INSTANTIATE(double, std::int32_t)
+MPITRON_INSTANTIATE(double, std::int64_t)
+#undef MPITRON_INSTANTIATE
+#undef MPITRON_INSTANTIATE_T
+
+}  // namespace mpitron::kernels::cuda

@@ -1,0 +1,93 @@
+// LayerNorm CUDA kernels: forward and dx one block per row (block reductions in double), dweight
+// and dbias one thread per column summing over the rows (deterministic, no atomics). The CPU
+// reference loops are cpu/normalization.h; the dx formula is shared through math.h.
+#include <cmath>
+
+#include "kernels/cuda/kernels.h"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/math.h"
+
+namespace mpitron::kernels::cuda {
+namespace {
+
+template <class T>
+__global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, std::size_t cols,
+                                double eps, T* y, T* mean, T* rstd) {
+  const std::size_t r = blockIdx.x;
+  const T* xr = x + r * cols;
+  double sum = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    sum += xr[c];
+  const double mu = block_reduce(sum, Plus{}, 0.0) / static_cast<double>(cols);
+  double squares = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    squares += (xr[c] - mu) * (xr[c] - mu);
+  const double var = block_reduce(squares, Plus{}, 0.0) / static_cast<double>(cols);
+  const T m = static_cast<T>(mu);
+  const T s = static_cast<T>(1.0 / sqrt(var + eps));
+  if (threadIdx.x == 0) {
+    mean[r] = m;
+    rstd[r] = s;
+  }
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    y[r * cols + c] = (xr[c] - m) * s * weight[c] + bias[c];
+}
+
+template <class T>
+__global__ void layer_norm_dx_rows(const T* x, const T* weight, const T* mean, const T* rstd,
+                                   const T* dy, std::size_t cols, T* dx) {
+  const std::size_t r = blockIdx.x;
+  const std::size_t base = r * cols;
+  double sum_g = 0.0, sum_g_xhat = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const double g = static_cast<double>(dy[base + c]) * weight[c];
+    sum_g += g;
+    sum_g_xhat += g * ((x[base + c] - mean[r]) * rstd[r]);
+  }
+  const T mean_g = static_cast<T>(block_reduce(sum_g, Plus{}, 0.0) / static_cast<double>(cols));
+  const T mean_g_xhat =
+      static_cast<T>(block_reduce(sum_g_xhat, Plus{}, 0.0) / static_cast<double>(cols));
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const T xhat = (x[base + c] - mean[r]) * rstd[r];
+    dx[base + c] =
+        math::layer_norm_dx(dy[base + c] * weight[c], xhat, rstd[r], mean_g, mean_g_xhat);
+  }
+}
+
+}  // namespace
+
+template <class T>
+void Kernels::layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
+                                 std::size_t cols, double eps, T* y, T* mean, T* rstd) {
+  layer_norm_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, bias, cols, eps, y, mean, rstd);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void Kernels::layer_norm_backward(const T* x, const T* weight, const T* mean, const T* rstd,
+                                  const T* dy, std::size_t rows, std::size_t cols, T* dx,
+                                  T* dweight, T* dbias) {
+  layer_norm_dx_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, mean, rstd, dy, cols, dx);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+  for_each(cols, [=] __device__(std::size_t c) {
+    double dw = 0.0, db = 0.0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t i = r * cols + c;
+      dw += static_cast<double>(dy[i]) * ((x[i] - mean[r]) * rstd[r]);
+      db += dy[i];
+    }
+    dweight[c] = static_cast<T>(dw);
+    dbias[c] = static_cast<T>(db);
+  });
+}
+
+#define MPITRON_INSTANTIATE(T)                                                                    \
+  template void Kernels::layer_norm_forward<T>(const T*, const T*, const T*, std::size_t,         \
+                                               std::size_t, double, T*, T*, T*);                  \
+  template void Kernels::layer_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, \
+                                                std::size_t, std::size_t, T*, T*, T*);
+MPITRON_INSTANTIATE(float)
+MPITRON_INSTANTIATE(double)
+#undef MPITRON_INSTANTIATE
+
+}  // namespace mpitron::kernels::cuda

@@ -1,0 +1,122 @@
+// Reading and writing the safetensors file format (our own implementation, no library).
+//
+// Format (all integers little-endian):
+//   bytes [0, 8)        N, an unsigned 64-bit header length;
+//   bytes [8, 8 + N)    a UTF-8 JSON object, padded at the end with spaces (0x20) so that N is a
+//                       multiple of 8:
+//                         {"__metadata__": {"<key>": "<value>", ...},          (optional)
+//                          "<tensor name>": {"dtype": "F32" | "F64" | "I64",
+//                                            "shape": [d0, d1, ...],           ([] = a scalar)
+//                                            "data_offsets": [begin, end]}, ...}
+//   bytes [8 + N, EOF)  the data section: each tensor's elements, row-major, little-endian, at
+//                       byte offsets [begin, end) relative to the start of the data section.
+// The tensors tile the data section exactly: sorted by begin, the first begins at 0, each begins
+// where the previous ends, the last ends at the end of the file, and end - begin equals
+// numel(shape) * element size. Writing puts "__metadata__" first (when there is any) and the
+// tensors in the order given, data in that same order, and writes the header without spaces
+// inside the JSON. Readers accept any key order and JSON spacing (e.g. Python's json.dumps).
+// This is the format of https://github.com/huggingface/safetensors restricted to the three
+// dtypes mpitron uses; PyTorch users open our files with `safetensors.torch.load_file`.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace mpitron::nn {
+
+/// A damaged or mismatched checkpoint file: the message is one line that starts with the file's
+/// path and says what is wrong. Derives from std::runtime_error.
+class CheckpointError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Row-major int64 values (safetensors dtype I64), e.g. token ids or counters.
+struct Int64Tensor {
+  autograd::Shape shape;
+  std::vector<std::int64_t> values;
+};
+
+/// One named tensor of a file: a float32 / float64 autograd Tensor (any device when written, a
+/// CPU leaf when read) or Int64Tensor values.
+struct NamedTensor {
+  std::string name;
+  std::variant<autograd::Tensor, Int64Tensor> value;
+};
+
+/// The "__metadata__" object: string keys to string values.
+using SafetensorsMetadata = std::map<std::string, std::string>;
+
+/// Writes `tensors` (in this order) and `metadata` to `path` atomically (AtomicFile: temporary
+/// name in the same directory, fsync, rename, fsync of the directory). CUDA tensors are copied
+/// to the host first. Throws std::invalid_argument "safetensors: ..." for an empty, repeated or
+/// "__metadata__" name, an undefined tensor, or an Int64Tensor whose value count differs from
+/// its shape's; std::runtime_error naming the path when the file cannot be written.
+void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
+                       const SafetensorsMetadata& metadata = {});
+
+/// Element type of a stored tensor.
+enum class StoredDType { f32, f64, i64 };
+
+/// "F32" / "F64" / "I64".
+std::string to_string(StoredDType dtype);
+
+/// One header entry: where a tensor's bytes lie in the data section.
+struct SafetensorsEntry {
+  std::string name;
+  StoredDType dtype = StoredDType::f32;
+  autograd::Shape shape;
+  std::uint64_t begin = 0;  ///< byte offset in the data section
+  std::uint64_t end = 0;    ///< one past the last byte
+};
+
+/// An open safetensors file whose header has been read and validated against the file size;
+/// tensors are read on demand, each with one seek and one read, so a caller that wants a few
+/// tensors of a large file reads only their bytes.
+class SafetensorsReader {
+ public:
+  /// Opens `path` and validates it. Throws CheckpointError "<path>: <what>" when the file cannot
+  /// be opened, is shorter than 8 bytes, its header length reaches beyond the file, the header is
+  /// not JSON or not an object of the form above, a dtype is not F32/F64/I64, a shape is not a
+  /// list of non-negative integers, data_offsets are out of order (begin > end), overlap, leave a
+  /// gap or lie beyond the data section, a shape does not match its byte size, the data section
+  /// is shorter than the tensors need ("short data") or has bytes after the last tensor.
+  explicit SafetensorsReader(std::filesystem::path path);
+
+  const std::filesystem::path& path() const { return path_; }
+  /// The tensors in header order.
+  const std::vector<SafetensorsEntry>& entries() const { return entries_; }
+  const SafetensorsMetadata& metadata() const { return metadata_; }
+  /// The entry called `name`, or nullptr.
+  const SafetensorsEntry* find(const std::string& name) const;
+
+  /// Tensor `name` (F32 or F64) as a new CPU leaf of its stored shape and dtype. Throws
+  /// CheckpointError "<path>: ..." when there is no such tensor, it is I64, or the file has
+  /// become shorter since it was opened.
+  autograd::Tensor read_tensor(const std::string& name);
+  /// Tensor `name` (I64). Throws CheckpointError like read_tensor (for a non-I64 entry).
+  Int64Tensor read_int64(const std::string& name);
+  /// Every tensor in header order.
+  std::vector<NamedTensor> read_all();
+
+ private:
+  const SafetensorsEntry& entry(const std::string& name) const;
+  void read_bytes(const SafetensorsEntry& entry, void* destination);
+
+  std::filesystem::path path_;
+  std::ifstream file_;
+  std::uint64_t data_start_ = 0;
+  std::vector<SafetensorsEntry> entries_;
+  std::map<std::string, std::size_t> index_;
+  SafetensorsMetadata metadata_;
+};
+
+}  // namespace mpitron::nn

@@ -1,0 +1,170 @@
+// Cross-entropy (whole vocabulary and split into slices), AdamW and the sum of squares against
+// naive loops written here (long double for the cross-entropy reference).
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernel_test.h"
+
+namespace mpitron::kernels::test {
+namespace {
+
+constexpr std::size_t kRows = 6, kVocab = 37;
+
+// Row 0 random, row 1 all equal, rows 2 and 3 of magnitude 1e4 (3 within 1e4 + [0, 4)), rows 4
+// and 5 random; targets at both ends of the vocabulary and inside it.
+struct CrossEntropyCase {
+  std::vector<double> logits;
+  std::vector<std::int64_t> targets{3, 0, 36, 20, 19, 36};
+};
+
+class LossKernelTest : public KernelTest {
+ protected:
+  CrossEntropyCase make_case() const {
+    CrossEntropyCase c;
+    c.logits = random(kRows * kVocab, 50, -3.0, 3.0);
+    const std::vector<double> large = random(kVocab, 51, -1e4, 1e4);
+    const std::vector<double> near = random(kVocab, 52, 1e4, 1e4 + 4.0);
+    for (std::size_t v = 0; v < kVocab; ++v) {
+      c.logits[1 * kVocab + v] = 2.5;
+      c.logits[2 * kVocab + v] = large[v];
+      c.logits[3 * kVocab + v] = near[v];
+    }
+    return c;
+  }
+};
+MPITRON_KERNEL_TEST_SUITE(LossKernelTest);
+
+// loss = mean_r (logsumexp(row r) - logit of its target); dlogits = dloss / rows (softmax -
+// onehot), in long double.
+void reference(const CrossEntropyCase& c, double dloss, double& loss, std::vector<double>& grad) {
+  long double total = 0.0L;
+  grad.assign(c.logits.size(), 0.0);
+  for (std::size_t r = 0; r < kRows; ++r) {
+    const auto row = c.logits.begin() + static_cast<std::ptrdiff_t>(r * kVocab);
+    const long double max = *std::max_element(row, row + kVocab);
+    long double sum = 0.0L;
+    for (std::size_t v = 0; v < kVocab; ++v)
+      sum += std::exp(static_cast<long double>(row[v]) - max);
+    const auto target = static_cast<std::size_t>(c.targets[r]);
+    total += std::log(sum) + max - row[target];
+    for (std::size_t v = 0; v < kVocab; ++v) {
+      const long double p = std::exp(static_cast<long double>(row[v]) - max) / sum;
+      grad[r * kVocab + v] = static_cast<double>(dloss / kRows * (p - (v == target ? 1 : 0)));
+    }
+  }
+  loss = static_cast<double>(total / kRows);
+}
+
+// Columns [first, first + width) of [kRows, kVocab] values.
+std::vector<double> columns(const std::vector<double>& values, std::size_t first,
+                            std::size_t width) {
+  std::vector<double> out;
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t v = first; v < first + width; ++v)
+      out.push_back(values[r * kVocab + v]);
+  }
+  return out;
+}
+
+TEST_P(LossKernelTest, CrossEntropyMatchesLogSumExpIncludingLargeAndEqualLogits) {
+  const CrossEntropyCase c = make_case();
+  double want_loss = 0.0;
+  std::vector<double> want_grad;
+  reference(c, 0.7, want_loss, want_grad);
+  for (const DType index_dtype : {DType::i32, DType::i64}) {
+    SCOPED_TRACE(to_string(index_dtype));
+    const Buffer logits = make(c.logits), targets = make_indices(c.targets, index_dtype);
+    Buffer max = empty(kRows), sum_exp = empty(kRows), target_logit = empty(kRows);
+    Buffer loss = empty(1), grad = empty(c.logits.size());
+    row_max(logits, kVocab, max);
+    cross_entropy_stats(logits, kVocab, targets, 0, max, sum_exp, target_logit);
+    cross_entropy_loss(max, sum_exp, target_logit, loss);
+    cross_entropy_backward(logits, kVocab, targets, 0, max, sum_exp, make({0.7}), grad);
+    // The equal row is log(37) exactly; the 1e4 rows subtract logits exactly (Sterbenz) or
+    // underflow; what remains is exp/log rounding and sum_exp stored in the dtype: 8 eps of
+    // max(1, |loss|) (the loss is ~1e4 here).
+    expect_close(read(loss), {want_loss}, 8 * eps());
+    // exp(l - max) / sum_exp: a few roundings of values <= 1, times dloss / rows.
+    expect_close(read(grad), want_grad, 8 * eps());
+    const std::vector<double> got = read(grad);
+    EXPECT_EQ(got[1 * kVocab + 5], got[1 * kVocab + 6]);  // equal logits, equal gradients
+  }
+}
+
+// The vocabulary split 0..16 | 17..36 as two tensor-parallel ranks would hold it: with the
+// global row max, the sums of the slices' statistics give the full loss, and each slice's
+// gradient is its columns of the full gradient. Targets sit on both sides of the boundary.
+TEST_P(LossKernelTest, VocabSlicesSumToTheFullCrossEntropy) {
+  CrossEntropyCase c = make_case();
+  c.targets = {17, 0, 36, 16, 19, 17};
+  double want_loss = 0.0;
+  std::vector<double> want_grad;
+  reference(c, 1.0, want_loss, want_grad);
+  Buffer max = empty(kRows);
+  row_max(make(c.logits), kVocab, max);
+  const Buffer targets = make_indices(c.targets, DType::i64);
+  const std::size_t first[] = {0, 17}, width[] = {17, 20};
+  std::vector<double> sum_exp(kRows, 0.0), target_logit(kRows, 0.0);
+  for (int s = 0; s < 2; ++s) {
+    Buffer part_sum = empty(kRows), part_target = empty(kRows);
+    cross_entropy_stats(make(columns(c.logits, first[s], width[s])), width[s], targets,
+                        static_cast<std::int64_t>(first[s]), max, part_sum, part_target);
+    const std::vector<double> sums = read(part_sum), targets_here = read(part_target);
+    for (std::size_t r = 0; r < kRows; ++r) {
+      sum_exp[r] += sums[r];
+      target_logit[r] += targets_here[r];  // exactly one slice holds the target
+    }
+  }
+  Buffer loss = empty(1);
+  const Buffer full_sum_exp = make(sum_exp);
+  cross_entropy_loss(max, full_sum_exp, make(target_logit), loss);
+  // As in the whole-vocabulary test, plus one rounding of the two-term sums.
+  expect_close(read(loss), {want_loss}, 8 * eps());
+  for (int s = 0; s < 2; ++s) {
+    Buffer grad = empty(kRows * width[s]);
+    cross_entropy_backward(make(columns(c.logits, first[s], width[s])), width[s], targets,
+                           static_cast<std::int64_t>(first[s]), max, full_sum_exp, make({1.0}),
+                           grad);
+    expect_close(read(grad), columns(want_grad, first[s], width[s]), 8 * eps());
+  }
+}
+
+TEST_P(LossKernelTest, AdamWMatchesTorchOrderOverThreeSteps) {
+  constexpr std::size_t n = 257;
+  constexpr double lr = 1e-2, beta1 = 0.9, beta2 = 0.95, adam_eps = 1e-8, wd = 0.1;
+  std::vector<double> p = random(n, 53), m(n, 0.0), v(n, 0.0);
+  Buffer param = make(p), exp_avg = make(m), exp_avg_sq = make(v);
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    const std::vector<double> g = random(n, 54 + static_cast<unsigned>(step));
+    const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
+    const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+    for (std::size_t i = 0; i < n; ++i) {  // torch.optim.AdamW, PyTorch 1.13, single tensor
+      p[i] *= 1.0 - lr * wd;
+      m[i] = m[i] * beta1 + (1.0 - beta1) * g[i];
+      v[i] = v[i] * beta2 + (1.0 - beta2) * g[i] * g[i];
+      const double denom = std::sqrt(v[i]) / std::sqrt(bc2) + adam_eps;
+      p[i] -= lr / bc1 * m[i] / denom;
+    }
+    adamw_update(param, make(g), exp_avg, exp_avg_sq, lr, beta1, beta2, adam_eps, wd, step);
+  }
+  // Each step rounds ~10 times per element; three steps, values O(1): 32 eps.
+  expect_close(read(param), p, 32 * eps());
+  expect_close(read(exp_avg), m, 32 * eps());
+  expect_close(read(exp_avg_sq), v, 32 * eps());
+}
+
+TEST_P(LossKernelTest, SumSquaresAccumulatesInDouble) {
+  const std::vector<double> x = random(1001, 57);
+  double want = 0.0;
+  for (double value : x)
+    want += value * value;
+  Buffer out = empty(1);
+  sum_squares(make(x), out);
+  expect_close(read(out), {want}, 2 * eps());  // relative: one rounding of the double sum
+}
+
+}  // namespace
+}  // namespace mpitron::kernels::test

@@ -1,0 +1,139 @@
+// LayerNorm and the embedding gather/scatter against naive double loops written here.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernel_test.h"
+
+namespace mpitron::kernels::test {
+namespace {
+
+using ModelKernelTest = KernelTest;
+MPITRON_KERNEL_TEST_SUITE(ModelKernelTest);
+
+struct LayerNormReference {
+  std::vector<double> y, mean, rstd, dx, dweight, dbias;
+};
+
+// Straight from the definition, in long double (so float64 kernels are compared with a reference
+// that is more accurate than they are): xhat = (x - mean) / sqrt(var + eps), y = xhat w + b; the
+// backward by the full Jacobian d xhat_j / d x_k = rstd (delta_jk - 1/C - xhat_j xhat_k / C).
+LayerNormReference layer_norm_reference(const std::vector<double>& x, const std::vector<double>& w,
+                                        const std::vector<double>& b, const std::vector<double>& dy,
+                                        double eps) {
+  using Wide = long double;
+  const std::size_t cols = w.size(), rows = x.size() / cols;
+  const Wide n = static_cast<Wide>(cols);
+  LayerNormReference ref{std::vector<double>(x.size()), std::vector<double>(rows),
+                         std::vector<double>(rows),     std::vector<double>(x.size()),
+                         std::vector<double>(cols),     std::vector<double>(cols)};
+  std::vector<Wide> dweight(cols, 0.0L), dbias(cols, 0.0L);
+  for (std::size_t r = 0; r < rows; ++r) {
+    Wide mean = 0.0L, var = 0.0L;
+    for (std::size_t c = 0; c < cols; ++c)
+      mean += x[r * cols + c];
+    mean /= n;
+    for (std::size_t c = 0; c < cols; ++c)
+      var += (x[r * cols + c] - mean) * (x[r * cols + c] - mean);
+    const Wide rstd = 1.0L / std::sqrt(var / n + eps);
+    ref.mean[r] = static_cast<double>(mean);
+    ref.rstd[r] = static_cast<double>(rstd);
+    std::vector<Wide> xhat(cols);
+    for (std::size_t c = 0; c < cols; ++c) {
+      xhat[c] = (x[r * cols + c] - mean) * rstd;
+      ref.y[r * cols + c] = static_cast<double>(xhat[c] * w[c] + b[c]);
+      dweight[c] += dy[r * cols + c] * xhat[c];
+      dbias[c] += dy[r * cols + c];
+    }
+    for (std::size_t k = 0; k < cols; ++k) {
+      Wide dx = 0.0L;
+      for (std::size_t j = 0; j < cols; ++j) {
+        const Wide jac = rstd * ((j == k ? 1.0L : 0.0L) - 1.0L / n - xhat[j] * xhat[k] / n);
+        dx += dy[r * cols + j] * w[j] * jac;
+      }
+      ref.dx[r * cols + k] = static_cast<double>(dx);
+    }
+  }
+  for (std::size_t c = 0; c < cols; ++c) {
+    ref.dweight[c] = static_cast<double>(dweight[c]);
+    ref.dbias[c] = static_cast<double>(dbias[c]);
+  }
+  return ref;
+}
+
+TEST_P(ModelKernelTest, LayerNormForwardAndBackwardMatchTheDefinition) {
+  // cols 300 is wider than a CUDA block; the offset 50 makes the two-pass variance matter.
+  for (const std::size_t cols : {std::size_t{7}, std::size_t{300}}) {
+    SCOPED_TRACE(::testing::Message() << "cols " << cols);
+    constexpr std::size_t rows = 5;
+    constexpr double ln_eps = 1e-5;
+    std::vector<double> x = random(rows * cols, 40, 48.0, 52.0);
+    const std::vector<double> w = random(cols, 41), b = random(cols, 42);
+    const std::vector<double> dy = random(rows * cols, 43);
+    const LayerNormReference ref = layer_norm_reference(x, w, b, dy, ln_eps);
+    const Buffer bx = make(x), bw = make(w);
+    Buffer y = empty(x.size()), mean = empty(rows), rstd = empty(rows);
+    layer_norm_forward(bx, bw, make(b), cols, ln_eps, y, mean, rstd);
+    // |x| ~ 50 with a spread of ~1 (rstd ~ 0.9): storing the mean rounds it by 50 eps, which
+    // shifts every xhat by ~45 eps; |w| < 2 doubles that in y and the gradients: 128 eps. In
+    // float64 the kernel's double row sums add up to ~cols eps of |x| ~ 50 (the long double
+    // reference does not); 2 cols eps covers them.
+    const double tol = (128.0 + 2.0 * static_cast<double>(cols)) * eps();
+    expect_close(read(y), ref.y, tol);
+    expect_close(read(mean), ref.mean, 2.0 * static_cast<double>(cols) * eps());
+    expect_close(read(rstd), ref.rstd, tol);
+    Buffer dx = make(std::vector<double>(x.size(), 9.0)), dw = make(std::vector<double>(cols, 9.0));
+    Buffer db = make(std::vector<double>(cols, 9.0));  // overwritten, not accumulated
+    layer_norm_backward(bx, bw, mean, rstd, make(dy), cols, dx, dw, db);
+    expect_close(read(dx), ref.dx, tol);
+    expect_close(read(dw), ref.dweight, tol);
+    expect_close(read(db), ref.dbias, 4 * rows * eps());
+  }
+}
+
+// A slice of 4 rows [first_row, first_row + 4) of a 10-row table.
+TEST_P(ModelKernelTest, EmbeddingGathersTheSliceAndZeroesOtherRows) {
+  constexpr std::size_t cols = 3, rows = 4;
+  const std::vector<double> weight = random(rows * cols, 44);
+  for (const DType index_dtype : {DType::i32, DType::i64}) {
+    for (const std::int64_t first_row : {std::int64_t{0}, std::int64_t{4}}) {
+      SCOPED_TRACE(::testing::Message() << to_string(index_dtype) << " first_row " << first_row);
+      const std::vector<std::int64_t> ids{4, 0, 7, 9, 5, 4, 3, 8};
+      std::vector<double> want(ids.size() * cols, 0.0);
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        const std::int64_t local = ids[i] - first_row;
+        if (local < 0 || local >= static_cast<std::int64_t>(rows)) continue;
+        for (std::size_t c = 0; c < cols; ++c)
+          want[i * cols + c] = weight[static_cast<std::size_t>(local) * cols + c];
+      }
+      Buffer out = make(std::vector<double>(want.size(), 9.0));
+      embedding_forward(make(weight), cols, make_indices(ids, index_dtype), first_row, out);
+      expect_close(read(out), want, 0.0);  // a copy: exact
+    }
+  }
+}
+
+TEST_P(ModelKernelTest, EmbeddingBackwardAccumulatesRepeatedIndicesInTheSlice) {
+  constexpr std::size_t cols = 130, rows = 4;  // cols above one warp's width
+  const std::vector<std::int64_t> ids{5, 5, 2, 6, 5, 11, 3, 6};
+  const std::int64_t first_row = 3;
+  const std::vector<double> dout = random(ids.size() * cols, 45);
+  const std::vector<double> start = random(rows * cols, 46);
+  std::vector<double> want = start;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int64_t local = ids[i] - first_row;
+    if (local < 0 || local >= static_cast<std::int64_t>(rows)) continue;
+    for (std::size_t c = 0; c < cols; ++c)
+      want[static_cast<std::size_t>(local) * cols + c] += dout[i * cols + c];
+  }
+  for (const DType index_dtype : {DType::i32, DType::i64}) {
+    Buffer dweight = make(start);
+    embedding_backward(make(dout), make_indices(ids, index_dtype), first_row, cols, dweight);
+    // Up to 4 terms added (index 5 three times onto a start value): 4 roundings of O(6) sums.
+    expect_close(read(dweight), want, 8 * eps());
+  }
+}
+
+}  // namespace
+}  // namespace mpitron::kernels::test

@@ -1,0 +1,187 @@
+// The safetensors reader and writer: round trip, the exact bytes of a tiny file, a file written by
+// Python (tools/make_safetensors_sample.py), and one message for each kind of damage.
+#include "nn/safetensors.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "scratch_dir.h"
+
+namespace mpitron::nn {
+namespace {
+
+using autograd::DType;
+using autograd::Shape;
+using autograd::Tensor;
+
+/// A file: the 8-byte little-endian `length` (default: the header's), `header`, then `data`.
+std::string raw_file(const std::string& header, const std::string& data,
+                     std::uint64_t length = std::numeric_limits<std::uint64_t>::max()) {
+  if (length == std::numeric_limits<std::uint64_t>::max()) length = header.size();
+  std::string bytes;
+  for (int i = 0; i < 8; ++i)
+    bytes.push_back(static_cast<char>((length >> (8 * i)) & 0xff));
+  return bytes + header + data;
+}
+
+class Safetensors : public ScratchDirTest {
+ protected:
+  /// The CheckpointError message of opening a file made of `bytes`.
+  std::string damage(const std::string& bytes) {
+    put_file_bytes(dir / "bad.safetensors", bytes);
+    return message_of<CheckpointError>([&] { SafetensorsReader reader(dir / "bad.safetensors"); });
+  }
+};
+
+TEST_F(Safetensors, RoundTripKeepsOrderValuesAndMetadata) {
+  const Tensor weight = Tensor::from_vector({1.5, -2.25, 3e-7, 4e20, 0, -0.0}, {2, 3});
+  const Tensor bias = Tensor::from_vector({1.0 / 3.0, -1e-300}, {2}, DType::f64);
+  const Tensor scalar = Tensor::full({}, 7.0);
+  const Tensor empty = Tensor::zeros({0, 5});
+  const Int64Tensor ids{{3}, {-5, 0, std::numeric_limits<std::int64_t>::max()}};
+  const SafetensorsMetadata metadata = {{"step", "12"}, {"note", "a \"quoted\" value"}};
+  write_safetensors(
+      dir / "a.safetensors",
+      {{"z.weight", weight}, {"a.bias", bias}, {"ids", ids}, {"scalar", scalar}, {"empty", empty}},
+      metadata);
+
+  SafetensorsReader reader(dir / "a.safetensors");
+  ASSERT_EQ(reader.entries().size(), 5u);
+  const std::vector<std::string> order = {"z.weight", "a.bias", "ids", "scalar", "empty"};
+  for (std::size_t i = 0; i < order.size(); ++i)
+    EXPECT_EQ(reader.entries()[i].name, order[i]);
+  EXPECT_EQ(reader.metadata(), metadata);
+  EXPECT_EQ(reader.read_tensor("z.weight").to_vector(), weight.to_vector());
+  const Tensor read_bias = reader.read_tensor("a.bias");
+  EXPECT_EQ(read_bias.dtype(), DType::f64);
+  EXPECT_EQ(read_bias.to_vector(), bias.to_vector());
+  EXPECT_EQ(reader.read_int64("ids").values, ids.values);
+  EXPECT_EQ(reader.read_tensor("scalar").shape(), Shape{});
+  EXPECT_EQ(reader.read_tensor("scalar").item(), 7.0);
+  EXPECT_EQ(reader.read_tensor("empty").shape(), (Shape{0, 5}));
+  EXPECT_EQ(reader.read_all().size(), 5u);
+  // Only the file itself is left: the temporary name was renamed.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);
+}
+
+TEST_F(Safetensors, TinyFileHasTheHandComputedBytes) {
+  write_safetensors(dir / "tiny.safetensors",
+                    {{"a", Tensor::from_vector({1.0, -2.0}, {2})}, {"b", Int64Tensor{{1}, {5}}}},
+                    {{"k", "v"}});
+  // 133 header characters, padded with 3 spaces to 136 = 0x88.
+  const std::string header =
+      R"({"__metadata__":{"k":"v"},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+      R"("b":{"dtype":"I64","shape":[1],"data_offsets":[8,16]}}   )";
+  const std::string expected = std::string("\x88\0\0\0\0\0\0\0", 8) + header +
+                               std::string("\0\0\x80\x3f\0\0\0\xc0", 8) +  // 1.0f, -2.0f
+                               std::string("\x05\0\0\0\0\0\0\0", 8);       // int64 5
+  ASSERT_EQ(header.size(), 136u);
+  EXPECT_EQ(file_bytes(dir / "tiny.safetensors"), expected);
+}
+
+TEST_F(Safetensors, ReadsTheFileWrittenByPython) {
+  SafetensorsReader reader(std::string(MPITRON_TEST_DATA_DIR) + "/sample.safetensors");
+  std::vector<std::string> names;
+  for (const SafetensorsEntry& e : reader.entries())
+    names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias", "ids", "empty", "scalar"}));
+  EXPECT_EQ(reader.metadata(),
+            (SafetensorsMetadata{{"format", "pt"}, {"written_by", "python struct + json"}}));
+  const Tensor weight = reader.read_tensor("weight");
+  EXPECT_EQ(weight.dtype(), DType::f32);
+  EXPECT_EQ(weight.shape(), (Shape{2, 3}));
+  EXPECT_EQ(weight.to_vector(), (std::vector<double>{-1, -0.5, 0, 0.5, 1, 1.5}));
+  EXPECT_EQ(reader.read_tensor("bias").to_vector(), (std::vector<double>{1.0 / 3, -2.25, 1e-300}));
+  EXPECT_EQ(reader.read_int64("ids").values,
+            (std::vector<std::int64_t>{-1, 0, std::int64_t{1} << 40, 7}));
+  EXPECT_EQ(reader.read_int64("ids").shape, (Shape{2, 2}));
+  EXPECT_EQ(reader.read_tensor("scalar").item(), 3.0);
+  EXPECT_EQ(reader.read_tensor("empty").shape(), (Shape{0, 4}));
+}
+
+TEST_F(Safetensors, EachKindOfDamageHasItsMessage) {
+  const std::string path = (dir / "bad.safetensors").string();
+  const std::string f32x2 = R"("dtype":"F32","shape":[2])";
+  const std::string eight(8, 'x');
+  EXPECT_TRUE(contains(damage("abc"), {path, "3 bytes, fewer than the 8-byte header length"}));
+  EXPECT_TRUE(contains(damage(raw_file("{}", "", 1000)),
+                       {path, "header length 1000 is beyond the file (10 bytes)"}));
+  EXPECT_TRUE(contains(damage(raw_file(R"({"a": )", "")), {path, "bad JSON header"}));
+  EXPECT_TRUE(contains(damage(raw_file("[1, 2]", "")), {"the JSON header is not an object"}));
+  EXPECT_TRUE(contains(
+      damage(raw_file(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", "xxxx")),
+      {path, "tensor 'a' has unknown dtype \"BF16\""}));
+  EXPECT_TRUE(contains(
+      damage(raw_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight)),
+      {"tensor 'a' has shape [-2], not a list of non-negative integers"}));
+  EXPECT_TRUE(contains(damage(raw_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight)),
+                       {"tensor 'a' is {", "not {\"dtype\", \"shape\", \"data_offsets\"}"}));
+  EXPECT_TRUE(contains(damage(raw_file(R"({"__metadata__":{"k":1}})", "")),
+                       {"__metadata__ is not an object of strings"}));
+  EXPECT_TRUE(contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[8,0]}})", eight)),
+                       {path, "tensor 'a' has data_offsets [8, 0] out of order"}));
+  EXPECT_TRUE(contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" +
+                                           f32x2 + R"(,"data_offsets":[4,12]}})",
+                                       eight + "yyyy")),
+                       {path, "tensors 'a' [0, 8] and 'b' [4, 12] overlap"}));
+  EXPECT_TRUE(contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" +
+                                           f32x2 + R"(,"data_offsets":[12,20]}})",
+                                       eight + eight + "yyyy")),
+                       {path, "data bytes [8, 12) before tensor 'b' belong to no tensor"}));
+  EXPECT_TRUE(
+      contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]},"b":{)" + f32x2 +
+                                   R"(,"data_offsets":[100,108]}})",
+                               eight)),
+               {path, "tensor 'b' data_offsets [100, 108] lie beyond the 8 bytes of data"}));
+  EXPECT_TRUE(
+      contains(damage(raw_file(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight)),
+               {path,
+                "tensor 'a' of shape [3] and dtype F32 needs 12 bytes but its data_offsets [0, 8] "
+                "hold 8"}));
+  EXPECT_TRUE(
+      contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]}})", "xxxx")),
+               {path, "short data: tensor 'a' needs data bytes [0, 8) but the file holds 4"}));
+  EXPECT_TRUE(
+      contains(damage(raw_file("{\"a\":{" + f32x2 + R"(,"data_offsets":[0,8]}})", eight + "zz")),
+               {path, "2 bytes after the last tensor's data"}));
+}
+
+TEST_F(Safetensors, TruncatedWrittenFileIsShortData) {
+  write_safetensors(dir / "bad.safetensors", {{"w", Tensor::zeros({4, 4})}});
+  const std::string bytes = file_bytes(dir / "bad.safetensors");
+  EXPECT_TRUE(contains(damage(bytes.substr(0, bytes.size() - 1)),
+                       {"short data: tensor 'w' needs data bytes [0, 64) but the file holds 63"}));
+}
+
+TEST_F(Safetensors, AskingForAMissingOrIntegerTensorAsFloatsIsAnError) {
+  write_safetensors(dir / "a.safetensors", {{"ids", Int64Tensor{{1}, {3}}}});
+  SafetensorsReader reader(dir / "a.safetensors");
+  EXPECT_EQ(reader.find("nope"), nullptr);
+  EXPECT_TRUE(contains(message_of<CheckpointError>([&] { reader.read_tensor("nope"); }),
+                       {"a.safetensors: no tensor 'nope'"}));
+  EXPECT_TRUE(contains(message_of<CheckpointError>([&] { reader.read_tensor("ids"); }),
+                       {"tensor 'ids' is I64, not a float tensor"}));
+}
+
+TEST_F(Safetensors, WriterRejectsBadInputAndLeavesNoFile) {
+  const auto message = [&](std::vector<NamedTensor> tensors) {
+    return message_of<std::invalid_argument>(
+        [&] { write_safetensors(dir / "out.safetensors", tensors); });
+  };
+  const Tensor t = Tensor::zeros({2});
+  EXPECT_TRUE(contains(message({{"a", t}, {"a", t}}), {"tensor name 'a'", "repeated"}));
+  EXPECT_TRUE(contains(message({{"__metadata__", t}}), {"reserved"}));
+  EXPECT_TRUE(contains(message({{"a", Tensor()}}), {"tensor 'a' is undefined"}));
+  EXPECT_TRUE(
+      contains(message({{"a", Int64Tensor{{3}, {1, 2}}}}), {"'a' has 2 values for shape [3]"}));
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  EXPECT_TRUE(contains(message_of<std::runtime_error>([&] {
+                         write_safetensors(dir / "missing" / "out.safetensors", {{"a", t}});
+                       }),
+                       {"cannot write", "missing/out.safetensors"}));
+}
+
+}  // namespace
+}  // namespace mpitron::nn
