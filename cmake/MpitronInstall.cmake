@@ -1,4 +1,5 @@
-# `cmake --install build --prefix P`: the mpitron command (P/bin), the four libraries (P/lib),
+# `cmake --install build --prefix P`: the mpitron command (P/bin), the four libraries and the
+# CUDA module (P/lib),
 # their headers (P/include/mpitron/<layer>/...) and the CMake package P/lib/cmake/mpitron, which
 # exports mpitron::kernels, mpitron::autograd, mpitron::comm and mpitron::nn with their usage
 # requirements (MPI, Eigen, fmt, nlohmann_json, OpenMP and CUDA are found again by
@@ -26,6 +27,13 @@ install(TARGETS mpitron_kernels mpitron_autograd mpitron_comm mpitron_nn mpitron
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS mpitron RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The command finds libmpitron_kernels.so in P/lib; the CUDA module sits beside it (where the
+# kernels library looks for it) and finds it there too.
+set_target_properties(mpitron PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+if(TARGET mpitron_cuda)
+  set_target_properties(mpitron_cuda PROPERTIES INSTALL_RPATH "$ORIGIN")
+  install(TARGETS mpitron_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(EXPORT mpitronTargets NAMESPACE mpitron:: DESTINATION ${MPITRON_INSTALL_CMAKEDIR})
 
 # OpenMP is found in src/kernels; its link line says whether it was.

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "app/attention.h"
+#include "app/bench_comm.h"
 #include "app/bench_step.h"
 #include "app/eval.h"
 #include "app/export.h"
@@ -57,6 +58,8 @@ int main(int argc, char** argv) {
   CLI::App& generate_command = mpitron::app::add_generate_command(app, generate);
   mpitron::app::ExportOptions export_options;
   CLI::App& export_command = mpitron::app::add_export_command(app, export_options);
+  mpitron::app::BenchCommOptions bench_comm;
+  CLI::App& bench_comm_command = mpitron::app::add_bench_comm_command(bench_command, bench_comm);
   mpitron::app::TrainDpOptions train_dp;
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
       });
     }
     if (validate_command) return mpitron::app::run_validate(validate, world);
+    if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
     if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_command) return mpitron::app::run_train(train, world);
     if (eval_command) return mpitron::app::run_eval(eval, world);

@@ -18,6 +18,10 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--tp", options.tp, "Tensor-parallel degree");
   command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)");
   command.add_option("--dp", options.dp, "Data-parallel degree (replicas)");
+  add_run_options(command, options);
+}
+
+void add_run_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--device", options.device, "Compute device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
@@ -76,8 +80,9 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 }
 
 kernels::Device resolve_device(const std::string& device) {
+  if (device == "cpu") return kernels::Device::cpu;  // no driver probe: nothing CUDA is mapped
   const int gpus = kernels::cuda_device_count();
-  if (device == "cpu" || (device == "auto" && gpus == 0)) return kernels::Device::cpu;
+  if (device == "auto" && gpus == 0) return kernels::Device::cpu;
   if (gpus == 0) {
     throw comm::ConfigError(fmt::format(
         "--device cuda was requested, but no CUDA device is available (mpitron was built {} "

@@ -33,6 +33,10 @@ struct CommonOptions {
 /// Registers the common flags on `command`.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
+/// Registers the common flags except the topology ones (--tp --pp --dp), for subcommands that
+/// have no model.
+void add_run_options(CLI::App& command, CommonOptions& options);
+
 /// The (tp, pp, dp) degrees.
 struct ParallelSizes {
   int tp = 1, pp = 1, dp = 1;
@@ -44,7 +48,8 @@ struct ParallelSizes {
 /// tp*pp*dp != world_size (e.g. "tp*pp*dp = 2*2*2 = 8, but the world size is 4").
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size);
 
-/// Resolves --device: auto picks cuda when a device is visible, else cpu. Throws
+/// Resolves --device: auto picks cuda when a device is visible, else cpu; cpu probes nothing, so
+/// no CUDA library is mapped (the CUDA module is loaded by the first cuda buffer). Throws
 /// comm::ConfigError when cuda is asked for without a device, or when more than one GPU is
 /// visible (every rank of a workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0).
 kernels::Device resolve_device(const std::string& device);
