@@ -16,6 +16,7 @@ set(train_bad_runs
   "batch|--global-batch 6 --micro-batch 2 --dp 2|--global-batch 6 is not divisible by --micro-batch 2 x dp 2"
   "heads|--heads 3 --hidden 48 --tp 2 --dp 1|heads 3 is not divisible by tp 2"
   "layers|--layers 3 --pp 2 --dp 1|layers 3 is not divisible by pp 2"
+  "vocab|--vocab 257 --tp 2 --dp 1|vocab 257 is not divisible by tp 2"
   "lr|--lr nan|--lr must be a finite positive number, got nan"
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of the accepted names"
