@@ -9,6 +9,7 @@ packages=(
   libeigen3-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  python3
 )
 
 missing=()
