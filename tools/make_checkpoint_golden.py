@@ -7,7 +7,7 @@ the one this script fed to the peer only while mpitron's initialisation, sampler
 float rounding (compiler, vector width, device) stay exactly as they were here; any legitimate
 change there would break the golden without anything being wrong. The committed files pin the
 weights, and also prove that checkpoints written by this version keep loading. They are small
-(2 layers, hidden 16, 4 heads, context 16, SGD so no optimizer moments: about 50 KB).
+(2 layers, hidden 16, 4 heads, context 16, SGD so no optimizer moments: about 65 KB).
 
 What it does (needs a built `mpitron`, mpiexec and the peer, which needs torch):
   1. `mpitron train` on 4 ranks, (tp, pp, dp) = (2, 2, 1), 1000 SGD steps on the built-in corpus

@@ -57,53 +57,67 @@ add_test(NAME checkpoint_damage_setup
                  --load ${ckpt_tiny} --work ${ckpt_work}/damaged)
 set_tests_properties(checkpoint_damage_setup PROPERTIES FIXTURES_SETUP checkpoint_damaged)
 set(bad ${ckpt_work}/damaged)
-set(step_dir step_1000)
-set(eval_args --data ${ckpt_text})
-set(generate_args --prompt x --tokens 1)
-set(export_args --out ${ckpt_work}/damaged/out.safetensors)
-set(train_args --layers 2 --hidden 16 --heads 4 --seq 16 --steps 1001 --optimizer sgd)
-# name|subcommand|checkpoint|message regex (after "<checkpoint>/"; brackets balanced, as CMake
-# lists need)
-set(damage_runs
-  "bad_header|eval|bad_header|${step_dir}/shard_tp0_pp1\\.safetensors: bad JSON header"
-  "short_data|generate|short_data|${step_dir}/shard_tp1_pp1\\.safetensors: short data: tensor '[^']+' needs data bytes .[0-9]+, [0-9]+\\) but the file holds [0-9]+"
-  "wrong_dtype|export|wrong_dtype|${step_dir}/shard_tp1_pp0\\.safetensors: tensor 'transformer\\.h\\.0\\.mlp\\.c_fc\\.weight' is F64 but the model wants F32"
-  "wrong_shape|train|wrong_shape|${step_dir}/shard_tp0_pp0\\.safetensors: tensor 'transformer\\.wte\\.weight' has shape \\[64, 32\\] but the model wants \\[128, 16\\] \\(full shape \\[256, 16\\] over tp 2\\)"
-  "missing_shard|eval|missing_shard|${step_dir}/shard_tp1_pp1\\.safetensors: missing shard file"
-  "no_done|train|no_done|: no complete checkpoint step \\(no DONE marker\\)"
-  "no_done_eval|eval|no_done|: no complete checkpoint step \\(no DONE marker\\)")
-foreach(run IN LISTS damage_runs)
-  string(REPLACE "|" ";" fields "${run}")
-  list(GET fields 0 name)
-  list(GET fields 1 command)
-  list(GET fields 2 checkpoint)
-  list(GET fields 3 message)
+set(args_eval --data ${ckpt_text})
+set(args_generate --prompt x --tokens 1)
+set(args_export --out ${bad}/out.safetensors)
+set(args_train --layers 2 --hidden 16 --heads 4 --seq 16 --steps 1001 --optimizer sgd)
+
+# NAME SUBCOMMAND CASE FILE MESSAGE: `SUBCOMMAND --load <damaged>/CASE` on 2 ranks (tp 2) must end
+# with the line "rank r: error: <damaged>/CASE/FILE: MESSAGE" on both ranks (FILE and MESSAGE
+# literal; a MESSAGE ending in "..." is only the start of the line).
+function(checkpoint_bad_test name subcommand case file message)
+  set(end "\n")
+  if(message MATCHES "\\.\\.\\.$")
+    string(REGEX REPLACE "\\.\\.\\.$" "" message "${message}")
+    set(end "")
+  endif()
+  # Escaped for a regex; a bracket (any character here) would break the pattern list's splitting.
+  string(REGEX REPLACE "([().*+])" "\\\\\\1" line "${case}${file}: ${message}")
+  string(REGEX REPLACE "[][]" "." line "${line}")
   mpitron_add_expect_test(checkpoint_bad_${name} TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
-    ARGS ${command} --tp 2 --load ${bad}/${checkpoint} ${${command}_args}
+    ARGS ${subcommand} --tp 2 --load ${bad}/${case} ${args_${subcommand}}
          --log-dir ${ckpt_work}/logs_bad
     EXPECT_EXIT 2
-    EXPECT_OUTPUT "rank 0: error: [^\n]*${checkpoint}/?${message}"
-                  "rank 1: error: [^\n]*${checkpoint}/?${message}")
+    EXPECT_OUTPUT "rank 0: error: [^\n]*/${line}${end}" "rank 1: error: [^\n]*/${line}${end}")
   set_tests_properties(checkpoint_bad_${name} PROPERTIES FIXTURES_REQUIRED checkpoint_damaged)
+endfunction()
+set(shard /step_1000/shard_tp)
+checkpoint_bad_test(bad_header_json eval bad_header_json ${shard}0_pp1.safetensors
+  "bad JSON header: ...")
+checkpoint_bad_test(bad_header_length export bad_header_length ${shard}1_pp0.safetensors
+  "header length 1000000 is beyond the file (18520 bytes)")
+checkpoint_bad_test(short_data generate short_data ${shard}1_pp1.safetensors
+  "short data: tensor 'transformer.ln_f.bias' needs data bytes [6816, 6880) but the file holds 6876")
+checkpoint_bad_test(wrong_dtype export wrong_dtype ${shard}1_pp0.safetensors
+  "tensor 'transformer.h.0.mlp.c_fc.weight' is F64 but the model wants F32")
+checkpoint_bad_test(wrong_shape train wrong_shape ${shard}0_pp0.safetensors
+  "tensor 'transformer.wte.weight' has shape [64, 32] but the model wants [128, 16] (full shape [256, 16] over tp 2)")
+checkpoint_bad_test(missing_shard eval missing_shard ${shard}1_pp1.safetensors "missing shard file")
+checkpoint_bad_test(no_folder generate no_such_folder "" "no such checkpoint folder")
+foreach(subcommand train eval)
+  checkpoint_bad_test(no_done_${subcommand} ${subcommand} no_done /step_1000
+    "incomplete checkpoint (no DONE marker), and no other step is complete")
 endforeach()
 # A newer step without DONE (latest names it, a shard is truncated) is never loaded: eval uses
 # the complete step before it.
 mpitron_add_expect_test(checkpoint_newer_step_without_done TARGET mpitron NP 2 TIMEOUT 60
   MAX_SECONDS 30
-  ARGS eval --tp 2 --load ${bad}/newer_without_done ${eval_args} --log-dir ${ckpt_work}/logs_bad
+  ARGS eval --tp 2 --load ${bad}/newer_without_done ${args_eval} --log-dir ${ckpt_work}/logs_bad
   EXPECT_EXIT 0 EXPECT_OUTPUT "eval: [^\n]*newer_without_done step 1000 on" REJECT_OUTPUT "error")
 set_tests_properties(checkpoint_newer_step_without_done
                      PROPERTIES FIXTURES_REQUIRED checkpoint_damaged)
 # Other model sizes, and AdamW from a checkpoint without moments (the committed one is SGD's).
+set(sizes_message "checkpoint_tiny: the checkpoint has hidden 16, this run 32")
 mpitron_add_expect_test(checkpoint_bad_model_sizes TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
   ARGS train --tp 2 --load ${ckpt_tiny} --layers 2 --hidden 32 --heads 4 --seq 16 --steps 1001
        --optimizer sgd --log-dir ${ckpt_work}/logs_bad
   EXPECT_EXIT 2
-  EXPECT_OUTPUT "rank 0: error: --load [^\n]*checkpoint_tiny: the checkpoint has hidden 16, this run 32"
-                "rank 1: error: --load [^\n]*checkpoint_tiny: the checkpoint has hidden 16, this run 32")
+  EXPECT_OUTPUT "rank 0: error: --load [^\n]*/${sizes_message}\n"
+                "rank 1: error: --load [^\n]*/${sizes_message}\n")
+set(moments_message "checkpoint_tiny/step_1000/meta\\.json: the checkpoint holds no AdamW moments")
 mpitron_add_expect_test(checkpoint_bad_no_moments TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
   ARGS train --tp 2 --load ${ckpt_tiny} --layers 2 --hidden 16 --heads 4 --seq 16 --steps 1001
        --log-dir ${ckpt_work}/logs_bad
   EXPECT_EXIT 2
-  EXPECT_OUTPUT "rank 0: error: [^\n]*checkpoint_tiny/step_1000/meta\\.json: the checkpoint holds no AdamW moments"
-                "rank 1: error: [^\n]*meta\\.json: the checkpoint holds no AdamW moments")
+  EXPECT_OUTPUT "rank 0: error: [^\n]*/${moments_message}\n"
+                "rank 1: error: [^\n]*/${moments_message}\n")

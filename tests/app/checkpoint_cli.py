@@ -2,8 +2,9 @@
 """Driver of the CLI checkpoint tests (tests/app/checkpoint.cmake): runs `mpitron` through the
 test launcher and compares the numbers it writes. Python standard library only.
 
-Every subcommand but `damage` takes, after `--`, the launcher command line of the build with "{np}" in place
-of the rank count, ending with the mpitron executable (e.g. `mpiexec -n {np} ... mpitron`).
+Every subcommand but `damage` takes, after `--`, the launcher command line of the build with
+"{np}" in place of the rank count, ending with the mpitron executable (`mpiexec -n {np} ...
+mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is made anew.
 
   resume   --from T,P,D --to T,P,D [--to-micro-batch M] --rtol R --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
@@ -17,10 +18,10 @@ of the rank count, ending with the mpitron executable (e.g. `mpiexec -n {np} ...
   generate --load DIR --work DIR
       The same prompt and seed on tp 1, 2 and 4 gives the same text (temperature 0.8 with top-k,
       and greedy), the same text twice, and another text for another seed.
-  damage   --load DIR --work DIR
-      Copies of checkpoint DIR with one defect each, under DIR/<case> (the ctest fixture of the
-      bad-checkpoint tests): bad_header, short_data, wrong_dtype, wrong_shape, missing_shard,
-      no_done, newer_without_done.
+  damage   --load DIR --work WORK
+      Copies of checkpoint DIR with one defect each, as WORK/<case> (the ctest fixture of the
+      bad-checkpoint tests): bad_header_json, bad_header_length, short_data, wrong_dtype,
+      wrong_shape, missing_shard, no_done, newer_without_done.
 Prints what it compared and the largest relative difference; exits 1 on any failure.
 """
 import argparse
@@ -82,21 +83,20 @@ def relative(a, b):
 
 
 def compare(what, pairs, rtol):
-    """Fails unless every (got, want) agrees within rtol (0: exactly); returns the worst."""
+    """Fails unless every (got, want) agrees within relative rtol (0: exactly)."""
     worst = max(relative(got, want) for got, want in pairs)
     exact = all(got == want for got, want in pairs)
     print(f"{what}: max relative difference {worst:.3e}{' (bit-identical)' if exact else ''}, "
           f"tolerance {rtol:g}", flush=True)
     if (rtol == 0 and not exact) or worst > rtol:
         fail(f"{what}: {pairs}")
-    return worst
 
 
 def resume(args):
-    name = lambda tag: os.path.join(args.work, tag)
+    def name(tag):
+        return os.path.join(args.work, tag)
+
     checkpoint = name("checkpoint")
-    shutil.rmtree(args.work, ignore_errors=True)
-    os.makedirs(args.work)
     base = ["train", *TRAIN, "--steps", str(STEPS), "--micro-batch", "2"]
     mpitron(args, args.source, *base, "--metrics", name("full.jsonl"))
     mpitron(args, args.source, *base, "--stop-after", str(STOP_AFTER), "--save", checkpoint,
@@ -123,11 +123,9 @@ def resume(args):
 
 
 def evaluate(args):
-    os.makedirs(args.work, exist_ok=True)
     load = args.load
     if args.train_at:
         load = os.path.join(args.work, "checkpoint")
-        shutil.rmtree(load, ignore_errors=True)
         mpitron(args, args.train_at, "train", *TRAIN, "--micro-batch", "2", "--steps", "2",
                 "--save", load)
     losses = []
@@ -149,7 +147,6 @@ def evaluate(args):
 
 
 def generate(args):
-    os.makedirs(args.work, exist_ok=True)
     prompt = "The loss of "
     texts = {}
     for label, sampling in [("sampled", ["--temperature", "0.8", "--top-k", "20", "--seed", "7"]),
@@ -204,17 +201,21 @@ def as_float64(header, body, name):
 
 
 def damage(args):
-    step = open(os.path.join(args.load, "latest")).read().strip()
-    shutil.rmtree(args.work, ignore_errors=True)
-    cases = ["bad_header", "short_data", "wrong_dtype", "wrong_shape", "missing_shard", "no_done",
-             "newer_without_done"]
+    with open(os.path.join(args.load, "latest")) as f:
+        step = f.read().strip()
+    cases = ["bad_header_json", "bad_header_length", "short_data", "wrong_dtype", "wrong_shape",
+             "missing_shard", "no_done", "newer_without_done"]
     for case in cases:
         shutil.copytree(args.load, os.path.join(args.work, case))
-    shard = lambda case, t, p: os.path.join(args.work, case, step, f"shard_tp{t}_pp{p}.safetensors")
 
-    with open(shard("bad_header", 0, 1), "r+b") as f:
+    def shard(case, tp_rank, pp_rank):
+        return os.path.join(args.work, case, step, f"shard_tp{tp_rank}_pp{pp_rank}.safetensors")
+
+    with open(shard("bad_header_json", 0, 1), "r+b") as f:
         f.seek(8)
         f.write(b"#")
+    with open(shard("bad_header_length", 1, 0), "r+b") as f:
+        f.write(struct.pack("<Q", 1000000))
     with open(shard("short_data", 1, 1), "r+b") as f:
         f.truncate(os.path.getsize(shard("short_data", 1, 1)) - 4)
     header, body = read_safetensors(shard("wrong_dtype", 1, 0))
@@ -255,6 +256,8 @@ def main():
     split = sys.argv.index("--") if "--" in sys.argv else len(sys.argv)
     args = p.parse_args(sys.argv[1:split])
     args.launch = sys.argv[split + 1:]
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
     {"resume": resume, "eval": evaluate, "generate": generate, "damage": damage}[args.action](args)
 
 
