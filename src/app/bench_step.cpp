@@ -6,8 +6,9 @@
 
 #include <chrono>
 
-#include "app/scalar_collectives.h"
+#include "app/progress.h"
 #include "autograd/random.h"
+#include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -24,6 +25,7 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   add_model_size_options(command, options.sizes);
   command.add_option("--steps", options.steps, "Timed steps")->capture_default_str();
   command.add_option("--warmup", options.warmup, "Untimed warm-up steps")->capture_default_str();
+  add_progress_option(command, options.progress);
   return command;
 }
 
@@ -92,18 +94,25 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   for (int i = 0; i < options.warmup; ++i)
     step();
   comm::barrier(world);
+  const double tokens = static_cast<double>(sizes.dp * s.batch * s.seq);
+  ProgressLine progress("bench", options.steps, "tokens/s", parse_progress_mode(options.progress),
+                        world.rank() == 0);
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options.steps; ++i)
+  for (int i = 0; i < options.steps; ++i) {
     step();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress.update(i + 1, std::nullopt, tokens * (i + 1) / std::max(elapsed, 1e-9));
+  }
+  progress.suspend();
   kernels::synchronize(device);
   comm::barrier(world);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::vector<double> rss = all_gather_scalar(world, peak_rss_mib());
+  const std::vector<double> rss = comm::all_gather_scalar(world, peak_rss_mib());
   if (world.rank() != 0) return 0;
 
   const double ms_per_step = 1e3 * seconds / options.steps;
-  const double tokens = static_cast<double>(sizes.dp * s.batch * s.seq);
   const double gflop =
       12.0 * static_cast<double>(s.hidden * s.intermediate * s.layers) * tokens / 1e9;
   const double peak = *std::max_element(rss.begin(), rss.end());

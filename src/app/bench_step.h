@@ -16,6 +16,7 @@ struct BenchOptions {
   ModelSizes sizes{512, 2048, 8, 128, 4, 1};
   int steps = 5;
   int warmup = 2;
+  std::string progress = "auto";  ///< --progress: auto, in-place, lines or off
 };
 
 /// Adds the `bench` subcommand and its flags to `app`.

@@ -10,10 +10,15 @@
 
 namespace mpitron::app {
 
-/// torch.allclose semantics: |actual - expected| <= atol + rtol |expected|, element-wise.
+/// Two tests every compared tensor must pass. Element-wise, torch.allclose semantics:
+/// |actual - expected| <= atol + rtol |expected|. Per tensor, scale-aware: the normalised error
+/// max|actual - expected| / max|expected| <= max_rel_error (a tensor whose expected values are
+/// all exactly zero compares max|actual| instead), so a tensor whose entries all lie below atol
+/// cannot pass when it is wrong (e.g. zeroed, or off by a few percent).
 struct Tolerance {
   double rtol = 1e-4;
   double atol = 1e-5;
+  double max_rel_error = 1e-4;
 };
 
 /// Accumulates several tensor comparisons of one check on one rank.
@@ -21,19 +26,30 @@ class Comparison {
  public:
   explicit Comparison(Tolerance tolerance) : tolerance_(tolerance) {}
 
-  /// Compares element-wise; a shape mismatch or a missing (undefined) tensor is a failure with
-  /// an infinite error. NaN never passes.
+  /// Compares element-wise and per tensor (see Tolerance); a shape mismatch or a missing
+  /// (undefined) tensor is a failure with infinite errors. NaN never passes.
   void expect_close(const autograd::Tensor& actual, const autograd::Tensor& expected);
+
+  /// Compares host values the same way (equal sizes; otherwise a failure with infinite errors).
+  void expect_close(const std::vector<double>& actual, const std::vector<double>& expected);
+
+  /// Folds another comparison's verdict and errors into this one.
+  void merge(const Comparison& other);
 
   bool passed() const { return passed_; }
   /// Largest |actual - expected| over every compared element (0 when nothing was compared).
   double max_abs_error() const { return max_abs_error_; }
+  /// Largest normalised error of any compared tensor (0 when nothing was compared).
+  double max_rel_error() const { return max_rel_error_; }
   Tolerance tolerance() const { return tolerance_; }
 
  private:
+  void fail();
+
   Tolerance tolerance_;
   bool passed_ = true;
   double max_abs_error_ = 0.0;
+  double max_rel_error_ = 0.0;
 };
 
 /// One check's verdict over all ranks.
@@ -41,18 +57,24 @@ struct CheckResult {
   std::string name;
   bool passed = false;
   double max_abs_error = 0.0;  ///< the largest error on any rank
+  double max_rel_error = 0.0;  ///< the largest normalised error on any rank
   Tolerance tolerance;
+  /// Why the check cannot fail at this topology (e.g. "dp 1": one replica averages with
+  /// itself); empty when it is a real test.
+  std::string trivial;
 };
 
 /// Collective over `world`: passed only if `local` passed on every rank (a MIN all-reduce), and
-/// the largest error of any rank (a MAX all-reduce).
-CheckResult agree(const comm::Communicator& world, const std::string& name,
-                  const Comparison& local);
+/// the largest errors of any rank (MAX all-reduces). `trivial` is copied into the result.
+CheckResult agree(const comm::Communicator& world, const std::string& name, const Comparison& local,
+                  const std::string& trivial = "");
 
-/// "PASS  <name>  max_abs_error=<e> (rtol=<r>, atol=<a>)".
+/// "PASS  <name>  max_abs_error=<e> max_rel_error=<n> (rtol=<r>, atol=<a>, max_rel_error=<m>)";
+/// a trivial pass reads "PASS (dp 1: trivially equal)  <name>  ...".
 std::string format_result(const CheckResult& result);
 
-/// {"name", "passed", "max_abs_error", "rtol", "atol"}.
+/// {"name", "passed", "trivial", "max_abs_error", "max_rel_error", "rtol", "atol",
+/// "max_rel_error_limit"}.
 nlohmann::json to_json(const CheckResult& result);
 
 }  // namespace mpitron::app

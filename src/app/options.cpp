@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "comm/errors.h"
+#include "comm/placement.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::app {
 
@@ -41,6 +43,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
           "UINT"))
       ->capture_default_str();
   command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
+  command.add_option("--init-timeout")
+      ->description(
+          "Deadline of MPI_Init in seconds (default: MPITRON_INIT_TIMEOUT, else 120); read "
+          "before MPI starts")
+      ->type_name("SECONDS");
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {
@@ -134,6 +141,14 @@ std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, i
 
 }  // namespace
 
+void inject_fault(const std::string& name) {
+  try {
+    nn::inject_fault(nn::parse_fault(name));
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
+}
+
 void write_json(const std::string& path, const nlohmann::json& report, bool append) {
   std::ofstream file(path, append ? std::ios::app : std::ios::trunc);
   file << (append ? report.dump() : report.dump(2)) << "\n";
@@ -145,7 +160,9 @@ std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world) {
   configure_communication(options, world);
   check_json_writable(options, world.rank());
-  return make_rank_logger(options, world.rank());
+  auto logger = make_rank_logger(options, world.rank());
+  logger->debug("placement: {}", comm::placement_text(comm::this_placement(world)));
+  return logger;
 }
 
 }  // namespace mpitron::app

@@ -17,7 +17,8 @@
 namespace mpitron::app {
 
 /// Flags every subcommand takes: --tp --pp --dp --device --comm --timeout-seconds --log-dir
-/// --filemode --seed --json.
+/// --filemode --seed --json, and --init-timeout (listed for --help and parsing; main reads it
+/// from argv before MPI starts, comm::resolve_init_timeout).
 struct CommonOptions {
   std::optional<int> tp, pp, dp;
   std::string device = "auto";
@@ -53,11 +54,17 @@ kernels::Device resolve_device(const std::string& device);
 /// on rank 0 that the --json file can be written (opening it for appending creates it), and
 /// returns a logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per
 /// --filemode) and to the console with a "[rank N]" prefix (debug lines such as shapes go to the
-/// file only; the console shows rank 0's info lines and every rank's warnings). Throws
+/// file only; the console shows rank 0's info lines and every rank's warnings). The log file's
+/// first line records this rank's placement (comm::placement_text: host, pid, local rank, CPUs,
+/// GPU). Throws
 /// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unwritable
 /// --json file or a log file that cannot be opened.
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world);
+
+/// Activates the test-only fault named `name` (nn::parse_fault's spellings, "none" for none).
+/// Throws comm::ConfigError for an unknown name.
+void inject_fault(const std::string& name);
 
 /// Writes `report` to `path` (replacing it) when `append` is false, else appends it as one line.
 /// Throws std::runtime_error naming the path when the write fails.

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "app/scalar_collectives.h"
+#include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
@@ -229,8 +229,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                             run.sizes.dp, topology.dp_rank(), run.seed);
   const nn::LrSchedule schedule{o.lr, o.min_lr, o.warmup_steps, o.steps};
   const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
-  const std::vector<double> counts =
-      all_gather_scalar(world, static_cast<double>(nn::parameter_count(trainer.parameters())));
+  const std::vector<double> counts = comm::all_gather_scalar(
+      world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
       "train: tp={} pp={} dp={} ({} ranks, device {}, {}), {} layers x hidden {} x {} heads, seq "
       "{}, vocab {}; parameters per rank {}; {} micro-batches of {} sequences per replica per "

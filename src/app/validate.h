@@ -13,6 +13,9 @@ struct ValidateOptions {
   CommonOptions common;
   ModelSizes sizes;
   Tolerance tolerance;
+  /// Micro-batch counts the PP and COMBINED checks run with; empty (the default) means
+  /// default_micro_batch_runs(batch, pp).
+  std::vector<int> micro_batches;
   std::string fault = "none";
 };
 

@@ -36,7 +36,8 @@ nn::PipelineShape pipeline_shape(const ValidateContext& ctx) {
   return {{ctx.sizes.batch, ctx.sizes.seq, ctx.sizes.hidden},
           ctx.sizes.micro_batches,
           autograd::DType::f32,
-          ctx.device};
+          ctx.device,
+          ctx.schedule};
 }
 
 }  // namespace
@@ -50,14 +51,15 @@ std::vector<LocalCheck> check_tensor_parallel(const ValidateContext& ctx) {
   const Tensor input = make_activation(ctx, 13, 1.0);
   const Tensor target = make_activation(ctx, 14, 0.5);
 
-  LocalCheck inference{"TP: inference forward matches dense reference", Comparison(ctx.tolerance)};
+  LocalCheck inference{"TP: inference forward matches dense reference", Comparison(ctx.tolerance),
+                       ""};
   {
     autograd::NoGradGuard no_grad;
     inference.comparison.expect_close(parallel.forward(input), dense.forward(input));
   }
 
   LocalCheck training{"TP: training loss and gradients match dense reference",
-                      Comparison(ctx.tolerance)};
+                      Comparison(ctx.tolerance), ""};
   Tensor parallel_input = input.clone().set_requires_grad();
   Tensor dense_input = input.clone().set_requires_grad();
   const Tensor loss = autograd::mse_loss(parallel.forward(parallel_input), target);
@@ -68,6 +70,7 @@ std::vector<LocalCheck> check_tensor_parallel(const ValidateContext& ctx) {
   training.comparison.expect_close(parallel_input.grad(), dense_input.grad());
   expect_mlp_gradients(training.comparison, parallel.parameters(), dense.parameters(),
                        topo.tp_rank(), topo.tp(), 1.0);
+  inference.trivial = training.trivial = trivial_at("tp", topo.tp());
   return {inference, training};
 }
 
@@ -90,9 +93,11 @@ std::vector<LocalCheck> check_pipeline_parallel(const ValidateContext& ctx) {
   const Tensor reference_loss = autograd::mse_loss(reference_output, target);
   reference_loss.backward();
 
-  LocalCheck inference{"PP: inference forward matches dense reference", Comparison(ctx.tolerance)};
-  LocalCheck training{"PP: loss and every stage gradient match dense reference",
-                      Comparison(ctx.tolerance)};
+  const std::string prefix = micro_batch_prefix("PP", ctx.sizes.micro_batches, ctx.schedule);
+  LocalCheck inference{prefix + "inference forward matches dense reference",
+                       Comparison(ctx.tolerance), ""};
+  LocalCheck training{prefix + "loss and every stage gradient match dense reference",
+                      Comparison(ctx.tolerance), ""};
   if (topo.is_last_stage()) {
     inference.comparison.expect_close(output, reference_output.detach());
     training.comparison.expect_close(result.loss, reference_loss);
@@ -101,6 +106,7 @@ std::vector<LocalCheck> check_pipeline_parallel(const ValidateContext& ctx) {
       std::vector<nn::Mlp>(dense.begin() + first, dense.begin() + first + per_stage);
   expect_mlp_gradients(training.comparison, stack_parameters(stage), stack_parameters(dense_stage),
                        0, 1, 1.0);
+  if (topo.pp() == 1 && ctx.sizes.micro_batches == 1) inference.trivial = training.trivial = "pp 1";
   return {inference, training};
 }
 
@@ -122,10 +128,11 @@ std::vector<LocalCheck> check_data_parallel(const ValidateContext& ctx) {
                        make_activation(ctx, 4000 + batch, 0.5))
         .backward();
   }
-  LocalCheck averaged{"DP: averaged gradients match all-batch reference",
-                      Comparison(ctx.tolerance)};
+  LocalCheck averaged{"DP: averaged gradients match all-batch reference", Comparison(ctx.tolerance),
+                      ""};
   expect_mlp_gradients(averaged.comparison, replica.parameters(), dense.parameters(), 0, 1,
                        1.0 / topo.dp());
+  averaged.trivial = trivial_at("dp", topo.dp());
   return {averaged};
 }
 
@@ -144,11 +151,12 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
       make_activation(ctx, 1000 + d, 1.0), make_activation(ctx, 2000 + d, 0.5));
   nn::GradientAverager(topo.dp_comm()).average(stage_parameters);
 
-  LocalCheck output{"COMBINED: TP+PP forward output matches dense reference",
-                    Comparison(ctx.tolerance)};
-  LocalCheck loss{"COMBINED: TP+PP loss matches dense reference", Comparison(ctx.tolerance)};
-  LocalCheck gradients{"COMBINED: TP+PP+DP gradients match dense reference",
-                       Comparison(ctx.tolerance)};
+  const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule);
+  LocalCheck output{prefix + "TP+PP forward output matches dense reference",
+                    Comparison(ctx.tolerance), ""};
+  LocalCheck loss{prefix + "TP+PP loss matches dense reference", Comparison(ctx.tolerance), ""};
+  LocalCheck gradients{prefix + "TP+PP+DP gradients match dense reference",
+                       Comparison(ctx.tolerance), ""};
   for (int r = 0; r < topo.dp(); ++r) {
     const auto batch = static_cast<std::uint64_t>(r);
     const Tensor reference_output = forward_stack(dense, make_activation(ctx, 1000 + batch, 1.0));
@@ -164,6 +172,10 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
       std::vector<nn::Mlp>(dense.begin() + first, dense.begin() + first + per_stage);
   expect_mlp_gradients(gradients.comparison, stage_parameters, stack_parameters(dense_stage),
                        topo.tp_rank(), topo.tp(), 1.0 / topo.dp());
+  if (topo.tp() == 1 && topo.pp() == 1 && ctx.sizes.micro_batches == 1) {
+    output.trivial = loss.trivial = "tp 1, pp 1";
+    if (topo.dp() == 1) gradients.trivial = "tp 1, pp 1, dp 1";
+  }
   return {output, loss, gradients};
 }
 

@@ -2,11 +2,30 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 
 namespace mpitron::app {
+
+std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp) {
+  std::vector<int> runs{1};
+  for (std::int64_t m = std::max(2, pp); m <= batch; ++m) {
+    if (batch % m == 0) {
+      runs.push_back(static_cast<int>(m));
+      break;
+    }
+  }
+  return runs;
+}
+
+std::string micro_batch_prefix(const std::string& prefix, int micro_batches,
+                               nn::ScheduleKind schedule) {
+  if (micro_batches == 1) return prefix + " (1 micro-batch): ";
+  return fmt::format("{} ({} micro-batches, {}): ", prefix, micro_batches, nn::to_string(schedule));
+}
 
 std::vector<nn::MlpWeights> make_stack_weights(const ValidateContext& ctx, std::int64_t layers,
                                                std::uint64_t fc1_seed, std::uint64_t fc2_seed) {
@@ -43,6 +62,10 @@ void expect_mlp_gradients(Comparison& comparison, const nn::Parameters& local,
     }
     comparison.expect_close(local[i].tensor.grad(), expected);
   }
+}
+
+std::string trivial_at(const char* axis, int degree) {
+  return degree == 1 ? fmt::format("{} 1", axis) : std::string();
 }
 
 void log_parameters(spdlog::logger& log, const std::string& what, const nn::Parameters& params) {

@@ -12,6 +12,7 @@
 #include "app/model_sizes.h"
 #include "comm/topology.h"
 #include "nn/mlp.h"
+#include "nn/schedule.h"
 
 namespace mpitron::app {
 
@@ -23,13 +24,29 @@ struct ValidateContext {
   std::uint64_t seed;
   Tolerance tolerance;
   spdlog::logger& log;
+  nn::ScheduleKind schedule = nn::ScheduleKind::afab;  ///< of the pipelined checks
 };
 
 /// A named, not yet agreed, check result of this rank.
 struct LocalCheck {
   std::string name;
   Comparison comparison;
+  /// Why this check cannot fail at this topology (e.g. "dp 1"), or empty; see CheckResult.
+  std::string trivial;
 };
+
+/// "<axis> 1" when `degree` is 1 (a check of that axis is then trivially equal), else "".
+std::string trivial_at(const char* axis, int degree);
+
+/// The micro-batch counts the pipelined checks run with by default: 1, and the smallest divisor
+/// of `batch` that is >= max(2, pp) (none when batch < max(2, pp)), so that more than one
+/// micro-batch is in flight and every stage holds one at some point.
+std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp);
+
+/// "PP (1 micro-batch): " for prefix "PP" and 1; "PP (4 micro-batches, 1f1b): " for 4 and
+/// 1F1B (with one micro-batch every schedule is the same, so none is named).
+std::string micro_batch_prefix(const std::string& prefix, int micro_batches,
+                               nn::ScheduleKind schedule);
 
 /// Master weights of `layers` MLP layers: layer i has fc1 from seed + fc1_seed + i and fc2 from
 /// seed + fc2_seed + i.

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "autograd/function.h"
+#include "kernels/fault_injection.h"
 #include "kernels/ops.h"
 
 namespace mpitron::autograd {
@@ -83,7 +84,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output) {
       } else {
         // Out of place: a gradient tensor may be shared by several pending slots.
         Tensor& slot = pending[input.grad_fn().get()];
-        if (!slot.defined()) {
+        if (!slot.defined() || kernels::fault_active(kernels::Fault::non_leaf_grad_overwritten)) {
           slot = input_grads[i];
         } else {
           Tensor sum = Tensor::empty(slot.shape(), slot.dtype(), slot.device());

@@ -11,6 +11,7 @@
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
 #include "comm/staging.h"
+#include "kernels/fault_injection.h"
 #include "kernels/ops.h"
 
 namespace mpitron::comm {
@@ -73,8 +74,10 @@ void move_tile(const Buffer& src, Buffer& dst, const Tile& tile, const WideLayou
   for (std::size_t r = 0; r < wide.size; ++r) {
     const std::size_t packed = r * tile.rows * tile.cols;
     if (direction == Direction::to_wide) {
-      kernels::copy_rows(src, packed, tile.cols, dst, wide.offset(tile, r), wide_stride, tile.rows,
-                         tile.cols);
+      const bool reversed = kernels::fault_active(kernels::Fault::all_gather_rank_order_reversed);
+      kernels::copy_rows(src, packed, tile.cols, dst,
+                         wide.offset(tile, reversed ? wide.size - 1 - r : r), wide_stride,
+                         tile.rows, tile.cols);
     } else {
       kernels::copy_rows(src, wide.offset(tile, r), wide_stride, dst, packed, tile.cols, tile.rows,
                          tile.cols);
@@ -114,7 +117,9 @@ void all_gather(const Communicator& comm, const Buffer& in, Buffer& out, std::si
   run_tiled("all_gather", comm, in, out, in, out, outer,
             [&](const Tile& tile, const WideLayout& wide, const Buffer& src, Buffer& dst) {
               const int count = mpi_count(tile.rows * tile.cols);
-              const bool in_place = wide.rank_major_in_place(tile);
+              const bool in_place =
+                  wide.rank_major_in_place(tile) &&
+                  !kernels::fault_active(kernels::Fault::all_gather_rank_order_reversed);
               Buffer& gathered =
                   in_place ? dst : pack_workspace(comm, out, wide.size * tile.rows * tile.cols);
               MPI_Request request = MPI_REQUEST_NULL;

@@ -8,6 +8,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
@@ -94,9 +95,10 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
     return autograd::transpose(autograd::reshape(t, {batch, seq, heads, head_dim}), 1, 2);
   };
   const Tensor scores = autograd::matmul(per_head(q), per_head(k), false, /*trans_b=*/true);
-  const Tensor weights =
-      autograd::softmax(scores, causal, 1.0 / std::sqrt(static_cast<double>(head_dim)));
-  const Tensor context = autograd::matmul(weights, per_head(v));
+  const double scale = fault_active(Fault::attention_scale_head_dim)
+                           ? 1.0 / static_cast<double>(head_dim)
+                           : 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const Tensor context = autograd::matmul(autograd::softmax(scores, causal, scale), per_head(v));
   return autograd::reshape(autograd::transpose(context, 1, 2), {batch, seq, width});
 }
 

@@ -1,38 +1,14 @@
-// Test-only fault injection: each fault breaks one well-known rule of 3-D parallelism, so tests
-// can prove that `mpitron validate` notices (the matching check FAILs and the exit code is
-// non-zero). Selected by the hidden `--inject-fault` flag; `none` in every normal run.
+// nn's view of the test-only fault injection (kernels/fault_injection.h), which lives in the
+// lowest layer so that kernels, autograd and comm can hold hooks too.
 #pragma once
 
-#include <string>
+#include "kernels/fault_injection.h"
 
 namespace mpitron::nn {
 
-enum class Fault {
-  none,
-  /// copy-to-TP's backward returns the local input gradient without the TP all-reduce.
-  copy_to_tp_no_all_reduce,
-  /// the row-parallel bias is added on every TP rank before the all-reduce (tp times too much).
-  row_bias_every_rank,
-  /// data-parallel gradients are summed over the replicas, not averaged.
-  dp_sum_not_average,
-  /// a pipeline stage sends a zero gradient upstream instead of its input gradient.
-  pp_gradient_not_sent,
-  /// the tied token embedding's gradients are not summed over the embedding group (pp > 1).
-  embedding_group_not_reduced,
-  /// the global gradient norm counts replicated parameters once per TP rank.
-  norm_counts_replicas_per_rank,
-};
-
-/// Fault from its flag spelling ("none", "copy-to-tp-no-all-reduce", "row-bias-every-rank",
-/// "dp-sum-not-average", "pp-gradient-not-sent",
-/// "embedding-group-not-reduced", "norm-counts-replicas-per-rank"); throws std::invalid_argument
-/// otherwise.
-Fault parse_fault(const std::string& name);
-
-/// Activates `fault` for this process (until changed).
-void inject_fault(Fault fault);
-
-/// True when `fault` is the active one.
-bool fault_active(Fault fault);
+using kernels::Fault;
+using kernels::fault_active;
+using kernels::inject_fault;
+using kernels::parse_fault;
 
 }  // namespace mpitron::nn

@@ -172,7 +172,8 @@ PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
                                    const PipelineShape& shape, const StageForward& forward,
                                    const Tensor& input, const Tensor& target) {
   const MseStages stages(topology, shape, forward, input);
-  const double weight = 1.0 / shape.micro_batches;
+  const double weight =
+      fault_active(Fault::micro_batch_loss_weight_1) ? 1.0 : 1.0 / shape.micro_batches;
   std::vector<Tensor> outputs(static_cast<std::size_t>(shape.micro_batches));
   const PipelineStage stage{[&](int i, const Tensor& received) {
     Tensor y = stages.stage_output(i, received);

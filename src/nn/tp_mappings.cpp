@@ -28,6 +28,10 @@ Tensor all_gathered_last_dim(const Tensor& x, const comm::Communicator& tp) {
   return y;
 }
 
+Tensor all_reduced_copy_5_percent_high(const Tensor& x, const comm::Communicator& tp) {
+  return autograd::scale(all_reduced_copy(x, tp), 1.05);
+}
+
 Tensor own_shard_of_last_dim(const Tensor& x, const comm::Communicator& tp) {
   if (x.ndim() < 1 || x.size(-1) % tp.size() != 0) {
     throw std::invalid_argument(
@@ -68,8 +72,9 @@ Tensor apply(const char* name, Mapping::Op forward_op, Mapping::Op backward_op, 
 }  // namespace
 
 Tensor copy_to_tp(const Tensor& x, const comm::Communicator& tp) {
-  const Mapping::Op backward = fault_active(Fault::copy_to_tp_no_all_reduce)
-                                   ? Mapping::Op{identity}
+  const Mapping::Op backward = fault_active(Fault::copy_to_tp_no_all_reduce) ? Mapping::Op{identity}
+                               : fault_active(Fault::tp_input_grad_off_5_percent)
+                                   ? Mapping::Op{all_reduced_copy_5_percent_high}
                                    : Mapping::Op{all_reduced_copy};
   return apply("copy_to_tp", identity, backward, x, tp);
 }

@@ -9,6 +9,7 @@
 #include "autograd/ops.h"
 #include "comm/collectives.h"
 #include "kernels/ops.h"
+#include "nn/fault_injection.h"
 #include "nn/tp_mappings.h"
 
 namespace mpitron::nn {
@@ -84,7 +85,7 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   };
   kernels::Buffer row_max = buffer(rows), sum_exp = buffer(rows), target_logit = buffer(rows);
   kernels::row_max(logits.buffer(), static_cast<std::size_t>(cols), row_max);
-  comm::all_reduce(tp, row_max, comm::ReduceOp::max);
+  if (!fault_active(Fault::vocab_ce_local_max)) comm::all_reduce(tp, row_max, comm::ReduceOp::max);
   kernels::cross_entropy_stats(logits.buffer(), static_cast<std::size_t>(cols), targets.buffer(),
                                first_col, row_max, sum_exp, target_logit);
   comm::all_reduce(tp, sum_exp, comm::ReduceOp::sum);

@@ -14,7 +14,7 @@
 namespace mpitron::autograd::test {
 namespace {
 
-class ModelOps : public DeviceTest<Device> {};
+class ModelOps : public AutogradTest {};
 
 TEST_P(ModelOps, LayerNormGradcheck) {
   EXPECT_TRUE(gradcheck_passes([](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); },
@@ -26,7 +26,9 @@ TEST_P(ModelOps, CausalScaledSoftmaxGradcheckAndMask) {
   EXPECT_TRUE(gradcheck_passes([](const Inputs& in) { return softmax(in[0], true, 0.5); }, {x}));
   const std::vector<double> y = softmax(x, true, 0.5).to_vector();
   for (std::size_t i = 0; i < y.size(); ++i) {
-    if (i % 4 > (i / 4) % 4) EXPECT_EQ(y[i], 0.0) << "masked element " << i;
+    if (i % 4 > (i / 4) % 4) {
+      EXPECT_EQ(y[i], 0.0) << "masked element " << i;
+    }
   }
 }
 
@@ -79,8 +81,8 @@ TEST_P(ModelOps, CrossEntropyMatchesLogSumExpAndGradchecks) {
       [targets](const Inputs& in) { return cross_entropy(in[0], targets); }, {logits}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ModelOps, ::testing::Values(Device::cpu, Device::cuda),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(Devices, ModelOps, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
 
 std::string message_of(const std::function<void()>& call) {
   try {

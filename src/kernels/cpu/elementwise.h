@@ -2,10 +2,12 @@
 // input: every loop reads element i before it writes element i.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 
 #include "kernels/cpu/erf_f32.h"
+#include "kernels/fault_injection.h"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cpu {
@@ -65,6 +67,10 @@ struct Elementwise {
 
   template <class T>
   static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form) {
+    if (fault_active(Fault::gelu_grad_no_x_phi) && form == GeluForm::exact)
+      return map(dx, n, [=](std::size_t i) {
+        return dy[i] * T(0.5) * (T(1) + std::erf(x[i] * T(math::kInvSqrt2)));
+      });
     if constexpr (std::is_same_v<T, float>) {
       if (form == GeluForm::exact)
         return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_exact_grad_f32(x[i]); });

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/fault_injection.h"
+
 namespace mpitron::kernels::cpu {
 
 struct Reductions {
@@ -68,6 +70,7 @@ struct Reductions {
       double dot = 0.0;
       for (std::size_t c = 0; c < cols; ++c)
         dot += static_cast<double>(dy[base + c]) * y[base + c];
+      if (fault_active(Fault::softmax_backward_no_row_dot)) dot = 0.0;
       for (std::size_t c = 0; c < cols; ++c) {
         dx[base + c] = scale * (y[base + c] * (dy[base + c] - static_cast<T>(dot)));
       }

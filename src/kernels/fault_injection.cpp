@@ -1,0 +1,55 @@
+#include "kernels/fault_injection.h"
+
+#include <array>
+#include <stdexcept>
+#include <utility>
+
+namespace mpitron::kernels {
+
+namespace {
+Fault active = Fault::none;
+
+constexpr std::array<std::pair<const char*, Fault>, 17> kNames{{
+    {"none", Fault::none},
+    {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
+    {"row-bias-every-rank", Fault::row_bias_every_rank},
+    {"dp-sum-not-average", Fault::dp_sum_not_average},
+    {"pp-gradient-not-sent", Fault::pp_gradient_not_sent},
+    {"tp-input-grad-off-5-percent", Fault::tp_input_grad_off_5_percent},
+    {"micro-batch-loss-weight-1", Fault::micro_batch_loss_weight_1},
+    {"all-gather-rank-order-reversed", Fault::all_gather_rank_order_reversed},
+    {"chunk-tail-dropped", Fault::chunk_tail_dropped},
+    {"gelu-grad-no-x-phi", Fault::gelu_grad_no_x_phi},
+    {"softmax-backward-no-row-dot", Fault::softmax_backward_no_row_dot},
+    {"attention-scale-head-dim", Fault::attention_scale_head_dim},
+    {"non-leaf-grad-overwritten", Fault::non_leaf_grad_overwritten},
+    {"embedding-group-not-reduced", Fault::embedding_group_not_reduced},
+    {"norm-counts-replicas-per-rank", Fault::norm_counts_replicas_per_rank},
+    {"vocab-ce-local-max", Fault::vocab_ce_local_max},
+    {"replica-drift", Fault::replica_drift},
+}};
+std::string fault_names() {
+  std::string names;
+  for (std::size_t i = 1; i < kNames.size(); ++i)
+    names += (i > 1 ? ", " : "") + std::string(kNames[i].first);
+  return names;
+}
+
+}  // namespace
+
+Fault parse_fault(const std::string& name) {
+  for (const auto& [spelling, fault] : kNames) {
+    if (name == spelling) return fault;
+  }
+  throw std::invalid_argument("unknown fault '" + name + "' (known: " + fault_names() + ")");
+}
+
+void inject_fault(Fault fault) {
+  active = fault;
+}
+
+bool fault_active(Fault fault) {
+  return active == fault;
+}
+
+}  // namespace mpitron::kernels

@@ -1,0 +1,63 @@
+// Test-only fault injection: each fault plants one plausible bug (a broken rule of 3-D
+// parallelism, a wrong kernel derivative, a communication slip), so tests can prove that
+// `mpitron validate` notices (the matching check FAILs and the exit code is non-zero). Selected
+// by the hidden `--inject-fault` flag; `none` in every normal run. It lives in the lowest layer
+// so that a kernel, the backward engine, comm and nn can each hold a one-line hook
+// (`if (fault_active(Fault::x))`) at the faulty place.
+#pragma once
+
+#include <string>
+
+namespace mpitron::kernels {
+
+enum class Fault {
+  none,
+  /// copy-to-TP's backward returns the local input gradient without the TP all-reduce.
+  copy_to_tp_no_all_reduce,
+  /// the row-parallel bias is added on every TP rank before the all-reduce (tp times too much).
+  row_bias_every_rank,
+  /// data-parallel gradients are summed over the replicas, not averaged.
+  dp_sum_not_average,
+  /// a pipeline stage sends a zero gradient upstream instead of its input gradient.
+  pp_gradient_not_sent,
+  /// copy-to-TP's backward returns 1.05 times the all-reduced gradient (every entry stays below
+  /// the default atol at the default sizes; only the scale-aware test sees it).
+  tp_input_grad_off_5_percent,
+  /// each micro-batch's loss is weighted 1 instead of 1/micro-batches (invisible at 1 micro-batch).
+  micro_batch_loss_weight_1,
+  /// all_gather places rank r's block at position size - 1 - r.
+  all_gather_rank_order_reversed,
+  /// a transfer cut into several messages loses its last, partial message (invisible while
+  /// every transfer fits one message).
+  chunk_tail_dropped,
+  /// the CPU GELU derivative lacks its x phi(x) term (exact form).
+  gelu_grad_no_x_phi,
+  /// the CPU softmax backward omits the row dot product: dx = y dy.
+  softmax_backward_no_row_dot,
+  /// attention scores are scaled by 1/head_dim instead of 1/sqrt(head_dim).
+  attention_scale_head_dim,
+  /// the backward engine overwrites a non-leaf tensor's pending gradient instead of adding to it.
+  non_leaf_grad_overwritten,
+  /// the tied token embedding's gradients are not summed over the embedding group (pp > 1).
+  embedding_group_not_reduced,
+  /// the global gradient norm counts replicated parameters once per TP rank.
+  norm_counts_replicas_per_rank,
+  /// vocab-parallel cross-entropy skips the row-max all-reduce: each TP rank shifts its
+  /// exponentials by its own slice's max, so the summed sum-exp mixes different shifts.
+  vocab_ce_local_max,
+  /// after its first epoch, the last data-parallel replica's first parameter moves by 1e-3 (the
+  /// replicas are no longer identical; train-dp's replica check must stop the run).
+  replica_drift,
+};
+
+/// Fault from its flag spelling ("none", or a fault's name with dashes, e.g.
+/// "dp-sum-not-average"); throws std::invalid_argument naming the text otherwise.
+Fault parse_fault(const std::string& name);
+
+/// Activates `fault` for this process (until changed).
+void inject_fault(Fault fault);
+
+/// True when `fault` is the active one.
+bool fault_active(Fault fault);
+
+}  // namespace mpitron::kernels

@@ -1,0 +1,61 @@
+# Proof that validate can fail: each planted fault (--inject-fault, kernels/fault_injection.h)
+# must turn the named check into FAIL and exit 1. Small topologies keep the set fast; a fault
+# that needs a degree > 1 to show gets it.
+# Fields: fault | ranks | tp pp dp | extra flags | the check that must FAIL (a regex; "." stands
+# for a parenthesis) | a second regex that must appear
+set(fault_runs
+  "copy-to-tp-no-all-reduce|8|2 2 2||TP: training loss and gradients|FAIL  TP: transformer block forward and gradients"
+  "row-bias-every-rank|8|2 2 2||TP: inference forward|FAIL  COMBINED .1 micro-batch.: GPT loss and gradients"
+  "dp-sum-not-average|8|2 2 2||DP: averaged gradients|FAIL  COMBINED .2 micro-batches, 1f1b.: GPT loss and gradients"
+  # The GPT's own rules: the tied embedding's copies on the first and last stage, and the
+  # vocab-parallel loss's shared row max.
+  "embedding-group-not-reduced|4|2 2 1||COMBINED .1 micro-batch.: GPT loss and gradients|PASS  TP: vocab-parallel embedding"
+  "vocab-ce-local-max|2|2 1 1||TP: vocab-parallel embedding and cross-entropy|PASS  TP: transformer block"
+  "pp-gradient-not-sent|8|2 2 2||PP .1 micro-batch.: loss and every stage gradient|"
+  # Class 5: every TP gradient entry stays below --atol 1e-3, so only the scale-aware
+  # max_rel_error test sees the 5 % error.
+  "tp-input-grad-off-5-percent|4|2 2 1|--atol 1e-3|TP: training loss and gradients|max_rel_error=5.000e-02"
+  # Class 2: invisible at 1 micro-batch, caught at 2.
+  "micro-batch-loss-weight-1|4|2 2 1||PP .2 micro-batches, 1f1b.: loss and every stage gradient|FAIL  PP .2 micro-batches, afab.: loss"
+  # Class 3.
+  "all-gather-rank-order-reversed|4|2 2 1||COMM: tp all-reduce|FAIL  COMM: TP mappings"
+  "chunk-tail-dropped|4|2 2 1||COMM: all of the above in 3-element messages|PASS  COMM: world all-reduce"
+  # Class 1: the dense reference shares these kernels, so only the KERNELS checks see them.
+  "gelu-grad-no-x-phi|2|2 1 1||KERNELS: GELU|PASS  TP: training loss"
+  "softmax-backward-no-row-dot|2|2 1 1||KERNELS: softmax|"
+  "attention-scale-head-dim|2|2 1 1||KERNELS: linear, matmul and attention core|PASS  TP: attention"
+  "non-leaf-grad-overwritten|2|2 1 1||KERNELS: backward engine|")
+foreach(run IN LISTS fault_runs)
+  string(REPLACE "|" ";" fields "${run}")
+  list(GET fields 0 fault)
+  list(GET fields 1 np)
+  list(GET fields 2 topology)
+  list(GET fields 3 extra)
+  list(GET fields 4 check)
+  list(GET fields 5 also)
+  separate_arguments(topology)
+  separate_arguments(extra)
+  list(GET topology 0 tp)
+  list(GET topology 1 pp)
+  list(GET topology 2 dp)
+  string(REPLACE "+" "\\+" check "${check}")
+  set(expect "FAIL  ${check}" "one or more parallel validations FAILED")
+  if(also)
+    list(APPEND expect "${also}")
+  endif()
+  mpitron_add_expect_test(validate_fault_${fault} TARGET mpitron NP ${np} TIMEOUT 240
+    ARGS validate --tp ${tp} --pp ${pp} --dp ${dp} ${extra} --inject-fault ${fault}
+         --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_fault
+    EXPECT_EXIT 1 EXPECT_OUTPUT ${expect})
+endforeach()
+
+# Class 4: a check whose degree is 1 is labelled trivial, and rightly so: the DP fault cannot
+# show at dp 1.
+mpitron_add_expect_test(validate_trivial_at_degree_1 TARGET mpitron NP 2 TIMEOUT 240
+  ARGS validate --tp 2 --pp 1 --dp 1 --inject-fault dp-sum-not-average
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_fault
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "PASS \\(dp 1: trivially equal\\)  DP: averaged gradients"
+                "PASS \\(pp 1: trivially equal\\)  PP \\(1 micro-batch\\)"
+                "PASS  PP \\(2 micro-batches, 1f1b\\)" "PASS  TP: training loss"
+  REJECT_OUTPUT "trivially equal\\)  TP:")
