@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcsv-dev
   clang-format
   googletest libgtest-dev libgmock-dev libbenchmark-dev
+  python3
 )
 
 missing=()

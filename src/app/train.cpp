@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -57,6 +58,10 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   c.add_option("--save-interval", o.save_interval, "Save every N steps (0: after the last step)")
       ->capture_default_str();
   c.add_option("--load", o.load, "Resume from the newest checkpoint in this folder");
+  c.add_option("--stop-after", o.stop_after,
+               "Stop after this step (saving it with --save), keeping the schedule of --steps "
+               "(0: run to --steps)")
+      ->capture_default_str();
   add_progress_option(c, o.progress);
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
   return c;
@@ -73,7 +78,8 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
   const std::pair<const char*, std::int64_t> non_negative[] = {{"warmup-steps", o.warmup_steps},
                                                                {"eval-interval", o.eval_interval},
                                                                {"eval-iters", o.eval_iters},
-                                                               {"save-interval", o.save_interval}};
+                                                               {"save-interval", o.save_interval},
+                                                               {"stop-after", o.stop_after}};
   for (const auto& [name, value] : non_negative) {
     if (value < 0) throw comm::ConfigError(fmt::format("--{} must be >= 0, got {}", name, value));
   }
@@ -169,12 +175,13 @@ Run configure(const TrainOptions& o, comm::Communicator& world) {
     run.log = prepare_run(o.common, world);
     return fmt::format(
         "mpitron {} train tp={} pp={} dp={} device={} dtype={} vocab={} layers={} hidden={} "
-        "heads={} seq={} global_batch={} micro_batch={} steps={} schedule={} optimizer={} lr={} "
-        "min_lr={} warmup={} wd={} clip={} seed={} data={} bytes={} fnv={:016x}",
+        "heads={} seq={} global_batch={} micro_batch={} steps={} stop_after={} schedule={} "
+        "optimizer={} lr={} min_lr={} warmup={} wd={} clip={} seed={} data={} bytes={} "
+        "fnv={:016x}",
         MPITRON_VERSION, run.sizes.tp, run.sizes.pp, run.sizes.dp, kernels::to_string(run.device),
         o.dtype, o.vocab, o.layers, o.hidden, o.heads, o.seq, o.global_batch, o.micro_batch,
-        o.steps, o.schedule, o.optimizer, o.lr, o.min_lr, o.warmup_steps, o.weight_decay,
-        o.grad_clip, run.seed, run.corpus->source(), run.corpus->bytes().size(),
+        o.steps, o.stop_after, o.schedule, o.optimizer, o.lr, o.min_lr, o.warmup_steps,
+        o.weight_decay, o.grad_clip, run.seed, run.corpus->source(), run.corpus->bytes().size(),
         run.corpus->fingerprint());
   });
   return run;
@@ -272,9 +279,11 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                              {"mpitron_version", MPITRON_VERSION}});
     run.log->info("saved checkpoint {}/step_{}", o.save, step);
   };
+  const std::int64_t last_step = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
   ProgressLine progress(first_step == 1 ? "train" : fmt::format("train from step {}", first_step),
-                        o.steps - first_step + 1, "tokens/s", run.progress, world.rank() == 0);
-  for (std::int64_t step = first_step; step <= o.steps; ++step) {
+                        std::max<std::int64_t>(last_step - first_step + 1, 1), "tokens/s",
+                        run.progress, world.rank() == 0);
+  for (std::int64_t step = first_step; step <= last_step; ++step) {
     const auto batches =
         micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);
     const double lr = schedule.at(step);
@@ -304,7 +313,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       metrics.write({{"step", step}, {"val_loss", val_loss}});
     }
     if (!o.save.empty() &&
-        ((o.save_interval > 0 && step % o.save_interval == 0) || step == o.steps)) {
+        ((o.save_interval > 0 && step % o.save_interval == 0) || step == last_step)) {
       save(step);
     }
     progress.update(step - first_step + 1, result.loss, tokens_per_s);
@@ -312,7 +321,15 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   progress.suspend();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);
+  if (first_step > last_step) {
+    run.log->info("train: nothing to do, the checkpoint is at step {} and --steps is {}",
+                  first_step - 1, o.steps);
+  } else if (last_step < o.steps) {
+    run.log->info("train stopped: steps {}..{} of {} in {:.1f} s", first_step, last_step, o.steps,
+                  seconds);
+  } else {
+    run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);
+  }
   return 0;
 }
 

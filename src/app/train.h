@@ -39,6 +39,7 @@ struct TrainOptions {
   std::string load;                 ///< checkpoint folder to resume from (its newest step)
   std::string progress = "auto";    ///< --progress: auto (in place on a terminal, else off),
                                     ///< in-place, lines or off
+  std::int64_t stop_after = 0;      ///< stop after this step, as if interrupted (0: run to --steps)
   std::string fault;                ///< test only: an nn::Fault name
 };
 
@@ -54,7 +55,8 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& options);
 /// missing, damaged or of other model sizes. With --load the run continues at the step after
 /// the checkpoint's, on any topology (parameters and AdamW moments are resharded), with the
 /// checkpoint's --seed; with --save it writes DIR/step_<k>/ every --save-interval steps and
-/// after the last.
+/// after the last. --stop-after K ends the run after step K (saving it with --save) while the
+/// learning-rate schedule stays that of --steps, so a later --load continues as if never stopped.
 int run_train(const TrainOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app

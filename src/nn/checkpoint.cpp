@@ -192,6 +192,22 @@ std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
   return newest;
 }
 
+std::string no_complete_step_message(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir)) {
+    return fmt::format("{}: {}", dir.string(),
+                       std::filesystem::exists(dir) ? "not a folder" : "no such checkpoint folder");
+  }
+  std::optional<std::int64_t> newest;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const auto step = step_of(entry.path().filename().string());
+    if (step && entry.is_directory() && (!newest || *step > *newest)) newest = step;
+  }
+  if (!newest)
+    return fmt::format("{}: no checkpoint step (no {}<k> folder)", dir.string(), kStepPrefix);
+  return fmt::format("{}: incomplete checkpoint (no {} marker), and no other step is complete",
+                     step_directory(dir, *newest).string(), kDone);
+}
+
 nlohmann::json read_meta(const std::filesystem::path& dir, std::int64_t step) {
   const std::filesystem::path step_dir = step_directory(dir, step);
   if (!step_complete(dir, step)) {

@@ -103,6 +103,12 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 /// highest complete step_<k>; nullopt when there is none (or DIR does not exist).
 std::optional<std::int64_t> latest_step(const std::filesystem::path& dir);
 
+/// Why DIR has no complete step to resume from (when latest_step gives nullopt), one line:
+/// "<dir>: no such checkpoint folder", "<dir>: not a folder", "<dir>: no checkpoint step (no
+/// step_<k> folder)" or "<dir>/step_<k>: incomplete checkpoint (no DONE marker), and no other
+/// step is complete" for the newest step folder.
+std::string no_complete_step_message(const std::filesystem::path& dir);
+
 /// The meta.json of a complete step. Throws CheckpointError "<path>: ..." when the step has no
 /// DONE marker, meta.json is missing or not JSON, or its "topology" lacks positive "tp" / "pp".
 nlohmann::json read_meta(const std::filesystem::path& dir, std::int64_t step);

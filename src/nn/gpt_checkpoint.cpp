@@ -63,7 +63,7 @@ void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, Gp
 
 GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& dir, bool with_moments) {
   const std::optional<std::int64_t> step = latest_step(dir);
-  if (!step) throw CheckpointError(dir.string() + ": no complete checkpoint step (no DONE marker)");
+  if (!step) throw CheckpointError(no_complete_step_message(dir));
   GptCheckpoint checkpoint;
   checkpoint.step = *step;
   checkpoint.meta = read_meta(dir, *step);

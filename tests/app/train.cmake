@@ -19,6 +19,7 @@ set(train_bad_runs
   "vocab|--vocab 257 --tp 2 --dp 1|vocab 257 is not divisible by tp 2"
   "lr|--lr nan|--lr must be a finite positive number, got nan"
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
+  "stop|--stop-after -1|--stop-after must be >= 0, got -1"
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of the accepted names"
   "missing|--data ${CMAKE_CURRENT_BINARY_DIR}/missing.txt|missing.txt: cannot read: No such file"
   "empty|--data ${CMAKE_CURRENT_BINARY_DIR}/empty.txt|empty.txt: empty file"

@@ -191,6 +191,21 @@ TEST_F(Checkpoint, LatestFallsBackToTheNewestCompleteStep) {
   EXPECT_EQ(latest_step(dir), 8);
 }
 
+TEST_F(Checkpoint, NoCompleteStepIsExplained) {
+  EXPECT_EQ(no_complete_step_message(dir / "nonexistent"),
+            (dir / "nonexistent").string() + ": no such checkpoint folder");
+  put_file_bytes(dir / "file", "x");
+  EXPECT_EQ(no_complete_step_message(dir / "file"), (dir / "file").string() + ": not a folder");
+  EXPECT_EQ(no_complete_step_message(dir),
+            dir.string() + ": no checkpoint step (no step_<k> folder)");
+  write_all_shards(dir, 10, 1, 1, model, fulls);
+  write_all_shards(dir, 9, 1, 1, model, fulls);
+  put_file_bytes(dir / "step_11", "not a folder");
+  EXPECT_EQ(no_complete_step_message(dir),
+            (dir / "step_10").string() +
+                ": incomplete checkpoint (no DONE marker), and no other step is complete");
+}
+
 TEST_F(Checkpoint, SavingAgainReplacesAPartialStepOfAnotherLayout) {
   // A crash while step 3 was saved at tp 4: two of four shards and a writer's temporary file.
   write_shard(dir, 3, 0, 0, {{"stale", Tensor::zeros({2})}});

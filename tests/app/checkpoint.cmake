@@ -1,0 +1,123 @@
+# Checkpoints through the real CLI (issue 12): resume on the same and on other topologies,
+# `eval` against the PyTorch peer and across topologies, `generate` on any topology, and damaged
+# checkpoints. checkpoint_cli.py runs mpitron through the test launcher and compares the numbers;
+# tests/data/checkpoint_tiny is a committed (2, 2, 1) checkpoint (tools/make_checkpoint_golden.py).
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+set(ckpt_work ${CMAKE_CURRENT_BINARY_DIR}/checkpoint)
+set(ckpt_tiny ${PROJECT_SOURCE_DIR}/tests/data/checkpoint_tiny)
+set(ckpt_text ${PROJECT_SOURCE_DIR}/tests/data/checkpoint_eval.txt)
+_mpitron_mpiexec_command(ckpt_launch "{np}" mpitron)
+
+# NAME NP [args of checkpoint_cli.py]: one driver run as a test using up to NP ranks at a time.
+function(checkpoint_cli_test name np)
+  add_test(NAME ${name}
+           COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint_cli.py ${ARGN}
+                   --work ${ckpt_work}/${name} -- ${ckpt_launch})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 PROCESSORS ${np})
+endfunction()
+
+# Resume: bit-identical on the same topology; within 1e-5 on another one or micro-batch count.
+checkpoint_cli_test(checkpoint_resume_same_tp2_pp2_dp2 8 resume --from 2,2,2 --to 2,2,2 --rtol 0)
+checkpoint_cli_test(checkpoint_resume_same_np1 1 resume --from 1,1,1 --to 1,1,1 --rtol 0)
+foreach(run "tp2_pp2_dp1|2,2,1|tp1_pp1_dp1|1,1,1" "tp1_pp1_dp1|1,1,1|tp2_pp2_dp2|2,2,2"
+            "tp2_pp1_dp2|2,1,2|tp1_pp2_dp2|1,2,2")
+  string(REPLACE "|" ";" fields "${run}")
+  list(GET fields 0 from_name)
+  list(GET fields 1 from)
+  list(GET fields 2 to_name)
+  list(GET fields 3 to)
+  checkpoint_cli_test(checkpoint_resume_${from_name}_to_${to_name} 8
+                      resume --from ${from} --to ${to} --rtol 1e-5)
+endforeach()
+checkpoint_cli_test(checkpoint_resume_micro_batch_2_to_4 4
+                    resume --from 1,2,2 --to 2,1,1 --to-micro-batch 4 --rtol 1e-5)
+
+# eval: the PyTorch peer's number for the committed checkpoint (1e-4: float32 sums in two
+# implementations), the same number on every topology (1e-5), also for a (1, 2, 2)-saved one.
+checkpoint_cli_test(checkpoint_eval_peer_golden 4
+                    eval --load ${ckpt_tiny} --data ${ckpt_text} --at 1,1,1 --at 2,2,1
+                    --golden ${PROJECT_SOURCE_DIR}/tests/data/checkpoint_golden.json --rtol 1e-4)
+checkpoint_cli_test(checkpoint_eval_peer_golden_seq5 1
+                    eval --load ${ckpt_tiny} --data ${ckpt_text} --seq 5 --at 1,1,1
+                    --golden ${PROJECT_SOURCE_DIR}/tests/data/checkpoint_golden.json --rtol 1e-4)
+checkpoint_cli_test(checkpoint_eval_topologies 2
+                    eval --load ${ckpt_tiny} --data ${ckpt_text} --at 1,1,1 --at 2,1,1 --at 1,2,1
+                    --rtol 1e-5)
+checkpoint_cli_test(checkpoint_eval_saved_tp1_pp2_dp2 4
+                    eval --train-at 1,2,2 --data ${ckpt_text} --at 1,2,2 --at 2,1,1 --at 1,1,1
+                    --rtol 1e-5)
+
+# generate: the same text on tp 1, 2 and 4 and twice, sampled and greedy; another for another seed.
+checkpoint_cli_test(checkpoint_generate_topologies 4 generate --load ${ckpt_tiny})
+
+# Damaged checkpoints: copies of the committed one with one defect each (a fixture), then one
+# line naming the file and what differs on every rank, exit code 2, through each subcommand.
+add_test(NAME checkpoint_damage_setup
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/checkpoint_cli.py damage
+                 --load ${ckpt_tiny} --work ${ckpt_work}/damaged)
+set_tests_properties(checkpoint_damage_setup PROPERTIES FIXTURES_SETUP checkpoint_damaged)
+set(bad ${ckpt_work}/damaged)
+set(args_eval --data ${ckpt_text})
+set(args_generate --prompt x --tokens 1)
+set(args_export --out ${bad}/out.safetensors)
+set(args_train --layers 2 --hidden 16 --heads 4 --seq 16 --steps 1001 --optimizer sgd)
+
+# NAME SUBCOMMAND CASE FILE MESSAGE: `SUBCOMMAND --load <damaged>/CASE` on 2 ranks (tp 2) must end
+# with the line "rank r: error: <damaged>/CASE/FILE: MESSAGE" on both ranks (FILE and MESSAGE
+# literal; a MESSAGE ending in "..." is only the start of the line).
+function(checkpoint_bad_test name subcommand case file message)
+  set(end "\n")
+  if(message MATCHES "\\.\\.\\.$")
+    string(REGEX REPLACE "\\.\\.\\.$" "" message "${message}")
+    set(end "")
+  endif()
+  # Escaped for a regex; a bracket (any character here) would break the pattern list's splitting.
+  string(REGEX REPLACE "([().*+])" "\\\\\\1" line "${case}${file}: ${message}")
+  string(REGEX REPLACE "[][]" "." line "${line}")
+  mpitron_add_expect_test(checkpoint_bad_${name} TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+    ARGS ${subcommand} --tp 2 --load ${bad}/${case} ${args_${subcommand}}
+         --log-dir ${ckpt_work}/logs_bad
+    EXPECT_EXIT 2
+    EXPECT_OUTPUT "rank 0: error: [^\n]*/${line}${end}" "rank 1: error: [^\n]*/${line}${end}")
+  set_tests_properties(checkpoint_bad_${name} PROPERTIES FIXTURES_REQUIRED checkpoint_damaged)
+endfunction()
+set(shard /step_1000/shard_tp)
+checkpoint_bad_test(bad_header_json eval bad_header_json ${shard}0_pp1.safetensors
+  "bad JSON header: ...")
+checkpoint_bad_test(bad_header_length export bad_header_length ${shard}1_pp0.safetensors
+  "header length 1000000 is beyond the file (18520 bytes)")
+checkpoint_bad_test(short_data generate short_data ${shard}1_pp1.safetensors
+  "short data: tensor 'transformer.ln_f.bias' needs data bytes [6816, 6880) but the file holds 6876")
+checkpoint_bad_test(wrong_dtype export wrong_dtype ${shard}1_pp0.safetensors
+  "tensor 'transformer.h.0.mlp.c_fc.weight' is F64 but the model wants F32")
+checkpoint_bad_test(wrong_shape train wrong_shape ${shard}0_pp0.safetensors
+  "tensor 'transformer.wte.weight' has shape [64, 32] but the model wants [128, 16] (full shape [256, 16] over tp 2)")
+checkpoint_bad_test(missing_shard eval missing_shard ${shard}1_pp1.safetensors "missing shard file")
+checkpoint_bad_test(no_folder generate no_such_folder "" "no such checkpoint folder")
+foreach(subcommand train eval)
+  checkpoint_bad_test(no_done_${subcommand} ${subcommand} no_done /step_1000
+    "incomplete checkpoint (no DONE marker), and no other step is complete")
+endforeach()
+# A newer step without DONE (latest names it, a shard is truncated) is never loaded: eval uses
+# the complete step before it.
+mpitron_add_expect_test(checkpoint_newer_step_without_done TARGET mpitron NP 2 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS eval --tp 2 --load ${bad}/newer_without_done ${args_eval} --log-dir ${ckpt_work}/logs_bad
+  EXPECT_EXIT 0 EXPECT_OUTPUT "eval: [^\n]*newer_without_done step 1000 on" REJECT_OUTPUT "error")
+set_tests_properties(checkpoint_newer_step_without_done
+                     PROPERTIES FIXTURES_REQUIRED checkpoint_damaged)
+# Other model sizes, and AdamW from a checkpoint without moments (the committed one is SGD's).
+set(sizes_message "checkpoint_tiny: the checkpoint has hidden 16, this run 32")
+mpitron_add_expect_test(checkpoint_bad_model_sizes TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train --tp 2 --load ${ckpt_tiny} --layers 2 --hidden 32 --heads 4 --seq 16 --steps 1001
+       --optimizer sgd --log-dir ${ckpt_work}/logs_bad
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: --load [^\n]*/${sizes_message}\n"
+                "rank 1: error: --load [^\n]*/${sizes_message}\n")
+set(moments_message "checkpoint_tiny/step_1000/meta\\.json: the checkpoint holds no AdamW moments")
+mpitron_add_expect_test(checkpoint_bad_no_moments TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train --tp 2 --load ${ckpt_tiny} --layers 2 --hidden 16 --heads 4 --seq 16 --steps 1001
+       --log-dir ${ckpt_work}/logs_bad
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: [^\n]*/${moments_message}\n"
+                "rank 1: error: [^\n]*/${moments_message}\n")
