@@ -173,16 +173,32 @@ Run configure(const TrainOptions& o, comm::Communicator& world) {
       throw comm::ConfigError(e.what());
     }
     run.log = prepare_run(o.common, world);
-    return fmt::format(
-        "mpitron {} train tp={} pp={} dp={} device={} dtype={} vocab={} layers={} hidden={} "
-        "heads={} seq={} global_batch={} micro_batch={} steps={} stop_after={} schedule={} "
-        "optimizer={} lr={} min_lr={} warmup={} wd={} clip={} seed={} data={} bytes={} "
-        "fnv={:016x}",
-        MPITRON_VERSION, run.sizes.tp, run.sizes.pp, run.sizes.dp, kernels::to_string(run.device),
-        o.dtype, o.vocab, o.layers, o.hidden, o.heads, o.seq, o.global_batch, o.micro_batch,
-        o.steps, o.stop_after, o.schedule, o.optimizer, o.lr, o.min_lr, o.warmup_steps,
-        o.weight_decay, o.grad_clip, run.seed, run.corpus->source(), run.corpus->bytes().size(),
-        run.corpus->fingerprint());
+    const nlohmann::json config{{"mpitron", MPITRON_VERSION},
+                                {"tp", run.sizes.tp},
+                                {"pp", run.sizes.pp},
+                                {"dp", run.sizes.dp},
+                                {"device", kernels::to_string(run.device)},
+                                {"dtype", o.dtype},
+                                {"vocab", o.vocab},
+                                {"layers", o.layers},
+                                {"hidden", o.hidden},
+                                {"heads", o.heads},
+                                {"seq", o.seq},
+                                {"global_batch", o.global_batch},
+                                {"micro_batch", o.micro_batch},
+                                {"steps", o.steps},
+                                {"schedule", o.schedule},
+                                {"optimizer", o.optimizer},
+                                {"lr", o.lr},
+                                {"min_lr", o.min_lr},
+                                {"warmup_steps", o.warmup_steps},
+                                {"weight_decay", o.weight_decay},
+                                {"grad_clip", o.grad_clip},
+                                {"seed", run.seed},
+                                {"data", run.corpus->source()},
+                                {"data_bytes", run.corpus->bytes().size()},
+                                {"data_fnv", fmt::format("{:016x}", run.corpus->fingerprint())}};
+    return config.dump();
   });
   return run;
 }
@@ -251,7 +267,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       corpus.bytes().size(), corpus.split(), corpus.bytes().size() - corpus.split());
 
   const MetricsFile metrics(o.metrics, world.rank() == 0);
-  metrics.write({{"config", run.description}});
+  metrics.write({{"config", nlohmann::json::parse(run.description)}});
   const auto validation = [&]() {
     std::vector<nn::TokenBatch> windows;
     for (const std::int64_t start :

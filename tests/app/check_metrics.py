@@ -1,0 +1,54 @@
+"""Checks a `mpitron train --metrics` file against the documented format: a first line
+{"config": {...}} holding the run's tp, pp and dp; then one line per step with "step" (1..N in
+order), "loss", "lr", "grad_norm", "ms" and "tokens_per_s", all finite numbers; and {"step",
+"val_loss"} lines at the given evaluation steps. Exit 1 with one line naming what differs.
+
+    check_metrics.py FILE --topology 2 2 2 --steps 3 --eval-steps 2 3
+"""
+import argparse
+import json
+import math
+import sys
+
+
+def fail(message):
+    print(f"check_metrics: {message}")
+    sys.exit(1)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("file")
+    p.add_argument("--topology", type=int, nargs=3, required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--eval-steps", type=int, nargs="*", default=[])
+    args = p.parse_args()
+    with open(args.file) as f:
+        lines = [json.loads(line) for line in f]
+    config = lines[0].get("config") if lines else None
+    if not isinstance(config, dict):
+        fail(f"{args.file}:1: not a {{\"config\": {{...}}}} object")
+    topology = [config.get(axis) for axis in ("tp", "pp", "dp")]
+    if topology != args.topology:
+        fail(f"{args.file}:1: topology {topology}, expected {args.topology}")
+    step_keys = {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s"}
+    steps, evals = [], []
+    for number, line in enumerate(lines[1:], 2):
+        values = [v for k, v in line.items() if k != "step"]
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+            fail(f"{args.file}:{number}: a value is not a finite number: {line}")
+        if set(line) == step_keys:
+            steps.append(line["step"])
+        elif set(line) == {"step", "val_loss"}:
+            evals.append(line["step"])
+        else:
+            fail(f"{args.file}:{number}: unexpected keys {sorted(line)}")
+    if steps != list(range(1, args.steps + 1)):
+        fail(f"{args.file}: steps {steps}, expected 1..{args.steps}")
+    if evals != args.eval_steps:
+        fail(f"{args.file}: evaluations at {evals}, expected {args.eval_steps}")
+    print(f"check_metrics: {args.file}: {len(steps)} steps, {len(evals)} evaluations, as documented")
+
+
+if __name__ == "__main__":
+    main()
