@@ -1,0 +1,186 @@
+#include "app/train_setup.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "comm/configuration.h"
+#include "comm/errors.h"
+#include "nn/fault_injection.h"
+
+namespace mpitron::app {
+
+CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
+  CLI::App& c = *app.add_subcommand(
+      "train", "Train a GPT-2-style byte-level language model with TP, PP (1F1B) and DP");
+  add_common_options(c, o.common);
+  c.add_option("--data", o.data,
+               "Training text, any file read as bytes (default: built-in corpus)");
+  c.add_option("--vocab", o.vocab, "Vocabulary size (bytes use 0..255)")->capture_default_str();
+  c.add_option("--layers", o.layers, "Transformer blocks")->capture_default_str();
+  c.add_option("--hidden", o.hidden, "Hidden size")->capture_default_str();
+  c.add_option("--heads", o.heads, "Attention heads")->capture_default_str();
+  c.add_option("--seq", o.seq, "Sequence length (also the position table's length)")
+      ->capture_default_str();
+  c.add_option("--global-batch", o.global_batch, "Sequences per optimizer step, all replicas")
+      ->capture_default_str();
+  c.add_option("--micro-batch", o.micro_batch, "Sequences per micro-batch per replica")
+      ->capture_default_str();
+  c.add_option("--steps", o.steps, "Optimizer steps")->capture_default_str();
+  c.add_option("--schedule", o.schedule, "Pipeline schedule: 1f1b or afab")->capture_default_str();
+  c.add_option("--optimizer", o.optimizer, "adamw (betas 0.9/0.95, eps 1e-8) or sgd")
+      ->capture_default_str();
+  c.add_option("--dtype", o.dtype, "float32, or float64 (CPU checks)")->capture_default_str();
+  c.add_option("--lr", o.lr, "Peak learning rate")->capture_default_str();
+  c.add_option("--min-lr", o.min_lr, "Learning rate at the last step")->capture_default_str();
+  c.add_option("--warmup-steps", o.warmup_steps, "Linear warmup steps, then cosine decay")
+      ->capture_default_str();
+  c.add_option("--weight-decay", o.weight_decay, "AdamW weight decay (not on biases/LayerNorm)")
+      ->capture_default_str();
+  c.add_option("--grad-clip", o.grad_clip, "Global gradient-norm clipping threshold")
+      ->capture_default_str();
+  c.add_option("--eval-interval", o.eval_interval, "Validation loss every N steps (0: at the end)")
+      ->capture_default_str();
+  c.add_option("--eval-iters", o.eval_iters, "Validation windows to use (0: all)")
+      ->capture_default_str();
+  c.add_option("--metrics", o.metrics, "Append one JSON object per step / eval to this file");
+  c.add_option("--save", o.save, "Write checkpoints into this folder (DIR/step_<k>/)");
+  c.add_option("--save-interval", o.save_interval, "Save every N steps (0: after the last step)")
+      ->capture_default_str();
+  c.add_option("--load", o.load, "Resume from the newest checkpoint in this folder");
+  c.add_option("--stop-after", o.stop_after,
+               "Stop after this step (saving it with --save), keeping the schedule of --steps "
+               "(0: run to --steps)")
+      ->capture_default_str();
+  add_progress_option(c, o.progress);
+  c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
+  return c;
+}
+
+namespace {
+
+void check_options(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
+  const std::pair<const char*, std::int64_t> positive[] = {
+      {"global-batch", o.global_batch}, {"micro-batch", o.micro_batch}, {"steps", o.steps}};
+  for (const auto& [name, value] : positive) {
+    if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
+  }
+  const std::pair<const char*, std::int64_t> non_negative[] = {{"warmup-steps", o.warmup_steps},
+                                                               {"eval-interval", o.eval_interval},
+                                                               {"eval-iters", o.eval_iters},
+                                                               {"save-interval", o.save_interval},
+                                                               {"stop-after", o.stop_after}};
+  for (const auto& [name, value] : non_negative) {
+    if (value < 0) throw comm::ConfigError(fmt::format("--{} must be >= 0, got {}", name, value));
+  }
+  const std::pair<const char*, double> rates[] = {
+      {"lr", o.lr}, {"min-lr", o.min_lr}, {"grad-clip", o.grad_clip}};
+  for (const auto& [name, value] : rates) {
+    if (!std::isfinite(value) || !(value > 0.0)) {
+      throw comm::ConfigError(
+          fmt::format("--{} must be a finite positive number, got {}", name, value));
+    }
+  }
+  if (!std::isfinite(o.weight_decay) || o.weight_decay < 0.0) {
+    throw comm::ConfigError(
+        fmt::format("--weight-decay must be finite and >= 0, got {}", o.weight_decay));
+  }
+  if (const auto error = nn::gpt_size_error(config, s.tp, s.pp)) throw comm::ConfigError(*error);
+  if (o.global_batch % (o.micro_batch * s.dp) != 0) {
+    throw comm::ConfigError(
+        fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
+                    o.global_batch, o.micro_batch, s.dp));
+  }
+  if (o.vocab < 256) {
+    throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
+  }
+}
+
+template <class T>
+T parse_choice(const char* flag, const std::string& text,
+               std::initializer_list<std::pair<const char*, T>> choices) {
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+  }
+  throw comm::ConfigError(fmt::format("--{} '{}' is not one of the accepted names", flag, text));
+}
+
+}  // namespace
+
+TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
+  TrainRun run;
+  run.description = comm::agree_on_configuration(world, [&] {
+    run.sizes = resolve_parallel_sizes(o.common, world.size());
+    run.config = {o.vocab, o.seq, o.layers, o.hidden, o.heads};
+    check_options(o, run.config, run.sizes);
+    run.train.schedule = parse_choice<nn::ScheduleKind>(
+        "schedule", o.schedule,
+        {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});
+    run.train.optimizer = parse_choice<nn::OptimizerKind>(
+        "optimizer", o.optimizer,
+        {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});
+    run.train.dtype = parse_choice<kernels::DType>(
+        "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
+    run.train.lr = o.lr;
+    run.train.adamw.weight_decay = o.weight_decay;
+    run.train.grad_clip = o.grad_clip;
+    run.device = resolve_device(o.common.device);
+    run.train.device = run.device;
+    if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
+    run.seed = o.common.seed;
+    try {
+      // The per-step lines are the run's record; the progress line only adds a live view, so
+      // `auto` shows it in place on a terminal and not at all elsewhere.
+      run.progress = parse_progress_mode(o.progress);
+      if (run.progress == ProgressMode::automatic) {
+        run.progress = stdout_is_terminal() ? ProgressMode::in_place : ProgressMode::off;
+      }
+      if (!o.load.empty()) {
+        run.checkpoint =
+            nn::load_gpt_checkpoint(o.load, run.train.optimizer == nn::OptimizerKind::adamw);
+        if (const auto error = nn::checkpoint_config_error(*run.checkpoint, run.config)) {
+          throw comm::ConfigError(fmt::format("--load {}: {}", o.load, *error));
+        }
+        run.seed = run.checkpoint->meta.value("seed", run.seed);
+      }
+      run.corpus = o.data.empty() ? nn::ByteCorpus::builtin() : nn::ByteCorpus::from_file(o.data);
+      nn::WindowSampler(static_cast<std::int64_t>(run.corpus->split()), o.seq, o.global_batch,
+                        run.sizes.dp, 0, run.seed);
+    } catch (const comm::ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw comm::ConfigError(e.what());
+    }
+    run.log = prepare_run(o.common, world);
+    const nlohmann::json config{{"mpitron", MPITRON_VERSION},
+                                {"tp", run.sizes.tp},
+                                {"pp", run.sizes.pp},
+                                {"dp", run.sizes.dp},
+                                {"device", kernels::to_string(run.device)},
+                                {"dtype", o.dtype},
+                                {"vocab", o.vocab},
+                                {"layers", o.layers},
+                                {"hidden", o.hidden},
+                                {"heads", o.heads},
+                                {"seq", o.seq},
+                                {"global_batch", o.global_batch},
+                                {"micro_batch", o.micro_batch},
+                                {"steps", o.steps},
+                                {"schedule", o.schedule},
+                                {"optimizer", o.optimizer},
+                                {"lr", o.lr},
+                                {"min_lr", o.min_lr},
+                                {"warmup_steps", o.warmup_steps},
+                                {"weight_decay", o.weight_decay},
+                                {"grad_clip", o.grad_clip},
+                                {"seed", run.seed},
+                                {"data", run.corpus->source()},
+                                {"data_bytes", run.corpus->bytes().size()},
+                                {"data_fnv", fmt::format("{:016x}", run.corpus->fingerprint())}};
+    return config.dump();
+  });
+  return run;
+}
+
+}  // namespace mpitron::app
