@@ -45,6 +45,10 @@ enum class Fault {
   /// vocab-parallel cross-entropy skips the row-max all-reduce: each TP rank shifts its
   /// exponentials by its own slice's max, so the summed sum-exp mixes different shifts.
   vocab_ce_local_max,
+  /// the CPU LayerNorm backward drops the mean term of dx: dx = rstd (g - xhat mean(g xhat)).
+  layer_norm_dx_no_mean,
+  /// the CPU causal softmax lets query position i see key i + 1 (the mask starts one late).
+  causal_mask_one_late,
 };
 
 /// Fault from its flag spelling ("none", or a fault's name with dashes, e.g.
