@@ -2,10 +2,12 @@
 # particular way (bad input, injected faults, deadlines).
 #
 #   cmake -DEXPECT_EXIT=<code|nonzero> [-DEXPECT_OUTPUT=<regex>[;<regex>...]]
-#         [-DREJECT_OUTPUT=<regex>] [-DMAX_SECONDS=<s>] -P ExpectRun.cmake -- <command> [args...]
+#         [-DREJECT_OUTPUT=<regex>] [-DMAX_SECONDS=<s>]
+#         [-DEXPECT_FILE=<path> -DEXPECT_FILE_OUTPUT=<regex>] -P ExpectRun.cmake -- <command> ...
 #
 # Fails (exit code 1) when the exit code differs, when any EXPECT_OUTPUT regex is missing from
-# the combined stdout+stderr, when REJECT_OUTPUT matches it, or when the run took longer than
+# the combined stdout+stderr, when REJECT_OUTPUT matches it, when EXPECT_FILE (written by the
+# command, e.g. a log) does not match EXPECT_FILE_OUTPUT, or when the run took longer than
 # MAX_SECONDS wall-clock seconds.
 set(command "")
 set(after_separator FALSE)
@@ -46,6 +48,12 @@ foreach(pattern IN LISTS EXPECT_OUTPUT)
 endforeach()
 if(REJECT_OUTPUT AND output MATCHES "${REJECT_OUTPUT}")
   list(APPEND failures "output matches rejected '${REJECT_OUTPUT}'")
+endif()
+if(EXPECT_FILE)
+  file(READ "${EXPECT_FILE}" contents)
+  if(NOT contents MATCHES "${EXPECT_FILE_OUTPUT}")
+    list(APPEND failures "${EXPECT_FILE} does not match '${EXPECT_FILE_OUTPUT}'")
+  endif()
 endif()
 if(MAX_SECONDS AND seconds GREATER MAX_SECONDS)
   list(APPEND failures "took ${seconds} s, more than ${MAX_SECONDS} s")

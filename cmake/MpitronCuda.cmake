@@ -25,3 +25,11 @@ if(NOT _mpitron_cuda_mode STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "mpitron: CUDA backend ${MPITRON_HAVE_CUDA}")
+
+# mpitron_depend_on_cuda_module(TARGET): builds the CUDA module (when configured) before TARGET,
+# so a program that may compute on a GPU finds the module it loads at run time.
+function(mpitron_depend_on_cuda_module target)
+  if(TARGET mpitron_cuda)
+    add_dependencies(${target} mpitron_cuda)
+  endif()
+endfunction()

@@ -28,6 +28,17 @@ check "build with CUDA" bash scripts/build.sh -DMPITRON_CUDA_ARCHITECTURES=nativ
 check "test suite (CUDA tests included)" \
   ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
 run() { mpirun -np "$1" --oversubscribe --bind-to none build/mpitron "${@:2}" --device cuda; }
+# The CUDA module: --device auto finds the GPU through the driver and loads the module, so the
+# CUDA runtime is in the ranks' maps (the suite's validate_cpu_maps_no_cuda shows that
+# --device cpu maps none, also here).
+auto_loads_module() {
+  local output
+  output=$(LD_PRELOAD=$PWD/build/tests/app/libcuda_maps_probe.so mpirun -np 2 --oversubscribe \
+    --bind-to none build/mpitron validate --device auto --log-dir /tmp/gpu-check-logs 2>&1)
+  echo "$output"
+  grep -q "mpitron: mapped .*libcudart" <<<"$output"
+}
+check "--device auto picks the GPU and loads the CUDA module" auto_loads_module
 for topology in "1 1 1 1" "2 2 1 1" "2 1 2 1" "2 1 1 2" "4 2 2 1" "4 4 1 1" "4 1 4 1" "4 1 1 4" \
                 "8 2 2 2"; do
   read -r np tp pp dp <<<"$topology"
@@ -43,6 +54,10 @@ for topology in "1 1 1 1" "4 2 2 1"; do
   read -r np tp pp dp <<<"$topology"
   check "bench --device cuda (tp $tp, pp $pp, dp $dp)" \
     run "$np" bench --tp "$tp" --pp "$pp" --dp "$dp" --log-dir /tmp/gpu-check-logs
+done
+for np in 2 4; do
+  check "bench comm --device cuda on $np ranks (staged beside plain copies)" \
+    run "$np" bench comm --json /tmp/gpu-check-bench-comm.jsonl --log-dir /tmp/gpu-check-logs
 done
 rm -f "/tmp/gpu-check.$$.log"
 echo "gpu-check: $failures failed"

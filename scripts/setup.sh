@@ -7,7 +7,8 @@ packages=(
   cmake g++ make
   openmpi-bin libopenmpi-dev
   libeigen3-dev
-  libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcsv-dev
+  clang-format
   googletest libgtest-dev libgmock-dev libbenchmark-dev
 )
 

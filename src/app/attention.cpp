@@ -8,10 +8,10 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "app/scalar_collectives.h"
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -115,8 +115,8 @@ int run_attention(const AttentionOptions& options, comm::Communicator world) {
   const autograd::Tensor output = parallel.forward(x);
   const autograd::Tensor dense = nn::MultiHeadAttention(weights, options.heads).forward(x);
   const auto [local_difference, local_scale] = max_difference(output, dense);
-  const double difference = all_reduce_scalar(world, local_difference, comm::ReduceOp::max);
-  const double scale = all_reduce_scalar(world, local_scale, comm::ReduceOp::max);
+  const double difference = comm::all_reduce_scalar(world, local_difference, comm::ReduceOp::max);
+  const double scale = comm::all_reduce_scalar(world, local_scale, comm::ReduceOp::max);
   const double relative = difference / std::max(scale, std::numeric_limits<double>::min());
   const double mean = autograd::mean(output).item();
 
@@ -130,7 +130,7 @@ int run_attention(const AttentionOptions& options, comm::Communicator world) {
   const std::chrono::duration<double, std::milli> elapsed =
       std::chrono::steady_clock::now() - start;
   const double ms =
-      all_reduce_scalar(world, elapsed.count(), comm::ReduceOp::max) / options.iterations;
+      comm::all_reduce_scalar(world, elapsed.count(), comm::ReduceOp::max) / options.iterations;
 
   const bool passed = relative <= options.rtol;
   log->info("attention tp={} dp={} embed={} heads={} input [{}, {}, {}] init={} device={}",

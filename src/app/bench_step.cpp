@@ -6,11 +6,13 @@
 
 #include <chrono>
 
-#include "app/scalar_collectives.h"
+#include "app/progress.h"
 #include "autograd/random.h"
+#include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "kernels/allocator.h"
 #include "nn/data_parallel.h"
 #include "nn/mlp.h"
 #include "nn/pipeline.h"
@@ -24,6 +26,7 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   add_model_size_options(command, options.sizes);
   command.add_option("--steps", options.steps, "Timed steps")->capture_default_str();
   command.add_option("--warmup", options.warmup, "Untimed warm-up steps")->capture_default_str();
+  add_progress_option(command, options.progress);
   return command;
 }
 
@@ -33,6 +36,20 @@ double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Blocks the backends allocated so far, over every pool (device and host memory, cpu and cuda).
+double backend_allocations() {
+  std::uint64_t total = 0;
+  for (kernels::Device device : {kernels::Device::cpu, kernels::Device::cuda}) {
+    for (bool host : {false, true})
+      total += kernels::allocator_stats(device, host).backend_allocations;
+  }
+  return static_cast<double>(total);
+}
+
+double mib(std::size_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
 
 }  // namespace
@@ -92,18 +109,31 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   for (int i = 0; i < options.warmup; ++i)
     step();
   comm::barrier(world);
+  const double tokens = static_cast<double>(sizes.dp * s.batch * s.seq);
+  ProgressLine progress("bench", options.steps, "tokens/s", parse_progress_mode(options.progress),
+                        world.rank() == 0);
+  const double allocations_before = backend_allocations();
   const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < options.steps; ++i)
+  for (int i = 0; i < options.steps; ++i) {
     step();
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress.update(i + 1, std::nullopt, tokens * (i + 1) / std::max(elapsed, 1e-9));
+  }
+  progress.suspend();
   kernels::synchronize(device);
   comm::barrier(world);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::vector<double> rss = all_gather_scalar(world, peak_rss_mib());
+  const std::vector<double> allocations =
+      comm::all_gather_scalar(world, (backend_allocations() - allocations_before) / options.steps);
+  const std::vector<double> rss = comm::all_gather_scalar(world, peak_rss_mib());
+  const kernels::AllocatorStats pool = kernels::allocator_stats(device);
+  const std::vector<double> in_use = comm::all_gather_scalar(world, mib(pool.peak_in_use_bytes));
+  const std::vector<double> held = comm::all_gather_scalar(world, mib(pool.peak_held_bytes));
   if (world.rank() != 0) return 0;
 
   const double ms_per_step = 1e3 * seconds / options.steps;
-  const double tokens = static_cast<double>(sizes.dp * s.batch * s.seq);
   const double gflop =
       12.0 * static_cast<double>(s.hidden * s.intermediate * s.layers) * tokens / 1e9;
   const double peak = *std::max_element(rss.begin(), rss.end());
@@ -111,10 +141,14 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
       "layers {} micro-batches {}\n"
       "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model GFLOP/step), "
-      "peak RSS {:.0f} MiB/rank (max)\n",
+      "peak RSS {:.0f} MiB/rank (max)\n"
+      "bench: {:.1f} allocations/step after warm-up (max over ranks); {} memory peak {:.0f} MiB "
+      "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n",
       world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
       s.intermediate, s.batch, s.seq, s.layers, s.micro_batches, ms_per_step,
-      tokens / (ms_per_step / 1e3), gflop / (ms_per_step / 1e3), gflop, peak);
+      tokens / (ms_per_step / 1e3), gflop / (ms_per_step / 1e3), gflop, peak,
+      *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
+      *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()));
   if (!options.common.json.empty()) {
     write_json(options.common.json,
                nlohmann::json{{"tool", "mpitron"},
@@ -123,7 +157,10 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
                               {"tokens_per_s", tokens / (ms_per_step / 1e3)},
                               {"achieved_gflops", gflop / (ms_per_step / 1e3)},
                               {"model_gflop_per_step", gflop},
-                              {"peak_rss_mib_by_rank", rss}},
+                              {"peak_rss_mib_by_rank", rss},
+                              {"allocations_per_step_by_rank", allocations},
+                              {"allocator_peak_in_use_mib_by_rank", in_use},
+                              {"allocator_peak_held_mib_by_rank", held}},
                /*append=*/true);
   }
   return 0;

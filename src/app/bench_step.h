@@ -16,6 +16,7 @@ struct BenchOptions {
   ModelSizes sizes{512, 2048, 8, 128, 4, 1};
   int steps = 5;
   int warmup = 2;
+  std::string progress = "auto";  ///< --progress: auto, in-place, lines or off
 };
 
 /// Adds the `bench` subcommand and its flags to `app`.
@@ -23,8 +24,11 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options);
 
 /// Runs warm-up and timed steps on every rank; rank 0 prints the figures and, with --json,
 /// appends one JSON line {"config", "ms_per_step", "tokens_per_s", "achieved_gflops",
-/// "model_gflop_per_step", "peak_rss_mib_by_rank"}. Model FLOPs per step: 12 * hidden *
-/// intermediate * layers * tokens (two GEMMs per layer, forward 2 and backward 4 FLOP per
+/// "model_gflop_per_step", "peak_rss_mib_by_rank", "allocations_per_step_by_rank" (blocks the
+/// backends allocated per timed step: cache misses of kernels' allocator),
+/// "allocator_peak_in_use_mib_by_rank", "allocator_peak_held_mib_by_rank" (the compute device's
+/// pool: largest bytes handed out, and with the cached bytes added)}. Model FLOPs per step: 12 *
+/// hidden * intermediate * layers * tokens (two GEMMs per layer, forward 2 and backward 4 FLOP per
 /// multiply-add), tokens = dp * batch * seq. Throws comm::ConfigError for bad sizes or topologies.
 int run_bench(const BenchOptions& options, comm::Communicator world);
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "app/scalar_collectives.h"
+#include "comm/agreement.h"
 
 namespace mpitron::app {
 
@@ -50,9 +50,11 @@ void Comparison::merge(const Comparison& other) {
 
 CheckResult agree(const comm::Communicator& world, const std::string& name, const Comparison& local,
                   const std::string& trivial) {
-  const double passed = all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);
-  const double error = all_reduce_scalar(world, local.max_abs_error(), comm::ReduceOp::max);
-  const double normalised = all_reduce_scalar(world, local.max_rel_error(), comm::ReduceOp::max);
+  const double passed =
+      comm::all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);
+  const double error = comm::all_reduce_scalar(world, local.max_abs_error(), comm::ReduceOp::max);
+  const double normalised =
+      comm::all_reduce_scalar(world, local.max_rel_error(), comm::ReduceOp::max);
   return {name, passed == 1.0, error, normalised, local.tolerance(), trivial};
 }
 

@@ -2,7 +2,13 @@
 // srun, mpiexec); run `mpitron --help` for the subcommands.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include "app/attention.h"
+#include "app/bench_comm.h"
 #include "app/bench_step.h"
 #include "app/eval.h"
 #include "app/export.h"
@@ -10,16 +16,35 @@
 #include "app/train.h"
 #include "app/train_dp.h"
 #include "app/validate.h"
+#include "app/version.h"
 #include "comm/configuration.h"
 #include "comm/environment.h"
 #include "comm/errors.h"
 #include "comm/guard.h"
+#include "comm/init_watchdog.h"
 #include "comm/launch.h"
+
+namespace {
+
+// The value of `--init-timeout V` or `--init-timeout=V` in argv (read before MPI starts; the
+// subcommands also list the flag, so the parser accepts it later).
+std::optional<std::string> init_timeout_flag(int argc, char** argv) {
+  constexpr std::string_view kFlag = "--init-timeout";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == kFlag && i + 1 < argc) return std::string(argv[i + 1]);
+    if (arg.starts_with(kFlag) && arg.size() > kFlag.size() && arg[kFlag.size()] == '=')
+      return std::string(arg.substr(kFlag.size() + 1));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
       "mpitron: tensor-, pipeline- and data-parallel training checked against dense models"};
-  app.set_version_flag("--version", MPITRON_VERSION);
+  app.set_version_flag("--version", mpitron::app::version_text);
   app.require_subcommand(1);
   mpitron::app::ValidateOptions validate;
   CLI::App& validate_command = mpitron::app::add_validate_command(app, validate);
@@ -33,12 +58,22 @@ int main(int argc, char** argv) {
   CLI::App& generate_command = mpitron::app::add_generate_command(app, generate);
   mpitron::app::ExportOptions export_options;
   CLI::App& export_command = mpitron::app::add_export_command(app, export_options);
+  mpitron::app::BenchCommOptions bench_comm;
+  CLI::App& bench_comm_command = mpitron::app::add_bench_comm_command(bench_command, bench_comm);
   mpitron::app::TrainDpOptions train_dp;
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
   CLI::App& attention_command = mpitron::app::add_attention_command(app, attention);
 
-  mpitron::comm::Environment environment(argc, argv);
+  double init_timeout = 0.0;
+  try {
+    init_timeout = mpitron::comm::resolve_init_timeout(init_timeout_flag(argc, argv),
+                                                       mpitron::comm::init_environment());
+  } catch (const mpitron::comm::ConfigError& e) {  // before MPI: every process says it alone
+    std::fprintf(stderr, "mpitron: error: %s\n", e.what());
+    return mpitron::comm::kConfigErrorExitCode;
+  }
+  mpitron::comm::Environment environment(argc, argv, init_timeout);
   mpitron::comm::Communicator world = environment.world();
   std::string parse_error;
   try {
@@ -58,6 +93,7 @@ int main(int argc, char** argv) {
       });
     }
     if (validate_command) return mpitron::app::run_validate(validate, world);
+    if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
     if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_command) return mpitron::app::run_train(train, world);
     if (eval_command) return mpitron::app::run_eval(eval, world);

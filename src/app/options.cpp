@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "comm/errors.h"
+#include "comm/placement.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::app {
 
@@ -16,6 +18,10 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--tp", options.tp, "Tensor-parallel degree");
   command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)");
   command.add_option("--dp", options.dp, "Data-parallel degree (replicas)");
+  add_run_options(command, options);
+}
+
+void add_run_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--device", options.device, "Compute device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
@@ -41,6 +47,11 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
           "UINT"))
       ->capture_default_str();
   command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
+  command.add_option("--init-timeout")
+      ->description(
+          "Deadline of MPI_Init in seconds (default: MPITRON_INIT_TIMEOUT, else 120); read "
+          "before MPI starts")
+      ->type_name("SECONDS");
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {
@@ -69,8 +80,9 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 }
 
 kernels::Device resolve_device(const std::string& device) {
+  if (device == "cpu") return kernels::Device::cpu;  // no driver probe: nothing CUDA is mapped
   const int gpus = kernels::cuda_device_count();
-  if (device == "cpu" || (device == "auto" && gpus == 0)) return kernels::Device::cpu;
+  if (device == "auto" && gpus == 0) return kernels::Device::cpu;
   if (gpus == 0) {
     throw comm::ConfigError(fmt::format(
         "--device cuda was requested, but no CUDA device is available (mpitron was built {} "
@@ -134,6 +146,14 @@ std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, i
 
 }  // namespace
 
+void inject_fault(const std::string& name) {
+  try {
+    nn::inject_fault(nn::parse_fault(name));
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
+}
+
 void write_json(const std::string& path, const nlohmann::json& report, bool append) {
   std::ofstream file(path, append ? std::ios::app : std::ios::trunc);
   file << (append ? report.dump() : report.dump(2)) << "\n";
@@ -145,7 +165,9 @@ std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world) {
   configure_communication(options, world);
   check_json_writable(options, world.rank());
-  return make_rank_logger(options, world.rank());
+  auto logger = make_rank_logger(options, world.rank());
+  logger->debug("placement: {}", comm::placement_text(comm::this_placement(world)));
+  return logger;
 }
 
 }  // namespace mpitron::app

@@ -17,7 +17,8 @@
 namespace mpitron::app {
 
 /// Flags every subcommand takes: --tp --pp --dp --device --comm --timeout-seconds --log-dir
-/// --filemode --seed --json.
+/// --filemode --seed --json, and --init-timeout (listed for --help and parsing; main reads it
+/// from argv before MPI starts, comm::resolve_init_timeout).
 struct CommonOptions {
   std::optional<int> tp, pp, dp;
   std::string device = "auto";
@@ -32,6 +33,10 @@ struct CommonOptions {
 /// Registers the common flags on `command`.
 void add_common_options(CLI::App& command, CommonOptions& options);
 
+/// Registers the common flags except the topology ones (--tp --pp --dp), for subcommands that
+/// have no model.
+void add_run_options(CLI::App& command, CommonOptions& options);
+
 /// The (tp, pp, dp) degrees.
 struct ParallelSizes {
   int tp = 1, pp = 1, dp = 1;
@@ -43,7 +48,8 @@ struct ParallelSizes {
 /// tp*pp*dp != world_size (e.g. "tp*pp*dp = 2*2*2 = 8, but the world size is 4").
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size);
 
-/// Resolves --device: auto picks cuda when a device is visible, else cpu. Throws
+/// Resolves --device: auto picks cuda when a device is visible, else cpu; cpu probes nothing, so
+/// no CUDA library is mapped (the CUDA module is loaded by the first cuda buffer). Throws
 /// comm::ConfigError when cuda is asked for without a device, or when more than one GPU is
 /// visible (every rank of a workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0).
 kernels::Device resolve_device(const std::string& device);
@@ -53,11 +59,17 @@ kernels::Device resolve_device(const std::string& device);
 /// on rank 0 that the --json file can be written (opening it for appending creates it), and
 /// returns a logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per
 /// --filemode) and to the console with a "[rank N]" prefix (debug lines such as shapes go to the
-/// file only; the console shows rank 0's info lines and every rank's warnings). Throws
+/// file only; the console shows rank 0's info lines and every rank's warnings). The log file's
+/// first line records this rank's placement (comm::placement_text: host, pid, local rank, CPUs,
+/// GPU). Throws
 /// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unwritable
 /// --json file or a log file that cannot be opened.
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world);
+
+/// Activates the test-only fault named `name` (nn::parse_fault's spellings, "none" for none).
+/// Throws comm::ConfigError for an unknown name.
+void inject_fault(const std::string& name);
 
 /// Writes `report` to `path` (replacing it) when `append` is false, else appends it as one line.
 /// Throws std::runtime_error naming the path when the write fails.

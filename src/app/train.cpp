@@ -7,7 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "app/scalar_collectives.h"
+#include "app/progress.h"
+#include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
@@ -56,6 +57,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   c.add_option("--save-interval", o.save_interval, "Save every N steps (0: after the last step)")
       ->capture_default_str();
   c.add_option("--load", o.load, "Resume from the newest checkpoint in this folder");
+  add_progress_option(c, o.progress);
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
   return c;
 }
@@ -115,6 +117,7 @@ struct Run {
   std::optional<nn::ByteCorpus> corpus;
   std::optional<nn::GptCheckpoint> checkpoint;
   std::uint64_t seed = 0;
+  ProgressMode progress = ProgressMode::off;
   std::shared_ptr<spdlog::logger> log;
   std::string description;
 };
@@ -141,6 +144,12 @@ Run configure(const TrainOptions& o, comm::Communicator& world) {
     if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
     run.seed = o.common.seed;
     try {
+      // The per-step lines are the run's record; the progress line only adds a live view, so
+      // `auto` shows it in place on a terminal and not at all elsewhere.
+      run.progress = parse_progress_mode(o.progress);
+      if (run.progress == ProgressMode::automatic) {
+        run.progress = stdout_is_terminal() ? ProgressMode::in_place : ProgressMode::off;
+      }
       if (!o.load.empty()) {
         run.checkpoint =
             nn::load_gpt_checkpoint(o.load, run.train.optimizer == nn::OptimizerKind::adamw);
@@ -222,8 +231,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                             run.sizes.dp, topology.dp_rank(), run.seed);
   const nn::LrSchedule schedule{o.lr, o.min_lr, o.warmup_steps, o.steps};
   const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
-  const std::vector<double> counts =
-      all_gather_scalar(world, static_cast<double>(nn::parameter_count(trainer.parameters())));
+  const std::vector<double> counts = comm::all_gather_scalar(
+      world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
       "train: tp={} pp={} dp={} ({} ranks, device {}, {}), {} layers x hidden {} x {} heads, seq "
       "{}, vocab {}; parameters per rank {}; {} micro-batches of {} sequences per replica per "
@@ -263,6 +272,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                              {"mpitron_version", MPITRON_VERSION}});
     run.log->info("saved checkpoint {}/step_{}", o.save, step);
   };
+  ProgressLine progress(first_step == 1 ? "train" : fmt::format("train from step {}", first_step),
+                        o.steps - first_step + 1, "tokens/s", run.progress, world.rank() == 0);
   for (std::int64_t step = first_step; step <= o.steps; ++step) {
     const auto batches =
         micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);
@@ -272,6 +283,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double tokens_per_s = static_cast<double>(o.global_batch * o.seq) / (ms / 1000.0);
+    progress.suspend();
     if (!std::isfinite(result.loss)) {
       run.log->error("error: training diverged at step {}: the loss is {} (lower --lr)", step,
                      result.loss);
@@ -295,7 +307,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
         ((o.save_interval > 0 && step % o.save_interval == 0) || step == o.steps)) {
       save(step);
     }
+    progress.update(step - first_step + 1, result.loss, tokens_per_s);
   }
+  progress.suspend();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);

@@ -37,6 +37,8 @@ struct TrainOptions {
   std::string save;                 ///< checkpoint folder to write (empty: none)
   std::int64_t save_interval = 0;   ///< save every N steps (0: only after the last step)
   std::string load;                 ///< checkpoint folder to resume from (its newest step)
+  std::string progress = "auto";    ///< --progress: auto (in place on a terminal, else off),
+                                    ///< in-place, lines or off
   std::string fault;                ///< test only: an nn::Fault name
 };
 

@@ -9,16 +9,16 @@
 #include <optional>
 #include <string_view>
 
-#include "app/scalar_collectives.h"
+#include "app/progress.h"
+#include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
-#include "kernels/ops.h"
+#include "kernels/device.h"
+#include "nn/csv_dataset.h"
 #include "nn/dp_trainer.h"
 
 namespace mpitron::app {
-
-using autograd::Tensor;
 
 namespace {
 
@@ -42,6 +42,12 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
   command.add_option("--data", options.data,
                      "CSV file, one sample per line: features then targets (default: synthetic "
                      "data from --seed)");
+  command
+      .add_option("--header", options.header,
+                  "Is the first row of --data a header? auto: when none of its fields is a number "
+                  "(a row of numbers is a sample, with a warning); yes; no")
+      ->check(CLI::IsMember({"auto", "yes", "no"}))
+      ->capture_default_str();
   command.add_option("--lr", options.lr, "SGD learning rate")->capture_default_str();
   command.add_option("--momentum", options.momentum, "SGD momentum")->capture_default_str();
   command.add_option("--epochs", options.epochs, "Epochs")->capture_default_str();
@@ -51,9 +57,8 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
                    "Drop the tail that does not divide over the ranks (default: pad it)");
   command.add_flag("--check-replicas,!--no-check-replicas", options.check_replicas,
                    "After every epoch, check that every replica equals dp rank 0 (default on)");
-  command
-      .add_flag("--inject-drift", options.inject_drift,
-                "Test only: perturb the last rank's parameters after the first epoch")
+  add_progress_option(command, options.progress);
+  command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
   return command;
 }
@@ -83,33 +88,62 @@ std::string_view bytes_of(const std::vector<double>& values) {
 
 // Every rank loads the data; a failure on any rank becomes the same ConfigError everywhere, and
 // so does data that differs between ranks (e.g. different --data files on different nodes,
-// which would give the ranks different step counts).
-nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& world) {
-  std::optional<nn::Dataset> data;
+// which would give the ranks different step counts). Rank 0 warns when --header auto took a
+// row of numbers for a sample.
+nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& world,
+                         spdlog::logger& log) {
+  std::optional<nn::CsvDataset> read;
   std::string error;
   try {
-    data = o.data.empty()
-               ? nn::make_synthetic_dataset(o.samples, o.features, o.targets, o.common.seed)
-               : nn::read_csv_dataset(o.data, o.features, o.targets);
+    read = o.data.empty() ? nn::CsvDataset{nn::make_synthetic_dataset(o.samples, o.features,
+                                                                      o.targets, o.common.seed)}
+                          : nn::read_csv_dataset(o.data, o.features, o.targets,
+                                                 nn::parse_csv_header(o.header));
   } catch (const std::exception& e) {
     error = e.what();
   }
-  if (all_reduce_scalar(world, data ? 1.0 : 0.0, comm::ReduceOp::min) != 1.0) {
-    throw comm::ConfigError(data ? "the data could not be loaded on another rank" : error);
+  if (comm::all_reduce_scalar(world, read ? 1.0 : 0.0, comm::ReduceOp::min) != 1.0) {
+    throw comm::ConfigError(read ? "the data could not be loaded on another rank" : error);
   }
+  const nn::Dataset& data = read->data;
   comm::check_same_configuration(
       world,
-      fmt::format("data: {} samples, FNV-1a {:016x} {:016x}", data->samples,
-                  comm::fnv1a_64(bytes_of(data->inputs)), comm::fnv1a_64(bytes_of(data->outputs))));
-  return *data;
+      fmt::format("data: {} samples, FNV-1a {:016x} {:016x}", data.samples,
+                  comm::fnv1a_64(bytes_of(data.inputs)), comm::fnv1a_64(bytes_of(data.outputs))));
+  if (read->numeric_first_row_taken_as_data && world.rank() == 0) {
+    log.warn(
+        "warning: {}: the first row is all numbers and was taken as a sample (--header auto); "
+        "pass --header yes if it is a header such as 0,1,2, or --header no to silence this",
+        o.data);
+  }
+  return data;
+}
+
+// What each rank really reads per epoch, e.g. "each rank reads 5 samples per epoch (1 repeated
+// to even out the ranks) in 3 steps of 2 samples, the last of 1".
+std::string per_rank_work(const nn::DataParallelTrainer& trainer, std::int64_t samples, int dp,
+                          const TrainDpOptions& o) {
+  const std::int64_t per_rank = trainer.samples_per_replica();
+  const std::int64_t steps = trainer.steps_per_epoch();
+  const std::int64_t all = per_rank * dp;
+  std::string text = fmt::format("each rank reads {} samples per epoch", per_rank);
+  if (all > samples) text += fmt::format(" ({} repeated to even out the ranks)", all - samples);
+  if (all < samples) text += fmt::format(" ({} dropped by --drop-last)", samples - all);
+  text += fmt::format(" in {} step{} of {} samples", steps, steps == 1 ? "" : "s",
+                      std::min(o.batch_size, per_rank));
+  if (steps > 1 && per_rank % o.batch_size != 0) {
+    text += fmt::format(", the last of {}", per_rank % o.batch_size);
+  }
+  return text;
 }
 
 std::string describe(const TrainDpOptions& o, int dp, kernels::Device device) {
   return fmt::format(
       "mpitron {} train-dp dp={} device={} samples={} features={} targets={} hidden={} data={} "
-      "lr={} momentum={} epochs={} batch_size={} drop_last={} seed={}",
+      "header={} lr={} momentum={} epochs={} batch_size={} drop_last={} seed={} fault={}",
       MPITRON_VERSION, dp, kernels::to_string(device), o.samples, o.features, o.targets, o.hidden,
-      o.data, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed);
+      o.data, o.header, o.lr, o.momentum, o.epochs, o.batch_size, o.drop_last, o.common.seed,
+      o.fault);
 }
 
 nlohmann::json parameters_json(const nn::Parameters& parameters) {
@@ -135,12 +169,13 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
     sizes_only.dp = options.common.dp.value_or(world.size());
     dp = resolve_parallel_sizes(sizes_only, world.size()).dp;
     check_options(options);
+    inject_fault(options.fault);
     device = resolve_device(options.common.device);
     log = prepare_run(options.common, world);
     return describe(options, dp, device);
   });
   const comm::ParallelTopology topology(world, 1, 1, dp);
-  const nn::Dataset data = load_dataset(options, world);
+  const nn::Dataset data = load_dataset(options, world, *log);
   if (options.drop_last && data.samples < dp) {
     throw comm::ConfigError(
         fmt::format("--drop-last with {} samples leaves nothing for {} ranks", data.samples, dp));
@@ -157,26 +192,32 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
       nn::make_regressor_weights(data.features, options.hidden, data.targets,
                                  options.common.seed + 1000, trainer_options.dtype, device),
       data, topology.dp_comm(), trainer_options);
-  log->info(
-      "train-dp: {} ranks, {} samples x {} features -> {} targets, {} model, device {}; "
-      "{} steps per epoch of {} samples per rank",
-      dp, data.samples, data.features, data.targets,
-      options.hidden > 0 ? fmt::format("MLP (hidden {})", options.hidden) : "linear",
-      kernels::to_string(device), trainer.steps_per_epoch(), options.batch_size);
+  log->info("train-dp: {} ranks, {} samples x {} features -> {} targets, {} model, device {}; {}",
+            dp, data.samples, data.features, data.targets,
+            options.hidden > 0 ? fmt::format("MLP (hidden {})", options.hidden) : "linear",
+            kernels::to_string(device), per_rank_work(trainer, data.samples, dp, options));
 
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json epochs = nlohmann::json::array();
   double last_loss = 0.0;
+  const std::int64_t steps = trainer.steps_per_epoch();
+  const std::int64_t per_rank = trainer.samples_per_replica();
+  ProgressLine progress("train-dp", options.epochs * steps, "samples/s",
+                        parse_progress_mode(options.progress), world.rank() == 0);
   for (std::int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    const std::vector<double> losses = trainer.train_epoch(epoch);
-    if (options.inject_drift && epoch == 0 && topology.dp_rank() == dp - 1) {
-      Tensor first = trainer.model().parameters().front().tensor;
-      kernels::axpy(1.0, Tensor::full(first.shape(), 1e-3, first.dtype(), device).buffer(),
-                    first.buffer());
-    }
+    const std::vector<double> losses =
+        trainer.train_epoch(epoch, [&](std::int64_t step, double loss) {
+          const std::int64_t read =
+              epoch * per_rank + std::min((step + 1) * options.batch_size, per_rank);
+          const double elapsed =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          progress.update(epoch * steps + step + 1, loss,
+                          static_cast<double>(read * dp) / std::max(elapsed, 1e-9));
+        });
+    progress.suspend();
     const double mean =
         std::accumulate(losses.begin(), losses.end(), 0.0) / static_cast<double>(losses.size());
-    const std::vector<double> by_rank = all_gather_scalar(world, mean);
+    const std::vector<double> by_rank = comm::all_gather_scalar(world, mean);
     for (std::size_t r = 0; r < by_rank.size(); ++r) {
       log->info("rank {} epoch {} loss {:.6f}", r, epoch + 1, by_rank[r]);
     }

@@ -16,15 +16,17 @@ struct TrainDpOptions {
   std::int64_t samples = 1000;
   std::int64_t features = 10;
   std::int64_t targets = 1;
-  std::int64_t hidden = 0;  ///< 0: Linear(features -> targets); else an MLP with this width
-  std::string data;         ///< CSV file (features then targets per line); empty: synthetic
+  std::int64_t hidden = 0;      ///< 0: Linear(features -> targets); else an MLP with this width
+  std::string data;             ///< CSV file (features then targets per line); empty: synthetic
+  std::string header = "auto";  ///< --data's first row: auto, yes or no (nn::CsvHeader)
   double lr = 0.01;
   double momentum = 0.0;
   std::int64_t epochs = 5;
   std::int64_t batch_size = 32;  ///< per rank
   bool drop_last = false;
-  bool check_replicas = true;  ///< compare every replica with dp rank 0 after each epoch
-  bool inject_drift = false;   ///< test only: perturb the last rank's model after epoch 1
+  bool check_replicas = true;     ///< compare every replica with dp rank 0 after each epoch
+  std::string progress = "auto";  ///< --progress: auto, in-place, lines or off
+  std::string fault = "none";     ///< test only: an nn::Fault spelling (e.g. replica-drift)
 };
 
 /// Adds the `train-dp` subcommand and its flags to `app`.

@@ -55,14 +55,6 @@ void check_tolerance(const Tolerance& t) {
   }
 }
 
-void inject_fault(const std::string& name) {
-  try {
-    nn::inject_fault(nn::parse_fault(name));
-  } catch (const std::invalid_argument& e) {
-    throw comm::ConfigError(e.what());
-  }
-}
-
 std::string describe(const ValidateOptions& o, const nlohmann::json& config) {
   return fmt::format("validate {} rtol={} atol={} max_rel_error={} fault={}", config.dump(),
                      o.tolerance.rtol, o.tolerance.atol, o.tolerance.max_rel_error, o.fault);

@@ -51,7 +51,7 @@ struct Communicator::Shared {
   TransferMode mode = TransferMode::automatic;
   std::size_t max_message_elements = kMaxMessageElements;
   int world_rank = 0;
-  int node_ranks = 1;
+  NodeShare node;
   bool mpi_cuda_aware = false;
   bool stage_host_buffers = false;
   Staging staging;
@@ -83,14 +83,14 @@ void describe_members(MPI_Comm comm, MPI_Comm world, int& rank, std::vector<int>
 Communicator::Communicator(std::shared_ptr<Handle> handle, std::shared_ptr<Shared> shared)
     : handle_(std::move(handle)), shared_(std::move(shared)) {}
 
-Communicator Communicator::make_world(MPI_Comm comm, int node_ranks, bool mpi_cuda_aware) {
+Communicator Communicator::make_world(MPI_Comm comm, NodeShare node, bool mpi_cuda_aware) {
   auto handle = std::make_shared<Handle>();
   handle->comm = comm;
   handle->name = "world";
   describe_members(comm, comm, handle->rank, handle->members);
   auto shared = std::make_shared<Shared>();
   shared->world_rank = handle->rank;
-  shared->node_ranks = node_ranks;
+  shared->node = node;
   shared->mpi_cuda_aware = mpi_cuda_aware;
   return Communicator(std::move(handle), std::move(shared));
 }
@@ -164,6 +164,10 @@ TransferMode Communicator::transfer_mode() const {
   return shared().mode;
 }
 
+NodeShare Communicator::node() const {
+  return shared().node;
+}
+
 void Communicator::set_transfer_mode(TransferMode mode) {
   if (mode == TransferMode::direct && !mpi_cuda_aware()) {
     throw ConfigError(
@@ -180,7 +184,7 @@ bool Communicator::direct_transfers() const {
     case TransferMode::direct:
       return true;
     case TransferMode::automatic:
-      return s.mpi_cuda_aware && s.node_ranks == 1;
+      return s.mpi_cuda_aware && s.node.size == 1;
   }
   return false;
 }

@@ -21,6 +21,12 @@ class Staging;
 /// Results are identical in every mode.
 enum class TransferMode { staged, direct, automatic };
 
+/// This rank's place among the ranks of the job on its node (MPI_COMM_TYPE_SHARED).
+struct NodeShare {
+  int rank = 0;  ///< the local rank, 0 .. size-1
+  int size = 1;  ///< ranks on this node
+};
+
 /// "staged" / "direct" / "auto".
 std::string to_string(TransferMode mode);
 
@@ -78,6 +84,9 @@ class Communicator {
 
   TransferMode transfer_mode() const;
 
+  /// This rank's local rank and the number of ranks on its node (the same for the family).
+  NodeShare node() const;
+
   /// Sets the CUDA transfer mode for the family. Throws ConfigError for `direct` when the MPI
   /// library reports no CUDA support.
   void set_transfer_mode(TransferMode mode);
@@ -110,7 +119,7 @@ class Communicator {
   struct Shared;
 
   /// Wraps `comm` (not freed) as "world" with fresh settings; used by Environment.
-  static Communicator make_world(MPI_Comm comm, int node_ranks, bool mpi_cuda_aware);
+  static Communicator make_world(MPI_Comm comm, NodeShare node, bool mpi_cuda_aware);
 
   Communicator(std::shared_ptr<Handle> handle, std::shared_ptr<Shared> shared);
   const Handle& handle() const;

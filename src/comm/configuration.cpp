@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "comm/agreement.h"
 #include "comm/errors.h"
 #include "comm/wait.h"
 
@@ -68,11 +69,8 @@ void check_same_configuration(const Communicator& comm, const std::string& descr
       listed[r] = true;
       ranks.push_back(comm.global_rank(static_cast<int>(r)));
     }
-    message += std::string(first == 0 ? " " : "; ") + (ranks.size() == 1 ? "rank " : "ranks ");
-    for (std::size_t i = 0; i < ranks.size(); ++i) {
-      message += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
-    }
-    message += (ranks.size() == 1 ? " runs \"" : " run \"") + descriptions[first] + "\"";
+    message += (first == 0 ? " " : "; ") + ranks_phrase(ranks) +
+               (ranks.size() == 1 ? " runs \"" : " run \"") + descriptions[first] + "\"";
   }
   throw ConfigError(message);
 }
@@ -86,21 +84,11 @@ std::string agree_on_configuration(const Communicator& comm,
   } catch (const ConfigError& e) {
     failure = e;
   }
-  const std::uint64_t failed = failure ? 1 : 0;
-  const std::vector<std::uint64_t> flags =
-      gather_values(comm, &failed, MPI_UINT64_T, 1, "configuration check");
+  const std::vector<int> rejecting = ranks_where(comm, failure.has_value());
   if (failure) throw *failure;
-  std::vector<int> rejecting;
-  for (std::size_t r = 0; r < flags.size(); ++r) {
-    if (flags[r] != 0) rejecting.push_back(comm.global_rank(static_cast<int>(r)));
-  }
   if (!rejecting.empty()) {
-    std::string ranks;
-    for (const int r : rejecting)
-      ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    const bool one = rejecting.size() == 1;
-    throw ConfigError((one ? "rank " : "ranks ") + ranks + " rejected the configuration (see " +
-                      (one ? "its error line)" : "their error lines)"));
+    throw ConfigError(ranks_phrase(rejecting) + " rejected the configuration (see " +
+                      (rejecting.size() == 1 ? "its error line)" : "their error lines)"));
   }
   check_same_configuration(comm, description);
   return description;

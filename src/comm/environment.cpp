@@ -10,6 +10,7 @@
 
 #include "comm/errors.h"
 #include "comm/guard.h"
+#include "comm/stall_inspector.h"
 
 namespace mpitron::comm {
 
@@ -39,31 +40,37 @@ bool query_mpi_cuda_support() {
 #endif
 }
 
-int count_node_ranks() {
+// This rank's position among the ranks sharing its node: {rank, size} of MPI_COMM_TYPE_SHARED.
+NodeShare node_share() {
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type");
-  int size = 0;
-  const int rc = MPI_Comm_size(node, &size);
+  NodeShare share;
+  int rc = MPI_Comm_rank(node, &share.rank);
+  if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &share.size);
   MPI_Comm_free(&node);
-  check_mpi(rc, "MPI_Comm_size");
-  return size;
+  check_mpi(rc, "MPI_Comm_rank/size");
+  return share;
 }
 
 }  // namespace
 
-Environment::Environment(int& argc, char**& argv) {
+Environment::Environment(int& argc, char**& argv, double init_timeout_seconds) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) throw std::logic_error("comm::Environment: MPI is already initialized");
   int provided = MPI_THREAD_SINGLE;
+  InitWatchdog watchdog(init_timeout_seconds);
   check_mpi(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+  watchdog.disarm();
   check_mpi(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   if (provided < MPI_THREAD_FUNNELED) {
     MPI_Finalize();
     throw std::runtime_error("the MPI library does not provide MPI_THREAD_FUNNELED");
   }
-  world_ = Communicator::make_world(MPI_COMM_WORLD, count_node_ranks(), query_mpi_cuda_support());
+  world_ = Communicator::make_world(MPI_COMM_WORLD, node_share(), query_mpi_cuda_support());
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &stall_comm_), "MPI_Comm_dup");
+  set_stall_inspection_comm(stall_comm_);
   g_world_rank = world_.rank();
   std::set_terminate(terminate_job);
 }
@@ -71,7 +78,18 @@ Environment::Environment(int& argc, char**& argv) {
 Environment::~Environment() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  set_stall_inspection_comm(MPI_COMM_NULL);
+  if (stall_comm_ != MPI_COMM_NULL) MPI_Comm_free(&stall_comm_);
+  MPI_Finalize();
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown MPI library";
+  std::string version(text, static_cast<std::size_t>(length));
+  return version.substr(0, version.find_first_of("\r\n"));
 }
 
 }  // namespace mpitron::comm

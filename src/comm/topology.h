@@ -2,7 +2,7 @@
 #pragma once
 
 #include "comm/communicator.h"
-#include "comm/layout.h"
+#include "comm/group_layout.h"
 
 namespace mpitron::comm {
 

@@ -3,11 +3,14 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
+#include "comm/agreement.h"
 #include "comm/errors.h"
 #include "comm/guard.h"
+#include "comm/stall_inspector.h"
 
 namespace mpitron::comm {
 
@@ -36,19 +39,29 @@ std::string deadline_message(const DeadlineReport& report) {
   if (report.peer >= 0) line << " rank " << report.peer;
   line << " on the " << report.communicator << " communicator";
   if (report.peer < 0) {
-    line << " of ranks ";
-    for (std::size_t i = 0; i < std::min(report.members.size(), kMaxListed); ++i) {
-      line << (i == 0 ? "" : ", ") << report.members[i];
-    }
-    if (report.members.size() > kMaxListed) line << ", ...";
+    line << " of ranks " << rank_list(report.members, kMaxListed);
   }
   line << " (" << report.bytes << " bytes) did not complete within " << report.seconds << " s";
+  if (!report.stalled.empty()) line << "; " << report.stalled;
   return line.str();
 }
 
 namespace {
 
-[[noreturn]] void expire(const Communicator& comm, const Operation& op) {
+// How long an expired rank collects the answers of the ranks it waited for.
+constexpr double kStallGraceSeconds = 2.0;
+
+// What this rank waits for, as other ranks' stall inspections see it: "all_reduce on the tp
+// communicator (64 bytes)", "recv from rank 3 on the pp communicator (8 bytes)" (world ranks).
+std::string operation_text(const Communicator& comm, const Operation& op) {
+  std::ostringstream text;
+  text << op.what;
+  if (op.peer >= 0) text << " rank " << comm.global_rank(op.peer);
+  text << " on the " << comm.name() << " communicator (" << op.bytes << " bytes)";
+  return text.str();
+}
+
+[[noreturn]] void expire(const Communicator& comm, const Operation& op, const std::string& doing) {
   DeadlineReport report;
   report.rank = comm.world_rank();
   report.what = op.what;
@@ -57,6 +70,15 @@ namespace {
   report.members = comm.members();
   report.bytes = op.bytes;
   report.seconds = comm.timeout();
+  std::vector<int> peers;
+  if (report.peer >= 0) {
+    peers.push_back(report.peer);
+  } else {
+    std::copy_if(report.members.begin(), report.members.end(), std::back_inserter(peers),
+                 [&](int r) { return r != report.rank; });
+  }
+  const auto answers = inspect_peers(peers, std::min(kStallGraceSeconds, comm.timeout()), doing);
+  report.stalled = stall_summary(report.rank, peers, answers, doing, report.peer < 0);
   abort_job(deadline_message(report), kDeadlineExitCode);
 }
 
@@ -67,6 +89,7 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(comm.timeout()));
   Backoff backoff;
+  std::string doing;  // built once the operation is found pending
   for (;;) {
     bool done = true;
     for (MPI_Request& request : requests) {
@@ -80,7 +103,9 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
       done = done && flag != 0;
     }
     if (done) return;
-    if (std::chrono::steady_clock::now() >= deadline) expire(comm, op);
+    if (doing.empty()) doing = operation_text(comm, op);
+    answer_stall_queries(doing);
+    if (std::chrono::steady_clock::now() >= deadline) expire(comm, op, doing);
     backoff.pause();
   }
 }

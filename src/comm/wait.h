@@ -24,8 +24,11 @@ struct Operation {
 };
 
 /// Waits until every request in `requests` has completed (each becomes MPI_REQUEST_NULL).
-/// Polls with MPI_Test, pausing per `Backoff` between rounds. When `comm.timeout()` seconds pass
-/// first, prints `deadline_message(...)` to stderr and calls MPI_Abort(MPI_COMM_WORLD,
+/// Polls with MPI_Test, pausing per `Backoff` between rounds and answering other ranks' stall
+/// queries while the operation is pending. When `comm.timeout()` seconds pass first, asks the
+/// peer (point-to-point) or the other members (collective) what they are doing for up to
+/// min(2 s, timeout) (stall_inspector.h), prints `deadline_message(...)` with their answers to
+/// stderr and calls MPI_Abort(MPI_COMM_WORLD,
 /// kDeadlineExitCode); it does not return then. Throws MpiError when a request fails.
 void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op);
 
@@ -61,11 +64,14 @@ struct DeadlineReport {
   std::vector<int> members;       ///< world ranks of the communicator (named for collectives)
   std::size_t bytes = 0;
   double seconds = 0.0;  ///< the deadline
+  std::string stalled;   ///< stall_summary of the peers' answers (stall_inspector.h), or ""
 };
 
 /// One line, e.g. "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not
 /// complete within 5 s" or "rank 0: all_reduce on the tp communicator of ranks 0, 1 (64 bytes)
-/// did not complete within 120 s". At most 16 members are listed, then "...".
+/// did not complete within 120 s", followed by "; " and `stalled` when it is not empty, e.g.
+/// "...within 120 s; arrived: ranks 0, 1; not arrived: rank 2 (no answer: ...)". At most 16
+/// members are listed, then "...".
 std::string deadline_message(const DeadlineReport& report);
 
 }  // namespace mpitron::comm

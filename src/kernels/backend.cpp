@@ -3,19 +3,17 @@
 
 #include <stdexcept>
 
+#include "kernels/cuda_module.h"
+
 namespace mpitron::kernels {
 
 bool cuda_built() {
-  return MPITRON_HAVE_CUDA != 0;
+  return cuda_module_installed();
 }
 
 int cuda_device_count() {
-#if MPITRON_HAVE_CUDA
-  static const int count = cuda_runtime_device_count();
+  static const int count = cuda_built() ? cuda_driver_device_count() : 0;
   return count;
-#else
-  return 0;
-#endif
 }
 
 bool cuda_available() {
@@ -24,13 +22,13 @@ bool cuda_available() {
 
 Backend& backend(Device device) {
   if (device == Device::cpu) return cpu_backend();
-#if MPITRON_HAVE_CUDA
+  if (!cuda_built()) {
+    throw std::runtime_error(
+        "kernels: a cuda buffer was requested but mpitron was built without CUDA (no CUDA "
+        "module beside the kernels library)");
+  }
   if (!cuda_available()) throw std::runtime_error("kernels: no CUDA device is visible");
-  return cuda_backend();
-#else
-  throw std::runtime_error(
-      "kernels: a cuda buffer was requested but mpitron was built without CUDA");
-#endif
+  return cuda_module_backend();
 }
 
 }  // namespace mpitron::kernels

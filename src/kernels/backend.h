@@ -84,19 +84,12 @@ class Backend {
                          std::size_t rows, std::size_t row_len) = 0;
 };
 
-/// The backend of `device`, created on first use. Throws std::runtime_error for cuda when
-/// mpitron was built without CUDA or no CUDA device is visible.
+/// The backend of `device`, created on first use (for cuda: the CUDA module is loaded then).
+/// Throws std::runtime_error for cuda when the module is not installed, no CUDA device is
+/// visible, or the module cannot be loaded.
 Backend& backend(Device device);
 
 /// The CPU backend (cpu/cpu_backend.cpp).
 Backend& cpu_backend();
-
-#if MPITRON_HAVE_CUDA
-/// The CUDA backend (cuda/cuda_backend.cpp); call only when cuda_available().
-Backend& cuda_backend();
-
-/// Number of CUDA devices, 0 on any driver error (cuda/cuda_backend.cpp).
-int cuda_runtime_device_count() noexcept;
-#endif
 
 }  // namespace mpitron::kernels

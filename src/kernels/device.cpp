@@ -8,6 +8,7 @@
 
 #include "kernels/allocator.h"
 #include "kernels/backend.h"
+#include "kernels/cuda_module.h"
 
 namespace mpitron::kernels {
 
@@ -47,7 +48,7 @@ Buffer Buffer::pinned_host(std::size_t numel, DType dtype) {
   Buffer buffer;
   buffer.numel_ = numel;
   buffer.dtype_ = dtype;
-  buffer.pinned_ = cuda_available();
+  buffer.pinned_ = cuda_module_loaded();
   if (numel > 0) {
     buffer.data_ = cached_allocate(buffer.pinned_ ? Device::cuda : Device::cpu, buffer.pinned_,
                                    buffer.bytes());
@@ -159,7 +160,7 @@ void copy_bytes(const Buffer& src, std::size_t src_offset, Buffer& dst, std::siz
 }
 
 void synchronize(Device device) {
-  if (device == Device::cuda && cuda_available()) backend(device).synchronize();
+  if (device == Device::cuda && cuda_module_loaded()) backend(device).synchronize();
 }
 
 }  // namespace mpitron::kernels

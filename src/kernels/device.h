@@ -31,11 +31,14 @@ std::string to_string(Device device);
 /// "float32" / "float64" / "int32" / "int64".
 std::string to_string(DType dtype);
 
-/// True when mpitron was built with the CUDA backend (MPITRON_WITH_CUDA) at all.
+/// True when the CUDA backend module (libmpitron_cuda.so, built with MPITRON_WITH_CUDA) is
+/// installed beside the kernels library. Loads nothing.
 bool cuda_built();
 
-/// Number of CUDA devices visible to this process; 0 when built without CUDA or when the driver
-/// reports no device. Never throws.
+/// Number of CUDA devices the driver reports to this process (honouring CUDA_VISIBLE_DEVICES);
+/// 0 when the module is not installed or there is no driver. Probes the driver library
+/// (libcuda.so.1) once, without the CUDA runtime; the module itself is loaded only by the first
+/// cuda buffer. Never throws.
 int cuda_device_count();
 
 /// True when `cuda_device_count() > 0`.
@@ -86,8 +89,9 @@ class Buffer {
   /// when the allocation fails (the message gives the byte count).
   Buffer(std::size_t numel, DType dtype, Device device);
 
-  /// Allocates page-locked (pinned) host memory, used to stage CUDA buffers for MPI. Falls back
-  /// to ordinary host memory when CUDA is not available. `device()` is cpu.
+  /// Allocates page-locked (pinned) host memory, used to stage CUDA buffers for MPI. Ordinary
+  /// host memory while no cuda buffer has been made in this process (the CUDA module is not
+  /// loaded), so CPU runs never load CUDA for it. `device()` is cpu.
   static Buffer pinned_host(std::size_t numel, DType dtype);
 
   Buffer(Buffer&& other) noexcept;
@@ -139,7 +143,8 @@ void copy(const Buffer& src, Buffer& dst);
 void copy_bytes(const Buffer& src, std::size_t src_offset, Buffer& dst, std::size_t dst_offset,
                 std::size_t bytes);
 
-/// Blocks until all queued work on the CUDA device is done (no-op on CPU or without CUDA).
+/// Blocks until all queued work on the CUDA device is done (no-op on CPU, and while no cuda
+/// buffer has been made).
 void synchronize(Device device);
 
 }  // namespace mpitron::kernels

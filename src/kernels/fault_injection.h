@@ -45,6 +45,9 @@ enum class Fault {
   /// vocab-parallel cross-entropy skips the row-max all-reduce: each TP rank shifts its
   /// exponentials by its own slice's max, so the summed sum-exp mixes different shifts.
   vocab_ce_local_max,
+  /// after its first epoch, the last data-parallel replica's first parameter moves by 1e-3 (the
+  /// replicas are no longer identical; train-dp's replica check must stop the run).
+  replica_drift,
   /// the CPU LayerNorm backward drops the mean term of dx: dx = rstd (g - xhat mean(g xhat)).
   layer_norm_dx_no_mean,
   /// the CPU causal softmax lets query position i see key i + 1 (the mask starts one late).

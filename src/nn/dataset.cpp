@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "autograd/random.h"
@@ -35,70 +33,6 @@ Dataset make_synthetic_dataset(std::int64_t samples, std::int64_t features, std:
       }
     }
   }
-  return data;
-}
-
-namespace {
-
-// Parses the comma-separated numbers of `line` into `values`. Returns "" on success, else what is
-// wrong with the first bad field; `numeric_fields` counts the fields that start with a number.
-std::string parse_numbers(const std::string& line, std::vector<double>& values,
-                          int& numeric_fields) {
-  values.clear();
-  numeric_fields = 0;
-  std::string error;
-  std::stringstream fields(line);
-  std::string field;
-  while (std::getline(fields, field, ',')) {
-    std::size_t used = 0;
-    try {
-      values.push_back(std::stod(field, &used));
-      ++numeric_fields;
-    } catch (const std::out_of_range&) {
-      ++numeric_fields;
-      if (error.empty()) error = fmt::format("the field '{}' is out of range", field);
-      continue;
-    } catch (const std::exception&) {
-      if (error.empty()) error = fmt::format("the field '{}' is not a number", field);
-      continue;
-    }
-    if (error.empty() && field.find_first_not_of(" \t\r", used) != std::string::npos) {
-      error = fmt::format("the field '{}' is not a number", field);
-    }
-  }
-  return error;
-}
-
-}  // namespace
-
-Dataset read_csv_dataset(const std::string& path, std::int64_t features, std::int64_t targets) {
-  std::ifstream file(path);
-  if (!file) throw std::runtime_error(fmt::format("cannot open data file {}", path));
-  Dataset data{0, features, targets, {}, {}};
-  const auto columns = static_cast<std::size_t>(features + targets);
-  std::string line;
-  std::vector<double> values;
-  int numeric_fields = 0;
-  bool first = true;
-  for (int number = 1; std::getline(file, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string error = parse_numbers(line, values, numeric_fields);
-    const bool header = first && numeric_fields == 0;  // e.g. "x1,x2,y"
-    first = false;
-    if (header) continue;
-    if (!error.empty()) throw std::runtime_error(fmt::format("{}:{}: {}", path, number, error));
-    if (values.size() != columns) {
-      throw std::runtime_error(
-          fmt::format("{}:{}: expected {} columns ({} features + {} "
-                      "targets), got {}",
-                      path, number, columns, features, targets, values.size()));
-    }
-    const auto split = values.begin() + static_cast<std::ptrdiff_t>(features);
-    data.inputs.insert(data.inputs.end(), values.begin(), split);
-    data.outputs.insert(data.outputs.end(), split, values.end());
-    ++data.samples;
-  }
-  if (data.samples == 0) throw std::runtime_error(fmt::format("{}: no samples", path));
   return data;
 }
 

@@ -27,13 +27,6 @@ struct Dataset {
 Dataset make_synthetic_dataset(std::int64_t samples, std::int64_t features, std::int64_t targets,
                                std::uint64_t seed);
 
-/// Reads a CSV file of numbers, one sample per line: `features` input columns then `targets`
-/// output columns. Blank lines are skipped, and so is a first line none of whose fields is a
-/// number (a header such as "x1,x2,y"). Throws std::runtime_error naming the file (and the line)
-/// when it cannot be opened, a line has another column count, a field is not a number or is out
-/// of range, or it holds no sample.
-Dataset read_csv_dataset(const std::string& path, std::int64_t features, std::int64_t targets);
-
 /// A batch of rows: inputs [rows, features], outputs [rows, targets].
 struct Batch {
   autograd::Tensor inputs;

@@ -7,7 +7,10 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
+#include "comm/agreement.h"
 #include "comm/collectives.h"
+#include "kernels/ops.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
@@ -35,7 +38,8 @@ DataParallelTrainer::DataParallelTrainer(const std::vector<LinearWeights>& initi
       sampler_(data.samples, dp.size(), dp.rank(), options.shuffle_seed, options.shuffle,
                options.drop_last),
       sgd_(model_.parameters(), options.lr, options.momentum),
-      averager_(dp) {
+      averager_(dp),
+      last_replica_(dp.rank() == dp.size() - 1) {
   if (options.batch_size < 1) {
     throw std::invalid_argument(
         fmt::format("DataParallelTrainer: batch size {} < 1", options.batch_size));
@@ -46,7 +50,8 @@ std::int64_t DataParallelTrainer::steps_per_epoch() const {
   return (sampler_.samples_per_replica() + options_.batch_size - 1) / options_.batch_size;
 }
 
-std::vector<double> DataParallelTrainer::train_epoch(std::int64_t epoch) {
+std::vector<double> DataParallelTrainer::train_epoch(
+    std::int64_t epoch, const std::function<void(std::int64_t, double)>& on_step) {
   std::vector<double> losses;
   for (const auto& indices : make_batches(sampler_.indices(epoch), options_.batch_size)) {
     const Batch batch = gather_batch(data_, indices, options_.dtype, options_.device);
@@ -56,6 +61,12 @@ std::vector<double> DataParallelTrainer::train_epoch(std::int64_t epoch) {
     averager_.average(sgd_.parameters());
     sgd_.step();
     losses.push_back(loss.item());
+    if (on_step) on_step(static_cast<std::int64_t>(losses.size()) - 1, losses.back());
+  }
+  if (fault_active(Fault::replica_drift) && epoch == 0 && last_replica_) {
+    Tensor first = model_.parameters().front().tensor;  // a handle sharing the parameter
+    kernels::axpy(1.0, Tensor::full(first.shape(), 1e-3, first.dtype(), first.device()).buffer(),
+                  first.buffer());
   }
   return losses;
 }
@@ -76,10 +87,7 @@ ReplicaDifference replica_difference(const Parameters& parameters, const comm::C
       }
     }
   }
-  kernels::Buffer agreed(1, DType::f64, Device::cpu);
-  agreed.data_as<double>()[0] = result.max_abs;
-  comm::all_reduce(dp, agreed, comm::ReduceOp::max);
-  result.max_abs = agreed.data_as<double>()[0];
+  result.max_abs = comm::all_reduce_scalar(dp, result.max_abs, comm::ReduceOp::max);
   return result;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,21 @@ class DataParallelTrainer {
                       const comm::Communicator& dp, const TrainerOptions& options);
 
   /// Runs epoch `epoch` (0-based): for every batch, forward, MSE loss, backward, gradient
-  /// average over dp, SGD step. Returns this replica's loss of each step
+  /// average over dp, SGD step (then, under Fault::replica_drift after epoch 0, the last replica
+  /// perturbs its first parameter by 1e-3). Returns this replica's loss of each step
   /// ([steps_per_epoch()]). Collective over dp.
-  std::vector<double> train_epoch(std::int64_t epoch);
+  /// `on_step`, when given, is called after every step with the step's index in the epoch
+  /// (0-based) and this replica's loss (for progress reports).
+  std::vector<double> train_epoch(
+      std::int64_t epoch,
+      const std::function<void(std::int64_t step, double loss)>& on_step = nullptr);
 
   /// Steps per epoch, the same on every replica: ceil(samples_per_replica / batch_size).
   std::int64_t steps_per_epoch() const;
+
+  /// Samples every replica reads per epoch (DistributedSampler::samples_per_replica: padded
+  /// with repeats, or cut by drop_last, to the same count on every replica).
+  std::int64_t samples_per_replica() const { return sampler_.samples_per_replica(); }
 
   const Regressor& model() const { return model_; }
 
@@ -59,6 +69,7 @@ class DataParallelTrainer {
   DistributedSampler sampler_;
   Sgd sgd_;
   GradientAverager averager_;
+  bool last_replica_;
 };
 
 /// How far the replicas' parameters are from DP rank 0's.

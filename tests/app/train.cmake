@@ -16,6 +16,7 @@ set(train_bad_runs
   "batch|--global-batch 6 --micro-batch 2 --dp 2|--global-batch 6 is not divisible by --micro-batch 2 x dp 2"
   "heads|--heads 3 --hidden 48 --tp 2 --dp 1|heads 3 is not divisible by tp 2"
   "layers|--layers 3 --pp 2 --dp 1|layers 3 is not divisible by pp 2"
+  "vocab|--vocab 257 --tp 2 --dp 1|vocab 257 is not divisible by tp 2"
   "lr|--lr nan|--lr must be a finite positive number, got nan"
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of the accepted names"
@@ -33,3 +34,14 @@ foreach(run IN LISTS train_bad_runs)
     ARGS train --seq 16 --steps 1 ${flags} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message_regex}" "rank 1: error:")
 endforeach()
+
+# The progress line: under ctest stdout is a pipe, so `auto` adds nothing to the per-step lines;
+# `in-place` redraws one line with carriage returns, with the rate and ETA.
+mpitron_add_expect_test(train_progress_auto_off_in_pipe TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_progress
+  EXPECT_EXIT 0 EXPECT_OUTPUT "step 3/3 loss" REJECT_OUTPUT "train  step")
+mpitron_add_expect_test(train_progress_in_place TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --progress in-place
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_progress
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "\r" "train  step 3/3 \\(100%\\)  loss [0-9.]+  [0-9.e+]+ tokens/s  elapsed 0:[0-9][0-9]  ETA")

@@ -1,19 +1,18 @@
-// Helpers shared by the autograd tests: device-parameterized fixtures that skip CUDA instances
-// without a device, a gradcheck assertion with stated tolerances, and seeded float64 inputs.
+// Helpers shared by the autograd tests: a gradcheck assertion with stated tolerances, and the
+// device-parameterized fixture with seeded float64 inputs.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <functional>
-#include <string>
-#include <tuple>
 #include <vector>
 
 #include "autograd/gradcheck.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "kernels/device.h"
+#include "support/device_dtype.h"
 
 namespace mpitron::autograd::test {
 
@@ -38,43 +37,13 @@ inline ::testing::AssertionResult gradcheck_passes(const Fn& f, const Inputs& in
          << result.worst << " (max abs error " << result.max_abs_error << ")";
 }
 
-inline Device device_of(Device device) {
-  return device;
-}
-inline Device device_of(const std::tuple<Device, DType>& param) {
-  return std::get<0>(param);
-}
-
-inline std::string param_name(Device device) {
-  return kernels::to_string(device);
-}
-inline std::string param_name(const std::tuple<Device, DType>& param) {
-  return kernels::to_string(std::get<0>(param)) + "_" + kernels::to_string(std::get<1>(param));
-}
-
-/// Base of tests parameterized on the device (alone or with a dtype): CUDA instances call
-/// GTEST_SKIP when no CUDA device is present, so one test body serves both devices.
-template <class Param>
-class DeviceTest : public ::testing::TestWithParam<Param> {
+/// Base of the autograd tests parameterized on tests/support's DeviceDtype (CUDA instances skip
+/// without a device), with seeded float64 inputs on the device under test.
+class AutogradTest : public ::mpitron::test::DeviceDtypeTest {
  protected:
-  void SetUp() override {
-    if (device() == Device::cuda && !kernels::cuda_available()) {
-      GTEST_SKIP() << "no CUDA device";
-    }
-  }
-  Device device() const { return device_of(this->GetParam()); }
-
   /// Standard normal float64 samples times `std` on this test's device.
   Tensor normal(const Shape& shape, std::uint64_t seed, double std = 1.0) const {
     return randn(shape, seed, std, DType::f64, device());
-  }
-};
-
-/// Test-name suffix for INSTANTIATE_TEST_SUITE_P: "cpu", "cuda_float32", ...
-struct ParamName {
-  template <class Param>
-  std::string operator()(const ::testing::TestParamInfo<Param>& info) const {
-    return param_name(info.param);
   }
 };
 

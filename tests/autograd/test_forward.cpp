@@ -37,7 +37,7 @@ std::int64_t ravel(const Index& index, const Shape& shape) {
   return flat;
 }
 
-class Forward : public DeviceTest<Device> {
+class Forward : public AutogradTest {
  protected:
   // Checks every element of `got` (shape `shape`) against reference(index of that element).
   template <class Reference>
@@ -171,8 +171,8 @@ TEST_P(Forward, NarrowSplitAndConcatMoveEachElement) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Forward, ::testing::Values(Device::cpu, Device::cuda),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(Devices, Forward, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::autograd::test

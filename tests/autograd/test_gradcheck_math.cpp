@@ -8,7 +8,7 @@
 namespace mpitron::autograd::test {
 namespace {
 
-class GradcheckMath : public DeviceTest<Device> {};
+class GradcheckMath : public AutogradTest {};
 
 TEST_P(GradcheckMath, LinearWithAndWithoutBias2DAnd3D) {
   for (const Shape& x_shape : {Shape{5, 4}, Shape{2, 3, 4}}) {
@@ -103,8 +103,8 @@ TEST_P(GradcheckMath, TwoLayerGeluMlpWithMseLoss) {
       inputs));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, GradcheckMath, ::testing::Values(Device::cpu, Device::cuda),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(Devices, GradcheckMath, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::autograd::test

@@ -11,7 +11,7 @@
 namespace mpitron::autograd::test {
 namespace {
 
-class GradcheckShape : public DeviceTest<Device> {};
+class GradcheckShape : public AutogradTest {};
 
 TEST_P(GradcheckShape, ReshapeIncludingAnInferredExtent) {
   const Inputs inputs{normal({2, 3, 4}, 31)};
@@ -76,8 +76,8 @@ TEST_P(GradcheckShape, ConcatOfUnequalPartsAlongEachDim) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, GradcheckShape, ::testing::Values(Device::cpu, Device::cuda),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(Devices, GradcheckShape, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::autograd::test

@@ -13,7 +13,7 @@
 namespace mpitron::autograd::test {
 namespace {
 
-class IntegerTensors : public DeviceTest<Device> {};
+class IntegerTensors : public AutogradTest {};
 
 TEST_P(IntegerTensors, FactoriesRoundTripExactly) {
   // 2^53 is the largest power of two every int64 factory must carry through double exactly.
@@ -44,8 +44,8 @@ TEST_P(IntegerTensors, CannotRequireGrad) {
   EXPECT_FALSE(ids.requires_grad());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, IntegerTensors, ::testing::Values(Device::cpu, Device::cuda),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(Devices, IntegerTensors, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
 
 // Each case: the first offending position and value appear in the message.
 TEST(IntegerTensors, FromVectorRejectsValuesTheDtypeCannotHold) {

@@ -14,7 +14,7 @@
 namespace mpitron::autograd::test {
 namespace {
 
-class ModelOps : public DeviceTest<Device> {};
+class ModelOps : public AutogradTest {};
 
 TEST_P(ModelOps, LayerNormGradcheck) {
   EXPECT_TRUE(gradcheck_passes([](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); },
@@ -81,8 +81,8 @@ TEST_P(ModelOps, CrossEntropyMatchesLogSumExpAndGradchecks) {
       [targets](const Inputs& in) { return cross_entropy(in[0], targets); }, {logits}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ModelOps, ::testing::Values(Device::cpu, Device::cuda),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(Devices, ModelOps, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
 
 std::string message_of(const std::function<void()>& call) {
   try {

@@ -131,7 +131,7 @@ TEST(Random, UniformRejectsAnEmptyRangeAndArangeCounts) {
 }
 
 // The values do not depend on the device they are created on.
-class RandomOnDevice : public DeviceTest<Device> {};
+class RandomOnDevice : public AutogradTest {};
 
 TEST_P(RandomOnDevice, SameValuesAsOnTheHost) {
   EXPECT_EQ(randn({33}, 5, 1.0, DType::f32, device()).to_vector(),
@@ -140,8 +140,8 @@ TEST_P(RandomOnDevice, SameValuesAsOnTheHost) {
             uniform({33}, 5, 0.0, 1.0, DType::f64).to_vector());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, RandomOnDevice, ::testing::Values(Device::cpu, Device::cuda),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(Devices, RandomOnDevice, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::autograd::test

@@ -38,10 +38,8 @@ namespace {
 
 using Goldens = mpitron::test::GoldenFile;
 
-class TorchParity : public DeviceTest<std::tuple<Device, DType>> {
+class TorchParity : public AutogradTest {
  protected:
-  DType dtype() const { return std::get<1>(GetParam()); }
-
   double rtol(int summed_terms) const {
     if (dtype() == DType::f64) return 1e-12;
     return (4.0 * summed_terms + 16.0) * std::numeric_limits<float>::epsilon();
@@ -169,10 +167,8 @@ TEST_P(TorchParity, CrossEntropyOfLargeAndEqualLogits) {
   expect_golden(logits.grad(), goldens, "dlogits", 11, input_rounding);
 }
 
-INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, TorchParity,
-                         ::testing::Combine(::testing::Values(Device::cpu, Device::cuda),
-                                            ::testing::Values(DType::f64, DType::f32)),
-                         ParamName());
+INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, TorchParity, ::mpitron::test::all_devices_and_dtypes(),
+                         ::mpitron::test::device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::autograd::test

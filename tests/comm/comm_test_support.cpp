@@ -2,6 +2,8 @@
 
 #include "comm/chunking.h"
 #include "mpi_test_main.h"
+#include "support/compare.h"
+#include "support/device_dtype.h"
 
 namespace mpitron::comm_test {
 
@@ -27,12 +29,8 @@ std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info) {
          (info.param.staged_host ? "_staged" : "");
 }
 
-bool device_missing(const BufferKind& kind) {
-  return kind.device == Device::cuda && !kernels::cuda_available();
-}
-
 void BufferKindTest::SetUp() {
-  if (device_missing(GetParam())) GTEST_SKIP() << "no CUDA device";
+  if (test::device_missing(GetParam().device)) GTEST_SKIP() << "no CUDA device";
   mpi_test::world().set_stage_host_buffers(GetParam().staged_host);
 }
 
@@ -41,26 +39,11 @@ void BufferKindTest::TearDown() {
 }
 
 Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind) {
-  Buffer host(values.size(), kind.dtype, Device::cpu);
-  kernels::dispatch_any(kind.dtype, [&]<class T>(T) {
-    for (std::size_t i = 0; i < values.size(); ++i)
-      host.data_as<T>()[i] = static_cast<T>(values[i]);
-  });
-  return host.to(kind.device);
+  return test::make_buffer(values, kind.dtype, kind.device);
 }
 
 Buffer filled_buffer(std::size_t numel, double value, const BufferKind& kind) {
   return make_buffer(std::vector<double>(numel, value), kind);
-}
-
-std::vector<double> values_of(const Buffer& buffer) {
-  const Buffer host = buffer.to(Device::cpu);
-  std::vector<double> values(host.numel());
-  kernels::dispatch_any(host.dtype(), [&]<class T>(T) {
-    for (std::size_t i = 0; i < values.size(); ++i)
-      values[i] = static_cast<double>(host.data_as<T>()[i]);
-  });
-  return values;
 }
 
 SettingsGuard::SettingsGuard(comm::Communicator& world)

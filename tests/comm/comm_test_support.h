@@ -10,8 +10,11 @@
 
 #include "comm/communicator.h"
 #include "kernels/device.h"
+#include "support/compare.h"
 
 namespace mpitron::comm_test {
+
+using test::host_values;
 
 /// One dtype/device combination a test runs on.
 struct BufferKind {
@@ -30,17 +33,12 @@ std::vector<BufferKind> all_buffer_kinds();
 /// "float32_cpu", "int64_cpu_staged" etc., for test names.
 std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info);
 
-/// True when `kind` needs a CUDA device and none is available (the test then skips).
-bool device_missing(const BufferKind& kind);
-
-/// A buffer of `kind` holding `values` (exact for the small integers the tests use).
+/// A buffer of `kind` holding `values` (exact for the small integers the tests use); see
+/// tests/support for the host copy back (test::host_values).
 kernels::Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind);
 
 /// A buffer of `kind` with `numel` elements all equal to `value`.
 kernels::Buffer filled_buffer(std::size_t numel, double value, const BufferKind& kind);
-
-/// The elements of `buffer` (copied to the host) as doubles.
-std::vector<double> values_of(const kernels::Buffer& buffer);
 
 /// Base of tests parametrized by BufferKind: skips CUDA kinds without a device and routes host
 /// buffers through staging for the staged_host kinds (undone after the test).

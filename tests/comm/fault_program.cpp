@@ -4,15 +4,21 @@
 //   skip-recv     rank 0 sends 16 MiB to rank 1 with a 5 s deadline; rank 1 never receives
 //                 (it waits in a barrier with a 60 s deadline). Expect the deadline line from
 //                 rank 0 and a non-zero exit within 20 s.
+//   stall-all-reduce  on 4 ranks: ranks 0 and 1 enter an all_reduce with a 3 s deadline, rank 2
+//                 waits in a recv from rank 0 instead, rank 3 computes (sleeps 30 s). Expect the
+//                 deadline line with "arrived: ranks 0, 1" and ranks 2 and 3 named with what
+//                 they were doing.
 //   throw         the last rank throws while the others wait in a barrier: run_guarded prints
 //                 its line and aborts the job with exit code 1.
 //   uncaught      the last rank lets an exception escape main: the terminate handler prints
 //                 the line and aborts the job.
 //   bad-topology  tp*pp*dp = 2*2*2 on a world that is not 8: every rank prints the ConfigError
 //                 and the job exits 2 after a clean finalize.
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "comm/collectives.h"
@@ -37,9 +43,20 @@ int skip_receive(comm::Communicator& world) {
   return 0;
 }
 
+int stall_all_reduce(comm::Communicator& world) {
+  world.set_timeout(world.rank() < 2 ? 3.0 : 60.0);
+  kernels::Buffer value(1, kernels::DType::f64, kernels::Device::cpu);
+  if (world.rank() < 2) comm::all_reduce(world, value, comm::ReduceOp::sum);
+  const std::vector<std::int64_t> shape{1};
+  if (world.rank() == 2) comm::recv(world, value, shape, 0);
+  if (world.rank() == 3) std::this_thread::sleep_for(std::chrono::seconds(30));
+  return 0;
+}
+
 int run(const std::string& mode, comm::Communicator& world) {
   world.set_timeout(60.0);
   if (mode == "skip-recv") return skip_receive(world);
+  if (mode == "stall-all-reduce") return stall_all_reduce(world);
   if (mode == "throw") {
     if (world.rank() == world.size() - 1) throw std::runtime_error("injected failure");
     comm::barrier(world);

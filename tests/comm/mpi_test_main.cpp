@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
-#include "comm/collectives.h"
+#include "comm/agreement.h"
 #include "comm/environment.h"
 #include "comm/guard.h"
-#include "kernels/device.h"
 
 namespace mpitron::mpi_test {
 
@@ -47,23 +47,13 @@ double timeout_from_environment() {
 
 // Every rank learns which ranks failed; rank 0 prints the verdict. Returns the exit code.
 int agree_on_outcome(const comm::Communicator& world, bool failed) {
-  kernels::Buffer mine(1, kernels::DType::f64, kernels::Device::cpu);
-  mine.data_as<double>()[0] = failed ? 1.0 : 0.0;
-  kernels::Buffer all(static_cast<std::size_t>(world.size()), kernels::DType::f64,
-                      kernels::Device::cpu);
-  comm::all_gather(world, mine, all, 1);
-  std::string failed_ranks;
-  for (int r = 0; r < world.size(); ++r) {
-    if (all.data_as<double>()[r] != 0.0) {
-      failed_ranks += (failed_ranks.empty() ? "" : ", ") + std::to_string(r);
-    }
-  }
+  const std::vector<int> failed_ranks = comm::ranks_where(world, failed);
   if (world.rank() == 0) {
     if (failed_ranks.empty()) {
       std::fprintf(stderr, "mpi tests passed on all %d ranks\n", world.size());
     } else {
-      std::fprintf(stderr, "mpi tests FAILED on ranks %s (of %d)\n", failed_ranks.c_str(),
-                   world.size());
+      std::fprintf(stderr, "mpi tests FAILED on %s (of %d)\n",
+                   comm::ranks_phrase(failed_ranks).c_str(), world.size());
     }
   }
   return failed_ranks.empty() ? 0 : 1;

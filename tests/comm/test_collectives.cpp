@@ -78,7 +78,7 @@ TEST_P(CollectiveTest, AllReduceEveryOpIsExact) {
         continue;
       }
       comm::all_reduce(comm, buffer, op);
-      EXPECT_EQ(values_of(buffer), expected) << comm::to_string(op);
+      EXPECT_EQ(host_values(buffer), expected) << comm::to_string(op);
     }
   });
 }
@@ -105,7 +105,7 @@ TEST_P(CollectiveTest, AllGatherPlacesEachRankAlongTheLastDim) {
         const kernels::Buffer in = make_buffer(mine, GetParam());
         kernels::Buffer out = filled_buffer(n * outer * chunk, -1, GetParam());
         comm::all_gather(comm, in, out, outer);
-        EXPECT_EQ(values_of(out), expected) << "outer " << outer << ", chunk " << chunk;
+        EXPECT_EQ(host_values(out), expected) << "outer " << outer << ", chunk " << chunk;
       }
     }
   });
@@ -142,7 +142,7 @@ TEST_P(CollectiveTest, ReduceScatterIsTheInverseLayoutReduced) {
             continue;
           }
           comm::reduce_scatter(comm, in, out, outer, op);
-          EXPECT_EQ(values_of(out), expected)
+          EXPECT_EQ(host_values(out), expected)
               << comm::to_string(op) << ", outer " << outer << ", chunk " << chunk;
         }
       }
@@ -160,7 +160,7 @@ TEST_P(CollectiveTest, BroadcastFromEveryRoot) {
       kernels::Buffer buffer = comm.rank() == root ? make_buffer(roots, GetParam())
                                                    : filled_buffer(kCount, -1, GetParam());
       comm::broadcast(comm, buffer, root);
-      EXPECT_EQ(values_of(buffer), roots) << "root " << root;
+      EXPECT_EQ(host_values(buffer), roots) << "root " << root;
     }
   });
 }
@@ -207,7 +207,7 @@ TEST(Collectives, DirectAndStagedCudaTransfersAgree) {
     world().set_transfer_mode(m);
     kernels::Buffer buffer = make_buffer({world().rank() + 0.5, 1.0 / 3.0, -2.0}, gpu);
     comm::all_reduce(world(), buffer, ReduceOp::avg);
-    results.push_back(values_of(buffer));
+    results.push_back(host_values(buffer));
   }
   world().set_transfer_mode(mode);
   EXPECT_EQ(results[0], results[1]);

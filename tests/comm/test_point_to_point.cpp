@@ -49,7 +49,7 @@ TEST_P(PointToPointTest, RingDeliversEveryElement) {
       comm::recv(world(), received, shape, previous);
       comm::send(world(), mine, shape, next);
     }
-    EXPECT_EQ(values_of(received), payload_of(previous, 10)) << "message limit " << limit;
+    EXPECT_EQ(host_values(received), payload_of(previous, 10)) << "message limit " << limit;
   }
 }
 
@@ -61,7 +61,7 @@ TEST_P(PointToPointTest, PipelineStagesPassActivationsForward) {
   kernels::Buffer activation = filled_buffer(6, -1, GetParam());
   if (!topology.is_first_stage()) {
     comm::recv(pp, activation, shape, topology.pp_rank() - 1);
-    EXPECT_EQ(values_of(activation), payload_of(topology.prev_stage_global_rank(), 6));
+    EXPECT_EQ(host_values(activation), payload_of(topology.prev_stage_global_rank(), 6));
   }
   if (!topology.is_last_stage()) {
     comm::send(pp, make_buffer(payload_of(world().rank(), 6), GetParam()), shape,
@@ -89,7 +89,7 @@ TEST_P(PointToPointTest, RingOfSendsStartedBeforeAnyReceive) {
     comm::recv(world(), received, shape, previous);
     request.wait();
     EXPECT_FALSE(request.pending());
-    EXPECT_EQ(values_of(received), payload_of(previous, count)) << "message limit " << limit;
+    EXPECT_EQ(host_values(received), payload_of(previous, count)) << "message limit " << limit;
   }
 }
 
@@ -115,7 +115,7 @@ TEST_P(PointToPointTest, QueuedSendsToOnePeerArriveInOrder) {
       kernels::Buffer buffer = filled_buffer(6, -1, GetParam());
       for (int k = 0; k < kQueued; ++k) {
         comm::recv(pp, buffer, shape, peer);
-        EXPECT_EQ(values_of(buffer), payload_of(peer_world_rank * 10 + k, 6))
+        EXPECT_EQ(host_values(buffer), payload_of(peer_world_rank * 10 + k, 6))
             << "message " << k << ", limit " << limit;
       }
     };
@@ -164,9 +164,9 @@ TEST(PointToPoint, ShapeMismatchNamesBothShapesAndRanksAndKeepsTheStreamInStep) 
     EXPECT_EQ(rejection(sent),
               "recv on the world communicator: rank 1 expected [2, 3] float32 from rank 0, but "
               "rank 0 sent [2, 3] float64");
-    EXPECT_EQ(values_of(buffer), std::vector<double>(6, -1)) << "a rejected payload was written";
+    EXPECT_EQ(host_values(buffer), std::vector<double>(6, -1)) << "a rejected payload was written";
     comm::recv(world(), buffer, sent, 0);
-    EXPECT_EQ(values_of(buffer), payload_of(0, 6));
+    EXPECT_EQ(host_values(buffer), payload_of(0, 6));
   }
 }
 
@@ -187,9 +187,9 @@ TEST(PointToPoint, QueuedSendsOfAnotherShapeAreStillRejected) {
   } else if (world().rank() == 1) {
     kernels::Buffer buffer = filled_buffer(6, -1, f32);
     EXPECT_THROW(comm::recv(world(), buffer, expected, 0), std::runtime_error);
-    EXPECT_EQ(values_of(buffer), std::vector<double>(6, -1)) << "a rejected payload was written";
+    EXPECT_EQ(host_values(buffer), std::vector<double>(6, -1)) << "a rejected payload was written";
     comm::recv(world(), buffer, expected, 0);
-    EXPECT_EQ(values_of(buffer), payload_of(1, 6));
+    EXPECT_EQ(host_values(buffer), payload_of(1, 6));
   }
 }
 
@@ -215,7 +215,7 @@ TEST(PointToPoint, AStagedPayloadBelongsToTheRequest) {
   } else if (world().rank() == 1) {
     kernels::Buffer buffer = filled_buffer(5, -1, f64);
     comm::recv(world(), buffer, shape, 0);
-    EXPECT_EQ(values_of(buffer), payload_of(0, 5));
+    EXPECT_EQ(host_values(buffer), payload_of(0, 5));
   }
   comm::SendRequest nothing;
   EXPECT_FALSE(nothing.pending());

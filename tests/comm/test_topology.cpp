@@ -60,7 +60,7 @@ TEST(Topology, EveryFactorizationMatchesTheLayoutAndCommunicates) {
       // The sum of world ranks exchanged inside the group equals the layout's members' sum.
       kernels::Buffer sum = filled_buffer(1, rank, {kernels::DType::f64, kernels::Device::cpu});
       comm::all_reduce(group, sum, comm::ReduceOp::sum);
-      EXPECT_EQ(values_of(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
+      EXPECT_EQ(host_values(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
     }
     // The embedding group: first and last stage of this rank's pipeline, none in the middle.
     const comm::Communicator& embedding = topology.embedding_comm();
@@ -73,7 +73,7 @@ TEST(Topology, EveryFactorizationMatchesTheLayoutAndCommunicates) {
       EXPECT_EQ(embedding.members(), members);
       kernels::Buffer sum = filled_buffer(1, rank, {kernels::DType::f64, kernels::Device::cpu});
       comm::all_reduce(embedding, sum, comm::ReduceOp::sum);
-      EXPECT_EQ(values_of(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
+      EXPECT_EQ(host_values(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
     }
   }
 }

@@ -5,6 +5,7 @@
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/guard.h"
+#include "comm/stall_inspector.h"
 #include "comm/wait.h"
 
 namespace mpitron::comm {
@@ -32,7 +33,8 @@ TEST(DeadlineMessage, PointToPoint) {
                         .communicator = "pp",
                         .members = {1, 3},
                         .bytes = 16384,
-                        .seconds = 5};
+                        .seconds = 5,
+                        .stalled = ""};
   EXPECT_EQ(deadline_message(report),
             "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not complete "
             "within 5 s");
@@ -40,6 +42,31 @@ TEST(DeadlineMessage, PointToPoint) {
   EXPECT_EQ(deadline_message(report),
             "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not complete "
             "within 0.25 s");
+  report.stalled = "rank 1 did not answer";
+  EXPECT_EQ(deadline_message(report),
+            "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not complete "
+            "within 0.25 s; rank 1 did not answer");
+}
+
+TEST(StallSummary, CollectiveSortsPeersByWhatTheyAnswered) {
+  const std::string doing = "all_reduce on the tp communicator (64 bytes)";
+  EXPECT_EQ(
+      stall_summary(2, {0, 1, 3},
+                    {doing, "recv from rank 3 on the pp communicator (8 bytes)", std::nullopt},
+                    doing, true),
+      "arrived: ranks 0, 2; not arrived: rank 1 (waiting in recv from rank 3 on the pp "
+      "communicator (8 bytes)), rank 3 (no answer: computing, stuck outside mpitron's "
+      "communication waits, or gone)");
+  EXPECT_EQ(stall_summary(1, {0}, {doing}, doing, true), "arrived: ranks 0, 1; not arrived: none");
+}
+
+TEST(StallSummary, PointToPointNamesThePeer) {
+  EXPECT_EQ(
+      stall_summary(0, {1}, {"barrier on the world communicator (0 bytes)"}, "send to", false),
+      "rank 1 is waiting in barrier on the world communicator (0 bytes)");
+  EXPECT_EQ(stall_summary(0, {1}, {std::nullopt}, "send to", false),
+            "rank 1 did not answer (computing, stuck outside mpitron's communication waits, or "
+            "gone)");
 }
 
 TEST(DeadlineMessage, CollectiveListsAtMostSixteenRanks) {
@@ -48,7 +75,8 @@ TEST(DeadlineMessage, CollectiveListsAtMostSixteenRanks) {
                         .communicator = "tp",
                         .members = {0, 1},
                         .bytes = 64,
-                        .seconds = 120};
+                        .seconds = 120,
+                        .stalled = ""};
   EXPECT_EQ(deadline_message(report),
             "rank 0: all_reduce on the tp communicator of ranks 0, 1 (64 bytes) did not "
             "complete within 120 s");

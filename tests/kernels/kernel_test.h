@@ -1,37 +1,25 @@
-// Shared fixture of the kernels tests: each test body runs for every (device, dtype) pair, with
-// the CUDA pairs skipped when no CUDA device is visible.
+// Shared fixture of the kernels tests: each test body runs for every (device, dtype) pair of
+// tests/support, with the CUDA pairs skipped when no CUDA device is visible.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <ostream>
-#include <string>
 #include <vector>
 
 #include "kernels/device.h"
 #include "kernels/ops.h"
+#include "support/compare.h"
+#include "support/device_dtype.h"
 
 namespace mpitron::kernels::test {
 
-struct Place {
-  Device device;
-  DType dtype;
-};
+using ::mpitron::test::expect_close;
+using ::mpitron::test::host_values;
 
-std::string place_name(const ::testing::TestParamInfo<Place>& info);
-
-/// Prints a Place as "cpu float32" in failure messages.
-void PrintTo(const Place& place, std::ostream* os);
-
-class KernelTest : public ::testing::TestWithParam<Place> {
+class KernelTest : public ::mpitron::test::DeviceDtypeTest {
  protected:
-  void SetUp() override;
-
-  Device device() const { return GetParam().device; }
-  DType dtype() const { return GetParam().dtype; }
-
   /// Machine epsilon of the dtype under test (2^-23 or 2^-52).
   double eps() const;
 
@@ -42,7 +30,9 @@ class KernelTest : public ::testing::TestWithParam<Place> {
   std::vector<double> random(std::size_t n, unsigned seed, double lo = -2.0, double hi = 2.0) const;
 
   /// A buffer of the dtype under test on the device under test holding `values`.
-  Buffer make(const std::vector<double>& values) const;
+  Buffer make(const std::vector<double>& values) const {
+    return ::mpitron::test::make_buffer(values, dtype(), device());
+  }
 
   /// An int32 or int64 buffer holding `values` on the device under test.
   Buffer make_indices(const std::vector<std::int64_t>& values, DType index_dtype) const;
@@ -51,24 +41,9 @@ class KernelTest : public ::testing::TestWithParam<Place> {
   Buffer empty(std::size_t n) const { return Buffer(n, dtype(), device()); }
 };
 
-/// Copies any buffer back to the host as doubles.
-std::vector<double> read(const Buffer& buffer);
-
-/// Expects |got[i] - want[i]| <= tol * max(1, |want[i]|) for every i, naming the first failures.
-void expect_close(const std::vector<double>& got, const std::vector<double>& want, double tol);
-
 }  // namespace mpitron::kernels::test
 
-/// Runs `suite` (a KernelTest alias) on cpu and cuda, float32 and float64.
-#define MPITRON_KERNEL_TEST_SUITE(suite)                                                  \
-  INSTANTIATE_TEST_SUITE_P(                                                               \
-      Places, suite,                                                                      \
-      ::testing::Values(::mpitron::kernels::test::Place{::mpitron::kernels::Device::cpu,  \
-                                                        ::mpitron::kernels::DType::f32},  \
-                        ::mpitron::kernels::test::Place{::mpitron::kernels::Device::cpu,  \
-                                                        ::mpitron::kernels::DType::f64},  \
-                        ::mpitron::kernels::test::Place{::mpitron::kernels::Device::cuda, \
-                                                        ::mpitron::kernels::DType::f32},  \
-                        ::mpitron::kernels::test::Place{::mpitron::kernels::Device::cuda, \
-                                                        ::mpitron::kernels::DType::f64}), \
-      ::mpitron::kernels::test::place_name)
+/// Runs `suite` (a KernelTest alias) on cpu and cuda, float64 and float32.
+#define MPITRON_KERNEL_TEST_SUITE(suite)                                             \
+  INSTANTIATE_TEST_SUITE_P(Places, suite, ::mpitron::test::all_devices_and_dtypes(), \
+                           ::mpitron::test::device_dtype_name)

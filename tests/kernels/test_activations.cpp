@@ -22,9 +22,9 @@ TEST_P(ActivationTest, GeluMatchesTorchValues) {
   // torch.nn.functional.gelu(torch.tensor([-1., 1.], dtype=torch.float64), approximate=...)
   Buffer y = empty(2);
   gelu_forward(make({-1.0, 1.0}), y, GeluForm::exact);
-  expect_close(read(y), {-0.15865525393145707, 0.8413447460685429}, 8 * eps());
+  expect_close(host_values(y), {-0.15865525393145707, 0.8413447460685429}, 8 * eps());
   gelu_forward(make({-1.0, 1.0}), y, GeluForm::tanh);
-  expect_close(read(y), {-0.15880800939172324, 0.8411919906082768}, 8 * eps());
+  expect_close(host_values(y), {-0.15880800939172324, 0.8411919906082768}, 8 * eps());
 }
 
 TEST_P(ActivationTest, GeluForwardMatchesTheFormula) {
@@ -36,7 +36,7 @@ TEST_P(ActivationTest, GeluForwardMatchesTheFormula) {
     Buffer y = empty(x.size());
     gelu_forward(make(x), y, form);
     // A few roundings of x-sized terms and a libm erf/tanh accurate to ~2 ulp: 16 eps.
-    expect_close(read(y), want, 16 * eps());
+    expect_close(host_values(y), want, 16 * eps());
   }
 }
 
@@ -55,7 +55,7 @@ TEST_P(ActivationTest, GeluBackwardMatchesCentralDifferences) {
     gelu_backward(make(x), make(dy), dx, form);
     // Central differences in double err by h^2 |f'''| / 6 + 1e-16 / h < 1e-9; float kernels add
     // a few eps of rounding (|slope| <= 1.13, |dy| <= 2).
-    expect_close(read(dx), want, 1e-9 + 16 * eps());
+    expect_close(host_values(dx), want, 1e-9 + 16 * eps());
   }
 }
 
@@ -78,10 +78,10 @@ TEST_P(ActivationTest, SoftmaxIsFiniteForLargeInputs) {
   Buffer y = empty(3);
   softmax_forward(make({151.29, 0.0, -151.29}), 3, y);
   // exp(-151.29) ~ 1.7e-66 underflows to 0 in float32; the absolute tolerance 4 eps covers it.
-  expect_close(read(y), {1.0, std::exp(-151.29), std::exp(-302.58)}, 4 * eps());
+  expect_close(host_values(y), {1.0, std::exp(-151.29), std::exp(-302.58)}, 4 * eps());
   Buffer pair = empty(2);
   softmax_forward(make({1000.0, 1000.0}), 2, pair);
-  expect_close(read(pair), {0.5, 0.5}, 0.0);
+  expect_close(host_values(pair), {0.5, 0.5}, 0.0);
 }
 
 TEST_P(ActivationTest, SoftmaxRowsMatchNaiveLoops) {
@@ -90,7 +90,7 @@ TEST_P(ActivationTest, SoftmaxRowsMatchNaiveLoops) {
   Buffer y = empty(x.size());
   softmax_forward(make(x), cols, y);
   // exp of an exact difference (2 roundings) and a row sum accumulated with ~cols eps error.
-  expect_close(read(y), softmax_reference(x, cols), 8 * eps());
+  expect_close(host_values(y), softmax_reference(x, cols), 8 * eps());
 }
 
 TEST_P(ActivationTest, SoftmaxBackwardIsTheJacobianProduct) {
@@ -110,7 +110,7 @@ TEST_P(ActivationTest, SoftmaxBackwardIsTheJacobianProduct) {
   Buffer dx = empty(y.size());
   softmax_backward(make(yr), make(dy), cols, dx);
   // |dy| <= 2 and sum y = 1, so the inner product is O(2) and rounds with a few eps.
-  expect_close(read(dx), want, 8 * eps());
+  expect_close(host_values(dx), want, 8 * eps());
 }
 
 // Reference of softmax(scale x) per row with the causal mask of square [cols, cols] blocks.
@@ -129,7 +129,7 @@ TEST_P(ActivationTest, SoftmaxHandlesMinusInfinityAndTies) {
   Buffer y = empty(x.size());
   softmax_forward(make(x), 4, y);
   // Ties share the mass exactly (powers of two); -inf gets exactly 0.
-  expect_close(read(y), {0.0, 0.5, 0.5, 0.0, 0.25, 0.25, 0.25, 0.25}, 0.0);
+  expect_close(host_values(y), {0.0, 0.5, 0.5, 0.0, 0.25, 0.25, 0.25, 0.25}, 0.0);
 }
 
 TEST_P(ActivationTest, CausalScaledSoftmaxMatchesMaskedReference) {
@@ -143,7 +143,7 @@ TEST_P(ActivationTest, CausalScaledSoftmaxMatchesMaskedReference) {
       Buffer y = make(std::vector<double>(x.size(), 7.0));  // stale values must be overwritten
       softmax_forward(make(x), cols, y, causal, scale);
       const std::vector<double> want = masked_softmax_reference(x, cols, causal, scale);
-      const std::vector<double> got = read(y);
+      const std::vector<double> got = host_values(y);
       // The scale adds one rounding to the 8 eps of SoftmaxRowsMatchNaiveLoops.
       expect_close(got, want, 10 * eps());
       for (std::size_t i = 0; i < x.size() && causal; ++i) {
@@ -178,7 +178,7 @@ TEST_P(ActivationTest, ScaledSoftmaxBackwardIsTheJacobianProduct) {
   }
   Buffer dx = empty(y.size());
   softmax_backward(make(y), make(dy), cols, dx, scale);
-  expect_close(read(dx), want, 8 * eps());
+  expect_close(host_values(dx), want, 8 * eps());
 }
 
 TEST_P(ActivationTest, MseForwardAndBackwardMatchNaiveLoops) {
@@ -194,10 +194,10 @@ TEST_P(ActivationTest, MseForwardAndBackwardMatchNaiveLoops) {
   Buffer loss = empty(1);
   mse_forward(bp, bt, loss);
   // Accumulated in double, then one rounding to the dtype.
-  expect_close(read(loss), {total / n}, 2 * eps());
+  expect_close(host_values(loss), {total / n}, 2 * eps());
   Buffer dpred = empty(n);
   mse_backward(bp, bt, make({0.5}), dpred);
-  expect_close(read(dpred), grad, 4 * eps());
+  expect_close(host_values(dpred), grad, 4 * eps());
 }
 
 }  // namespace

@@ -86,10 +86,10 @@ TEST_P(LossKernelTest, CrossEntropyMatchesLogSumExpIncludingLargeAndEqualLogits)
     // The equal row is log(37) exactly; the 1e4 rows subtract logits exactly (Sterbenz) or
     // underflow; what remains is exp/log rounding and sum_exp stored in the dtype: 8 eps of
     // max(1, |loss|) (the loss is ~1e4 here).
-    expect_close(read(loss), {want_loss}, 8 * eps());
+    expect_close(host_values(loss), {want_loss}, 8 * eps());
     // exp(l - max) / sum_exp: a few roundings of values <= 1, times dloss / rows.
-    expect_close(read(grad), want_grad, 8 * eps());
-    const std::vector<double> got = read(grad);
+    expect_close(host_values(grad), want_grad, 8 * eps());
+    const std::vector<double> got = host_values(grad);
     EXPECT_EQ(got[1 * kVocab + 5], got[1 * kVocab + 6]);  // equal logits, equal gradients
   }
 }
@@ -112,7 +112,7 @@ TEST_P(LossKernelTest, VocabSlicesSumToTheFullCrossEntropy) {
     Buffer part_sum = empty(kRows), part_target = empty(kRows);
     cross_entropy_stats(make(columns(c.logits, first[s], width[s])), width[s], targets,
                         static_cast<std::int64_t>(first[s]), max, part_sum, part_target);
-    const std::vector<double> sums = read(part_sum), targets_here = read(part_target);
+    const std::vector<double> sums = host_values(part_sum), targets_here = host_values(part_target);
     for (std::size_t r = 0; r < kRows; ++r) {
       sum_exp[r] += sums[r];
       target_logit[r] += targets_here[r];  // exactly one slice holds the target
@@ -122,13 +122,13 @@ TEST_P(LossKernelTest, VocabSlicesSumToTheFullCrossEntropy) {
   const Buffer full_sum_exp = make(sum_exp);
   cross_entropy_loss(max, full_sum_exp, make(target_logit), loss);
   // As in the whole-vocabulary test, plus one rounding of the two-term sums.
-  expect_close(read(loss), {want_loss}, 8 * eps());
+  expect_close(host_values(loss), {want_loss}, 8 * eps());
   for (int s = 0; s < 2; ++s) {
     Buffer grad = empty(kRows * width[s]);
     cross_entropy_backward(make(columns(c.logits, first[s], width[s])), width[s], targets,
                            static_cast<std::int64_t>(first[s]), max, full_sum_exp, make({1.0}),
                            grad);
-    expect_close(read(grad), columns(want_grad, first[s], width[s]), 8 * eps());
+    expect_close(host_values(grad), columns(want_grad, first[s], width[s]), 8 * eps());
   }
 }
 
@@ -151,9 +151,9 @@ TEST_P(LossKernelTest, AdamWMatchesTorchOrderOverThreeSteps) {
     adamw_update(param, make(g), exp_avg, exp_avg_sq, lr, beta1, beta2, adam_eps, wd, step);
   }
   // Each step rounds ~10 times per element; three steps, values O(1): 32 eps.
-  expect_close(read(param), p, 32 * eps());
-  expect_close(read(exp_avg), m, 32 * eps());
-  expect_close(read(exp_avg_sq), v, 32 * eps());
+  expect_close(host_values(param), p, 32 * eps());
+  expect_close(host_values(exp_avg), m, 32 * eps());
+  expect_close(host_values(exp_avg_sq), v, 32 * eps());
 }
 
 TEST_P(LossKernelTest, SumSquaresAccumulatesInDouble) {
@@ -163,7 +163,7 @@ TEST_P(LossKernelTest, SumSquaresAccumulatesInDouble) {
     want += value * value;
   Buffer out = empty(1);
   sum_squares(make(x), out);
-  expect_close(read(out), {want}, 2 * eps());  // relative: one rounding of the double sum
+  expect_close(host_values(out), {want}, 2 * eps());  // relative: one rounding of the double sum
 }
 
 }  // namespace

@@ -18,14 +18,14 @@ constexpr std::size_t kN = 1031;  // odd, so no vector or block width divides it
 TEST_P(ElementwiseTest, FillWritesEveryElement) {
   Buffer out = empty(kN);
   fill(out, -2.5);
-  expect_close(read(out), std::vector<double>(kN, -2.5), 0.0);
+  expect_close(host_values(out), std::vector<double>(kN, -2.5), 0.0);
 }
 
 TEST_P(ElementwiseTest, BroadcastScalarScalesTheDeviceScalar) {
   Buffer s = make({3.0});
   Buffer out = empty(kN);
   broadcast_scalar(s, -0.5, out);
-  expect_close(read(out), std::vector<double>(kN, -1.5), 0.0);
+  expect_close(host_values(out), std::vector<double>(kN, -1.5), 0.0);
 }
 
 TEST_P(ElementwiseTest, AddSubMulMatchNaiveLoops) {
@@ -39,11 +39,11 @@ TEST_P(ElementwiseTest, AddSubMulMatchNaiveLoops) {
   const Buffer ba = make(a), bb = make(b);
   Buffer out = empty(kN);
   add(ba, bb, out);
-  expect_close(read(out), plus, 4 * eps());
+  expect_close(host_values(out), plus, 4 * eps());
   sub(ba, bb, out);
-  expect_close(read(out), minus, 4 * eps());
+  expect_close(host_values(out), minus, 4 * eps());
   mul(ba, bb, out);
-  expect_close(read(out), times, 4 * eps());
+  expect_close(host_values(out), times, 4 * eps());
 }
 
 TEST_P(ElementwiseTest, OutMayAliasAnInput) {
@@ -54,7 +54,7 @@ TEST_P(ElementwiseTest, OutMayAliasAnInput) {
   Buffer ba = make(a);
   const Buffer bb = make(b);
   add(ba, bb, ba);
-  expect_close(read(ba), want, 4 * eps());
+  expect_close(host_values(ba), want, 4 * eps());
 }
 
 TEST_P(ElementwiseTest, ScaleAndAxpyMatchNaiveLoops) {
@@ -67,10 +67,10 @@ TEST_P(ElementwiseTest, ScaleAndAxpyMatchNaiveLoops) {
   const Buffer bx = make(x);
   Buffer out = empty(kN);
   scale(bx, 0.75, out);
-  expect_close(read(out), scaled, 4 * eps());
+  expect_close(host_values(out), scaled, 4 * eps());
   Buffer by = make(y);
   axpy(-1.5, bx, by);
-  expect_close(read(by), accumulated, 4 * eps());
+  expect_close(host_values(by), accumulated, 4 * eps());
 }
 
 TEST_P(ElementwiseTest, BiasAddBroadcastsOverRows) {
@@ -83,7 +83,7 @@ TEST_P(ElementwiseTest, BiasAddBroadcastsOverRows) {
   }
   Buffer out = empty(rows * cols);
   bias_add(make(x), make(bias), cols, out);
-  expect_close(read(out), want, 4 * eps());
+  expect_close(host_values(out), want, 4 * eps());
 }
 
 TEST_P(ElementwiseTest, SumRowsIsTheColumnSum) {
@@ -97,7 +97,7 @@ TEST_P(ElementwiseTest, SumRowsIsTheColumnSum) {
   Buffer out = empty(cols);
   sum_rows(make(x), cols, out);
   // Accumulated in double (37 terms: error ~1e-14 absolute) and rounded once to the dtype.
-  expect_close(read(out), want, 2 * eps());
+  expect_close(host_values(out), want, 2 * eps());
 }
 
 TEST_P(ElementwiseTest, SumAccumulatesEveryElement) {
@@ -109,13 +109,13 @@ TEST_P(ElementwiseTest, SumAccumulatesEveryElement) {
   Buffer out = empty(1);
   sum(make(x), out);
   // Accumulated in double (n * 2^-52 relative) and rounded once to the dtype (eps relative).
-  expect_close(read(out), {want}, 2 * eps() + n * 0x1p-52);
+  expect_close(host_values(out), {want}, 2 * eps() + n * 0x1p-52);
 }
 
 TEST_P(ElementwiseTest, SumOfNothingIsZero) {
   Buffer out = make({7.0});
   sum(empty(0), out);
-  expect_close(read(out), {0.0}, 0.0);
+  expect_close(host_values(out), {0.0}, 0.0);
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ TEST_P(GemmTest, AllTransposeCombinationsAtOddSizes) {
         const std::vector<double> c0 = random(s.m * s.n, 32);
         Buffer c = make(c0);
         gemm(ta, tb, s.m, s.n, s.k, 0.5, make(a), make(b), 0.25, c);
-        expect_close(read(c), gemm_reference(ta, tb, s, 0.5, a, b, 0.25, c0), 4.0 * s.k * eps());
+        expect_close(host_values(c), gemm_reference(ta, tb, s, 0.5, a, b, 0.25, c0),
+                     4.0 * s.k * eps());
       }
     }
   }
@@ -56,13 +57,14 @@ TEST_P(GemmTest, BetaZeroIgnoresNanInC) {
   Buffer c = make(std::vector<double>(s.m * s.n, std::numeric_limits<double>::quiet_NaN()));
   gemm(false, false, s.m, s.n, s.k, 1.0, make(a), make(b), 0.0, c);
   const std::vector<double> zeros(s.m * s.n, 0.0);
-  expect_close(read(c), gemm_reference(false, false, s, 1.0, a, b, 0.0, zeros), 4.0 * s.k * eps());
+  expect_close(host_values(c), gemm_reference(false, false, s, 1.0, a, b, 0.0, zeros),
+               4.0 * s.k * eps());
 }
 
 TEST_P(GemmTest, EmptyInnerDimensionScalesC) {
   Buffer c = make({1.0, 2.0, 3.0, 4.0});
   gemm(false, false, 2, 2, 0, 1.0, empty(0), empty(0), 3.0, c);
-  expect_close(read(c), {3.0, 6.0, 9.0, 12.0}, 0.0);
+  expect_close(host_values(c), {3.0, 6.0, 9.0, 12.0}, 0.0);
 }
 
 TEST_P(GemmTest, BatchedWithSharedAndStridedOperands) {
@@ -84,7 +86,7 @@ TEST_P(GemmTest, BatchedWithSharedAndStridedOperands) {
       Buffer c = make(c0);
       gemm_batched(ta, tb, batch, s.m, s.n, s.k, -1.0, make(a), s.m * s.k, make(b), 0, 0.5, c,
                    s.m * s.n);
-      expect_close(read(c), want, 4.0 * s.k * eps());
+      expect_close(host_values(c), want, 4.0 * s.k * eps());
     }
   }
 }
@@ -103,7 +105,7 @@ TEST_P(GemmTest, BatchedWithSharedLeftOperand) {
   Buffer c = empty(batch * s.m * s.n);
   gemm_batched(false, false, batch, s.m, s.n, s.k, 1.0, make(a), 0, make(b), s.k * s.n, 0.0, c,
                s.m * s.n);
-  expect_close(read(c), want, 4.0 * s.k * eps());
+  expect_close(host_values(c), want, 4.0 * s.k * eps());
 }
 
 }  // namespace

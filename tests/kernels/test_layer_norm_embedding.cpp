@@ -80,15 +80,15 @@ TEST_P(ModelKernelTest, LayerNormForwardAndBackwardMatchTheDefinition) {
     // float64 the kernel's double row sums add up to ~cols eps of |x| ~ 50 (the long double
     // reference does not); 2 cols eps covers them.
     const double tol = (128.0 + 2.0 * static_cast<double>(cols)) * eps();
-    expect_close(read(y), ref.y, tol);
-    expect_close(read(mean), ref.mean, 2.0 * static_cast<double>(cols) * eps());
-    expect_close(read(rstd), ref.rstd, tol);
+    expect_close(host_values(y), ref.y, tol);
+    expect_close(host_values(mean), ref.mean, 2.0 * static_cast<double>(cols) * eps());
+    expect_close(host_values(rstd), ref.rstd, tol);
     Buffer dx = make(std::vector<double>(x.size(), 9.0)), dw = make(std::vector<double>(cols, 9.0));
     Buffer db = make(std::vector<double>(cols, 9.0));  // overwritten, not accumulated
     layer_norm_backward(bx, bw, mean, rstd, make(dy), cols, dx, dw, db);
-    expect_close(read(dx), ref.dx, tol);
-    expect_close(read(dw), ref.dweight, tol);
-    expect_close(read(db), ref.dbias, 4 * rows * eps());
+    expect_close(host_values(dx), ref.dx, tol);
+    expect_close(host_values(dw), ref.dweight, tol);
+    expect_close(host_values(db), ref.dbias, 4 * rows * eps());
   }
 }
 
@@ -109,7 +109,7 @@ TEST_P(ModelKernelTest, EmbeddingGathersTheSliceAndZeroesOtherRows) {
       }
       Buffer out = make(std::vector<double>(want.size(), 9.0));
       embedding_forward(make(weight), cols, make_indices(ids, index_dtype), first_row, out);
-      expect_close(read(out), want, 0.0);  // a copy: exact
+      expect_close(host_values(out), want, 0.0);  // a copy: exact
     }
   }
 }
@@ -131,7 +131,7 @@ TEST_P(ModelKernelTest, EmbeddingBackwardAccumulatesRepeatedIndicesInTheSlice) {
     Buffer dweight = make(start);
     embedding_backward(make(dout), make_indices(ids, index_dtype), first_row, cols, dweight);
     // Up to 4 terms added (index 5 three times onto a start value): 4 roundings of O(6) sums.
-    expect_close(read(dweight), want, 8 * eps());
+    expect_close(host_values(dweight), want, 8 * eps());
   }
 }
 

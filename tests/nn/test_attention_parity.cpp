@@ -9,7 +9,6 @@
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
-#include "golden_file.h"
 #include "nn/attention.h"
 #include "nn_test_support.h"
 
@@ -112,7 +111,8 @@ TEST_P(AttentionParity, CausalForwardAndGradients) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, AttentionParity, all_devices_and_dtypes(), device_dtype_name);
+INSTANTIATE_TEST_SUITE_P(Devices, AttentionParity, test::all_devices_and_dtypes(),
+                         test::device_dtype_name);
 
 }  // namespace
 }  // namespace mpitron::nn

@@ -6,8 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "comm/collectives.h"
-#include "golden_file.h"
+#include "comm/agreement.h"
 #include "kernels/ops.h"
 #include "nn/dp_trainer.h"
 #include "nn_test_support.h"
@@ -24,10 +23,7 @@ comm::Communicator self() {
 }
 
 double average_over_world(double mine) {
-  kernels::Buffer value(1, DType::f64, Device::cpu);
-  value.data_as<double>()[0] = mine;
-  comm::all_reduce(test_world(), value, comm::ReduceOp::avg);
-  return value.data_as<double>()[0];
+  return comm::all_reduce_scalar(test_world(), mine, comm::ReduceOp::avg);
 }
 
 struct Run {
@@ -135,7 +131,8 @@ TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, TrainDpParity, all_devices_and_dtypes(), device_dtype_name);
+INSTANTIATE_TEST_SUITE_P(Devices, TrainDpParity, test::all_devices_and_dtypes(),
+                         test::device_dtype_name);
 
 TEST(ReplicaDifference, IsZeroInSyncAndSeesADriftOnTheLastRank) {
   const comm::Communicator& dp = test_world();

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <fstream>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -130,44 +128,6 @@ TEST(Dataset, SyntheticTargetsAreTheTeacherPlusSmallNoise) {
   // = 2.2e-4; 1.5e-3 is ~7 sd, while a wrong teacher scale leaves a residual of order 0.1.
   EXPECT_NEAR(squares / (n * t), 0.01, 1.5e-3);
   EXPECT_THROW(make_synthetic_dataset(0, 1, 1, 0), std::invalid_argument);
-}
-
-class CsvFile : public ::testing::Test {
- protected:
-  std::string write(const std::string& text) {
-    std::ofstream(path_) << text;
-    return path_;
-  }
-  void TearDown() override { std::remove(path_.c_str()); }
-  std::string path_ = ::testing::TempDir() + "mpitron_dataset_test.csv";
-};
-
-TEST_F(CsvFile, ReadsFeaturesThenTargetsAndSkipsHeaderAndBlankLines) {
-  const Dataset data = read_csv_dataset(write("x1,x2,y\n1,2,3\n\n-4.5, 5e-1 ,6\n"), 2, 1);
-  EXPECT_EQ(data.samples, 2);
-  EXPECT_EQ(data.inputs, (std::vector<double>{1, 2, -4.5, 0.5}));
-  EXPECT_EQ(data.outputs, (std::vector<double>{3, 6}));
-}
-
-TEST_F(CsvFile, NamesTheLineOfABadRow) {
-  const auto message_of = [&](const std::string& text) {
-    try {
-      read_csv_dataset(write(text), 2, 1);
-    } catch (const std::runtime_error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(message_of("1,2,3\n1,2\n").find(":2: expected 3 columns"), std::string::npos);
-  EXPECT_NE(message_of("1,2,3\n1,x,3\n").find(":2: the field 'x' is not a number"),
-            std::string::npos);
-  // A first row with a number in it is data, not a header: its bad field is an error.
-  EXPECT_NE(message_of("1.5x,2,3\n").find(":1: the field '1.5x' is not a number"),
-            std::string::npos);
-  EXPECT_NE(message_of("1e999,2,3\n").find(":1: the field '1e999' is out of range"),
-            std::string::npos);
-  EXPECT_NE(message_of("a,b,c\n").find("no samples"), std::string::npos);
-  EXPECT_THROW(read_csv_dataset(path_ + ".missing", 2, 1), std::runtime_error);
 }
 
 TEST(GatherBatch, PicksRowsInOrderWithRepeats) {

@@ -6,7 +6,7 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/layout.h"
+#include "kernels/cpu/layout_ops.h"
 #include "kernels/cpu/normalization.h"
 #include "kernels/cpu/reductions.h"
 #include "kernels/typed_backend.h"

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cuda {

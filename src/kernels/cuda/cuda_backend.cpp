@@ -1,7 +1,9 @@
 // The CUDA backend: cudaMalloc'd device memory, cudaMallocHost'd (pinned) staging memory, and
 // the kernels of this folder. Everything runs on the default stream of the current device.
+// Built as the module libmpitron_cuda.so; its entry points are declared in kernels/cuda_module.h.
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/kernels.h"
+#include "kernels/cuda_module.h"
 #include "kernels/typed_backend.h"
 
 namespace mpitron::kernels {
@@ -43,18 +45,19 @@ class CudaBackend final : public TypedBackend<cuda::Kernels> {
 
 }  // namespace
 
-Backend& cuda_backend() {
-  static CudaBackend instance;
-  return instance;
-}
-
-int cuda_runtime_device_count() noexcept {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    static_cast<void>(cudaGetLastError());  // e.g. cudaErrorNoDevice, cudaErrorInsufficientDriver
-    return 0;
-  }
-  return count;
-}
-
 }  // namespace mpitron::kernels
+
+const char* mpitron_cuda_module_check() noexcept {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());  // e.g. cudaErrorNoDevice, cudaErrorInsufficientDriver
+    return cudaGetErrorString(status);
+  }
+  return count > 0 ? nullptr : "the CUDA runtime reports no device";
+}
+
+mpitron::kernels::Backend* mpitron_cuda_module_backend() noexcept {
+  static mpitron::kernels::CudaBackend instance;
+  return &instance;
+}

@@ -2,8 +2,8 @@
 // The CPU reference loops are cpu/elementwise.h; GELU's formulas are shared through math.h.
 #include <cstdint>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cuda {

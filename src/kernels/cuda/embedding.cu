@@ -3,8 +3,8 @@
 // repeated indices accumulate in no fixed order. The CPU reference loops are cpu/embedding.h.
 #include <cstdint>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cuda {

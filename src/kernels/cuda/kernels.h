@@ -92,7 +92,7 @@ struct Kernels {
                                      const I* targets, std::int64_t first_col, const T* row_max,
                                      const T* sum_exp, const T* dloss, T* dlogits);
 
-  // layout.cu: index arithmetic only.
+  // layout_ops.cu: index arithmetic only.
   template <class T>
   static void transpose(const T* x, std::size_t outer, std::size_t d1, std::size_t mid,
                         std::size_t d2, std::size_t inner, T* y);

@@ -3,8 +3,8 @@
 // reference loops are cpu/normalization.h; the dx formula is shared through math.h.
 #include <cmath>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cuda {

@@ -5,8 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
 
 namespace mpitron::kernels::cuda {
 namespace {

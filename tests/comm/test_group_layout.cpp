@@ -6,7 +6,7 @@
 #include <set>
 
 #include "comm/errors.h"
-#include "comm/layout.h"
+#include "comm/group_layout.h"
 
 namespace mpitron::comm {
 namespace {

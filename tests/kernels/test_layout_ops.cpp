@@ -29,14 +29,14 @@ TEST_P(LayoutTest, TransposeSwapsTheTwoDims) {
   }
   Buffer y = empty(x.size());
   transpose(make(x), outer, d1, mid, d2, inner, y);
-  expect_close(read(y), want, 0.0);
+  expect_close(host_values(y), want, 0.0);
 }
 
 TEST_P(LayoutTest, TransposeOfAMatrixIsTheMatrixTranspose) {
   // [[1, 2, 3], [4, 5, 6]] -> [[1, 4], [2, 5], [3, 6]]
   Buffer y = empty(6);
   transpose(make({1, 2, 3, 4, 5, 6}), 1, 2, 1, 3, 1, y);
-  expect_close(read(y), {1, 4, 2, 5, 3, 6}, 0.0);
+  expect_close(host_values(y), {1, 4, 2, 5, 3, 6}, 0.0);
 }
 
 TEST_P(LayoutTest, CopyRowsMovesStridedBlocks) {
@@ -50,7 +50,7 @@ TEST_P(LayoutTest, CopyRowsMovesStridedBlocks) {
   }
   Buffer dst = make(std::vector<double>(15, -1.0));
   copy_rows(make(src), 1, 4, dst, 2, 5, 3, 2);
-  expect_close(read(dst), want, 0.0);
+  expect_close(host_values(dst), want, 0.0);
 }
 
 TEST_P(LayoutTest, CopyRowsPastTheEndThrows) {

@@ -1,4 +1,4 @@
-#include "comm/layout.h"
+#include "comm/group_layout.h"
 
 #include <climits>
 #include <stdexcept>

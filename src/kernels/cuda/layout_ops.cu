@@ -1,9 +1,9 @@
 // Layout CUDA kernels: one thread per output element, index arithmetic only. The CPU reference
-// loops are cpu/layout.h.
+// loops are cpu/layout_ops.h.
 #include <cstdint>
 
+#include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
-#include "kernels/cuda/launch.cuh"
 
 namespace mpitron::kernels::cuda {
 

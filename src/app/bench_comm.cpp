@@ -1,0 +1,165 @@
+#include "app/bench_comm.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "app/bench_comm_ops.h"
+#include "comm/agreement.h"
+#include "comm/collectives.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
+
+namespace mpitron::app {
+
+CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
+  CLI::App& command = *bench.add_subcommand(
+      "comm",
+      "Time all-reduce, all-gather, reduce-scatter and send/recv through mpitron's comm layer "
+      "beside plain MPI (latency us, GB/s)");
+  add_run_options(command, options.common);
+  command.add_option("--min-bytes", options.min_bytes, "Smallest message size")
+      ->capture_default_str();
+  command.add_option("--max-bytes", options.max_bytes, "Largest message size (sizes grow 4x)")
+      ->capture_default_str();
+  command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  return command;
+}
+
+namespace {
+
+struct Timing {
+  int iterations = 0;
+  double mpitron_s = 0.0, mpi_s = 0.0;  // per iteration, slowest rank
+};
+
+// Seconds per run of `run`, the slowest rank's, after the ranks line up.
+template <class Run>
+double time_runs(const comm::Communicator& world, int iterations, Run&& run) {
+  comm::barrier(world);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i)
+    run();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return comm::all_reduce_scalar(world, seconds, comm::ReduceOp::max) / iterations;
+}
+
+// One untimed run each way on fresh inputs; true when every rank got identical results.
+bool results_match(CommOp op, const comm::Communicator& world, std::size_t n,
+                   kernels::Device device) {
+  CommBuffers through_comm = make_comm_buffers(op, n, world.size(), world.rank(), device);
+  CommBuffers plain = make_comm_buffers(op, n, world.size(), world.rank(), device);
+  run_mpitron(op, world, through_comm);
+  run_mpi(op, world, plain);
+  const kernels::Buffer a = comm_result(op, through_comm).to(kernels::Device::cpu);
+  const kernels::Buffer b = comm_result(op, plain).to(kernels::Device::cpu);
+  const bool same = std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+  return comm::all_reduce_scalar(world, same ? 0.0 : 1.0, comm::ReduceOp::max) == 0.0;
+}
+
+Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int iterations,
+               kernels::Device device) {
+  CommBuffers buffers = make_comm_buffers(op, n, world.size(), world.rank(), device);
+  run_mpitron(op, world, buffers);  // warm-up: staging workspaces, MPI connections
+  run_mpi(op, world, buffers);
+  Timing timing;
+  timing.iterations = iterations;
+  timing.mpitron_s = time_runs(world, iterations, [&] { run_mpitron(op, world, buffers); });
+  timing.mpi_s = time_runs(world, iterations, [&] { run_mpi(op, world, buffers); });
+  if (op == CommOp::send_recv) {  // one run is a round trip: report one way
+    timing.mpitron_s /= 2.0;
+    timing.mpi_s /= 2.0;
+  }
+  return timing;
+}
+
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0)
+    return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
+  kernels::Device device{};
+  comm::agree_on_configuration(world, [&] {
+    if (options.min_bytes < sizeof(float) || options.max_bytes < options.min_bytes) {
+      throw comm::ConfigError(
+          fmt::format("--min-bytes must be >= 4 and <= --max-bytes, got {} "
+                      "and {}",
+                      options.min_bytes, options.max_bytes));
+    }
+    device = resolve_device(options.common.device);
+    prepare_run(options.common, world);
+    return fmt::format("bench comm {} {} {}", kernels::to_string(device), options.min_bytes,
+                       options.max_bytes);
+  });
+  const bool print = world.rank() == 0;
+  if (print) {
+    fmt::print(
+        "bench comm: {} ranks, {} float32 buffers; time = slowest rank per call (send/recv: "
+        "one way of a ping-pong of rank pairs); GB/s = 1e9 bytes/s; bus GB/s = mpitron's, "
+        "nccl-tests convention\n"
+        "{:<15} {:>8} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",
+        world.size(), kernels::to_string(device), "op", "bytes", "iters", "mpitron us", "MPI us",
+        "ratio", "mpitron GB/s", "MPI GB/s", "bus GB/s");
+  }
+  nlohmann::json results = nlohmann::json::array();
+  bool all_match = true;
+  for (CommOp op :
+       {CommOp::all_reduce, CommOp::all_gather, CommOp::reduce_scatter, CommOp::send_recv}) {
+    if (op == CommOp::send_recv && world.size() < 2) continue;
+    for (std::size_t size = options.min_bytes; size <= options.max_bytes;
+         size = size > options.max_bytes / 4 ? options.max_bytes + 1 : size * 4) {
+      const std::size_t n = comm_elements(op, size, world.size());
+      const std::size_t bytes = n * sizeof(float);
+      const bool match = results_match(op, world, n, device);
+      all_match = all_match && match;
+      const int iterations = static_cast<int>(std::min<std::size_t>(
+          std::max<std::size_t>(options.budget_bytes / bytes, options.min_iterations),
+          static_cast<std::size_t>(options.max_iterations)));
+      const Timing t = measure(op, world, n, iterations, device);
+      const double gbps_mpitron = static_cast<double>(bytes) / t.mpitron_s / 1e9;
+      const double gbps_mpi = static_cast<double>(bytes) / t.mpi_s / 1e9;
+      const double bus = bus_factor(op, world.size());
+      if (print) {
+        fmt::print(
+            "{:<15} {:>8} {:>6} {:>12.1f} {:>12.1f} {:>7.2f} {:>12.2f} {:>10.2f} {:>10.2f}{}\n",
+            to_string(op), size_text(bytes), iterations, t.mpitron_s * 1e6, t.mpi_s * 1e6,
+            t.mpitron_s / t.mpi_s, gbps_mpitron, gbps_mpi, gbps_mpitron * bus,
+            match ? "" : "  RESULTS DIFFER");
+      }
+      results.push_back({{"op", to_string(op)},
+                         {"bytes", bytes},
+                         {"iterations", iterations},
+                         {"results_match", match},
+                         {"mpitron_us", t.mpitron_s * 1e6},
+                         {"mpi_us", t.mpi_s * 1e6},
+                         {"mpitron_gbps", gbps_mpitron},
+                         {"mpi_gbps", gbps_mpi},
+                         {"mpitron_bus_gbps", gbps_mpitron * bus},
+                         {"mpi_bus_gbps", gbps_mpi * bus}});
+    }
+  }
+  if (print && !options.common.json.empty()) {
+    write_json(options.common.json,
+               nlohmann::json{{"tool", "mpitron"},
+                              {"bench", "comm"},
+                              {"world_size", world.size()},
+                              {"device", kernels::to_string(device)},
+                              {"results", results}},
+               /*append=*/true);
+  }
+  return all_match ? 0 : 1;
+}
+
+}  // namespace mpitron::app

@@ -1,0 +1,52 @@
+// The operations `mpitron bench comm` times, each run two ways on the same buffers: through
+// mpitron's comm layer, and as the plain MPI call (for CUDA buffers: a plain device-to-host copy,
+// the MPI call on host memory and the copy back).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "comm/communicator.h"
+#include "kernels/device.h"
+
+namespace mpitron::app {
+
+enum class CommOp { all_reduce, all_gather, reduce_scatter, send_recv };
+
+/// "all-reduce", "all-gather", "reduce-scatter", "send/recv".
+std::string to_string(CommOp op);
+
+/// Bus bandwidth per algorithm bandwidth (bytes/time) on `size` ranks, the nccl-tests
+/// convention: 2(size-1)/size for all-reduce, (size-1)/size for all-gather and reduce-scatter,
+/// 1 for send/recv.
+double bus_factor(CommOp op, int size);
+
+/// One rank's float32 buffers for `op` with `n` reported elements: all-reduce in [n] (in place);
+/// all-gather in [n/size] -> out [n]; reduce-scatter in [n] -> out [n/size]; send/recv in [n].
+/// `host_in`/`host_out` mirror in/out in host memory for the plain path of CUDA buffers.
+struct CommBuffers {
+  kernels::Buffer in, out, host_in, host_out;
+};
+
+/// The largest element count <= bytes/4 whose per-rank share is whole for `op` (a multiple of
+/// `size` for all-gather and reduce-scatter); at least `size`.
+std::size_t comm_elements(CommOp op, std::size_t bytes, int size);
+
+/// Allocates `op`'s buffers for `n` elements (from comm_elements) on `device` and fills the
+/// inputs with small integers depending on rank and index, so every sum is exact in float32.
+CommBuffers make_comm_buffers(CommOp op, std::size_t n, int size, int rank, kernels::Device device);
+
+/// Runs `op` once through comm (all_reduce, all_gather, reduce_scatter with outer 1; send and
+/// recv with a [n] shape). send/recv is a ping-pong of rank 2k with 2k+1 (one call is a round
+/// trip; an unpaired last rank does nothing).
+void run_mpitron(CommOp op, const comm::Communicator& comm, CommBuffers& buffers);
+
+/// Runs `op` once as the blocking MPI call (MPI_Allreduce in place, MPI_Allgather,
+/// MPI_Reduce_scatter_block, MPI_Send/MPI_Recv ping-pong) on comm.native(), on the buffers
+/// themselves for host memory, else on host_in/host_out with plain copies around the call.
+void run_mpi(CommOp op, const comm::Communicator& comm, CommBuffers& buffers);
+
+/// The buffer holding `op`'s result after a run (out, or in for the in-place operations).
+const kernels::Buffer& comm_result(CommOp op, const CommBuffers& buffers);
+
+}  // namespace mpitron::app
