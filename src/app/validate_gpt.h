@@ -20,10 +20,11 @@ std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx);
 /// cross-entropy: embeddings, this rank's logits, the loss and the embedding shard's gradient.
 std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx);
 
-/// "COMBINED: GPT loss and gradients match dense reference": a --layers-block GPT over the whole
-/// topology (tied embedding on the first and last stage, 1F1B with 2 micro-batches per replica
-/// where the batch allows) vs the dense GPT on the global batch: loss and every parameter
-/// shard's gradient after finalize_gradients.
+/// "COMBINED (M micro-batches, S): GPT loss and gradients match dense reference": a
+/// --layers-block GPT over the whole topology (tied embedding on the first and last stage),
+/// pipelined with ctx.sizes.micro_batches micro-batches per replica and ctx.schedule, vs the
+/// dense GPT on the global batch: loss and every parameter shard's gradient after
+/// finalize_gradients. Trivial only on one rank with one micro-batch.
 std::vector<LocalCheck> check_gpt(const ValidateContext& ctx);
 
 }  // namespace mpitron::app

@@ -1,10 +1,9 @@
 #include "app/validate_kernels.h"
 
 #include <cmath>
-#include <limits>
 #include <numbers>
 
-#include "app/validate_reference.h"
+#include "app/validate_kernels_gpt.h"
 #include "autograd/ops.h"
 #include "nn/attention.h"
 
@@ -16,16 +15,6 @@ using Ts = std::vector<Tensor>;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-template <class F>
-V map(const V& x, F f) {
-  V y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i)
-    y[i] = f(x[i], i);
-  return y;
-}
-
 double gelu_exact(double x) {
   return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2));
 }
@@ -33,21 +22,6 @@ double gelu_exact(double x) {
 double gelu_tanh(double x) {
   const double u = std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x);
   return 0.5 * x * (1.0 + std::tanh(u));
-}
-
-// Softmax of each row of x [rows, cols], subtracting the row max.
-V softmax_rows(const V& x, std::size_t cols) {
-  V y(x.size());
-  for (std::size_t r = 0; r < x.size() / cols; ++r) {
-    double top = -kInf, total = 0.0;
-    for (std::size_t c = 0; c < cols; ++c)
-      top = std::max(top, x[r * cols + c]);
-    for (std::size_t c = 0; c < cols; ++c)
-      total += y[r * cols + c] = std::exp(x[r * cols + c] - top);
-    for (std::size_t c = 0; c < cols; ++c)
-      y[r * cols + c] /= total;
-  }
-  return y;
 }
 
 // C[t] = op(A[t]) op(B[t]) for t < batch: op(A) [m, k] (A stored [k, m] when ta), op(B) [k, n]
@@ -69,9 +43,10 @@ struct Product {
   }
 };
 
-// Attention of q, k, v [batch, seq, heads*head_dim] per head: softmax(q k^T / sqrt(head_dim)) v.
+// Attention of q, k, v [batch, seq, heads*head_dim] per head: softmax(q k^T / sqrt(head_dim)) v;
+// with `causal`, query i sees keys j <= i only (the others score -inf).
 V attention(const V& q, const V& k, const V& v, std::size_t batch, std::size_t seq,
-            std::size_t heads, std::size_t head_dim) {
+            std::size_t heads, std::size_t head_dim, bool causal) {
   const std::size_t width = heads * head_dim;
   V out(q.size(), 0.0);
   for (std::size_t b = 0; b < batch; ++b)
@@ -83,6 +58,7 @@ V attention(const V& q, const V& k, const V& v, std::size_t batch, std::size_t s
             scores[j] += q[(b * seq + i) * width + h * head_dim + d] *
                          k[(b * seq + j) * width + h * head_dim + d];
           scores[j] /= std::sqrt(static_cast<double>(head_dim));
+          if (causal && j > i) scores[j] = -kInfinity;
         }
         const V p = softmax_rows(scores, seq);
         for (std::size_t j = 0; j < seq; ++j)
@@ -111,48 +87,28 @@ V sum_of(const V& x) {
   return {s};
 }
 
-OpCase unary(const char* name, autograd::Shape shape, V x, std::function<V(const V&)> reference,
-             std::function<Tensor(const Tensor&)> op) {
-  return {name,
-          {shape},
-          {std::move(x)},
-          {true},
-          [reference](const HostValues& in) { return reference(in[0]); },
-          [op](const Ts& t) { return op(t[0]); }};
-}
-
-OpCase binary(const char* name, autograd::Shape sa, V a, autograd::Shape sb, V b,
-              std::function<V(const V&, const V&)> reference,
-              std::function<Tensor(const Tensor&, const Tensor&)> op, bool b_grad = true) {
-  return {name,
-          {sa, sb},
-          {std::move(a), std::move(b)},
-          {true, b_grad},
-          [reference](const HostValues& in) { return reference(in[0], in[1]); },
-          [op](const Ts& t) { return op(t[0], t[1]); }};
-}
-
 std::vector<OpCase> gelu_cases() {
   V x = uniform_values(23, -3.0, 3.0, 1);
   for (int i = -20; i <= 20; ++i)
     x.push_back(0.5 * i);  // [-10, 10]
   const autograd::Shape shape{static_cast<std::int64_t>(x.size())};
-  return {unary(
-              "gelu exact", shape, x,
-              [](const V& v) { return map(v, [](double u, auto) { return gelu_exact(u); }); },
-              [](const Tensor& t) { return autograd::gelu(t, kernels::GeluForm::exact); }),
-          unary(
-              "gelu tanh", shape, x,
-              [](const V& v) { return map(v, [](double u, auto) { return gelu_tanh(u); }); },
-              [](const Tensor& t) { return autograd::gelu(t, kernels::GeluForm::tanh); })};
+  return {
+      unary_case(
+          "gelu exact", shape, x,
+          [](const V& v) { return map_values(v, [](double u, auto) { return gelu_exact(u); }); },
+          [](const Tensor& t) { return autograd::gelu(t, kernels::GeluForm::exact); }),
+      unary_case(
+          "gelu tanh", shape, x,
+          [](const V& v) { return map_values(v, [](double u, auto) { return gelu_tanh(u); }); },
+          [](const Tensor& t) { return autograd::gelu(t, kernels::GeluForm::tanh); })};
 }
 
 std::vector<OpCase> softmax_cases() {
   V x = uniform_values(6, -3.0, 3.0, 2);
-  for (double v : {-kInf, 1.0, 2.0, -kInf, 0.5, -1.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 1000.0, 999.0,
-                   998.5, -1000.0, 1000.0, 0.0})
+  for (double v : {-kInfinity, 1.0, 2.0, -kInfinity, 0.5, -1.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0,
+                   1000.0, 999.0, 998.5, -1000.0, 1000.0, 0.0})
     x.push_back(v);
-  return {unary(
+  return {unary_case(
       "softmax", {4, 6}, x, [](const V& v) { return softmax_rows(v, 6); },
       [](const Tensor& t) { return autograd::softmax(t); })};
 }
@@ -165,7 +121,7 @@ std::vector<OpCase> product_cases() {
        {true, true, true},
        [](const HostValues& in) {
          V y = Product{1, 6, 5, 4, false, true, true}(in[0], in[1]);
-         return map(y, [&](double v, std::size_t i) { return v + in[2][i % 5]; });
+         return map_values(y, [&](double v, std::size_t i) { return v + in[2][i % 5]; });
        },
        [](const Ts& t) { return autograd::linear(t[0], t[1], t[2]); }}};
   const char* names[] = {"matmul", "matmul trans_a", "matmul trans_b", "matmul shared b"};
@@ -175,18 +131,25 @@ std::vector<OpCase> product_cases() {
     const autograd::Shape sb = p.shared_b ? autograd::Shape{4, 5}
                                : p.tb     ? autograd::Shape{2, 5, 4}
                                           : autograd::Shape{2, 4, 5};
-    cases.push_back(binary(
+    cases.push_back(binary_case(
         names[i], sa, uniform_values(24, -2, 2, 6 + i), sb,
         uniform_values(p.shared_b ? 20 : 40, -2, 2, 10 + i), p,
         [p](const Tensor& a, const Tensor& b) { return autograd::matmul(a, b, p.ta, p.tb); }));
   }
-  cases.push_back({"attention core (2 heads)",
-                   {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
-                   {uniform_values(24, -2, 2, 14), uniform_values(24, -2, 2, 15),
-                    uniform_values(24, -2, 2, 16)},
-                   {true, true, true},
-                   [](const HostValues& in) { return attention(in[0], in[1], in[2], 2, 3, 2, 2); },
-                   [](const Ts& t) { return nn::multi_head_attention_core(t[0], t[1], t[2], 2); }});
+  for (const bool causal : {false, true}) {
+    cases.push_back(
+        {causal ? "causal attention core (2 heads)" : "attention core (2 heads)",
+         {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
+         {uniform_values(24, -2, 2, 14 + 3 * causal), uniform_values(24, -2, 2, 15 + 3 * causal),
+          uniform_values(24, -2, 2, 16 + 3 * causal)},
+         {true, true, true},
+         [causal](const HostValues& in) {
+           return attention(in[0], in[1], in[2], 2, 3, 2, 2, causal);
+         },
+         [causal](const Ts& t) {
+           return nn::multi_head_attention_core(t[0], t[1], t[2], 2, causal);
+         }});
+  }
   return cases;
 }
 
@@ -195,79 +158,79 @@ std::vector<OpCase> elementwise_cases() {
   const V a = uniform_values(24, -2, 2, 20), b = uniform_values(24, -2, 2, 21);
   const auto each = [](auto f) {
     return [f](const V& x, const V& y) {
-      return map(x, [&](double u, std::size_t i) { return f(u, y[i]); });
+      return map_values(x, [&](double u, std::size_t i) { return f(u, y[i]); });
     };
   };
-  return {
-      binary("add", s, a, s, b, each(std::plus<>()), autograd::add),
-      binary(
-          "add bias", s, a, {4}, uniform_values(4, -2, 2, 22),
-          [](const V& x, const V& bias) {
-            return map(x, [&](double u, std::size_t i) { return u + bias[i % 4]; });
-          },
-          autograd::add),
-      binary("sub", s, a, s, b, each(std::minus<>()), autograd::sub),
-      binary("mul", s, a, s, b, each(std::multiplies<>()), autograd::mul),
-      unary(
-          "scale", s, a, [](const V& x) { return map(x, [](double u, auto) { return -2.5 * u; }); },
-          [](const Tensor& t) { return autograd::scale(t, -2.5); }),
-      unary("sum", s, a, sum_of, autograd::sum),
-      unary(
-          "mean", s, a, [](const V& x) { return V{sum_of(x)[0] / 24.0}; }, autograd::mean),
-      binary(
-          "mse_loss", s, a, s, b,
-          [](const V& x, const V& y) {
-            double total = 0.0;
-            for (std::size_t i = 0; i < x.size(); ++i)
-              total += (x[i] - y[i]) * (x[i] - y[i]);
-            return V{total / static_cast<double>(x.size())};
-          },
-          autograd::mse_loss, false),
-      unary(
-          "reshape", s, a, [](const V& x) { return x; },
-          [](const Tensor& t) {
-            return autograd::reshape(t, {6, 4});
-          }),
-      unary(
-          "transpose 0, 2", s, a,
-          [](const V& x) {
-            V y(24);
-            for (std::size_t i = 0; i < 2; ++i)
-              for (std::size_t j = 0; j < 3; ++j)
-                for (std::size_t k = 0; k < 4; ++k)
-                  y[(k * 3 + j) * 2 + i] = x[(i * 3 + j) * 4 + k];
-            return y;
-          },
-          [](const Tensor& t) { return autograd::transpose(t, 0, 2); }),
-      unary(
-          "narrow dim 1", s, a, [](const V& x) { return slice(x, 3, 4, 1, 2); },
-          [](const Tensor& t) { return autograd::narrow(t, 1, 1, 2); }),
-      unary(
-          "split dim 2, part 1", s, a, [](const V& x) { return slice(x, 4, 1, 2, 2); },
-          [](const Tensor& t) { return autograd::split(t, 2, 2)[1]; }),
-      binary(
-          "concat dim 1", s, a, {2, 2, 4}, uniform_values(16, -2, 2, 23),
-          [](const V& x, const V& y) {
-            V out;
-            for (std::size_t i = 0; i < 2; ++i) {
-              out.insert(out.end(), x.begin() + i * 12, x.begin() + (i + 1) * 12);
-              out.insert(out.end(), y.begin() + i * 8, y.begin() + (i + 1) * 8);
-            }
-            return out;
-          },
-          [](const Tensor& x, const Tensor& y) {
-            return autograd::concat({x, y}, 1);
-          })};
+  return {binary_case("add", s, a, s, b, each(std::plus<>()), autograd::add),
+          binary_case(
+              "add bias", s, a, {4}, uniform_values(4, -2, 2, 22),
+              [](const V& x, const V& bias) {
+                return map_values(x, [&](double u, std::size_t i) { return u + bias[i % 4]; });
+              },
+              autograd::add),
+          binary_case("sub", s, a, s, b, each(std::minus<>()), autograd::sub),
+          binary_case("mul", s, a, s, b, each(std::multiplies<>()), autograd::mul),
+          unary_case(
+              "scale", s, a,
+              [](const V& x) { return map_values(x, [](double u, auto) { return -2.5 * u; }); },
+              [](const Tensor& t) { return autograd::scale(t, -2.5); }),
+          unary_case("sum", s, a, sum_of, autograd::sum),
+          unary_case(
+              "mean", s, a, [](const V& x) { return V{sum_of(x)[0] / 24.0}; }, autograd::mean),
+          binary_case(
+              "mse_loss", s, a, s, b,
+              [](const V& x, const V& y) {
+                double total = 0.0;
+                for (std::size_t i = 0; i < x.size(); ++i)
+                  total += (x[i] - y[i]) * (x[i] - y[i]);
+                return V{total / static_cast<double>(x.size())};
+              },
+              autograd::mse_loss, false),
+          unary_case(
+              "reshape", s, a, [](const V& x) { return x; },
+              [](const Tensor& t) {
+                return autograd::reshape(t, {6, 4});
+              }),
+          unary_case(
+              "transpose 0, 2", s, a,
+              [](const V& x) {
+                V y(24);
+                for (std::size_t i = 0; i < 2; ++i)
+                  for (std::size_t j = 0; j < 3; ++j)
+                    for (std::size_t k = 0; k < 4; ++k)
+                      y[(k * 3 + j) * 2 + i] = x[(i * 3 + j) * 4 + k];
+                return y;
+              },
+              [](const Tensor& t) { return autograd::transpose(t, 0, 2); }),
+          unary_case(
+              "narrow dim 1", s, a, [](const V& x) { return slice(x, 3, 4, 1, 2); },
+              [](const Tensor& t) { return autograd::narrow(t, 1, 1, 2); }),
+          unary_case(
+              "split dim 2, part 1", s, a, [](const V& x) { return slice(x, 4, 1, 2, 2); },
+              [](const Tensor& t) { return autograd::split(t, 2, 2)[1]; }),
+          binary_case(
+              "concat dim 1", s, a, {2, 2, 4}, uniform_values(16, -2, 2, 23),
+              [](const V& x, const V& y) {
+                V out;
+                for (std::size_t i = 0; i < 2; ++i) {
+                  out.insert(out.end(), x.begin() + i * 12, x.begin() + (i + 1) * 12);
+                  out.insert(out.end(), y.begin() + i * 8, y.begin() + (i + 1) * 8);
+                }
+                return out;
+              },
+              [](const Tensor& x, const Tensor& y) {
+                return autograd::concat({x, y}, 1);
+              })};
 }
 
 // h = a * b feeds three paths (h * h, 3 h) and a feeds the output directly too, so the engine
 // must sum a non-leaf's incoming gradients and accumulate a leaf's.
 std::vector<OpCase> engine_cases() {
-  return {binary(
+  return {binary_case(
       "shared intermediate", {2, 3}, uniform_values(6, -2, 2, 30), {2, 3},
       uniform_values(6, -2, 2, 31),
       [](const V& a, const V& b) {
-        return map(a, [&](double u, std::size_t i) {
+        return map_values(a, [&](double u, std::size_t i) {
           const double h = u * b[i];
           return h * h + 3.0 * h + u;
         });
@@ -290,7 +253,17 @@ std::vector<LocalCheck> check_kernels(const ValidateContext& ctx) {
        "reference",
        elementwise_cases},
       {"KERNELS: backward engine (shared intermediate, reused leaf) matches float64 reference",
-       engine_cases}};
+       engine_cases},
+      {"KERNELS: LayerNorm forward and backward (dx, dweight, dbias) match float64 reference",
+       layer_norm_cases},
+      {"KERNELS: causal and scaled softmax forward and backward match float64 reference",
+       causal_softmax_cases},
+      {"KERNELS: embedding gather and scatter-add backward (repeated ids, vocabulary slice) match "
+       "float64 reference",
+       embedding_cases},
+      {"KERNELS: cross-entropy (row max, statistics, loss, backward) forward and backward match "
+       "float64 reference",
+       cross_entropy_cases}};
   std::vector<LocalCheck> checks;
   std::uint64_t seed = 100;
   for (const auto& [name, cases] : groups) {
@@ -299,6 +272,7 @@ std::vector<LocalCheck> check_kernels(const ValidateContext& ctx) {
       expect_op(ctx, std::move(c), seed++, check.comparison);
     checks.push_back(check);
   }
+  checks.push_back(check_adamw(ctx));
   return checks;
 }
 

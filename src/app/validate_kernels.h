@@ -12,10 +12,13 @@
 namespace mpitron::app {
 
 /// "KERNELS: GELU ...", "KERNELS: softmax ...", "KERNELS: linear, matmul and attention core
-/// ...", "KERNELS: element-wise, reduction and shape ops ..." and "KERNELS: backward engine ...",
-/// each "match float64 reference". Inputs reach the edge cases: GELU on [-10, 10], softmax rows
-/// with -inf entries, equal entries and logits of +-1000. Every rank runs them (on its device);
-/// none is trivial.
+/// ..." (plain and causal), "KERNELS: element-wise, reduction, loss and shape ops ...",
+/// "KERNELS: backward engine ...", then the GPT's kernels (validate_kernels_gpt.h): "KERNELS:
+/// LayerNorm ...", "KERNELS: causal and scaled softmax ...", "KERNELS: embedding ...",
+/// "KERNELS: cross-entropy ..." and "KERNELS: AdamW update ...", each "match(es) float64
+/// reference". Inputs reach the edge cases: GELU on [-10, 10], softmax rows with -inf entries,
+/// equal entries and logits of +-1000, LayerNorm rows of large offset and small variance, logits
+/// of 1e4. Every rank runs them (on its device); none is trivial.
 std::vector<LocalCheck> check_kernels(const ValidateContext& ctx);
 
 }  // namespace mpitron::app

@@ -1,10 +1,13 @@
 #include "app/validate_reference.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace mpitron::app {
 
 using autograd::Tensor;
+using V = std::vector<double>;
 
 HostValues central_difference_vjp(const HostFunction& f, const HostValues& inputs,
                                   const std::vector<double>& dy) {
@@ -38,6 +41,41 @@ std::vector<double> uniform_values(std::size_t n, double lo, double hi, std::uin
     x = lo + (hi - lo) * static_cast<double>(state >> 11) * 0x1.0p-53;
   }
   return v;
+}
+
+V softmax_rows(const V& x, std::size_t cols) {
+  V y(x.size());
+  for (std::size_t r = 0; r < x.size() / cols; ++r) {
+    double top = -kInfinity, total = 0.0;
+    for (std::size_t c = 0; c < cols; ++c)
+      top = std::max(top, x[r * cols + c]);
+    for (std::size_t c = 0; c < cols; ++c)
+      total += y[r * cols + c] = std::exp(x[r * cols + c] - top);
+    for (std::size_t c = 0; c < cols; ++c)
+      y[r * cols + c] /= total;
+  }
+  return y;
+}
+
+OpCase unary_case(const char* name, autograd::Shape shape, V x,
+                  std::function<V(const V&)> reference, std::function<Tensor(const Tensor&)> op) {
+  return {name,
+          {shape},
+          {std::move(x)},
+          {true},
+          [reference](const HostValues& in) { return reference(in[0]); },
+          [op](const std::vector<Tensor>& t) { return op(t[0]); }};
+}
+
+OpCase binary_case(const char* name, autograd::Shape sa, V a, autograd::Shape sb, V b,
+                   std::function<V(const V&, const V&)> reference,
+                   std::function<Tensor(const Tensor&, const Tensor&)> op, bool b_grad) {
+  return {name,
+          {sa, sb},
+          {std::move(a), std::move(b)},
+          {true, b_grad},
+          [reference](const HostValues& in) { return reference(in[0], in[1]); },
+          [op](const std::vector<Tensor>& t) { return op(t[0], t[1]); }};
 }
 
 void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out) {

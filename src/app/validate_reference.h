@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "app/validate_model.h"
@@ -39,6 +40,35 @@ struct OpCase {
 /// and compares its output with `c.reference` and each differentiable input's gradient with
 /// central_difference_vjp of the reference. Logs the case's errors at debug level.
 void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out);
+
+/// y[i] = f(x[i], i) for every element of x.
+template <class F>
+std::vector<double> map_values(const std::vector<double>& x, F f) {
+  std::vector<double> y(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    y[i] = f(x[i], i);
+  return y;
+}
+
+inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+/// Softmax of each row of x [rows, cols] in float64, subtracting the row max: entries of -inf get
+/// probability 0 (a row must hold one finite entry).
+std::vector<double> softmax_rows(const std::vector<double>& x, std::size_t cols);
+
+/// An OpCase of one differentiable input x of `shape`: `reference` and `op` map x to the output.
+OpCase unary_case(const char* name, autograd::Shape shape, std::vector<double> x,
+                  std::function<std::vector<double>(const std::vector<double>&)> reference,
+                  std::function<autograd::Tensor(const autograd::Tensor&)> op);
+
+/// An OpCase of two inputs a [sa] and b [sb]; b's gradient is checked when `b_grad`.
+OpCase binary_case(
+    const char* name, autograd::Shape sa, std::vector<double> a, autograd::Shape sb,
+    std::vector<double> b,
+    std::function<std::vector<double>(const std::vector<double>&, const std::vector<double>&)>
+        reference,
+    std::function<autograd::Tensor(const autograd::Tensor&, const autograd::Tensor&)> op,
+    bool b_grad = true);
 
 /// `n` deterministic values, uniform in [lo, hi], from `seed` (a fixed LCG, so every rank and
 /// every build draws the same numbers).

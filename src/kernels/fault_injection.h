@@ -48,6 +48,10 @@ enum class Fault {
   /// after its first epoch, the last data-parallel replica's first parameter moves by 1e-3 (the
   /// replicas are no longer identical; train-dp's replica check must stop the run).
   replica_drift,
+  /// the CPU LayerNorm backward drops the mean term of dx: dx = rstd (g - xhat mean(g xhat)).
+  layer_norm_dx_no_mean,
+  /// the CPU causal softmax lets query position i see key i + 1 (the mask starts one late).
+  causal_mask_one_late,
 };
 
 /// Fault from its flag spelling ("none", or a fault's name with dashes, e.g.

@@ -24,7 +24,10 @@ set(fault_runs
   "gelu-grad-no-x-phi|2|2 1 1||KERNELS: GELU|PASS  TP: training loss"
   "softmax-backward-no-row-dot|2|2 1 1||KERNELS: softmax|"
   "attention-scale-head-dim|2|2 1 1||KERNELS: linear, matmul and attention core|PASS  TP: attention"
-  "non-leaf-grad-overwritten|2|2 1 1||KERNELS: backward engine|")
+  "non-leaf-grad-overwritten|2|2 1 1||KERNELS: backward engine|"
+  # The GPT's kernels: the transformer block's and the GPT's dense references run them too.
+  "layer-norm-dx-no-mean|2|2 1 1||KERNELS: LayerNorm forward and backward|PASS  TP: transformer block forward and gradients"
+  "causal-mask-one-late|2|2 1 1||KERNELS: causal and scaled softmax|PASS  TP: transformer block forward and gradients")
 foreach(run IN LISTS fault_runs)
   string(REPLACE "|" ";" fields "${run}")
   list(GET fields 0 fault)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/fault_injection.h"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cpu {
@@ -46,6 +47,7 @@ struct Normalization {
         sum_g += g;
         sum_g_xhat += g * ((x[base + c] - mean[r]) * rstd[r]);
       }
+      if (fault_active(Fault::layer_norm_dx_no_mean)) sum_g = 0.0;
       const T mean_g = static_cast<T>(sum_g / static_cast<double>(cols));
       const T mean_g_xhat = static_cast<T>(sum_g_xhat / static_cast<double>(cols));
       for (std::size_t c = 0; c < cols; ++c) {

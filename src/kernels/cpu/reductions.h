@@ -45,7 +45,8 @@ struct Reductions {
     for (std::size_t r = 0; r < rows; ++r) {
       const T* xr = x + r * cols;
       T* yr = y + r * cols;
-      const std::size_t valid = causal ? r % cols + 1 : cols;
+      const std::size_t one_late = fault_active(Fault::causal_mask_one_late) ? 1 : 0;
+      const std::size_t valid = causal ? std::min(cols, r % cols + 1 + one_late) : cols;
       T max = scale * xr[0];
       for (std::size_t c = 1; c < valid; ++c)
         max = std::max(max, scale * xr[c]);
