@@ -49,10 +49,16 @@ struct Elementwise {
     map(y, n, [=](std::size_t i) { return y[i] + alpha * x[i]; });
   }
 
-  /// out[r, c] = x[r, c] + bias[c] for x, out [rows, cols].
+  /// out[r, c] = x[r, c] + bias[c] for x, out [rows, cols]. Row by row, so the inner loop is a
+  /// plain vector add (an index modulo cols per element cost as much as the add).
   template <class T>
   static void bias_add(const T* x, const T* bias, std::size_t rows, std::size_t cols, T* out) {
-    map(out, rows * cols, [=](std::size_t i) { return x[i] + bias[i % cols]; });
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* row = x + r * cols;
+      T* out_row = out + r * cols;
+      for (std::size_t c = 0; c < cols; ++c)
+        out_row[c] = row[c] + bias[c];
+    }
   }
 
   /// Exact GELU in float32 takes the vectorizable erf_f32; other cases call the C library.
