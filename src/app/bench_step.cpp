@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "app/progress.h"
+#include "app/throughput.h"
 #include "autograd/random.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
@@ -27,6 +28,7 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   command.add_option("--steps", options.steps, "Timed steps")->capture_default_str();
   command.add_option("--warmup", options.warmup, "Untimed warm-up steps")->capture_default_str();
   add_progress_option(command, options.progress);
+  add_peak_option(command, options.peak_gflops);
   return command;
 }
 
@@ -137,31 +139,36 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   const double gflop =
       12.0 * static_cast<double>(s.hidden * s.intermediate * s.layers) * tokens / 1e9;
   const double peak = *std::max_element(rss.begin(), rss.end());
+  const double achieved = gflop / (ms_per_step / 1e3);
+  const std::optional<double> mfu =
+      model_flops_utilisation(achieved, options.peak_gflops, world.size());
   fmt::print(
       "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
       "layers {} micro-batches {}\n"
-      "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model GFLOP/step), "
+      "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model "
+      "GFLOP/step{}), "
       "peak RSS {:.0f} MiB/rank (max)\n"
       "bench: {:.1f} allocations/step after warm-up (max over ranks); {} memory peak {:.0f} MiB "
       "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n",
       world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
       s.intermediate, s.batch, s.seq, s.layers, s.micro_batches, ms_per_step,
-      tokens / (ms_per_step / 1e3), gflop / (ms_per_step / 1e3), gflop, peak,
+      tokens / (ms_per_step / 1e3), achieved, gflop,
+      mfu ? fmt::format(", MFU {:.1f}%", 100.0 * *mfu) : std::string(), peak,
       *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
       *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()));
   if (!options.common.json.empty()) {
-    write_json(options.common.json,
-               nlohmann::json{{"tool", "mpitron"},
-                              {"config", config_json(s, sizes, device, seed, world.size())},
-                              {"ms_per_step", ms_per_step},
-                              {"tokens_per_s", tokens / (ms_per_step / 1e3)},
-                              {"achieved_gflops", gflop / (ms_per_step / 1e3)},
-                              {"model_gflop_per_step", gflop},
-                              {"peak_rss_mib_by_rank", rss},
-                              {"allocations_per_step_by_rank", allocations},
-                              {"allocator_peak_in_use_mib_by_rank", in_use},
-                              {"allocator_peak_held_mib_by_rank", held}},
-               /*append=*/true);
+    nlohmann::json report{{"tool", "mpitron"},
+                          {"config", config_json(s, sizes, device, seed, world.size())},
+                          {"ms_per_step", ms_per_step},
+                          {"tokens_per_s", tokens / (ms_per_step / 1e3)},
+                          {"achieved_gflops", achieved},
+                          {"model_gflop_per_step", gflop},
+                          {"peak_rss_mib_by_rank", rss},
+                          {"allocations_per_step_by_rank", allocations},
+                          {"allocator_peak_in_use_mib_by_rank", in_use},
+                          {"allocator_peak_held_mib_by_rank", held}};
+    if (mfu) report["mfu"] = *mfu;
+    write_json(options.common.json, report, /*append=*/true);
   }
   return 0;
 }

@@ -17,6 +17,7 @@ struct BenchOptions {
   int steps = 5;
   int warmup = 2;
   std::string progress = "auto";  ///< --progress: auto, in-place, lines or off
+  double peak_gflops = 0.0;       ///< one rank's peak, for MFU (0: unknown)
 };
 
 /// Adds the `bench` subcommand and its flags to `app`.

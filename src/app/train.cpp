@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "app/throughput.h"
 #include "app/train_setup.h"
 #include "comm/agreement.h"
 #include "comm/topology.h"
@@ -67,6 +68,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                             run.sizes.dp, topology.dp_rank(), run.seed);
   const nn::LrSchedule schedule{o.lr, o.min_lr, o.warmup_steps, o.steps};
   const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
+  const double flops_per_token = nn::gpt_flops_per_token(run.config, o.seq);
   const std::vector<double> counts = comm::all_gather_scalar(
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
@@ -121,20 +123,25 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double tokens_per_s = static_cast<double>(o.global_batch * o.seq) / (ms / 1000.0);
+    const double gflops = flops_per_token * tokens_per_s / 1e9;
+    const std::optional<double> mfu = model_flops_utilisation(gflops, o.peak_gflops, world.size());
     progress.suspend();
     if (!std::isfinite(result.loss)) {
       run.log->error("error: training diverged at step {}: the loss is {} (lower --lr)", step,
                      result.loss);
       return 1;
     }
-    run.log->info("step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.4f} {:.1f} ms {:.0f} tokens/s",
-                  step, o.steps, result.loss, lr, result.grad_norm, ms, tokens_per_s);
-    metrics.write({{"step", step},
-                   {"loss", result.loss},
-                   {"lr", lr},
-                   {"grad_norm", result.grad_norm},
-                   {"ms", ms},
-                   {"tokens_per_s", tokens_per_s}});
+    run.log->info(
+        "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.4f} {:.1f} ms {:.0f} tokens/s {:.1f} "
+        "GFLOP/s{}",
+        step, o.steps, result.loss, lr, result.grad_norm, ms, tokens_per_s, gflops,
+        mfu ? fmt::format(" MFU {:.1f}%", 100.0 * *mfu) : std::string());
+    nlohmann::json line{{"step", step},    {"loss", result.loss},
+                        {"lr", lr},        {"grad_norm", result.grad_norm},
+                        {"ms", ms},        {"tokens_per_s", tokens_per_s},
+                        {"gflops", gflops}};
+    if (mfu) line["mfu"] = *mfu;
+    metrics.write(line);
     if ((o.eval_interval > 0 && step % o.eval_interval == 0) || step == o.steps) {
       const double val_loss = validation();
       run.log->info("step {} val_loss {:.4f} ({:.4f} bits per byte)", step, val_loss,

@@ -37,6 +37,7 @@ struct TrainOptions {
   std::string save;                 ///< checkpoint folder to write (empty: none)
   std::int64_t save_interval = 0;   ///< save every N steps (0: only after the last step)
   std::string load;                 ///< checkpoint folder to resume from (its newest step)
+  double peak_gflops = 0.0;         ///< one rank's peak, for MFU (0: unknown)
   std::string progress = "auto";    ///< --progress: auto (in place on a terminal, else off),
                                     ///< in-place, lines or off
   std::int64_t stop_after = 0;      ///< stop after this step, as if interrupted (0: run to --steps)

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "app/throughput.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/fault_injection.h"
@@ -53,6 +54,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
                "Stop after this step (saving it with --save), keeping the schedule of --steps "
                "(0: run to --steps)")
       ->capture_default_str();
+  add_peak_option(c, o.peak_gflops);
   add_progress_option(c, o.progress);
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
   return c;

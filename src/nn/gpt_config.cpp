@@ -10,6 +10,13 @@
 
 namespace mpitron::nn {
 
+double gpt_flops_per_token(const GptConfig& c, std::int64_t seq) {
+  const auto layers = static_cast<double>(c.layers), hidden = static_cast<double>(c.hidden);
+  const double matmul_weights =
+      12.0 * layers * hidden * hidden + static_cast<double>(c.vocab) * hidden;
+  return 6.0 * matmul_weights + 12.0 * layers * hidden * static_cast<double>(seq);
+}
+
 std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp) {
   const std::pair<const char*, std::int64_t> sizes[] = {{"vocab", c.vocab},
                                                         {"block size", c.block_size},

@@ -28,6 +28,13 @@ struct GptConfig {
 /// >= 1, hidden divisible by heads, heads and vocab divisible by tp, layers divisible by pp.
 std::optional<std::string> gpt_size_error(const GptConfig& config, int tp, int pp);
 
+/// Model FLOPs of one training step per token of a sequence of `seq` tokens (forward and
+/// backward; the PaLM paper's estimate, Chowdhery et al. 2022, appendix B): 6 N + 12 L C seq,
+/// where N = 12 L C^2 + vocab C counts the weights of the block matmuls and the LM head (biases,
+/// LayerNorms and the embedding gathers are left out) and the second term is attention's scores
+/// and weighted sum over the whole (unmasked) sequence.
+double gpt_flops_per_token(const GptConfig& config, std::int64_t seq);
+
 /// One parameter of the whole (unsharded) model.
 struct ParameterSpec {
   std::string name;        ///< e.g. "transformer.h.0.attn.q.weight"

@@ -1,9 +1,10 @@
 """Checks a `mpitron train --metrics` file against the documented format: a first line
 {"config": {...}} holding the run's tp, pp and dp; then one line per step with "step" (1..N in
-order), "loss", "lr", "grad_norm", "ms" and "tokens_per_s", all finite numbers; and {"step",
+order), "loss", "lr", "grad_norm", "ms", "tokens_per_s" and "gflops" ("mfu" too with --mfu), all
+finite numbers; and {"step",
 "val_loss"} lines at the given evaluation steps. Exit 1 with one line naming what differs.
 
-    check_metrics.py FILE --topology 2 2 2 --steps 3 --eval-steps 2 3
+    check_metrics.py FILE --topology 2 2 2 --steps 3 --eval-steps 2 3 [--mfu]
 """
 import argparse
 import json
@@ -22,6 +23,7 @@ def main():
     p.add_argument("--topology", type=int, nargs=3, required=True)
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--eval-steps", type=int, nargs="*", default=[])
+    p.add_argument("--mfu", action="store_true", help="step lines carry mfu (--peak-gflops)")
     args = p.parse_args()
     with open(args.file) as f:
         lines = [json.loads(line) for line in f]
@@ -31,7 +33,9 @@ def main():
     topology = [config.get(axis) for axis in ("tp", "pp", "dp")]
     if topology != args.topology:
         fail(f"{args.file}:1: topology {topology}, expected {args.topology}")
-    step_keys = {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s"}
+    step_keys = {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s", "gflops"}
+    if args.mfu:
+        step_keys.add("mfu")
     steps, evals = [], []
     for number, line in enumerate(lines[1:], 2):
         values = [v for k, v in line.items() if k != "step"]

@@ -7,15 +7,16 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter)
 add_test(NAME train_metrics_clean
          COMMAND ${CMAKE_COMMAND} -E rm -f ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl)
 mpitron_add_expect_test(train_tp2_pp2_dp2 TARGET mpitron NP 8 TIMEOUT 300
-  ARGS train --tp 2 --pp 2 --dp 2 ${train_small} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+  ARGS train --tp 2 --pp 2 --dp 2 ${train_small} --peak-gflops 100
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
        --metrics ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl
   EXPECT_EXIT 0
   EXPECT_OUTPUT "train: tp=2 pp=2 dp=2 \\(8 ranks" "2 micro-batches of 2 sequences"
-                "step 3/3 loss [0-9.]+ lr" "step 2 val_loss" "step 3 val_loss" "train done")
+                "step 3/3 loss [0-9.]+ lr [^\n]* tokens/s [0-9.]+ GFLOP/s MFU [0-9.]+%" "step 2 val_loss" "step 3 val_loss" "train done")
 add_test(NAME train_metrics_format
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_metrics.py
                  ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl --topology 2 2 2 --steps 3
-                 --eval-steps 2 3)
+                 --eval-steps 2 3 --mfu)
 set_tests_properties(train_metrics_clean PROPERTIES FIXTURES_SETUP train_metrics_clean)
 set_tests_properties(train_tp2_pp2_dp2 PROPERTIES FIXTURES_REQUIRED train_metrics_clean
                                                   FIXTURES_SETUP train_metrics)

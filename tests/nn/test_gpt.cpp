@@ -146,5 +146,22 @@ TEST(GptSizes, EveryRuleHasItsMessage) {
   EXPECT_EQ(gpt_size_error({256, 0, 4, 16, 4}, 1, 1), "block size must be >= 1, got 0");
 }
 
+// The estimate's N is the weights of every matmul: counted here from the parameter list (each
+// 2-D weight; wte stands for the tied LM head, wpe is only gathered), times 6 for forward and
+// backward; attention adds 2 matmuls of [seq, head_dim] x [head_dim, seq] size per head, i.e.
+// 4 C seq per token forward, times 3.
+TEST(GptSizes, FlopsPerTokenCountEveryMatmul) {
+  const GptConfig config{16, 4, 2, 8, 2};
+  double matmul_weights = 0.0;
+  for (const ParameterSpec& spec : gpt_parameter_specs(config)) {
+    if (spec.full_shape.size() == 2 && spec.name != "transformer.wpe.weight") {
+      matmul_weights += static_cast<double>(spec.full_shape[0] * spec.full_shape[1]);
+    }
+  }
+  EXPECT_EQ(matmul_weights, 12.0 * 2 * 8 * 8 + 16 * 8);
+  const double attention = 3.0 * 4.0 * 8 * 4 * 2;
+  EXPECT_DOUBLE_EQ(gpt_flops_per_token(config, 4), 6.0 * matmul_weights + attention);
+}
+
 }  // namespace
 }  // namespace mpitron::nn

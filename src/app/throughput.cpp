@@ -1,0 +1,19 @@
+#include "app/throughput.h"
+
+namespace mpitron::app {
+
+void add_peak_option(CLI::App& command, double& peak_gflops) {
+  command
+      .add_option("--peak-gflops", peak_gflops,
+                  "Peak GFLOP/s of one rank, to report model FLOP utilisation (0: unknown)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+}
+
+std::optional<double> model_flops_utilisation(double achieved_gflops, double peak_gflops,
+                                              int world_size) {
+  if (peak_gflops <= 0.0) return std::nullopt;
+  return achieved_gflops / (peak_gflops * world_size);
+}
+
+}  // namespace mpitron::app
