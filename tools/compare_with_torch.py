@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""mpitron beside its PyTorch peers (shared/peers), same hour, same model, one Markdown table.
+
+  --workload gpt: `mpitron train` against torch_peer_gpt.py (DDP at the same rank count, per-rank
+      batch 32 / ranks) on the README example's model and batch (4 layers, hidden 256, 8 heads,
+      seq 128, global batch 32, GPL-3 text). mpitron's figure is the mean of its per-step `ms`
+      (the `--metrics` lines) after --skip steps; the peer's is its own report.
+  --workload mlp: `mpitron bench` against torch_peer_step.py at the same (tp, pp, dp) (hidden 512,
+      intermediate 2048, batch 8, seq 128, 4 layers), both with --skip warm-up steps, plus each
+      side's peak RSS per rank.
+MFU is the whole job's model GFLOP/s over ranks x --peak-gflops (one rank's peak). The peers
+need Debian's python3-torch with OpenBLAS at one thread per rank (OPENBLAS_NUM_THREADS=1, set).
+
+    /usr/bin/python3 tools/compare_with_torch.py --workload gpt --peak-gflops 243
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+GPT_MODEL = ["--layers", "4", "--hidden", "256", "--heads", "8", "--seq", "128"]
+GPT_BATCH, GPT_SEQ = 32, 128
+GPT_FLOP_PER_TOKEN = 6 * (12 * 4 * 256 * 256 + 256 * 256) + 12 * 4 * 256 * 128  # PaLM estimate
+MLP_MODEL = ["--hidden", "512", "--intermediate", "2048", "--batch", "8", "--seq", "128",
+             "--layers", "4"]
+TOPOLOGIES = {"gpt": [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 1, 2), (2, 2, 2)],
+              "mlp": [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 1, 2)]}
+
+
+def mpirun(np: int) -> list[str]:
+    return ["mpirun", "--oversubscribe", "-np", str(np)] if np > 1 else []
+
+
+def torchrun(args, ranks: int, peer: str) -> list[str]:
+    if ranks == 1:
+        return ["/usr/bin/python3", peer]
+    shim = os.path.join(args.peers, "torchrun311.py")
+    return ["/usr/bin/python3", shim, "--standalone", f"--nproc_per_node={ranks}", peer]
+
+
+def run(cmd: list[str], env: dict[str, str]) -> str:
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"compare_with_torch: {' '.join(cmd)} failed ({done.returncode}):\n"
+                 f"{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def last_json(text: str) -> dict:
+    return json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
+
+
+def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, str, str]:
+    tp, pp, dp = topology
+    ranks = tp * pp * dp
+    with tempfile.TemporaryDirectory() as scratch:
+        metrics = os.path.join(scratch, "metrics.jsonl")
+        run(mpirun(ranks) + [args.mpitron, "train", "--tp", str(tp), "--pp", str(pp), "--dp",
+             str(dp), "--data", args.data, *GPT_MODEL, "--global-batch", str(GPT_BATCH),
+             "--micro-batch", "4", "--steps", str(args.steps + args.skip), "--eval-interval",
+             "0", "--eval-iters", "1", "--metrics", metrics, "--log-dir", scratch], env)
+        with open(metrics) as f:
+            ms = [line["ms"] for line in map(json.loads, f) if "ms" in line][args.skip:]
+    if ranks not in peer_cache:
+        peer = os.path.join(args.peers, "torch_peer_gpt.py")
+        out = run(torchrun(args, ranks, peer) + ["--data", args.data, *GPT_MODEL, "--batch",
+                  str(GPT_BATCH // ranks), "--steps", str(args.steps), "--warmup",
+                  str(args.skip)], env)
+        peer_cache[ranks] = last_json(out)["ms_per_step"]
+    return sum(ms) / len(ms), peer_cache[ranks], "", ""
+
+
+def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, str, str]:
+    tp, pp, dp = topology
+    flags = ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp), *MLP_MODEL]
+    with tempfile.TemporaryDirectory() as scratch:
+        report = os.path.join(scratch, "bench.jsonl")
+        run(mpirun(tp * pp * dp) + [args.mpitron, "bench", *flags, "--steps", str(args.steps),
+             "--warmup", str(args.skip), "--json", report, "--log-dir", scratch], env)
+        with open(report) as f:
+            ours = json.loads(f.readlines()[-1])
+    peer = os.path.join(args.peers, "torch_peer_step.py")
+    theirs = last_json(run(torchrun(args, tp * pp * dp, peer) + flags + ["--steps",
+                           str(args.steps), "--warmup", str(args.skip)], env))
+    rss = lambda r: f"{max(r['peak_rss_mib_by_rank']):.0f}"  # noqa: E731
+    return ours["ms_per_step"], theirs["ms_per_step"], rss(ours), rss(theirs)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--workload", choices=["gpt", "mlp"], default="gpt")
+    p.add_argument("--mpitron", default="build/mpitron")
+    p.add_argument("--peers", default="../shared/peers", help="folder of the PyTorch peers")
+    p.add_argument("--data", default="/usr/share/common-licenses/GPL-3")
+    p.add_argument("--steps", type=int, default=6, help="timed steps per run")
+    p.add_argument("--skip", type=int, default=2, help="untimed first steps per run")
+    p.add_argument("--peak-gflops", type=float, default=0.0, help="one rank's peak, for MFU")
+    args = p.parse_args()
+    args.peers = os.path.abspath(args.peers)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               OMPI_MCA_mpi_yield_when_idle="1")
+    if args.workload == "gpt":
+        tokens, flop = GPT_BATCH * GPT_SEQ, GPT_BATCH * GPT_SEQ * GPT_FLOP_PER_TOKEN
+        row, extra = gpt_row, ""
+    else:
+        tokens, flop = 8 * 128, 12 * 512 * 2048 * 4 * 8 * 128
+        row, extra = mlp_row, " mpitron peak RSS MiB/rank | PyTorch peak RSS MiB/rank |"
+    print(f"{platform.node()}, {os.cpu_count()} CPUs, {datetime.date.today()}; {args.workload}; "
+          f"{args.steps} timed steps after {args.skip}; {tokens} tokens per replica step\n")
+    print("| (tp, pp, dp) | ranks | mpitron ms/step | MFU | PyTorch ms/step | MFU |" + extra)
+    print("|---|---|---|---|---|---|" + ("---|---|" if extra else ""))
+    peer_cache: dict[int, float] = {}
+    for topology in TOPOLOGIES[args.workload]:
+        ranks = topology[0] * topology[1] * topology[2]
+        job_flop = flop * (topology[2] if args.workload == "mlp" else 1)
+        ours, theirs, our_rss, their_rss = row(args, topology, env, peer_cache)
+        mfu = lambda ms: (f"{100 * job_flop / (ms / 1e3) / 1e9 / (ranks * args.peak_gflops):.0f} %"  # noqa: E731
+                          if args.peak_gflops > 0 else "-")
+        cells = [str(topology), str(ranks), f"{ours:.0f}", mfu(ours), f"{theirs:.0f}", mfu(theirs)]
+        if extra:
+            cells += [our_rss, their_rss]
+        print("| " + " | ".join(cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
