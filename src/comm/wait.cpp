@@ -14,17 +14,13 @@
 
 namespace mpitron::comm {
 
-std::chrono::nanoseconds Backoff::next() {
-  if (polls_ < kYieldPolls) {
-    ++polls_;
-    return std::chrono::nanoseconds{0};
-  }
-  sleep_ = sleep_.count() == 0 ? kFirstSleep : std::min(2 * sleep_, kMaxSleep);
-  return sleep_;
+std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited) {
+  if (waited < kYieldFor) return std::chrono::nanoseconds{0};
+  return std::clamp(waited / 16, kFirstSleep, kMaxSleep);
 }
 
 void Backoff::pause() {
-  const std::chrono::nanoseconds duration = next();
+  const std::chrono::nanoseconds duration = next(std::chrono::steady_clock::now() - start_);
   if (duration.count() == 0) {
     sched_yield();
   } else {

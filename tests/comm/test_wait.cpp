@@ -13,17 +13,15 @@ namespace {
 
 using std::chrono::nanoseconds;
 
-TEST(Backoff, YieldsFirstThenSleepsGrowingToOneMillisecond) {
-  Backoff backoff;
-  for (int i = 0; i < Backoff::kYieldPolls; ++i)
-    EXPECT_EQ(backoff.next(), nanoseconds(0)) << i;
-  nanoseconds expected = Backoff::kFirstSleep;
-  for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(backoff.next(), std::min(expected, Backoff::kMaxSleep)) << i;
-    expected *= 2;
-  }
-  EXPECT_EQ(Backoff::kFirstSleep, nanoseconds(1000));
-  EXPECT_EQ(Backoff::kMaxSleep, nanoseconds(1000000));
+TEST(Backoff, YieldsForOneMillisecondThenSleepsASixteenthOfTheWaitUpToOneMillisecond) {
+  using std::chrono::microseconds;
+  EXPECT_EQ(Backoff::next(nanoseconds(0)), nanoseconds(0));
+  EXPECT_EQ(Backoff::next(microseconds(999)), nanoseconds(0));
+  EXPECT_EQ(Backoff::next(microseconds(1000)), microseconds(62) + nanoseconds(500));
+  EXPECT_EQ(Backoff::next(microseconds(8000)), microseconds(500));
+  EXPECT_EQ(Backoff::next(microseconds(16000)), microseconds(1000));
+  EXPECT_EQ(Backoff::next(std::chrono::seconds(100)), microseconds(1000));
+  EXPECT_EQ(Backoff::kFirstSleep, microseconds(50));
 }
 
 TEST(DeadlineMessage, PointToPoint) {
