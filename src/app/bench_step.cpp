@@ -13,6 +13,7 @@
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "comm/wait.h"
 #include "kernels/allocator.h"
 #include "nn/data_parallel.h"
 #include "nn/mlp.h"
@@ -48,6 +49,14 @@ double backend_allocations() {
       total += kernels::allocator_stats(device, host).backend_allocations;
   }
   return static_cast<double>(total);
+}
+
+// "12 %, 3 %, ..." for fractions.
+std::string percentages(const std::vector<double>& fractions) {
+  std::string text;
+  for (const double f : fractions)
+    text += fmt::format("{}{:.0f} %", text.empty() ? "" : ", ", 100.0 * f);
+  return text;
 }
 
 double mib(std::size_t bytes) {
@@ -115,6 +124,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   ProgressLine progress("bench", options.steps, "tokens/s", parse_progress_mode(options.progress),
                         world.rank() == 0);
   const double allocations_before = backend_allocations();
+  const double wait_before = comm::wait_seconds();
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < options.steps; ++i) {
     step();
@@ -129,6 +139,8 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::vector<double> allocations =
       comm::all_gather_scalar(world, (backend_allocations() - allocations_before) / options.steps);
+  const std::vector<double> wait_share =
+      comm::all_gather_scalar(world, (comm::wait_seconds() - wait_before) / seconds);
   const std::vector<double> rss = comm::all_gather_scalar(world, peak_rss_mib());
   const kernels::AllocatorStats pool = kernels::allocator_stats(device);
   const std::vector<double> in_use = comm::all_gather_scalar(world, mib(pool.peak_in_use_bytes));
@@ -149,13 +161,15 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       "GFLOP/step{}), "
       "peak RSS {:.0f} MiB/rank (max)\n"
       "bench: {:.1f} allocations/step after warm-up (max over ranks); {} memory peak {:.0f} MiB "
-      "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n",
+      "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n"
+      "bench: share of the step waiting on communication per rank: {}\n",
       world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
       s.intermediate, s.batch, s.seq, s.layers, s.micro_batches, ms_per_step,
       tokens / (ms_per_step / 1e3), achieved, gflop,
       mfu ? fmt::format(", MFU {:.1f}%", 100.0 * *mfu) : std::string(), peak,
       *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
-      *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()));
+      *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()),
+      percentages(wait_share));
   if (!options.common.json.empty()) {
     nlohmann::json report{{"tool", "mpitron"},
                           {"config", config_json(s, sizes, device, seed, world.size())},
@@ -166,7 +180,8 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
                           {"peak_rss_mib_by_rank", rss},
                           {"allocations_per_step_by_rank", allocations},
                           {"allocator_peak_in_use_mib_by_rank", in_use},
-                          {"allocator_peak_held_mib_by_rank", held}};
+                          {"allocator_peak_held_mib_by_rank", held},
+                          {"comm_wait_share_by_rank", wait_share}};
     if (mfu) report["mfu"] = *mfu;
     write_json(options.common.json, report, /*append=*/true);
   }

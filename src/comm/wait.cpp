@@ -44,6 +44,23 @@ std::string deadline_message(const DeadlineReport& report) {
 
 namespace {
 
+double g_wait_seconds = 0.0;
+
+// Adds the time from `start` to its destruction (however wait_all returns) to g_wait_seconds.
+class WaitClock {
+ public:
+  explicit WaitClock(std::chrono::steady_clock::time_point start) : start_(start) {}
+  ~WaitClock() {
+    g_wait_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  WaitClock(const WaitClock&) = delete;
+  WaitClock& operator=(const WaitClock&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
 // How long an expired rank collects the answers of the ranks it waited for.
 constexpr double kStallGraceSeconds = 2.0;
 
@@ -81,9 +98,10 @@ std::string operation_text(const Communicator& comm, const Operation& op) {
 }  // namespace
 
 void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(comm.timeout()));
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(comm.timeout()));
+  const WaitClock clock(start);
   Backoff backoff;
   std::string doing;  // built once the operation is found pending
   for (;;) {
@@ -104,6 +122,10 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
     if (std::chrono::steady_clock::now() >= deadline) expire(comm, op, doing);
     backoff.pause();
   }
+}
+
+double wait_seconds() {
+  return g_wait_seconds;
 }
 
 void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op) {

@@ -32,6 +32,10 @@ struct Operation {
 /// kDeadlineExitCode); it does not return then. Throws MpiError when a request fails.
 void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op);
 
+/// Seconds this process has spent inside wait_all / wait_one since it started (the time its
+/// communication kept it waiting: transfers, and peers that had not arrived yet).
+double wait_seconds();
+
 /// `wait_all` for one request.
 void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op);
 
