@@ -39,7 +39,10 @@ std::string cpu_ranges(const std::vector<int>& cpus) {
       ++j;
     if (!text.empty()) text += ',';
     text += std::to_string(cpus[i]);
-    if (j > i) text += "-" + std::to_string(cpus[j]);
+    if (j > i) {
+      text += '-';  // appended apart: GCC 12 warns (-Wrestrict) on "-" + std::to_string(...)
+      text += std::to_string(cpus[j]);
+    }
     i = j + 1;
   }
   return text;
