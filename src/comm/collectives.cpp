@@ -4,6 +4,7 @@
 
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
+#include "comm/ring_all_reduce.h"
 #include "comm/staging.h"
 
 namespace mpitron::comm {
@@ -26,6 +27,11 @@ std::string to_string(ReduceOp op) {
 
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
+  if (uses_ring_all_reduce(comm, buffer)) {
+    ring_all_reduce(comm, buffer, op);
+    finish_average(comm, buffer, op);
+    return;
+  }
   Buffer& image = stage_in_place(comm, buffer, Slot::send);
   const MPI_Datatype type = mpi_type(buffer.dtype());
   for_each_message(

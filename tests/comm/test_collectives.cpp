@@ -8,7 +8,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "comm/chunking.h"
 #include "comm/collectives.h"
+#include "comm/ring_all_reduce.h"
 #include "comm/topology.h"
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
@@ -81,6 +83,40 @@ TEST_P(CollectiveTest, AllReduceEveryOpIsExact) {
       EXPECT_EQ(host_values(buffer), expected) << comm::to_string(op);
     }
   });
+}
+
+// Buffers of >= 256 KiB on the CPU take the ring on point-to-point messages (ring_all_reduce.h):
+// an element count that the ranks do not divide (uneven chunks), with and without a message
+// limit that cuts each ring step into several messages.
+TEST_P(CollectiveTest, AllReduceOfALargeBufferIsExactThroughTheRing) {
+  constexpr std::size_t kCount = 70001;
+  SettingsGuard guard(world());
+  const comm::ParallelTopology topology = topology_for_world();
+  for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{4093}}) {
+    world().set_max_message_elements(limit);
+    for (const Communicator* comm : {&topology.world(), &topology.tp_comm()}) {
+      SCOPED_TRACE(comm->name() + " communicator, message limit " + std::to_string(limit));
+      const double n = comm->size(), r = comm->rank();
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+        if (op == ReduceOp::avg && !kernels::is_floating(GetParam().dtype)) continue;
+        std::vector<double> mine(kCount), expected(kCount);
+        for (std::size_t i = 0; i < kCount; ++i) {
+          const double di = static_cast<double>(i % 1000);
+          mine[i] = (r + 1) * 100 + di;
+          expected[i] = op == ReduceOp::sum   ? 50 * n * (n + 1) + n * di
+                        : op == ReduceOp::avg ? 50 * (n + 1) + di
+                        : op == ReduceOp::max ? n * 100 + di
+                                              : 100 + di;
+        }
+        kernels::Buffer buffer = make_buffer(mine, GetParam());
+        EXPECT_EQ(comm::uses_ring_all_reduce(*comm, buffer),
+                  comm->size() > 1 && buffer.device() == kernels::Device::cpu &&
+                      kernels::is_floating(buffer.dtype()));
+        comm::all_reduce(*comm, buffer, op);
+        EXPECT_EQ(host_values(buffer), expected) << comm::to_string(op);
+      }
+    }
+  }
 }
 
 TEST_P(CollectiveTest, AllGatherPlacesEachRankAlongTheLastDim) {
