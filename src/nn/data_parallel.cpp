@@ -24,7 +24,12 @@ void GradientAverager::average(const Parameters& parameters) {
                       kernels::to_string(p.tensor.dtype()), kernels::to_string(p.tensor.device())));
     }
     total += static_cast<std::size_t>(p.tensor.numel());
+    if (!p.tensor.grad().defined()) {
+      Tensor(p.tensor).set_grad(
+          Tensor::zeros(p.tensor.shape(), p.tensor.dtype(), p.tensor.device()));
+    }
   }
+  if (dp_.size() == 1) return;  // one replica: its gradients are the average
   if (flat_.numel() != total || flat_.dtype() != first.dtype() ||
       flat_.device() != first.device()) {
     flat_ = kernels::Buffer(total, first.dtype(), first.device());
@@ -33,12 +38,7 @@ void GradientAverager::average(const Parameters& parameters) {
   std::size_t offset = 0;
   for (const Parameter& p : parameters) {
     const auto n = static_cast<std::size_t>(p.tensor.numel());
-    Tensor grad = p.tensor.grad();
-    if (!grad.defined()) {
-      grad = Tensor::zeros(p.tensor.shape(), p.tensor.dtype(), p.tensor.device());
-      Tensor(p.tensor).set_grad(grad);
-    }
-    kernels::copy_rows(grad.buffer(), 0, n, flat_, offset, n, 1, n);
+    kernels::copy_rows(p.tensor.grad().buffer(), 0, n, flat_, offset, n, 1, n);
     offset += n;
   }
   const bool average = !fault_active(Fault::dp_sum_not_average);
