@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -15,6 +16,11 @@ ByteCorpus::ByteCorpus(std::vector<std::uint8_t> bytes, std::string source)
     : bytes_(std::move(bytes)), source_(std::move(source)) {}
 
 ByteCorpus ByteCorpus::from_file(const std::string& path) {
+  // A directory opens as a stream on Linux and fails only on the first read, with a message
+  // that lacks the path.
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    throw std::runtime_error(fmt::format("{}: is a directory", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),

@@ -18,8 +18,8 @@ using autograd::Tensor;
 /// A corpus held identically by every rank: its first 90 % trains, the last 10 % validates.
 class ByteCorpus {
  public:
-  /// Reads `path` whole. Throws std::runtime_error "<path>: cannot read: <reason>" or
-  /// "<path>: empty file".
+  /// Reads `path` whole. Throws std::runtime_error "<path>: cannot read: <reason>",
+  /// "<path>: is a directory" or "<path>: empty file".
   static ByteCorpus from_file(const std::string& path);
 
   /// The built-in corpus (about 64 KiB of generated English-like sentences, the same bytes on

@@ -103,6 +103,16 @@ TEST(ByteCorpus, BuiltinIsDeterministicTextAndFilesAreReadWhole) {
   }
 }
 
+TEST(ByteCorpus, ADirectoryIsNamedInItsError) {
+  const auto dir = std::filesystem::temp_directory_path();
+  try {
+    ByteCorpus::from_file(dir.string());
+    ADD_FAILURE() << "a directory was read as a corpus";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), dir.string() + ": is a directory");
+  }
+}
+
 TEST(LrSchedule, LinearWarmupThenCosineToTheMinimum) {
   const LrSchedule s{1e-3, 1e-4, 20, 200};
   EXPECT_DOUBLE_EQ(s.at(1), 1e-3 / 20);
