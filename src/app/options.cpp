@@ -44,7 +44,7 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
           [](const std::string& text) {
             return text.starts_with('-') ? std::string("must be a non-negative integer") : "";
           },
-          "UINT"))
+          ""))
       ->capture_default_str();
   command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
   command.add_option("--init-timeout")
@@ -55,7 +55,11 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {
-  ParallelSizes sizes;
+  ParallelSizes sizes{options.tp.value_or(1), options.pp.value_or(1), options.dp.value_or(1)};
+  if (sizes.tp < 1 || sizes.pp < 1 || sizes.dp < 1) {
+    throw comm::ConfigError(fmt::format("--tp, --pp and --dp must be >= 1, got {}, {} and {}",
+                                        sizes.tp, sizes.pp, sizes.dp));
+  }
   if (!options.tp && !options.pp && !options.dp) {
     if (world_size % 4 == 0) {
       sizes = {2, 2, world_size / 4};
@@ -64,12 +68,14 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
     } else {
       sizes = {1, 1, world_size};
     }
-  } else {
-    sizes = {options.tp.value_or(1), options.pp.value_or(1), options.dp.value_or(1)};
-  }
-  if (sizes.tp < 1 || sizes.pp < 1 || sizes.dp < 1) {
-    throw comm::ConfigError(fmt::format("--tp, --pp and --dp must be >= 1, got {}, {} and {}",
-                                        sizes.tp, sizes.pp, sizes.dp));
+  } else if (!options.dp) {  // Megatron-LM's rule: the replicas take what tp and pp leave
+    const long long model_parallel = static_cast<long long>(sizes.tp) * sizes.pp;
+    if (world_size % model_parallel != 0) {
+      throw comm::ConfigError(
+          fmt::format("world size {} is not divisible by tp*pp = {} (tp {}, pp {}; --dp omitted)",
+                      world_size, model_parallel, sizes.tp, sizes.pp));
+    }
+    sizes.dp = static_cast<int>(world_size / model_parallel);
   }
   const long long product = static_cast<long long>(sizes.tp) * sizes.pp * sizes.dp;
   if (product != world_size) {
