@@ -17,13 +17,32 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
   add_common_options(c, o.common);
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--prompt", o.prompt, "Text to continue")->required();
-  c.add_option("--tokens", o.tokens, "Bytes to generate")->capture_default_str();
+  c.add_option("--tokens", o.tokens,
+               fmt::format("Bytes to generate (at most {})", kMaxGenerateTokens))
+      ->capture_default_str();
   c.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str();
   c.add_option("--top-k", o.top_k, "Sample among the k most likely bytes (0: all)")
       ->capture_default_str();
   return c;
 }
+
+namespace {
+
+// One message per offending option, naming it and its value.
+void check_sampling_options(const GenerateOptions& o) {
+  if (o.tokens < 0 || o.tokens > kMaxGenerateTokens) {
+    throw comm::ConfigError(
+        fmt::format("--tokens must be in [0, {}], got {}", kMaxGenerateTokens, o.tokens));
+  }
+  if (o.top_k < 0) throw comm::ConfigError(fmt::format("--top-k must be >= 0, got {}", o.top_k));
+  if (!(o.temperature >= 0.0) || !std::isfinite(o.temperature)) {
+    throw comm::ConfigError(
+        fmt::format("--temperature must be a finite number >= 0, got {}", o.temperature));
+  }
+}
+
+}  // namespace
 
 int run_generate(const GenerateOptions& o, comm::Communicator world) {
   LoadedRun run = load_checkpoint_agreed(
@@ -33,12 +52,7 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
           throw comm::ConfigError("generate runs the whole model on one stage: --pp must be 1");
         }
         if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
-        if (o.tokens < 0 || o.top_k < 0 || !(o.temperature >= 0.0) ||
-            !std::isfinite(o.temperature)) {
-          throw comm::ConfigError(
-              fmt::format("--tokens {}, --top-k {} and --temperature {} must be finite and >= 0",
-                          o.tokens, o.top_k, o.temperature));
-        }
+        check_sampling_options(o);
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
   const nn::GptStage stage(run.checkpoint.config,
