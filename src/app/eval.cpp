@@ -25,14 +25,14 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
 
 int run_eval(const EvalOptions& o, comm::Communicator world) {
   std::optional<nn::ByteCorpus> corpus;
-  std::int64_t seq = o.seq;
+  std::int64_t seq = 0;
   LoadedRun run = load_checkpoint_agreed(
       "eval", o.common, o.load, world, [&](const nn::GptCheckpoint& ckpt, const ParallelSizes&) {
-        if (seq == 0) seq = ckpt.config.block_size;
+        seq = o.seq.value_or(ckpt.config.block_size);
         if (seq < 1 || seq > ckpt.config.block_size) {
           throw comm::ConfigError(
-              fmt::format("--seq {} must be in [1, {}] (the checkpoint's block size)", seq,
-                          ckpt.config.block_size));
+              fmt::format("--seq must be in [1, {}] (the checkpoint's block size), got {}",
+                          ckpt.config.block_size, seq));
         }
         try {
           corpus = nn::ByteCorpus::from_file(o.data);
