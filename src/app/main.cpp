@@ -39,6 +39,19 @@ std::optional<std::string> init_timeout_flag(int argc, char** argv) {
   return std::nullopt;
 }
 
+// The parse error to report: a first argument that is neither a flag nor a subcommand is named as
+// a mistyped subcommand (CLI11 would only say that a subcommand is required).
+std::string parse_error_text(const CLI::App& app, const CLI::ParseError& error, int argc,
+                             char** argv) {
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string first = argv[1];
+    const auto named = [&](const CLI::App* command) { return command->check_name(first); };
+    if (app.get_subcommands(named).empty())
+      return "unknown subcommand '" + first + "' (run mpitron --help)";
+  }
+  return std::string(error.what()) + " (see --help)";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,16 +94,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help or --version: printed once, by rank 0
     return world.rank() == 0 ? app.exit(e) : 0;
   } catch (const CLI::ParseError& e) {
-    parse_error = e.what();
+    parse_error = parse_error_text(app, e, argc, argv);
   }
   return mpitron::comm::run_guarded(world, [&] {
     mpitron::comm::check_launch_consistency(world);
     if (!parse_error.empty()) {
       // Agreed like any bad option, so arguments that fail on only some ranks (different
       // arguments per rank) end every rank with one line instead of leaving the others waiting.
-      mpitron::comm::agree_on_configuration(world, [&]() -> std::string {
-        throw mpitron::comm::ConfigError(parse_error + " (see --help)");
-      });
+      mpitron::comm::agree_on_configuration(
+          world, [&]() -> std::string { throw mpitron::comm::ConfigError(parse_error); });
     }
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
