@@ -72,7 +72,7 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
     const long long model_parallel = static_cast<long long>(sizes.tp) * sizes.pp;
     if (world_size % model_parallel != 0) {
       throw comm::ConfigError(
-          fmt::format("world size {} is not divisible by tp*pp = {} (tp {}, pp {}; --dp omitted)",
+          fmt::format("world size {} is not divisible by tp*pp = {} (tp {}, pp {}, --dp omitted)",
                       world_size, model_parallel, sizes.tp, sizes.pp));
     }
     sizes.dp = static_cast<int>(world_size / model_parallel);

@@ -47,7 +47,7 @@ struct ParallelSizes {
 /// but --tp or --pp is given, the omitted one of those is 1 and dp = world / (tp*pp)
 /// (Megatron-LM's rule); when --dp is given, an omitted --tp or --pp is 1. Throws
 /// comm::ConfigError when a degree is < 1, when the world is not divisible by tp*pp (e.g.
-/// "world size 4 is not divisible by tp*pp = 3 (tp 3, pp 1; --dp omitted)"), or when
+/// "world size 4 is not divisible by tp*pp = 3 (tp 3, pp 1, --dp omitted)"), or when
 /// tp*pp*dp != world_size (e.g. "tp*pp*dp = 2*2*2 = 8, but the world size is 4").
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size);
 
