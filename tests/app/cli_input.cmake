@@ -4,47 +4,40 @@ set(cli_ckpt ${PROJECT_SOURCE_DIR}/tests/data/checkpoint_tiny)
 set(cli_text ${PROJECT_SOURCE_DIR}/tests/data/checkpoint_eval.txt)
 set(cli_logs --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_cli)
 
-# name|arguments|message (2 ranks: the default topology (2, 1, 1) fits the tiny checkpoint).
-set(cli_bad_runs
-  "generate_tokens_range|generate --load ${cli_ckpt} --prompt x --tokens 99999999999|--tokens must be in [0, 1000000], got 99999999999"
-  "generate_top_k|generate --load ${cli_ckpt} --prompt x --top-k -1|--top-k must be >= 0, got -1"
-  "generate_temperature|generate --load ${cli_ckpt} --prompt x --temperature nan|--temperature must be a finite number >= 0, got nan"
-  "eval_seq_zero|eval --load ${cli_ckpt} --data ${cli_text} --seq 0|--seq must be in [1, 16] (the checkpoint's block size), got 0"
-  "eval_data_directory|eval --load ${cli_ckpt} --data ${CMAKE_CURRENT_BINARY_DIR}|${CMAKE_CURRENT_BINARY_DIR}: is a directory"
-  "train_data_directory|train --seq 16 --steps 1 --data ${CMAKE_CURRENT_BINARY_DIR}|${CMAKE_CURRENT_BINARY_DIR}: is a directory"
-  "unknown_subcommand|trian|unknown subcommand 'trian' (run mpitron --help)")
-foreach(run IN LISTS cli_bad_runs)
-  string(REPLACE "|" ";" fields "${run}")
-  list(GET fields 0 name)
-  list(GET fields 1 flags)
-  list(GET fields 2 message)
-  separate_arguments(flags)
-  string(REGEX REPLACE "([][().*+])" "\\\\\\1" message_regex "${message}")
-  mpitron_add_expect_test(cli_bad_${name} TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
-    ARGS ${flags} ${cli_logs}
-    EXPECT_EXIT 2
-    EXPECT_OUTPUT "rank 0: error: ${message_regex}\n" "rank 1: error: ${message_regex}\n")
-endforeach()
+# NAME NP MESSAGE ARGS...: `mpitron ARGS` on NP ranks prints "rank 0: error: MESSAGE" and the
+# same on the last rank (MESSAGE literal text), and exits 2.
+function(cli_bad_test name np message)
+  string(REGEX REPLACE "([][().*+])" "\\\\\\1" regex "${message}")
+  math(EXPR last "${np} - 1")
+  mpitron_add_expect_test(cli_bad_${name} TARGET mpitron NP ${np} TIMEOUT 60 MAX_SECONDS 30
+    ARGS ${ARGN} ${cli_logs}
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: ${regex}\n" "rank ${last}: error: ${regex}\n")
+endfunction()
+
+# 2 ranks: the default topology (2, 1, 1) fits the tiny checkpoint.
+cli_bad_test(generate_tokens_range 2 "--tokens must be in [0, 1000000], got 99999999999"
+             generate --load ${cli_ckpt} --prompt x --tokens 99999999999)
+cli_bad_test(generate_top_k 2 "--top-k must be >= 0, got -1"
+             generate --load ${cli_ckpt} --prompt x --top-k -1)
+cli_bad_test(generate_temperature 2 "--temperature must be a finite number >= 0, got nan"
+             generate --load ${cli_ckpt} --prompt x --temperature nan)
+cli_bad_test(eval_seq_zero 2 "--seq must be in [1, 16] (the checkpoint's block size), got 0"
+             eval --load ${cli_ckpt} --data ${cli_text} --seq 0)
+cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: is a directory"
+             eval --load ${cli_ckpt} --data ${CMAKE_CURRENT_BINARY_DIR})
+cli_bad_test(train_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: is a directory"
+             train --seq 16 --steps 1 --data ${CMAKE_CURRENT_BINARY_DIR})
+cli_bad_test(unknown_subcommand 2 "unknown subcommand 'trian' (run mpitron --help)" trian)
 
 # --dp omitted: dp = world / (tp*pp) (Megatron-LM's rule); --dp given: an omitted --tp/--pp is 1.
 mpitron_add_expect_test(cli_validate_tp_only_fills_dp TARGET mpitron NP 4 TIMEOUT 240
   ARGS validate --tp 2 ${cli_logs}
   EXPECT_EXIT 0 EXPECT_OUTPUT "world 4 = tp 2 x pp 1 x dp 2" "all parallel validations passed"
   REJECT_OUTPUT "FAIL")
-set(cli_topology_runs
-  "tp_not_dividing|--tp 3|world size 4 is not divisible by tp\\*pp = 3 \\(tp 3, pp 1, --dp omitted\\)"
-  "dp_only|--dp 2|tp\\*pp\\*dp = 1\\*1\\*2 = 2, but the world size is 4")
-foreach(run IN LISTS cli_topology_runs)
-  string(REPLACE "|" ";" fields "${run}")
-  list(GET fields 0 name)
-  list(GET fields 1 flags)
-  list(GET fields 2 message_regex)
-  separate_arguments(flags)
-  mpitron_add_expect_test(cli_validate_bad_${name} TARGET mpitron NP 4 TIMEOUT 60 MAX_SECONDS 30
-    ARGS validate ${flags} ${cli_logs}
-    EXPECT_EXIT 2
-    EXPECT_OUTPUT "rank 0: error: ${message_regex}\n" "rank 3: error: ${message_regex}\n")
-endforeach()
+cli_bad_test(validate_tp_not_dividing 4
+             "world size 4 is not divisible by tp*pp = 3 (tp 3, pp 1, --dp omitted)"
+             validate --tp 3)
+cli_bad_test(validate_dp_only 4 "tp*pp*dp = 1*1*2 = 2, but the world size is 4" validate --dp 2)
 
 # --help names the type of --seed once (its check adds no second name).
 mpitron_add_expect_test(cli_help_seed_type TARGET mpitron NP 1 TIMEOUT 60
