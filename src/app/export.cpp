@@ -40,6 +40,12 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
                           {{"format", "pt"}, {"source", o.load}});
     run.log->info("export: wrote {} ({} layers, hidden {}, step {})", o.out,
                   run.checkpoint.config.layers, run.checkpoint.config.hidden, run.checkpoint.step);
+    if (!o.common.json.empty()) {
+      write_json(o.common.json, {{"out", o.out},
+                                 {"load", o.load},
+                                 {"step", run.checkpoint.step},
+                                 {"config", nn::to_json(run.checkpoint.config)}});
+    }
   }
   return 0;
 }
