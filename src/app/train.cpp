@@ -114,6 +114,12 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   ProgressLine progress(first_step == 1 ? "train" : fmt::format("train from step {}", first_step),
                         std::max<std::int64_t>(last_step - first_step + 1, 1), "tokens/s",
                         run.progress, world.rank() == 0);
+  nlohmann::json summary{{"config", nlohmann::json::parse(run.description)},
+                         {"first_step", first_step},
+                         {"last_step", last_step},
+                         {"loss", nullptr},
+                         {"val_loss", nullptr}};
+  double step_ms = 0.0;
   for (std::int64_t step = first_step; step <= last_step; ++step) {
     const auto batches =
         micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);
@@ -142,11 +148,14 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                         {"gflops", gflops}};
     if (mfu) line["mfu"] = *mfu;
     metrics.write(line);
+    summary["loss"] = result.loss;
+    step_ms += ms;
     if ((o.eval_interval > 0 && step % o.eval_interval == 0) || step == o.steps) {
       const double val_loss = validation();
       run.log->info("step {} val_loss {:.4f} ({:.4f} bits per byte)", step, val_loss,
                     val_loss / std::log(2.0));
       metrics.write({{"step", step}, {"val_loss", val_loss}});
+      summary["val_loss"] = val_loss;
     }
     if (!o.save.empty() &&
         ((o.save_interval > 0 && step % o.save_interval == 0) || step == last_step)) {
@@ -158,13 +167,21 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (first_step > last_step) {
-    run.log->info("train: nothing to do, the checkpoint is at step {} and --steps is {}",
-                  first_step - 1, o.steps);
+    run.log->info("train: nothing to do, the checkpoint is at step {} and the run stops at {} ({})",
+                  first_step - 1, last_step, last_step < o.steps ? "--stop-after" : "--steps");
   } else if (last_step < o.steps) {
     run.log->info("train stopped: steps {}..{} of {} in {:.1f} s", first_step, last_step, o.steps,
                   seconds);
   } else {
     run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);
+  }
+  if (world.rank() == 0 && !o.common.json.empty()) {
+    const auto steps = static_cast<double>(std::max<std::int64_t>(last_step - first_step + 1, 0));
+    summary["seconds"] = seconds;
+    summary["ms_per_step"] = steps > 0 ? step_ms / steps : 0.0;
+    summary["tokens_per_s"] =
+        step_ms > 0 ? static_cast<double>(o.global_batch * o.seq) * steps / (step_ms / 1e3) : 0.0;
+    write_json(o.common.json, summary);
   }
   return 0;
 }

@@ -2,7 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
@@ -97,6 +102,55 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
   if (o.vocab < 256) {
     throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
   }
+  if (o.min_lr > o.lr) {
+    throw comm::ConfigError(fmt::format("--min-lr {} is above --lr {}", o.min_lr, o.lr));
+  }
+  if (o.stop_after > o.steps) {
+    throw comm::ConfigError(
+        fmt::format("--stop-after {} is beyond --steps {}", o.stop_after, o.steps));
+  }
+}
+
+// Rejects a step that cannot fit in this node's memory (gpt_step_memory_bytes, with every
+// micro-batch in flight under AFAB and at most pp under 1F1B) before anything is allocated.
+void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node) {
+  const std::int64_t micro = o.global_batch / (o.micro_batch * run.sizes.dp);
+  const std::int64_t in_flight = run.train.schedule == nn::ScheduleKind::afab
+                                     ? micro
+                                     : std::min<std::int64_t>(micro, run.sizes.pp);
+  const double need =
+      nn::gpt_step_memory_bytes(run.config, run.sizes.tp, run.sizes.pp, o.micro_batch, o.seq,
+                                in_flight, kernels::dtype_size(run.train.dtype));
+  const double node =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (need * ranks_on_node > node) {
+    throw comm::ConfigError(fmt::format(
+        "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
+        "activations), {} ranks on this node have {:.1f} GiB: use fewer layers, a smaller "
+        "--hidden, --seq or --micro-batch, or more ranks",
+        need / (1 << 30), ranks_on_node, node / (1 << 30)));
+  }
+}
+
+// The folder --save writes and the file --metrics appends to must be writable before the first
+// step, not found out after the last.
+void check_outputs(const TrainOptions& o) {
+  if (!o.save.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(o.save, error);
+    if (error || !std::filesystem::is_directory(o.save)) {
+      throw comm::ConfigError(fmt::format("--save {}: cannot create the folder{}", o.save,
+                                          error ? ": " + error.message() : std::string()));
+    }
+  }
+  if (!o.metrics.empty()) {
+    std::ofstream probe(o.metrics, std::ios::app);
+    if (!probe) {
+      throw comm::ConfigError(
+          fmt::format("--metrics {}: cannot open for appending: {}", o.metrics,
+                      std::error_code(errno, std::generic_category()).message()));
+    }
+  }
 }
 
 template <class T>
@@ -105,7 +159,37 @@ T parse_choice(const char* flag, const std::string& text,
   for (const auto& [name, value] : choices) {
     if (text == name) return value;
   }
-  throw comm::ConfigError(fmt::format("--{} '{}' is not one of the accepted names", flag, text));
+  std::string names;
+  for (const auto& choice : choices)
+    names += (names.empty() ? "" : ", ") + std::string(choice.first);
+  throw comm::ConfigError(fmt::format("--{} '{}' is not one of: {}", flag, text, names));
+}
+
+// Rank 0 warns about each setting of this run that differs from the one the --load checkpoint
+// was trained with (the resumed run is then not the continuation of that run).
+void warn_resume_differences(const TrainOptions& o, const nlohmann::json& meta,
+                             const nn::ByteCorpus& corpus, spdlog::logger& log) {
+  const nlohmann::json schedule = meta.value("lr_schedule", nlohmann::json::object());
+  const nlohmann::json sampler = meta.value("sampler", nlohmann::json::object());
+  const std::pair<std::string, std::pair<nlohmann::json, nlohmann::json>> settings[] = {
+      {"--data", {meta.value("data", nlohmann::json()), corpus.source()}},
+      {"--optimizer", {meta.value("optimizer", nlohmann::json()), o.optimizer}},
+      {"--dtype", {meta.value("dtype", nlohmann::json()), o.dtype}},
+      {"--global-batch", {sampler.value("global_batch", nlohmann::json()), o.global_batch}},
+      {"--lr", {schedule.value("lr", nlohmann::json()), o.lr}},
+      {"--min-lr", {schedule.value("min_lr", nlohmann::json()), o.min_lr}},
+      {"--warmup-steps", {schedule.value("warmup_steps", nlohmann::json()), o.warmup_steps}},
+      {"--steps", {schedule.value("total_steps", nlohmann::json()), o.steps}}};
+  for (const auto& [flag, values] : settings) {
+    if (!values.first.is_null() && values.first != values.second) {
+      log.warn("warning: {} is {} in this run but was {} in the run that saved --load {}", flag,
+               values.second.dump(), values.first.dump(), o.load);
+    }
+  }
+  if (o.common.seed != 0 && meta.value("seed", o.common.seed) != o.common.seed) {
+    log.warn("warning: --seed {} is ignored: a resumed run keeps the checkpoint's seed {}",
+             o.common.seed, meta.value("seed", o.common.seed));
+  }
 }
 
 }  // namespace
@@ -149,12 +233,22 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
       run.corpus = o.data.empty() ? nn::ByteCorpus::builtin() : nn::ByteCorpus::from_file(o.data);
       nn::WindowSampler(static_cast<std::int64_t>(run.corpus->split()), o.seq, o.global_batch,
                         run.sizes.dp, 0, run.seed);
+      const std::size_t validation = run.corpus->bytes().size() - run.corpus->split();
+      if (validation < static_cast<std::size_t>(o.seq) + 1) {
+        throw comm::ConfigError(fmt::format(
+            "the validation part of the data (its last 10 %, {} bytes) is shorter than one "
+            "window of --seq + 1 = {} bytes",
+            validation, o.seq + 1));
+      }
+      check_memory(o, run, world.node().size);
+      if (world.rank() == 0) check_outputs(o);
     } catch (const comm::ConfigError&) {
       throw;
     } catch (const std::exception& e) {
       throw comm::ConfigError(e.what());
     }
     run.log = prepare_run(o.common, world);
+    if (run.checkpoint) warn_resume_differences(o, run.checkpoint->meta, *run.corpus, *run.log);
     const nlohmann::json config{{"mpitron", MPITRON_VERSION},
                                 {"tp", run.sizes.tp},
                                 {"pp", run.sizes.pp},

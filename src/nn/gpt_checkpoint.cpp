@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include <algorithm>
+
 #include <stdexcept>
 
 #include "comm/collectives.h"
@@ -91,6 +95,18 @@ GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& dir, bool with_mo
       record.dtype = DType::f64;
   }
   checkpoint.full = load_full_tensors(dir, *step, wanted);
+  // A damaged value loads as well as a good one; a NaN or infinity would train or evaluate to
+  // NaN, so it is named here.
+  for (const auto& [name, tensor] : checkpoint.full) {
+    const std::vector<double> values = tensor.to_vector();
+    const auto bad =
+        std::find_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); });
+    if (bad != values.end()) {
+      throw CheckpointError(fmt::format("{}: tensor {} holds {} at element {}",
+                                        step_directory(dir, *step).string(), name, *bad,
+                                        bad - values.begin()));
+    }
+  }
   return checkpoint;
 }
 

@@ -35,6 +35,17 @@ std::optional<std::string> gpt_size_error(const GptConfig& config, int tp, int p
 /// and weighted sum over the whole (unmasked) sequence.
 double gpt_flops_per_token(const GptConfig& config, std::int64_t seq);
 
+/// A rough count of the bytes one rank holds during a training step at (tp, pp), to reject
+/// sizes that cannot fit before anything is allocated (not an accounting): its share of the
+/// parameters, their gradients and two AdamW moments (4 copies of layers (12 C^2 + 13 C) / (tp
+/// pp) plus the (vocab + block_size) x C embeddings / tp), and the activations kept for
+/// backward by `in_flight` micro-batches of `micro_batch` sequences of `seq` tokens on its
+/// layers / pp blocks: per block s b C (34 + 5 a s / C) bytes in half precision (Korthikanti
+/// et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", section 4.1),
+/// scaled by dtype_bytes / 2 and divided by tp. Sizes must pass gpt_size_error first.
+double gpt_step_memory_bytes(const GptConfig& config, int tp, int pp, std::int64_t micro_batch,
+                             std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes);
+
 /// One parameter of the whole (unsharded) model.
 struct ParameterSpec {
   std::string name;        ///< e.g. "transformer.h.0.attn.q.weight"

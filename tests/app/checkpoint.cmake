@@ -93,6 +93,19 @@ checkpoint_bad_test(wrong_dtype export wrong_dtype ${shard}1_pp0.safetensors
 checkpoint_bad_test(wrong_shape train wrong_shape ${shard}0_pp0.safetensors
   "tensor 'transformer.wte.weight' has shape [64, 32] but the model wants [128, 16] (full shape [256, 16] over tp 2)")
 checkpoint_bad_test(missing_shard eval missing_shard ${shard}1_pp1.safetensors "missing shard file")
+checkpoint_bad_test(nan_value eval nan_value /step_1000
+  "tensor transformer.ln_f.weight holds nan at element 2")
+# export's --out: a folder, or a file in a folder that does not exist.
+foreach(out "folder|${ckpt_work}|is a folder"
+            "missing|${ckpt_work}/no-such-folder/m.safetensors|the folder [^\n]*no-such-folder does not exist or is not writable")
+  string(REPLACE "|" ";" fields "${out}")
+  list(GET fields 0 name)
+  list(GET fields 1 path)
+  list(GET fields 2 message)
+  mpitron_add_expect_test(checkpoint_bad_export_out_${name} TARGET mpitron NP 1 TIMEOUT 60
+    ARGS export --load ${ckpt_tiny} --out ${path} --log-dir ${ckpt_work}/logs_bad
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: --out [^\n]*${message}")
+endforeach()
 checkpoint_bad_test(no_folder generate no_such_folder "" "no such checkpoint folder")
 foreach(subcommand train eval)
   checkpoint_bad_test(no_done_${subcommand} ${subcommand} no_done /step_1000

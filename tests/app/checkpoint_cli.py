@@ -20,7 +20,7 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
       and greedy), the same text twice, and another text for another seed.
   damage   --load DIR --work WORK
       Copies of checkpoint DIR with one defect each, as WORK/<case> (the ctest fixture of the
-      bad-checkpoint tests): bad_header_json, bad_header_length, short_data, wrong_dtype,
+      bad-checkpoint tests): bad_header_json, bad_header_length, short_data, wrong_dtype, nan_value,
       wrong_shape, missing_shard, no_done, newer_without_done.
 Prints what it compared and the largest relative difference; exits 1 on any failure.
 """
@@ -204,7 +204,7 @@ def damage(args):
     with open(os.path.join(args.load, "latest")) as f:
         step = f.read().strip()
     cases = ["bad_header_json", "bad_header_length", "short_data", "wrong_dtype", "wrong_shape",
-             "missing_shard", "no_done", "newer_without_done"]
+             "missing_shard", "no_done", "newer_without_done", "nan_value"]
     for case in cases:
         shutil.copytree(args.load, os.path.join(args.work, case))
 
@@ -225,6 +225,10 @@ def damage(args):
     rows, cols = header["transformer.wte.weight"]["shape"]
     header["transformer.wte.weight"]["shape"] = [rows // 2, cols * 2]
     write_safetensors(shard("wrong_shape", 0, 0), header, body)
+    header, body = read_safetensors(shard("nan_value", 0, 1))
+    begin = header["transformer.ln_f.weight"]["data_offsets"][0]
+    body = body[:begin + 8] + struct.pack("<f", float("nan")) + body[begin + 12:]
+    write_safetensors(shard("nan_value", 0, 1), header, body)
     os.remove(shard("missing_shard", 1, 1))
     os.remove(os.path.join(args.work, "no_done", step, "DONE"))
     # A newer step whose save never finished (no DONE, a truncated shard) that latest names.

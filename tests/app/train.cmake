@@ -25,6 +25,8 @@ set_tests_properties(train_metrics_format PROPERTIES FIXTURES_REQUIRED train_met
 # Bad input: one line on every rank, exit 2, before any training.
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/short.txt "twelve bytes")
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/empty.txt "")
+string(REPEAT "0123456789" 10 hundred_bytes)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt "${hundred_bytes}")
 set(train_bad_runs
   "batch|--global-batch 6 --micro-batch 2 --dp 2|--global-batch 6 is not divisible by --micro-batch 2 x dp 2"
   "heads|--heads 3 --hidden 48 --tp 2 --dp 1|heads 3 is not divisible by tp 2"
@@ -33,10 +35,16 @@ set(train_bad_runs
   "lr|--lr nan|--lr must be a finite positive number, got nan"
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "stop|--stop-after -1|--stop-after must be >= 0, got -1"
-  "schedule|--schedule gpipe|--schedule 'gpipe' is not one of the accepted names"
+  "schedule|--schedule gpipe|--schedule 'gpipe' is not one of: 1f1b, afab"
   "missing|--data ${CMAKE_CURRENT_BINARY_DIR}/missing.txt|missing.txt: cannot read: No such file"
   "empty|--data ${CMAKE_CURRENT_BINARY_DIR}/empty.txt|empty.txt: empty file"
-  "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 bytes is shorter than one window")
+  "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 bytes is shorter than one window"
+  "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (its last 10 %, 10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
+  "minlr|--min-lr 0.1|--min-lr 0.1 is above --lr 0.001"
+  "stopafter|--stop-after 2|--stop-after 2 is beyond --steps 1"
+  "save|--save /proc/mpitron-no-such-folder|--save /proc/mpitron-no-such-folder: cannot create the folder"
+  "metrics|--metrics /nonexistent-mpitron-dir/m.jsonl|--metrics /nonexistent-mpitron-dir/m.jsonl: cannot open for appending"
+  "memory|--layers 1000000 --hidden 64 --heads 4|this run needs about")
 foreach(run IN LISTS train_bad_runs)
   string(REPLACE "|" ";" fields "${run}")
   list(GET fields 0 name)
@@ -59,3 +67,19 @@ mpitron_add_expect_test(train_progress_in_place TARGET mpitron NP 1 TIMEOUT 60 M
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_progress
   EXPECT_EXIT 0
   EXPECT_OUTPUT "\r" "train  step 3/3 \\(100%\\)  loss [0-9.]+  [0-9.e+]+ tokens/s  elapsed 0:[0-9][0-9]  ETA")
+
+# Resuming with settings other than the checkpoint's: one warning per setting on rank 0.
+mpitron_add_expect_test(train_resume_save TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --stop-after 2
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
+mpitron_add_expect_test(train_resume_warns_on_other_settings TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --optimizer sgd
+       --lr 0.002 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "warning: --optimizer is \"sgd\" in this run but was \"adamw\""
+                "warning: --lr is 0.002 in this run but was 0.001" "train done: steps 3..3"
+  REJECT_OUTPUT "warning: --(data|dtype|global-batch|steps)")
+set_tests_properties(train_resume_save PROPERTIES FIXTURES_SETUP train_resume_ckpt)
+set_tests_properties(train_resume_warns_on_other_settings PROPERTIES
+                     FIXTURES_REQUIRED train_resume_ckpt)

@@ -53,6 +53,23 @@ TEST(Environment, DifferingConfigurationNamesTheRanksOnEveryRank) {
   }
 }
 
+// A long description is shown from a little before its first difference, so the differing
+// setting is in the message however far into the description it sits.
+TEST(Environment, DifferingLongConfigurationsShowWhereTheyDiffer) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const std::string common(300, 'x');
+  const bool odd = world().rank() == world().size() - 1;
+  try {
+    comm::check_same_configuration(world(), common + (odd ? "\"steps\":3}" : "\"steps\":2}"));
+    ADD_FAILURE() << "differing configurations were accepted";
+  } catch (const comm::ConfigError& error) {
+    // 40 characters before the first difference, the digit: 32 x and "steps":.
+    const std::string shown = "\"..." + std::string(32, 'x') + "\"steps\":";
+    EXPECT_NE(std::string(error.what()).find(shown + "2}\""), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(shown + "3}\""), std::string::npos) << error.what();
+  }
+}
+
 TEST(Environment, AgreementEndsEveryRankWhenOneRankRejectsItsOptions) {
   const int bad = world().size() - 1;  // the last rank's setup fails
   const auto setup = [&]() -> std::string {

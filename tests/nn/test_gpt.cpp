@@ -163,5 +163,16 @@ TEST(GptSizes, FlopsPerTokenCountEveryMatmul) {
   EXPECT_DOUBLE_EQ(gpt_flops_per_token(config, 4), 6.0 * matmul_weights + attention);
 }
 
+// Closed form at a size where each term is easy to count: layers 2, C 8, 2 heads, vocab 16,
+// block 4; tp 2, pp 1; 3 micro-batches of 2 sequences of 4 tokens in flight; float32.
+TEST(GptSizes, StepMemoryEstimateCountsWeightsStatesAndActivations) {
+  const GptConfig config{16, 4, 2, 8, 2};
+  const double parameters = (2 * (12.0 * 64 + 13 * 8)) / 2 + (16 + 4) * 8 / 2.0;
+  const double activations_per_block = 4 * 2 * 8 * (34 + 5.0 * 2 * 4 / 8) * 2 / 2.0;
+  EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4),
+                   4 * parameters * 4 + activations_per_block * 2 * 3);
+  EXPECT_GT(gpt_step_memory_bytes({256, 16, 1000000, 64, 4}, 1, 1, 1, 16, 1, 4), 1e11);
+}
+
 }  // namespace
 }  // namespace mpitron::nn
