@@ -37,8 +37,10 @@ def mpirun(np: int) -> list[str]:
     return ["mpirun", "--oversubscribe", "-np", str(np)] if np > 1 else []
 
 
-def torchrun(args, ranks: int, peer: str) -> list[str]:
-    if ranks == 1:
+def torchrun(args, ranks: int, peer: str, always: bool = False) -> list[str]:
+    """The peer's command line: torchrun through the shim, or plain python3 for one rank of a
+    peer that runs without a process group (torch_peer_gpt.py; not torch_peer_step.py)."""
+    if ranks == 1 and not always:
         return ["/usr/bin/python3", peer]
     shim = os.path.join(args.peers, "torchrun311.py")
     return ["/usr/bin/python3", shim, "--standalone", f"--nproc_per_node={ranks}", peer]
@@ -86,7 +88,7 @@ def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, str, str]:
         with open(report) as f:
             ours = json.loads(f.readlines()[-1])
     peer = os.path.join(args.peers, "torch_peer_step.py")
-    theirs = last_json(run(torchrun(args, tp * pp * dp, peer) + flags + ["--steps",
+    theirs = last_json(run(torchrun(args, tp * pp * dp, peer, always=True) + flags + ["--steps",
                            str(args.steps), "--warmup", str(args.skip)], env))
     rss = lambda r: f"{max(r['peak_rss_mib_by_rank']):.0f}"  # noqa: E731
     return ours["ms_per_step"], theirs["ms_per_step"], rss(ours), rss(theirs)
