@@ -68,6 +68,16 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
     for (const std::int64_t id : ids)
       text.push_back(static_cast<char>(id));
     std::cout << text << std::endl;
+    // The bytes as numbers: a sample need not be valid UTF-8, which JSON text must be.
+    if (!o.common.json.empty()) {
+      write_json(o.common.json, {{"load", o.load},
+                                 {"step", run.checkpoint.step},
+                                 {"prompt_bytes", prompt.size()},
+                                 {"bytes", ids},
+                                 {"temperature", o.temperature},
+                                 {"top_k", o.top_k},
+                                 {"seed", o.common.seed}});
+    }
   }
   return 0;
 }

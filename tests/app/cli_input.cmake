@@ -42,3 +42,20 @@ cli_bad_test(validate_dp_only 4 "tp*pp*dp = 1*1*2 = 2, but the world size is 4" 
 # --help names the type of --seed once (its check adds no second name).
 mpitron_add_expect_test(cli_help_seed_type TARGET mpitron NP 1 TIMEOUT 60
   ARGS train --help EXPECT_EXIT 0 EXPECT_OUTPUT "--seed UINT=0 " REJECT_OUTPUT "UINT:UINT")
+
+# --json reports of generate and export: the file holds the report's keys (check_json.py).
+function(cli_json_test subcommand keys)
+  set(report ${CMAKE_CURRENT_BINARY_DIR}/cli_${subcommand}.json)
+  add_test(NAME cli_json_${subcommand}
+           COMMAND ${CMAKE_COMMAND} -E env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+                   $<TARGET_FILE:mpitron> ${subcommand} --load ${cli_ckpt} ${ARGN}
+                   --json ${report} ${cli_logs})
+  add_test(NAME cli_json_${subcommand}_keys
+           COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_json.py ${report} ${keys})
+  set_tests_properties(cli_json_${subcommand} PROPERTIES FIXTURES_SETUP cli_json_${subcommand})
+  set_tests_properties(cli_json_${subcommand}_keys PROPERTIES
+                       FIXTURES_REQUIRED cli_json_${subcommand})
+endfunction()
+cli_json_test(generate "bytes;prompt_bytes;step;seed" --prompt GNU --tokens 4)
+cli_json_test(export "out;load;step;config"
+              --out ${CMAKE_CURRENT_BINARY_DIR}/cli_export.safetensors)
