@@ -192,7 +192,33 @@ std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
   return newest;
 }
 
+namespace {
+
+// `path` without a trailing separator, so that filename() names its last folder.
+std::filesystem::path without_trailing_separator(const std::filesystem::path& path) {
+  return path.has_filename() ? path : path.parent_path();
+}
+
+}  // namespace
+
+std::optional<StepLocation> locate_step(const std::filesystem::path& path) {
+  const std::filesystem::path named = without_trailing_separator(path);
+  if (const auto step = step_of(named.filename().string());
+      step && std::filesystem::is_directory(named)) {
+    const std::filesystem::path dir = named.parent_path().empty() ? "." : named.parent_path();
+    if (!step_complete(dir, *step)) return std::nullopt;
+    return StepLocation{dir, *step};
+  }
+  const auto step = latest_step(path);
+  if (!step) return std::nullopt;
+  return StepLocation{path, *step};
+}
+
 std::string no_complete_step_message(const std::filesystem::path& dir) {
+  if (step_of(without_trailing_separator(dir).filename().string()) &&
+      std::filesystem::is_directory(dir)) {
+    return fmt::format("{}: incomplete checkpoint (no DONE marker)", dir.string());
+  }
   if (!std::filesystem::is_directory(dir)) {
     return fmt::format("{}: {}", dir.string(),
                        std::filesystem::exists(dir) ? "not a folder" : "no such checkpoint folder");

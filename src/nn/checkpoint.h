@@ -103,10 +103,22 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 /// highest complete step_<k>; nullopt when there is none (or DIR does not exist).
 std::optional<std::int64_t> latest_step(const std::filesystem::path& dir);
 
+/// A checkpoint folder and one of its steps.
+struct StepLocation {
+  std::filesystem::path dir;  ///< the folder holding step_<k>/ and latest
+  std::int64_t step = 0;
+};
+
+/// The complete step `path` names: a checkpoint folder DIR names its latest_step, and a step
+/// folder DIR/step_<k> (a trailing separator allowed) names itself, so an older step can be
+/// loaded; nullopt when that step is incomplete or there is none.
+std::optional<StepLocation> locate_step(const std::filesystem::path& path);
+
 /// Why DIR has no complete step to resume from (when latest_step gives nullopt), one line:
 /// "<dir>: no such checkpoint folder", "<dir>: not a folder", "<dir>: no checkpoint step (no
 /// step_<k> folder)" or "<dir>/step_<k>: incomplete checkpoint (no DONE marker), and no other
-/// step is complete" for the newest step folder.
+/// step is complete" for the newest step folder; for a step folder DIR/step_<k> itself,
+/// "<path>: incomplete checkpoint (no DONE marker)".
 std::string no_complete_step_message(const std::filesystem::path& dir);
 
 /// The meta.json of a complete step. Throws CheckpointError "<path>: ..." when the step has no

@@ -65,9 +65,11 @@ void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, Gp
   comm::barrier(topology.world());
 }
 
-GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& dir, bool with_moments) {
-  const std::optional<std::int64_t> step = latest_step(dir);
-  if (!step) throw CheckpointError(no_complete_step_message(dir));
+GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments) {
+  const std::optional<StepLocation> location = locate_step(path);
+  if (!location) throw CheckpointError(no_complete_step_message(path));
+  const std::filesystem::path& dir = location->dir;
+  const std::optional<std::int64_t> step = location->step;
   GptCheckpoint checkpoint;
   checkpoint.step = *step;
   checkpoint.meta = read_meta(dir, *step);

@@ -31,12 +31,13 @@ struct GptCheckpoint {
   std::map<std::string, Tensor> full;
 };
 
-/// Reads the newest complete step of `dir` (checkpoint.h's latest_step): its meta.json (whose
+/// Reads the complete step `path` names (checkpoint.h's locate_step: a folder's newest step, or
+/// a step folder DIR/step_<k> itself): its meta.json (whose
 /// "config" gives the model sizes) and the full tensors of every parameter, and of the AdamW
 /// moments when `with_moments`. No communication: every rank reads the files. Throws
 /// CheckpointError (one line naming the file and what differs) when there is no complete step,
 /// a file is damaged or missing, or a tensor does not fit the recorded model sizes.
-GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& dir, bool with_moments);
+GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments);
 
 /// The message of the first model size in which `checkpoint` differs from `config`
 /// ("the checkpoint has hidden 256, this run 128"), or nothing.

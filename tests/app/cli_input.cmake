@@ -59,3 +59,9 @@ endfunction()
 cli_json_test(generate "bytes;prompt_bytes;step;seed" --prompt GNU --tokens 4)
 cli_json_test(export "out;load;step;config"
               --out ${CMAKE_CURRENT_BINARY_DIR}/cli_export.safetensors)
+
+# --load of a step folder loads that step (an older one than the folder's newest, when there are
+# several); the committed checkpoint's only step evaluates to the folder's number.
+mpitron_add_expect_test(cli_eval_load_step_folder TARGET mpitron NP 1 TIMEOUT 60
+  ARGS eval --load ${cli_ckpt}/step_1000 --data ${cli_text} ${cli_logs}
+  EXPECT_EXIT 0 EXPECT_OUTPUT "eval: [^\n]*step_1000 step 1000 on [^\n]*loss 4\\.0431")

@@ -191,6 +191,26 @@ TEST_F(Checkpoint, LatestFallsBackToTheNewestCompleteStep) {
   EXPECT_EQ(latest_step(dir), 8);
 }
 
+// A folder names its newest complete step; a step folder names itself (with or without a
+// trailing separator), so an older step can be loaded, but only when it is complete.
+TEST_F(Checkpoint, LocateStepTakesAFolderOrOneOfItsSteps) {
+  save(dir, 4, 1, 1, model, fulls);
+  save(dir, 8, 1, 1, model, fulls);
+  const auto expect_location = [&](const std::filesystem::path& path, std::int64_t step) {
+    const std::optional<StepLocation> location = locate_step(path);
+    ASSERT_TRUE(location.has_value()) << path;
+    EXPECT_EQ(location->dir, dir) << path;
+    EXPECT_EQ(location->step, step) << path;
+  };
+  expect_location(dir, 8);
+  expect_location(dir / "step_4", 4);
+  expect_location(dir / "step_4" / "", 4);
+  std::filesystem::remove(dir / "step_4" / "DONE");
+  EXPECT_EQ(locate_step(dir / "step_4"), std::nullopt);
+  EXPECT_EQ(no_complete_step_message(dir / "step_4"),
+            (dir / "step_4").string() + ": incomplete checkpoint (no DONE marker)");
+}
+
 TEST_F(Checkpoint, NoCompleteStepIsExplained) {
   EXPECT_EQ(no_complete_step_message(dir / "nonexistent"),
             (dir / "nonexistent").string() + ": no such checkpoint folder");
