@@ -82,7 +82,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       corpus.bytes().size(), corpus.split(), corpus.bytes().size() - corpus.split());
 
   const MetricsFile metrics(o.metrics, world.rank() == 0);
-  metrics.write({{"config", nlohmann::json::parse(run.description)}});
+  const nlohmann::json config = nlohmann::json::parse(run.description);
+  metrics.write({{"config", config}});
   const auto validation = [&]() {
     std::vector<nn::TokenBatch> windows;
     for (const std::int64_t start :
@@ -95,26 +96,17 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   };
   const auto start = std::chrono::steady_clock::now();
   const auto save = [&](std::int64_t step) {
-    nn::save_gpt_checkpoint(o.save, step, trainer, topology,
-                            {{"seed", run.seed},
-                             {"dtype", o.dtype},
-                             {"optimizer", o.optimizer},
-                             {"lr_schedule",
-                              {{"lr", o.lr},
-                               {"min_lr", o.min_lr},
-                               {"warmup_steps", o.warmup_steps},
-                               {"total_steps", o.steps},
-                               {"next_step", step + 1}}},
-                             {"sampler", {{"global_batch", o.global_batch}, {"next_step", step}}},
-                             {"data", corpus.source()},
-                             {"mpitron_version", MPITRON_VERSION}});
+    nlohmann::json settings = run_settings(o, run);
+    settings["lr_schedule"]["next_step"] = step + 1;
+    settings["sampler"]["next_step"] = step;
+    nn::save_gpt_checkpoint(o.save, step, trainer, topology, settings);
     run.log->info("saved checkpoint {}/step_{}", o.save, step);
   };
   const std::int64_t last_step = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
   ProgressLine progress(first_step == 1 ? "train" : fmt::format("train from step {}", first_step),
                         std::max<std::int64_t>(last_step - first_step + 1, 1), "tokens/s",
                         run.progress, world.rank() == 0);
-  nlohmann::json summary{{"config", nlohmann::json::parse(run.description)},
+  nlohmann::json summary{{"config", config},
                          {"first_step", first_step},
                          {"last_step", last_step},
                          {"loss", nullptr},

@@ -166,24 +166,24 @@ T parse_choice(const char* flag, const std::string& text,
 }
 
 // Rank 0 warns about each setting of this run that differs from the one the --load checkpoint
-// was trained with (the resumed run is then not the continuation of that run).
-void warn_resume_differences(const TrainOptions& o, const nlohmann::json& meta,
-                             const nn::ByteCorpus& corpus, spdlog::logger& log) {
-  const nlohmann::json schedule = meta.value("lr_schedule", nlohmann::json::object());
-  const nlohmann::json sampler = meta.value("sampler", nlohmann::json::object());
-  const std::pair<std::string, std::pair<nlohmann::json, nlohmann::json>> settings[] = {
-      {"--data", {meta.value("data", nlohmann::json()), corpus.source()}},
-      {"--optimizer", {meta.value("optimizer", nlohmann::json()), o.optimizer}},
-      {"--dtype", {meta.value("dtype", nlohmann::json()), o.dtype}},
-      {"--global-batch", {sampler.value("global_batch", nlohmann::json()), o.global_batch}},
-      {"--lr", {schedule.value("lr", nlohmann::json()), o.lr}},
-      {"--min-lr", {schedule.value("min_lr", nlohmann::json()), o.min_lr}},
-      {"--warmup-steps", {schedule.value("warmup_steps", nlohmann::json()), o.warmup_steps}},
-      {"--steps", {schedule.value("total_steps", nlohmann::json()), o.steps}}};
-  for (const auto& [flag, values] : settings) {
-    if (!values.first.is_null() && values.first != values.second) {
+// was trained with (the resumed run is then not the continuation of that run): run_settings of
+// this run against the checkpoint's meta.json, entry by entry.
+void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settings,
+                             const nlohmann::json& meta, spdlog::logger& log) {
+  const std::pair<const char*, const char*> flags[] = {
+      {"/data", "--data"},
+      {"/optimizer", "--optimizer"},
+      {"/dtype", "--dtype"},
+      {"/sampler/global_batch", "--global-batch"},
+      {"/lr_schedule/lr", "--lr"},
+      {"/lr_schedule/min_lr", "--min-lr"},
+      {"/lr_schedule/warmup_steps", "--warmup-steps"},
+      {"/lr_schedule/total_steps", "--steps"}};
+  for (const auto& [pointer, flag] : flags) {
+    const nlohmann::json::json_pointer at(pointer);
+    if (meta.contains(at) && meta.at(at) != settings.at(at)) {
       log.warn("warning: {} is {} in this run but was {} in the run that saved --load {}", flag,
-               values.second.dump(), values.first.dump(), o.load);
+               settings.at(at).dump(), meta.at(at).dump(), o.load);
     }
   }
   if (o.common.seed != 0 && meta.value("seed", o.common.seed) != o.common.seed) {
@@ -193,6 +193,20 @@ void warn_resume_differences(const TrainOptions& o, const nlohmann::json& meta,
 }
 
 }  // namespace
+
+nlohmann::json run_settings(const TrainOptions& o, const TrainRun& run) {
+  return {{"seed", run.seed},
+          {"dtype", o.dtype},
+          {"optimizer", o.optimizer},
+          {"lr_schedule",
+           {{"lr", o.lr},
+            {"min_lr", o.min_lr},
+            {"warmup_steps", o.warmup_steps},
+            {"total_steps", o.steps}}},
+          {"sampler", {{"global_batch", o.global_batch}}},
+          {"data", run.corpus->source()},
+          {"mpitron_version", MPITRON_VERSION}};
+}
 
 TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
   TrainRun run;
@@ -248,7 +262,9 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
       throw comm::ConfigError(e.what());
     }
     run.log = prepare_run(o.common, world);
-    if (run.checkpoint) warn_resume_differences(o, run.checkpoint->meta, *run.corpus, *run.log);
+    if (run.checkpoint) {
+      warn_resume_differences(o, run_settings(o, run), run.checkpoint->meta, *run.log);
+    }
     const nlohmann::json config{{"mpitron", MPITRON_VERSION},
                                 {"tp", run.sizes.tp},
                                 {"pp", run.sizes.pp},

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "app/options.h"
 #include "app/progress.h"
 #include "app/train.h"
@@ -33,6 +35,12 @@ struct TrainRun {
   std::shared_ptr<spdlog::logger> log;
   std::string description;  ///< the run's settings as a JSON object (the metrics' config line)
 };
+
+/// The run's settings a checkpoint records beside the model in meta.json (and a resumed run
+/// compares with its own): seed, dtype, optimizer, lr_schedule {lr, min_lr, warmup_steps,
+/// total_steps}, sampler {global_batch}, data (the corpus's source) and mpitron_version. The
+/// positions of a saved step (lr_schedule.next_step, sampler.next_step) are added by the saver.
+nlohmann::json run_settings(const TrainOptions& options, const TrainRun& run);
 
 /// Checks `options` against the world and loads the data and the --load checkpoint, agreed
 /// over all ranks: throws comm::ConfigError on every rank alike for sizes that do not divide,
