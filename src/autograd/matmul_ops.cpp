@@ -37,8 +37,18 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                         dx.buffer());
         }
         if (needs_grad(weight)) {
-          dw = empty_like(weight);
-          kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 0.0, dw.buffer());
+          // Gradient accumulation fusion (as Megatron-LM's): a leaf weight that already has a
+          // gradient (e.g. a view of the data-parallel buffer) takes dy^T x straight from the
+          // GEMM with beta = 1, without an [out, in] temporary.
+          Tensor existing = weight.is_leaf() ? weight.grad() : Tensor();
+          if (existing.defined()) {
+            kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 1.0,
+                          existing.buffer());
+          } else {
+            dw = empty_like(weight);
+            kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 0.0,
+                          dw.buffer());
+          }
         }
         if (needs_grad(bias)) {
           db = empty_like(bias);

@@ -17,7 +17,8 @@ namespace mpitron::autograd {
 using kernels::GeluForm;
 
 /// y = x W^T + b: x [..., in], weight [out, in], bias [out] or undefined; y [..., out].
-/// (torch.nn.functional.linear.)
+/// (torch.nn.functional.linear.) In backward, a leaf weight that already has a gradient gets
+/// dy^T x accumulated into it by the GEMM itself (no temporary; same sum as the engine's).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
 /// Batched matrix product: a [..., m, k] (or [..., k, m] when trans_a), b [..., k, n] (or
