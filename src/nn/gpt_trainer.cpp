@@ -41,7 +41,9 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
       stage_(config, init, topology),
       parameters_(stage_.parameters()),
       optimizer_(make_optimizer(parameters_, options)),
-      gradients_(parameters_, topology.dp_comm()) {}
+      gradients_(parameters_, topology.dp_comm()) {
+  stage_.set_recompute(options.recompute);
+}
 
 double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool train) {
   const auto count = static_cast<int>(batches.size());
