@@ -123,7 +123,7 @@ void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node)
                                      : std::min<std::int64_t>(micro, run.sizes.pp);
   const double need =
       nn::gpt_step_memory_bytes(run.config, run.sizes.tp, run.sizes.pp, o.micro_batch, o.seq,
-                                in_flight, kernels::dtype_size(run.train.dtype));
+                                in_flight, kernels::dtype_size(run.train.dtype), o.recompute);
   const double node =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (need * ranks_on_node > node) {

@@ -177,6 +177,10 @@ TEST(GptSizes, StepMemoryEstimateCountsWeightsStatesAndActivations) {
   const double activations_per_block = 4 * 2 * 8 * (34 + 5.0 * 2 * 4 / 8) * 2 / 2.0;
   EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4),
                    4 * parameters * 4 + activations_per_block * 2 * 3);
+  // Recomputation: 2 blocks x 3 micro-batches keep their [2, 4, 8] float32 input, plus one
+  // block's activations.
+  EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4, true),
+                   4 * parameters * 4 + 2 * 4 * 8 * 4.0 * 2 * 3 + activations_per_block);
   EXPECT_GT(gpt_step_memory_bytes({256, 16, 1000000, 64, 4}, 1, 1, 1, 16, 1, 4), 1e11);
 }
 
