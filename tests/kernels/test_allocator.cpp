@@ -101,5 +101,20 @@ TEST(Allocator, PeaksTrackInUseAndHeldBytes) {
   EXPECT_EQ(allocator_stats(Device::cpu).in_use_bytes, before.in_use_bytes);
 }
 
+TEST(Allocator, ResetPeaksRestartsThemFromTheCurrentBytes) {
+  constexpr std::size_t kBig = std::size_t{3} << 20, kSmall = std::size_t{1} << 20;
+  void* big = cached_allocate(Device::cpu, false, kBig);
+  cached_deallocate(Device::cpu, false, big, kBig);
+  reset_allocator_peaks(Device::cpu);
+  AllocatorStats stats = allocator_stats(Device::cpu);
+  EXPECT_EQ(stats.peak_in_use_bytes, stats.in_use_bytes);  // the 3 MiB peak is forgotten
+  EXPECT_EQ(stats.peak_held_bytes, stats.in_use_bytes + stats.cached_bytes);
+  void* small = cached_allocate(Device::cpu, false, kSmall);
+  cached_deallocate(Device::cpu, false, small, kSmall);
+  const std::size_t before = stats.in_use_bytes;
+  stats = allocator_stats(Device::cpu);
+  EXPECT_EQ(stats.peak_in_use_bytes, before + kSmall);
+}
+
 }  // namespace
 }  // namespace mpitron::kernels
