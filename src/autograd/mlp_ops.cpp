@@ -44,8 +44,8 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
 
   return detail::record(
       "fused_mlp", z, {x, fc1_weight, fc1_bias, fc2_weight},
-      [x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, in, mid, out](const Tensor& dz) {
-        Tensor dx, dw1, db1, dw2;
+      [x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, mid, out](const Tensor& dz) {
+        Tensor dw2;
         // One [rows, mid] scratch: first G recomputed from Y, then dG = dz W2, then dY in place.
         Tensor scratch = empty_like(pre);
         if (needs_grad(fc2_weight)) {
@@ -55,26 +55,14 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
                         dw2.buffer());
         }
         if (!needs_grad(x) && !needs_grad(fc1_weight) && !needs_grad(fc1_bias)) {
-          return std::vector<Tensor>{dx, dw1, db1, dw2};
+          return std::vector<Tensor>{Tensor(), Tensor(), Tensor(), dw2};
         }
         kernels::gemm(false, false, rows, mid, out, 1.0, dz.buffer(), fc2_weight.buffer(), 0.0,
                       scratch.buffer());
         kernels::gelu_backward(pre.buffer(), scratch.buffer(), scratch.buffer(), form);
-        if (needs_grad(fc1_bias)) {
-          db1 = empty_like(fc1_bias);
-          kernels::sum_rows(scratch.buffer(), mid, db1.buffer());
-        }
-        if (needs_grad(fc1_weight)) {
-          dw1 = empty_like(fc1_weight);
-          kernels::gemm(true, false, mid, in, rows, 1.0, scratch.buffer(), x.buffer(), 0.0,
-                        dw1.buffer());
-        }
-        if (needs_grad(x)) {
-          dx = empty_like(x);
-          kernels::gemm(false, false, rows, in, mid, 1.0, scratch.buffer(), fc1_weight.buffer(),
-                        0.0, dx.buffer());
-        }
-        return std::vector<Tensor>{dx, dw1, db1, dw2};
+        std::vector<Tensor> grads = detail::linear_backward(scratch, x, fc1_weight, fc1_bias);
+        grads.push_back(dw2);
+        return grads;
       });
 }
 
