@@ -109,12 +109,12 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       y = layer.forward(y);
     return y;
   };
-  nn::GradientAverager averager(topology.dp_comm());
+  nn::DataParallelGradients gradients(parameters, topology.dp_comm());
+  gradients.set_backward_passes(s.micro_batches);
   const auto step = [&] {
-    for (nn::Parameter& p : parameters)
-      p.tensor.set_grad(autograd::Tensor());
+    gradients.zero();
     nn::pipeline_train_step(topology, pipeline, forward, input, target);
-    averager.average(parameters);
+    gradients.finish();
   };
 
   for (int i = 0; i < options.warmup; ++i)

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,12 +44,13 @@ class LambdaFunction final : public Function {
       : name_(std::move(name)), backward_(std::move(backward)) {}
   std::string name() const override { return name_; }
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    return backward_(grad_output);
+    return (*backward_)(grad_output);
   }
+  void release_saved() override { backward_.reset(); }
 
  private:
   std::string name_;
-  Backward backward_;
+  std::optional<Backward> backward_;  // its captures are the saved tensors
 };
 
 /// attach(output, LambdaFunction(name, backward), inputs) — skipped entirely (no closure kept)

@@ -73,7 +73,7 @@ class GptTrainer {
   GptStage stage_;
   Parameters parameters_;
   std::unique_ptr<Optimizer> optimizer_;
-  GradientAverager averager_;
+  DataParallelGradients gradients_;
 };
 
 }  // namespace mpitron::nn
