@@ -44,7 +44,7 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
 
   return detail::record(
       "fused_mlp", z, {x, fc1_weight, fc1_bias, fc2_weight},
-      [x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, mid, out](const Tensor& dz) {
+      [x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, mid, out](const Tensor& dz) mutable {
         Tensor dw2;
         // One [rows, mid] scratch: first G recomputed from Y, then dG = dz W2, then dY in place.
         Tensor scratch = empty_like(pre);
@@ -60,6 +60,8 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
         kernels::gemm(false, false, rows, mid, out, 1.0, dz.buffer(), fc2_weight.buffer(), 0.0,
                       scratch.buffer());
         kernels::gelu_backward(pre.buffer(), scratch.buffer(), scratch.buffer(), form);
+        // Y is spent: free it before fc1's gradients are allocated (a node runs backward once).
+        pre = Tensor();
         std::vector<Tensor> grads = detail::linear_backward(scratch, x, fc1_weight, fc1_bias);
         grads.push_back(dw2);
         return grads;
