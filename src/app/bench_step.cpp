@@ -111,6 +111,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   };
   nn::DataParallelGradients gradients(parameters, topology.dp_comm());
   gradients.set_backward_passes(s.micro_batches);
+  kernels::release_cached_blocks();  // the master weights' blocks: the steps never reuse them
   const auto step = [&] {
     gradients.zero();
     nn::pipeline_train_step(topology, pipeline, forward, input, target);

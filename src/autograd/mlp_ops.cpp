@@ -50,9 +50,7 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
         Tensor scratch = empty_like(pre);
         if (needs_grad(fc2_weight)) {
           kernels::gelu_forward(pre.buffer(), scratch.buffer(), form);
-          dw2 = empty_like(fc2_weight);
-          kernels::gemm(true, false, out, mid, rows, 1.0, dz.buffer(), scratch.buffer(), 0.0,
-                        dw2.buffer());
+          dw2 = detail::weight_gradient(dz, scratch, fc2_weight);
         }
         if (!needs_grad(x) && !needs_grad(fc1_weight) && !needs_grad(fc1_bias)) {
           return std::vector<Tensor>{Tensor(), Tensor(), Tensor(), dw2};

@@ -190,14 +190,27 @@ void reset_allocator_peaks(Device device, bool host) {
   pool(device, host).reset_peaks();
 }
 
-void set_allocator_cache_limit(std::size_t bytes) {
-  cache_limit().store(bytes);
+namespace {
+
+// Trims every pool whose backend is loaded to at most `bytes` cached bytes.
+void trim_pools(std::size_t bytes) {
   for (Device device : {Device::cpu, Device::cuda}) {
     for (bool host : {false, true}) {
       if (device == Device::cuda && !cuda_module_loaded()) continue;
       pool(device, host).trim(backend(device), host, bytes);
     }
   }
+}
+
+}  // namespace
+
+void set_allocator_cache_limit(std::size_t bytes) {
+  cache_limit().store(bytes);
+  trim_pools(bytes);
+}
+
+void release_cached_blocks() {
+  trim_pools(0);
 }
 
 std::size_t allocator_cache_limit() {

@@ -88,6 +88,7 @@ DataParallelGradients::~DataParallelGradients() {
 }
 
 void DataParallelGradients::reset_counts() {
+  in_flight_.clear();
   std::fill(passes_seen_.begin(), passes_seen_.end(), 0);
   for (Bucket& bucket : buckets_) {
     bucket.all_reduce.reset();
@@ -109,9 +110,14 @@ void DataParallelGradients::set_backward_passes(int passes) {
 }
 
 void DataParallelGradients::start(Bucket& bucket) {
+  while (in_flight_.size() >= kMaxInFlight) {
+    in_flight_.front()->all_reduce->wait();
+    in_flight_.erase(in_flight_.begin());
+  }
   const bool average = !fault_active(Fault::dp_sum_not_average);
   bucket.all_reduce = std::make_unique<comm::PendingAllReduce>(
       dp_, bucket.buffer, average ? comm::ReduceOp::avg : comm::ReduceOp::sum);
+  in_flight_.push_back(&bucket);
 }
 
 void DataParallelGradients::on_gradient(std::size_t parameter) {
@@ -123,9 +129,8 @@ void DataParallelGradients::on_gradient(std::size_t parameter) {
         parameters_[parameter].name, backward_passes_));
   }
   if (++passes_seen_[parameter] == backward_passes_ && --bucket.waiting == 0) start(bucket);
-  for (Bucket& other : buckets_) {
-    if (other.all_reduce) other.all_reduce->test();  // lets MPI move the transfers along
-  }
+  // Lets MPI move the transfers along; forgets those that completed.
+  std::erase_if(in_flight_, [](Bucket* other) { return other->all_reduce->test(); });
 }
 
 std::size_t DataParallelGradients::buckets_started() const {

@@ -32,6 +32,9 @@ class DataParallelGradients {
  public:
   /// 2^20 elements (4 MiB of float32) per bucket by default.
   static constexpr std::size_t kDefaultBucketElements = std::size_t{1} << 20;
+  /// At most this many bucket all-reduces are in flight (each may hold MPI's temporary copy of
+  /// its bucket); starting another first waits for the oldest.
+  static constexpr std::size_t kMaxInFlight = 2;
 
   /// Throws std::invalid_argument naming two parameters when dtypes or devices differ, and
   /// when bucket_elements is 0.
@@ -78,6 +81,7 @@ class DataParallelGradients {
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<int> passes_seen_;        // per parameter, since zero()
+  std::vector<Bucket*> in_flight_;      // started, not known to be complete; oldest first
   int backward_passes_ = 1;
 };
 

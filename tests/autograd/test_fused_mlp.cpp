@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd_test_support.h"
@@ -90,6 +91,30 @@ TEST_P(FusedMlpMatchesUnfused, GradientsOnlyOfInputsThatRequireThem) {
   expect_close(fw2.grad(), w2.grad(), tolerance);
   fused_mlp(fx, w1.detach(), b1.detach(), w2.detach()).backward(dz);
   expect_close(fx.grad(), x.grad(), tolerance);
+}
+
+// Leaf weights that already hold a gradient (as the views of the data-parallel buffer do) get
+// dW added in place by the GEMMs (beta = 1): the storage stays, the value is old + new.
+TEST_P(FusedMlpMatchesUnfused, AddsToExistingWeightGradientsInPlace) {
+  const double tolerance = dtype() == DType::f64 ? 1e-12 : 1e-5;
+  const Tensor x = leaf({2, 3, kIn}, 15), w1 = leaf({kMid, kIn}, 16), b1 = leaf({kMid}, 17);
+  const Tensor w2 = leaf({kOut, kMid}, 18);
+  const Tensor dz = randn({2, 3, kOut}, 19, 1.0, dtype(), device());
+  fused_mlp(x, w1, b1, w2).backward(dz);  // fresh gradients
+
+  const Tensor old_w1 = randn({kMid, kIn}, 20, 1.0, dtype(), device());
+  const Tensor old_w2 = randn({kOut, kMid}, 21, 1.0, dtype(), device());
+  Tensor aw1 = copy_of(w1), aw2 = copy_of(w2);
+  aw1.set_grad(old_w1.clone());
+  aw2.set_grad(old_w2.clone());
+  const void* storage_w1 = aw1.grad().buffer().data();
+  const void* storage_w2 = aw2.grad().buffer().data();
+  fused_mlp(x.detach(), aw1, b1.detach(), aw2).backward(dz);
+  EXPECT_EQ(aw1.grad().buffer().data(), storage_w1);
+  EXPECT_EQ(aw2.grad().buffer().data(), storage_w2);
+  NoGradGuard no_grad;
+  expect_close(aw1.grad(), add(old_w1, w1.grad()), tolerance);
+  expect_close(aw2.grad(), add(old_w2, w2.grad()), tolerance);
 }
 
 INSTANTIATE_TEST_SUITE_P(Places, FusedMlpMatchesUnfused, ::mpitron::test::all_devices_and_dtypes(),

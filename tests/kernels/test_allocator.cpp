@@ -1,5 +1,5 @@
 // The caching allocator (kernels/allocator.h): size classes, reuse across nearby sizes, the limit
-// on cached bytes (oldest released first) and release on allocation failure. The pools are
+// on cached bytes (oldest released first), release on request and on allocation failure. The pools are
 // process-wide, so checks compare counters before and after.
 #include <gtest/gtest.h>
 
@@ -89,6 +89,20 @@ TEST(Allocator, FailedAllocationReleasesTheCacheAndNamesTheSize) {
         << e.what();
   }
   EXPECT_EQ(allocator_stats(Device::cpu).cached_bytes, 0u);
+}
+
+TEST(Allocator, ReleaseCachedBlocksEmptiesTheCacheAndKeepsBlocksInUse) {
+  void* kept = cached_allocate(Device::cpu, false, 20000);
+  void* freed = cached_allocate(Device::cpu, false, 30000);
+  cached_deallocate(Device::cpu, false, freed, 30000);
+  const AllocatorStats before = allocator_stats(Device::cpu);
+  ASSERT_GT(before.cached_bytes, 0u);
+  release_cached_blocks();
+  const AllocatorStats after = allocator_stats(Device::cpu);
+  EXPECT_EQ(after.cached_bytes, 0u);
+  EXPECT_GT(after.backend_releases, before.backend_releases);
+  EXPECT_EQ(after.in_use_bytes, before.in_use_bytes);
+  cached_deallocate(Device::cpu, false, kept, 20000);
 }
 
 TEST(Allocator, PeaksTrackInUseAndHeldBytes) {
