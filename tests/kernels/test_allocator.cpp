@@ -1,6 +1,6 @@
 // The caching allocator (kernels/allocator.h): size classes, reuse across nearby sizes, the limit
-// on cached bytes (oldest released first), release on request and on allocation failure. The pools are
-// process-wide, so checks compare counters before and after.
+// on cached bytes (oldest released first), release on request and on allocation failure. The pools
+// are process-wide, so checks compare counters before and after.
 #include <gtest/gtest.h>
 
 #include <cstddef>
