@@ -84,6 +84,12 @@ class Pool {
     release_oldest(backend, host, limit);
   }
 
+  void reset_peaks() {
+    std::lock_guard lock(mutex_);
+    stats_.peak_in_use_bytes = stats_.in_use_bytes;
+    stats_.peak_held_bytes = stats_.in_use_bytes + stats_.cached_bytes;
+  }
+
   AllocatorStats stats() {
     std::lock_guard lock(mutex_);
     return stats_;
@@ -178,6 +184,10 @@ void cached_deallocate(Device device, bool host, void* ptr, std::size_t bytes) n
 
 AllocatorStats allocator_stats(Device device, bool host) {
   return pool(device, host).stats();
+}
+
+void reset_allocator_peaks(Device device, bool host) {
+  pool(device, host).reset_peaks();
 }
 
 namespace {

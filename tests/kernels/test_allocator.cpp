@@ -1,6 +1,6 @@
 // The caching allocator (kernels/allocator.h): size classes, reuse across nearby sizes, the limit
-// on cached bytes (oldest released first), release on request and on allocation failure. The pools are
-// process-wide, so checks compare counters before and after.
+// on cached bytes (oldest released first), release on request and on allocation failure. The pools
+// are process-wide, so checks compare counters before and after.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -113,6 +113,21 @@ TEST(Allocator, PeaksTrackInUseAndHeldBytes) {
   EXPECT_GE(during.peak_held_bytes, during.in_use_bytes + during.cached_bytes);
   cached_deallocate(Device::cpu, false, block, std::size_t{1} << 20);
   EXPECT_EQ(allocator_stats(Device::cpu).in_use_bytes, before.in_use_bytes);
+}
+
+TEST(Allocator, ResetPeaksRestartsThemFromTheCurrentBytes) {
+  constexpr std::size_t kBig = std::size_t{3} << 20, kSmall = std::size_t{1} << 20;
+  void* big = cached_allocate(Device::cpu, false, kBig);
+  cached_deallocate(Device::cpu, false, big, kBig);
+  reset_allocator_peaks(Device::cpu);
+  AllocatorStats stats = allocator_stats(Device::cpu);
+  EXPECT_EQ(stats.peak_in_use_bytes, stats.in_use_bytes);  // the 3 MiB peak is forgotten
+  EXPECT_EQ(stats.peak_held_bytes, stats.in_use_bytes + stats.cached_bytes);
+  void* small = cached_allocate(Device::cpu, false, kSmall);
+  cached_deallocate(Device::cpu, false, small, kSmall);
+  const std::size_t before = stats.in_use_bytes;
+  stats = allocator_stats(Device::cpu);
+  EXPECT_EQ(stats.peak_in_use_bytes, before + kSmall);
 }
 
 }  // namespace
