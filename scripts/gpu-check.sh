@@ -55,6 +55,15 @@ for topology in "1 1 1 1" "4 2 2 1"; do
   check "bench --device cuda (tp $tp, pp $pp, dp $dp)" \
     run "$np" bench --tp "$tp" --pp "$pp" --dp "$dp" --log-dir /tmp/gpu-check-logs
 done
+check "bench --device cuda --recompute" run 1 bench --recompute --log-dir /tmp/gpu-check-logs
+for topology in "1 1 1 1" "2 1 1 2" "4 2 2 1" "8 2 2 2"; do
+  read -r np tp pp dp <<<"$topology"
+  check "train --device cuda (tp $tp, pp $pp, dp $dp)" \
+    run "$np" train --tp "$tp" --pp "$pp" --dp "$dp" --layers 2 --hidden 64 --heads 4 --seq 32 \
+    --global-batch 16 --micro-batch 2 --steps 5 --log-dir /tmp/gpu-check-logs
+done
+check "train --device cuda --recompute" run 1 train --recompute --layers 2 --hidden 64 \
+  --heads 4 --seq 32 --global-batch 16 --micro-batch 2 --steps 5 --log-dir /tmp/gpu-check-logs
 for np in 2 4; do
   check "bench comm --device cuda on $np ranks (staged beside plain copies)" \
     run "$np" bench comm --json /tmp/gpu-check-bench-comm.jsonl --log-dir /tmp/gpu-check-logs
