@@ -1,0 +1,175 @@
+// all_reduce's own algorithms on point-to-point messages (recursive doubling below 256 KiB, the
+// ring from 256 KiB on float buffers) on data whose floating-point sums depend on the order:
+// every rank must end with the same bits, equal to a reference that combines every rank's values
+// in the order each algorithm documents, and within rounding of the sum taken in double. Run on
+// groups of 1, 2, 3, 4, 5 and 8 ranks (split from the world of the np 1/2/4/8 runs), so the fold
+// of a rank count that is not a power of two and uneven ring chunks are covered.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "comm/chunking.h"
+#include "comm/collectives.h"
+#include "comm/recursive_doubling.h"
+#include "comm/ring_all_reduce.h"
+#include "comm_test_support.h"
+#include "mpi_test_main.h"
+
+namespace mpitron::comm_test {
+namespace {
+
+using comm::Communicator;
+using comm::ReduceOp;
+using kernels::DType;
+using mpi_test::world;
+
+// Rank `rank`'s element i: floats of mixed signs and magnitudes (10-bit integers times 2^-30 ..
+// 2^40, wider than float64's 53 bits), so a sum's rounding depends on its order; integers
+// small enough that no sum overflows.
+template <class T>
+T value_of(int rank, std::size_t i) {
+  const std::uint64_t h = (static_cast<std::uint64_t>(rank) * 2654435761u + i * 40503u) % 1000003u;
+  if constexpr (std::is_floating_point_v<T>) {
+    const double mantissa = static_cast<double>(h % 2001) - 1000.0;
+    return static_cast<T>(std::ldexp(mantissa, static_cast<int>(h % 71) - 30));
+  } else {
+    return static_cast<T>(h % 2001) - 1000;
+  }
+}
+
+template <class T>
+T apply(ReduceOp op, T first, T second) {
+  switch (op) {
+    case ReduceOp::max:
+      return std::max(first, second);
+    case ReduceOp::min:
+      return std::min(first, second);
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      break;
+  }
+  return static_cast<T>(first + second);
+}
+
+// Recursive doubling's order (recursive_doubling.h): rank 2j folds into rank 2j + 1 for j below
+// p - p2, then blocks of numbered ranks combine lower block first.
+template <class T>
+T recursive_doubling_reference(int p, std::size_t i, ReduceOp op) {
+  int p2 = 1;
+  while (p2 * 2 <= p)
+    p2 *= 2;
+  const int folded = p - p2;
+  std::vector<T> numbered(static_cast<std::size_t>(p2));
+  for (int j = 0; j < p2; ++j) {
+    numbered[j] = j < folded ? apply(op, value_of<T>(2 * j, i), value_of<T>(2 * j + 1, i))
+                             : value_of<T>(j + folded, i);
+  }
+  for (int bit = 1; bit < p2; bit <<= 1) {
+    for (int j = 0; j < p2; j += 2 * bit)
+      numbered[j] = apply(op, numbered[j], numbered[j + bit]);
+  }
+  return numbered[0];
+}
+
+// The ring's order (ring_all_reduce.h): element i lies in chunk c (the first n % p chunks one
+// element longer), which starts at rank c and passes ranks c + 1, .., c + p - 1, each combining
+// its own value first with what arrived.
+template <class T>
+T ring_reference(int p, std::size_t n, std::size_t i, ReduceOp op) {
+  const std::size_t ranks = static_cast<std::size_t>(p), base = n / ranks, extra = n % ranks;
+  const std::size_t c =
+      i < extra * (base + 1) ? i / (base + 1) : extra + (i - extra * (base + 1)) / base;
+  T acc = value_of<T>(static_cast<int>(c), i);
+  for (std::size_t k = 1; k < ranks; ++k)
+    acc = apply(op, value_of<T>(static_cast<int>((c + k) % ranks), i), acc);
+  return acc;
+}
+
+// Groups of this world's ranks: the world itself and, from 4 ranks on, a split into groups of
+// 3 and 1 (4 ranks) or 5 and 3 (8 ranks).
+std::vector<Communicator> groups() {
+  std::vector<Communicator> comms{world()};
+  const int n = world().size(), r = world().rank();
+  if (n >= 4) {
+    const int first = n >= 8 ? 5 : 3;
+    comms.push_back(world().split(r < first ? 0 : 1, r, "group"));
+  }
+  return comms;
+}
+
+template <class T>
+void check_all_reduce(const Communicator& comm, DType dtype, std::size_t n, ReduceOp op) {
+  const int p = comm.size();
+  kernels::Buffer buffer(n, dtype, kernels::Device::cpu);
+  T* values = buffer.data_as<T>();
+  for (std::size_t i = 0; i < n; ++i)
+    values[i] = value_of<T>(comm.rank(), i);
+  const bool ring = comm::uses_ring_all_reduce(comm, buffer);
+  const bool doubling = comm::uses_recursive_doubling(comm, buffer);
+  EXPECT_EQ(doubling, p > 1 && buffer.bytes() < comm::kRecursiveDoublingMaxBytes);
+  comm::all_reduce(comm, buffer, op);
+
+  kernels::Buffer root(n, dtype, kernels::Device::cpu);
+  std::memcpy(root.data(), buffer.data(), buffer.bytes());
+  comm::broadcast(comm, root, 0);
+  EXPECT_EQ(std::memcmp(root.data(), buffer.data(), buffer.bytes()), 0)
+      << "rank " << comm.rank() << "'s result differs from rank 0's";
+
+  const double scale = op == ReduceOp::avg ? 1.0 / p : 1.0;
+  std::size_t mismatches = 0, first_mismatch = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    T want = ring       ? ring_reference<T>(p, n, i, op)
+             : doubling ? recursive_doubling_reference<T>(p, i, op)
+                        : value_of<T>(0, i);
+    if (op == ReduceOp::avg) want = static_cast<T>(want * static_cast<T>(scale));
+    if (ring || doubling || p == 1) {
+      if (std::memcmp(&want, &values[i], sizeof(T)) != 0 && mismatches++ == 0) first_mismatch = i;
+    }
+    // In any order, within rounding of the result in double: p - 1 float32 additions err by at
+    // most (p - 1) 2^-24 of the magnitudes' sum, far below the 1e-4 of it allowed here.
+    double exact = value_of<T>(0, i), magnitude = std::abs(exact);
+    for (int q = 1; q < p; ++q) {
+      const double v = value_of<T>(q, i);
+      exact = op == ReduceOp::max   ? std::max(exact, v)
+              : op == ReduceOp::min ? std::min(exact, v)
+                                    : exact + v;
+      magnitude += std::abs(v);
+    }
+    exact *= scale;
+    ASSERT_LE(std::abs(static_cast<double>(values[i]) - exact), 1e-4 * magnitude)
+        << "element " << i;
+  }
+  EXPECT_EQ(mismatches, 0u) << mismatches << " elements differ from the reference in the "
+                            << (ring ? "ring's" : "recursive doubling's") << " order, first at "
+                            << first_mismatch;
+}
+
+TEST(AllReduceOrder, EveryRankHoldsTheSameBitsInTheDocumentedOrder) {
+  SettingsGuard guard(world());
+  for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{1000}}) {
+    world().set_max_message_elements(limit);
+    for (const Communicator& comm : groups()) {
+      for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{1001},
+                                  std::size_t{40000}, std::size_t{70001}}) {
+        for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+          SCOPED_TRACE(std::to_string(comm.size()) + " ranks, " + std::to_string(n) +
+                       " elements, " + comm::to_string(op) + ", message limit " +
+                       std::to_string(limit));
+          check_all_reduce<float>(comm, DType::f32, n, op);
+          check_all_reduce<double>(comm, DType::f64, n, op);
+          if (op == ReduceOp::avg) continue;
+          check_all_reduce<std::int32_t>(comm, DType::i32, n, op);
+          check_all_reduce<std::int64_t>(comm, DType::i64, n, op);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mpitron::comm_test
