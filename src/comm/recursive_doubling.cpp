@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "comm/reduction_steps.h"
+#include "comm/collective_steps.h"
 #include "comm/staging.h"
 
 namespace mpitron::comm {

@@ -32,7 +32,7 @@ bool uses_recursive_doubling(const Communicator& comm, const kernels::Buffer& bu
 /// the partner whose number differs in bit k, for k = 0 .. log2(p2) - 1, each combining the
 /// lower-numbered operand first; finally rank 2i + 1 returns the result to rank 2i. Both ends
 /// of every exchange compute the same operation on the same operands in the same order, so
-/// every rank ends with a bit-identical buffer. Messages respect comm.max_message_elements();
+/// every rank ends with a bit-identical buffer. Messages are cut as collective_steps.h says;
 /// each step waits through the deadline routine (wait.h) as "all_reduce". Throws MpiError when
 /// an MPI call fails.
 void recursive_doubling_all_reduce(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op);

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/collective_steps.h"
 #include "comm/mpi_util.h"
-#include "comm/reduction_steps.h"
 
 namespace mpitron::comm {
 

@@ -14,13 +14,20 @@
 
 namespace mpitron::comm {
 
+static std::chrono::nanoseconds spin_for() {
+  static const std::chrono::nanoseconds v{getenv("SPIN_NS") ? atol(getenv("SPIN_NS")) : 0};
+  return v;
+}
+
 std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited) {
   if (waited < kYieldFor) return std::chrono::nanoseconds{0};
   return std::clamp(waited / 16, kFirstSleep, kMaxSleep);
 }
 
 void Backoff::pause() {
-  const std::chrono::nanoseconds duration = next(std::chrono::steady_clock::now() - start_);
+  const std::chrono::nanoseconds waited = std::chrono::steady_clock::now() - start_;
+  if (waited < spin_for()) return;
+  const std::chrono::nanoseconds duration = next(waited);
   if (duration.count() == 0) {
     sched_yield();
   } else {
@@ -103,7 +110,7 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
                                     std::chrono::duration<double>(comm.timeout()));
   const WaitClock clock(start);
   Backoff backoff;
-  std::string doing;  // built once the operation is found pending
+  std::string doing;  // built once another rank asks, or the deadline passes
   for (;;) {
     bool done = true;
     for (MPI_Request& request : requests) {
@@ -117,9 +124,14 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
       done = done && flag != 0;
     }
     if (done) return;
-    if (doing.empty()) doing = operation_text(comm, op);
-    answer_stall_queries(doing);
-    if (std::chrono::steady_clock::now() >= deadline) expire(comm, op, doing);
+    answer_stall_queries([&] {
+      if (doing.empty()) doing = operation_text(comm, op);
+      return doing;
+    });
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (doing.empty()) doing = operation_text(comm, op);
+      expire(comm, op, doing);
+    }
     backoff.pause();
   }
 }

@@ -1,4 +1,4 @@
-#include "comm/reduction_steps.h"
+#include "comm/collective_steps.h"
 
 #include <algorithm>
 
@@ -9,25 +9,37 @@ namespace mpitron::comm {
 
 using kernels::Buffer;
 
+namespace {
+
+// The most elements one message of a `count`-element transfer carries (see exchange).
+std::size_t piece_limit(const Communicator& comm, kernels::DType dtype, std::size_t count) {
+  const std::size_t element_bytes = kernels::dtype_size(dtype);
+  if (count * element_bytes >= kEagerPiecesBelowBytes) return comm.max_message_elements();
+  return std::min(comm.max_message_elements(), kEagerMessageBytes / element_bytes);
+}
+
+}  // namespace
+
 void exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
               Range recv, int from, std::vector<MPI_Request>& requests, const Operation& op) {
-  const std::size_t limit = comm.max_message_elements();
   const MPI_Datatype type = mpi_type(buffer.dtype());
   requests.clear();
-  const std::size_t receives = message_count(recv.count, limit);
+  const std::size_t recv_limit = piece_limit(comm, into.dtype(), recv.count);
+  const std::size_t receives = message_count(recv.count, recv_limit);
   for (std::size_t i = 0; i < receives; ++i) {
-    const Range part = message_range(recv.count, limit, i);
+    const Range part = message_range(recv.count, recv_limit, i);
     requests.push_back(MPI_REQUEST_NULL);
     check_mpi(MPI_Irecv(element(into, recv.offset + part.offset), mpi_count(part.count), type, from,
-                        kReductionTag, comm.native(), &requests.back()),
+                        kCollectiveTag, comm.native(), &requests.back()),
               "MPI_Irecv");
   }
-  const std::size_t sends = message_count(send.count, limit);
+  const std::size_t send_limit = piece_limit(comm, buffer.dtype(), send.count);
+  const std::size_t sends = message_count(send.count, send_limit);
   for (std::size_t i = 0; i < sends; ++i) {
-    const Range part = message_range(send.count, limit, i);
+    const Range part = message_range(send.count, send_limit, i);
     requests.push_back(MPI_REQUEST_NULL);
     check_mpi(MPI_Isend(element(buffer, send.offset + part.offset), mpi_count(part.count), type, to,
-                        kReductionTag, comm.native(), &requests.back()),
+                        kCollectiveTag, comm.native(), &requests.back()),
               "MPI_Isend");
   }
   wait_all(comm, requests, op);

@@ -1,0 +1,59 @@
+#include "comm/ring_gather_scatter.h"
+
+#include <mpi.h>
+
+#include <cstring>
+#include <vector>
+
+#include "comm/collective_steps.h"
+#include "comm/mpi_util.h"
+#include "comm/staging.h"
+
+namespace mpitron::comm {
+
+using kernels::Buffer;
+
+bool uses_ring_all_gather(const Communicator& comm, const Buffer& image) {
+  return comm.size() > 1 && image.device() == kernels::Device::cpu;
+}
+
+bool uses_ring_reduce_scatter(const Communicator& comm, const Buffer& buffer) {
+  return comm.size() > 1 && buffer.device() == kernels::Device::cpu && mpi_visible(comm, buffer);
+}
+
+void ring_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_offset, Buffer& out,
+                     std::size_t out_offset, std::size_t count, const Operation& op) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  const auto r = static_cast<std::size_t>(comm.rank());
+  const int next = static_cast<int>((r + 1) % p), prev = static_cast<int>((r + p - 1) % p);
+  const auto block = [&](std::size_t q) { return Range{out_offset + (q % p) * count, count}; };
+  std::memcpy(element(out, block(r).offset), element(in, in_offset),
+              count * kernels::dtype_size(in.dtype()));
+  std::vector<MPI_Request> requests;
+  for (std::size_t s = 0; s + 1 < p; ++s)
+    exchange(comm, out, block(r + p - s), next, out, block(r + 2 * p - s - 1), prev, requests, op);
+}
+
+void ring_reduce_scatter(const Communicator& comm, const Buffer& in, std::size_t in_offset,
+                         Buffer& out, std::size_t out_offset, std::size_t count, ReduceOp op,
+                         const Operation& wait_op) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  const auto r = static_cast<std::size_t>(comm.rank());
+  const int next = static_cast<int>((r + 1) % p), prev = static_cast<int>((r + p - 1) % p);
+  const auto own = [&](std::size_t q) { return in_offset + (q % p) * count; };
+  Buffer received(count, in.dtype(), kernels::Device::cpu);
+  Buffer partial(count, in.dtype(), kernels::Device::cpu);  // what this rank sends next
+  std::vector<MPI_Request> requests;
+  for (std::size_t s = 0; s + 1 < p; ++s) {
+    const std::size_t sent = r + 2 * p - 1 - s, arriving = r + 2 * p - 2 - s;
+    if (s == 0) {
+      exchange(comm, in, {own(sent), count}, next, received, {0, count}, prev, requests, wait_op);
+    } else {
+      exchange(comm, partial, {0, count}, next, received, {0, count}, prev, requests, wait_op);
+    }
+    void* target = s + 2 == p ? element(out, out_offset) : partial.data();
+    combine(in.dtype(), target, element(in, own(arriving)), received.data(), count, op);
+  }
+}
+
+}  // namespace mpitron::comm
