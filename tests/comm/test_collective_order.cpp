@@ -1,7 +1,8 @@
-// all_reduce's own algorithms on point-to-point messages (recursive doubling below 256 KiB, the
-// ring from 256 KiB on float buffers) on data whose floating-point sums depend on the order:
-// every rank must end with the same bits, equal to a reference that combines every rank's values
-// in the order each algorithm documents, and within rounding of the sum taken in double. Run on
+// mpitron's own reductions on point-to-point messages (all_reduce: recursive doubling below
+// 256 KiB, the ring from 256 KiB on float buffers; reduce_scatter: the ring) on data whose
+// floating-point sums depend on the order: all_reduce leaves the same bits on every rank, and
+// every result equals a reference that combines every rank's values in the order the algorithm
+// documents, and lies within rounding of the reduction taken in double. Run on
 // groups of 1, 2, 3, 4, 5 and 8 ranks (split from the world of the np 1/2/4/8 runs), so the fold
 // of a rank count that is not a power of two and uneven ring chunks are covered.
 #include <gtest/gtest.h>
@@ -11,12 +12,14 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/chunking.h"
 #include "comm/collectives.h"
 #include "comm/recursive_doubling.h"
 #include "comm/ring_all_reduce.h"
+#include "comm/ring_gather_scatter.h"
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
@@ -102,6 +105,33 @@ std::vector<Communicator> groups() {
   return comms;
 }
 
+// Expects got[i] (i < n) to equal ordered(i) bit for bit (scaled by 1/p for avg) and to lie
+// within rounding of op over term(i, q), q < p, taken in double.
+template <class T, class Ordered, class Term>
+void expect_reduced(const T* got, std::size_t n, int p, ReduceOp op, Ordered ordered, Term term) {
+  const double scale = op == ReduceOp::avg ? 1.0 / p : 1.0;
+  std::size_t mismatches = 0, first_mismatch = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    T want = ordered(i);
+    if (op == ReduceOp::avg) want = static_cast<T>(want * static_cast<T>(scale));
+    if (std::memcmp(&want, &got[i], sizeof(T)) != 0 && mismatches++ == 0) first_mismatch = i;
+    // In any order, within rounding of the result in double: p - 1 float32 additions err by at
+    // most (p - 1) 2^-24 of the magnitudes' sum, far below the 1e-4 of it allowed here.
+    double exact = term(i, 0), magnitude = std::abs(exact);
+    for (int q = 1; q < p; ++q) {
+      const double v = term(i, q);
+      exact = op == ReduceOp::max   ? std::max(exact, v)
+              : op == ReduceOp::min ? std::min(exact, v)
+                                    : exact + v;
+      magnitude += std::abs(v);
+    }
+    ASSERT_LE(std::abs(static_cast<double>(got[i]) - exact * scale), 1e-4 * magnitude)
+        << "element " << i;
+  }
+  EXPECT_EQ(mismatches, 0u) << mismatches << " elements differ from the reference order, first at "
+                            << first_mismatch;
+}
+
 template <class T>
 void check_all_reduce(const Communicator& comm, DType dtype, std::size_t n, ReduceOp op) {
   const int p = comm.size();
@@ -119,34 +149,42 @@ void check_all_reduce(const Communicator& comm, DType dtype, std::size_t n, Redu
   comm::broadcast(comm, root, 0);
   EXPECT_EQ(std::memcmp(root.data(), buffer.data(), buffer.bytes()), 0)
       << "rank " << comm.rank() << "'s result differs from rank 0's";
+  // MPI's reduction remains for one rank and for integer buffers from 256 KiB on, which are
+  // exact in any order, so recursive doubling's order is their reference too.
+  expect_reduced(
+      values, n, p, op,
+      [&](std::size_t i) {
+        return ring ? ring_reference<T>(p, n, i, op) : recursive_doubling_reference<T>(p, i, op);
+      },
+      [&](std::size_t i, int q) { return static_cast<double>(value_of<T>(q, i)); });
+}
 
-  const double scale = op == ReduceOp::avg ? 1.0 / p : 1.0;
-  std::size_t mismatches = 0, first_mismatch = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    T want = ring       ? ring_reference<T>(p, n, i, op)
-             : doubling ? recursive_doubling_reference<T>(p, i, op)
-                        : value_of<T>(0, i);
-    if (op == ReduceOp::avg) want = static_cast<T>(want * static_cast<T>(scale));
-    if (ring || doubling || p == 1) {
-      if (std::memcmp(&want, &values[i], sizeof(T)) != 0 && mismatches++ == 0) first_mismatch = i;
-    }
-    // In any order, within rounding of the result in double: p - 1 float32 additions err by at
-    // most (p - 1) 2^-24 of the magnitudes' sum, far below the 1e-4 of it allowed here.
-    double exact = value_of<T>(0, i), magnitude = std::abs(exact);
-    for (int q = 1; q < p; ++q) {
-      const double v = value_of<T>(q, i);
-      exact = op == ReduceOp::max   ? std::max(exact, v)
-              : op == ReduceOp::min ? std::min(exact, v)
-                                    : exact + v;
-      magnitude += std::abs(v);
-    }
-    exact *= scale;
-    ASSERT_LE(std::abs(static_cast<double>(values[i]) - exact), 1e-4 * magnitude)
-        << "element " << i;
-  }
-  EXPECT_EQ(mismatches, 0u) << mismatches << " elements differ from the reference in the "
-                            << (ring ? "ring's" : "recursive doubling's") << " order, first at "
-                            << first_mismatch;
+// reduce_scatter of a [outer, p * chunk] buffer: this rank's [outer, chunk] block in the ring's
+// order (ring_gather_scatter.h), whatever tiles the message limit cuts it into.
+template <class T>
+void check_reduce_scatter(const Communicator& comm, DType dtype, std::size_t outer,
+                          std::size_t chunk, ReduceOp op) {
+  const int p = comm.size(), r = comm.rank();
+  const std::size_t width = static_cast<std::size_t>(p) * chunk;
+  kernels::Buffer in(outer * width, dtype, kernels::Device::cpu);
+  kernels::Buffer out(outer * chunk, dtype, kernels::Device::cpu);
+  for (std::size_t i = 0; i < in.numel(); ++i)
+    in.data_as<T>()[i] = value_of<T>(r, i);
+  EXPECT_EQ(comm::uses_ring_reduce_scatter(comm, in), p > 1);
+  comm::reduce_scatter(comm, in, out, outer, op);
+  // Output element i is input element `wide(i)` of every rank.
+  const auto wide = [&](std::size_t i) {
+    return i / chunk * width + static_cast<std::size_t>(r) * chunk + i % chunk;
+  };
+  expect_reduced(
+      out.data_as<T>(), out.numel(), p, op,
+      [&](std::size_t i) {
+        T acc = value_of<T>((r + 1) % p, wide(i));
+        for (int k = 2; k <= p; ++k)
+          acc = apply(op, value_of<T>((r + k) % p, wide(i)), acc);
+        return acc;
+      },
+      [&](std::size_t i, int q) { return static_cast<double>(value_of<T>(q, wide(i))); });
 }
 
 TEST(AllReduceOrder, EveryRankHoldsTheSameBitsInTheDocumentedOrder) {
@@ -155,7 +193,7 @@ TEST(AllReduceOrder, EveryRankHoldsTheSameBitsInTheDocumentedOrder) {
     world().set_max_message_elements(limit);
     for (const Communicator& comm : groups()) {
       for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{1001},
-                                  std::size_t{40000}, std::size_t{70001}}) {
+                                  std::size_t{33000}, std::size_t{65537}}) {
         for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
           SCOPED_TRACE(std::to_string(comm.size()) + " ranks, " + std::to_string(n) +
                        " elements, " + comm::to_string(op) + ", message limit " +
@@ -165,6 +203,28 @@ TEST(AllReduceOrder, EveryRankHoldsTheSameBitsInTheDocumentedOrder) {
           if (op == ReduceOp::avg) continue;
           check_all_reduce<std::int32_t>(comm, DType::i32, n, op);
           check_all_reduce<std::int64_t>(comm, DType::i64, n, op);
+        }
+      }
+    }
+  }
+}
+
+TEST(ReduceScatterOrder, EveryBlockIsReducedInTheRingsOrder) {
+  SettingsGuard guard(world());
+  for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{1000}}) {
+    world().set_max_message_elements(limit);
+    for (const Communicator& comm : groups()) {
+      for (const auto& [outer, chunk] :
+           {std::pair<std::size_t, std::size_t>{1, 1}, {1, 1001}, {3, 7}, {1, 20000}, {3, 1999}}) {
+        for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+          SCOPED_TRACE(std::to_string(comm.size()) + " ranks, [" + std::to_string(outer) + ", " +
+                       std::to_string(chunk) + "] per rank, " + comm::to_string(op) +
+                       ", message limit " + std::to_string(limit));
+          check_reduce_scatter<float>(comm, DType::f32, outer, chunk, op);
+          check_reduce_scatter<double>(comm, DType::f64, outer, chunk, op);
+          if (op == ReduceOp::avg) continue;
+          check_reduce_scatter<std::int32_t>(comm, DType::i32, outer, chunk, op);
+          check_reduce_scatter<std::int64_t>(comm, DType::i64, outer, chunk, op);
         }
       }
     }
