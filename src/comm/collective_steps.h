@@ -1,5 +1,5 @@
 // The steps mpitron's own collectives on point-to-point messages are built from
-// (recursive_doubling.h, ring_all_reduce.h, ring_gather_scatter.h): a paired send and receive
+// (recursive_doubling.h, ring_all_reduce.h, p2p_gather_scatter.h): a paired send and receive
 // waited through the deadline routine, and the element-wise combination of two operands in a
 // fixed order (communication layer internal).
 #pragma once

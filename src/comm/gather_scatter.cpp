@@ -3,7 +3,7 @@
 //
 // MPI moves rank-major data ([size, rows, cols], each rank's part contiguous). Each tile of the
 // per-rank matrix (see tile_matrix) is moved by one collective (a ring of point-to-point messages
-// for host memory, ring_gather_scatter.h, else one MPI call); when the tile's rank-major form is
+// for host memory, p2p_gather_scatter.h, else one MPI call); when the tile's rank-major form is
 // not already laid out inside the wide buffer it is reordered through a pack workspace with
 // kernels::copy_rows.
 #include <stdexcept>
@@ -11,7 +11,7 @@
 #include "comm/collectives.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
-#include "comm/ring_gather_scatter.h"
+#include "comm/p2p_gather_scatter.h"
 #include "comm/staging.h"
 #include "kernels/fault_injection.h"
 #include "kernels/ops.h"
@@ -127,9 +127,9 @@ void all_gather(const Communicator& comm, const Buffer& in, Buffer& out, std::si
               const std::size_t src_offset = tile.row * wide.chunk + tile.col;
               const std::size_t gathered_offset = in_place ? wide.offset(tile, 0) : 0;
               const Operation operation = tile_operation("all_gather", wide, tile, in);
-              if (uses_ring_all_gather(comm, src)) {
-                ring_all_gather(comm, src, src_offset, gathered, gathered_offset,
-                                tile.rows * tile.cols, operation);
+              if (uses_p2p_all_gather(comm, src)) {
+                p2p_all_gather(comm, src, src_offset, gathered, gathered_offset,
+                               tile.rows * tile.cols, operation);
               } else {
                 MPI_Request request = MPI_REQUEST_NULL;
                 check_mpi(MPI_Iallgather(element(src, src_offset), count, mpi_type(in.dtype()),
@@ -157,9 +157,9 @@ void reduce_scatter(const Communicator& comm, const Buffer& in, Buffer& out, std
               }
               const std::size_t dst_offset = tile.row * wide.chunk + tile.col;
               const Operation operation = tile_operation("reduce_scatter", wide, tile, in);
-              if (uses_ring_reduce_scatter(comm, in)) {
-                ring_reduce_scatter(comm, *packed, packed_offset, dst, dst_offset,
-                                    tile.rows * tile.cols, op, operation);
+              if (uses_p2p_reduce_scatter(comm, in)) {
+                p2p_reduce_scatter(comm, *packed, packed_offset, dst, dst_offset,
+                                   tile.rows * tile.cols, op, operation);
                 return;
               }
               MPI_Request request = MPI_REQUEST_NULL;

@@ -19,9 +19,18 @@ static std::chrono::nanoseconds spin_for() {
   return v;
 }
 
+static std::chrono::nanoseconds yield_for() {
+  static const std::chrono::nanoseconds v{getenv("YIELD_NS") ? atol(getenv("YIELD_NS")) : 1000000};
+  return v;
+}
+static long sleep_div() {
+  static const long v{getenv("SLEEP_DIV") ? atol(getenv("SLEEP_DIV")) : 16};
+  return v;
+}
+
 std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited) {
-  if (waited < kYieldFor) return std::chrono::nanoseconds{0};
-  return std::clamp(waited / 16, kFirstSleep, kMaxSleep);
+  if (waited < yield_for()) return std::chrono::nanoseconds{0};
+  return std::clamp(waited / sleep_div(), kFirstSleep, kMaxSleep);
 }
 
 void Backoff::pause() {

@@ -2,7 +2,8 @@
 // 256 KiB, the ring from 256 KiB on float buffers; reduce_scatter: the ring) on data whose
 // floating-point sums depend on the order: all_reduce leaves the same bits on every rank, and
 // every result equals a reference that combines every rank's values in the order the algorithm
-// documents, and lies within rounding of the reduction taken in double. Run on
+// documents, and lies within rounding of the reduction taken in double; all_gather places every
+// block exactly. Run on
 // groups of 1, 2, 3, 4, 5 and 8 ranks (split from the world of the np 1/2/4/8 runs), so the fold
 // of a rank count that is not a power of two and uneven ring chunks are covered.
 #include <gtest/gtest.h>
@@ -17,9 +18,9 @@
 
 #include "comm/chunking.h"
 #include "comm/collectives.h"
+#include "comm/p2p_gather_scatter.h"
 #include "comm/recursive_doubling.h"
 #include "comm/ring_all_reduce.h"
-#include "comm/ring_gather_scatter.h"
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
@@ -160,7 +161,7 @@ void check_all_reduce(const Communicator& comm, DType dtype, std::size_t n, Redu
 }
 
 // reduce_scatter of a [outer, p * chunk] buffer: this rank's [outer, chunk] block in the ring's
-// order (ring_gather_scatter.h), whatever tiles the message limit cuts it into.
+// order (p2p_gather_scatter.h), whatever tiles the message limit cuts it into.
 template <class T>
 void check_reduce_scatter(const Communicator& comm, DType dtype, std::size_t outer,
                           std::size_t chunk, ReduceOp op) {
@@ -170,7 +171,7 @@ void check_reduce_scatter(const Communicator& comm, DType dtype, std::size_t out
   kernels::Buffer out(outer * chunk, dtype, kernels::Device::cpu);
   for (std::size_t i = 0; i < in.numel(); ++i)
     in.data_as<T>()[i] = value_of<T>(r, i);
-  EXPECT_EQ(comm::uses_ring_reduce_scatter(comm, in), p > 1);
+  EXPECT_EQ(comm::uses_p2p_reduce_scatter(comm, in), p > 1);
   comm::reduce_scatter(comm, in, out, outer, op);
   // Output element i is input element `wide(i)` of every rank.
   const auto wide = [&](std::size_t i) {
@@ -226,6 +227,35 @@ TEST(ReduceScatterOrder, EveryBlockIsReducedInTheRingsOrder) {
           check_reduce_scatter<std::int32_t>(comm, DType::i32, outer, chunk, op);
           check_reduce_scatter<std::int64_t>(comm, DType::i64, outer, chunk, op);
         }
+      }
+    }
+  }
+}
+
+// all_gather on the same groups (recursive doubling on 2, 4 and 8 ranks, the ring on 3 and 5):
+// every rank's [outer, chunk] block lands bit for bit in its columns.
+TEST(AllGatherGroups, EveryBlockLandsInItsColumns) {
+  SettingsGuard guard(world());
+  for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{1000}}) {
+    world().set_max_message_elements(limit);
+    for (const Communicator& comm : groups()) {
+      for (const auto& [outer, chunk] :
+           {std::pair<std::size_t, std::size_t>{1, 1}, {1, 20000}, {3, 1999}}) {
+        SCOPED_TRACE(std::to_string(comm.size()) + " ranks, [" + std::to_string(outer) + ", " +
+                     std::to_string(chunk) + "] per rank, message limit " + std::to_string(limit));
+        const std::size_t p = static_cast<std::size_t>(comm.size());
+        kernels::Buffer in(outer * chunk, DType::f32, kernels::Device::cpu);
+        kernels::Buffer out(outer * p * chunk, DType::f32, kernels::Device::cpu);
+        for (std::size_t i = 0; i < in.numel(); ++i)
+          in.data_as<float>()[i] = value_of<float>(comm.rank(), i);
+        comm::all_gather(comm, in, out, outer);
+        std::size_t mismatches = 0;
+        for (std::size_t i = 0; i < out.numel(); ++i) {
+          const std::size_t row = i / (p * chunk), q = i % (p * chunk) / chunk;
+          const float want = value_of<float>(static_cast<int>(q), row * chunk + i % chunk);
+          mismatches += std::memcmp(&want, &out.data_as<float>()[i], sizeof(float)) != 0;
+        }
+        EXPECT_EQ(mismatches, 0u);
       }
     }
   }

@@ -1,4 +1,4 @@
-#include "comm/ring_gather_scatter.h"
+#include "comm/p2p_gather_scatter.h"
 
 #include <mpi.h>
 
@@ -13,16 +13,16 @@ namespace mpitron::comm {
 
 using kernels::Buffer;
 
-bool uses_ring_all_gather(const Communicator& comm, const Buffer& image) {
+bool uses_p2p_all_gather(const Communicator& comm, const Buffer& image) {
   return comm.size() > 1 && image.device() == kernels::Device::cpu;
 }
 
-bool uses_ring_reduce_scatter(const Communicator& comm, const Buffer& buffer) {
+bool uses_p2p_reduce_scatter(const Communicator& comm, const Buffer& buffer) {
   return comm.size() > 1 && buffer.device() == kernels::Device::cpu && mpi_visible(comm, buffer);
 }
 
-void ring_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_offset, Buffer& out,
-                     std::size_t out_offset, std::size_t count, const Operation& op) {
+void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_offset, Buffer& out,
+                    std::size_t out_offset, std::size_t count, const Operation& op) {
   const auto p = static_cast<std::size_t>(comm.size());
   const auto r = static_cast<std::size_t>(comm.rank());
   const int next = static_cast<int>((r + 1) % p), prev = static_cast<int>((r + p - 1) % p);
@@ -30,13 +30,24 @@ void ring_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_
   std::memcpy(element(out, block(r).offset), element(in, in_offset),
               count * kernels::dtype_size(in.dtype()));
   std::vector<MPI_Request> requests;
+  if ((p & (p - 1)) == 0) {
+    for (std::size_t bit = 1; bit < p; bit <<= 1) {
+      const std::size_t partner = r ^ bit;
+      const auto held = [&](std::size_t q) {
+        return Range{block(q & ~(bit - 1)).offset, bit * count};
+      };
+      exchange(comm, out, held(r), static_cast<int>(partner), out, held(partner),
+               static_cast<int>(partner), requests, op);
+    }
+    return;
+  }
   for (std::size_t s = 0; s + 1 < p; ++s)
     exchange(comm, out, block(r + p - s), next, out, block(r + 2 * p - s - 1), prev, requests, op);
 }
 
-void ring_reduce_scatter(const Communicator& comm, const Buffer& in, std::size_t in_offset,
-                         Buffer& out, std::size_t out_offset, std::size_t count, ReduceOp op,
-                         const Operation& wait_op) {
+void p2p_reduce_scatter(const Communicator& comm, const Buffer& in, std::size_t in_offset,
+                        Buffer& out, std::size_t out_offset, std::size_t count, ReduceOp op,
+                        const Operation& wait_op) {
   const auto p = static_cast<std::size_t>(comm.size());
   const auto r = static_cast<std::size_t>(comm.rank());
   const int next = static_cast<int>((r + 1) % p), prev = static_cast<int>((r + p - 1) % p);
