@@ -14,9 +14,7 @@ namespace {
 // The most elements one message of a `count`-element transfer carries (see exchange).
 std::size_t piece_limit(const Communicator& comm, kernels::DType dtype, std::size_t count) {
   const std::size_t element_bytes = kernels::dtype_size(dtype);
-  static const std::size_t below =
-      getenv("PIECES_BELOW") ? atol(getenv("PIECES_BELOW")) : kEagerPiecesBelowBytes;
-  if (count * element_bytes >= below) return comm.max_message_elements();
+  if (count * element_bytes >= kEagerPiecesBelowBytes) return comm.max_message_elements();
   return std::min(comm.max_message_elements(), kEagerMessageBytes / element_bytes);
 }
 

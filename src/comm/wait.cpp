@@ -14,28 +14,14 @@
 
 namespace mpitron::comm {
 
-static std::chrono::nanoseconds spin_for() {
-  static const std::chrono::nanoseconds v{getenv("SPIN_NS") ? atol(getenv("SPIN_NS")) : 0};
-  return v;
-}
-
-static std::chrono::nanoseconds yield_for() {
-  static const std::chrono::nanoseconds v{getenv("YIELD_NS") ? atol(getenv("YIELD_NS")) : 1000000};
-  return v;
-}
-static long sleep_div() {
-  static const long v{getenv("SLEEP_DIV") ? atol(getenv("SLEEP_DIV")) : 16};
-  return v;
-}
-
 std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited) {
-  if (waited < yield_for()) return std::chrono::nanoseconds{0};
-  return std::clamp(waited / sleep_div(), kFirstSleep, kMaxSleep);
+  if (waited < kYieldFor) return std::chrono::nanoseconds{0};
+  return std::clamp(waited / 16, kFirstSleep, kMaxSleep);
 }
 
 void Backoff::pause() {
   const std::chrono::nanoseconds waited = std::chrono::steady_clock::now() - start_;
-  if (waited < spin_for()) return;
+  if (spins(waited)) return;
   const std::chrono::nanoseconds duration = next(waited);
   if (duration.count() == 0) {
     sched_yield();
