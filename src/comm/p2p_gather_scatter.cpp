@@ -45,10 +45,47 @@ void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_o
     exchange(comm, out, block(r + p - s), next, out, block(r + 2 * p - s - 1), prev, requests, op);
 }
 
+namespace {
+
+// Recursive halving on a power-of-two p (see p2p_reduce_scatter): the half of the held range
+// without rank r goes to rank r xor d, the other half is combined with what arrives.
+void reduce_scatter_by_halving(const Communicator& comm, const Buffer& in, std::size_t in_offset,
+                               Buffer& out, std::size_t out_offset, std::size_t count, ReduceOp op,
+                               const Operation& wait_op) {
+  const auto p = static_cast<std::size_t>(comm.size());
+  const auto r = static_cast<std::size_t>(comm.rank());
+  Buffer received(p / 2 * count, in.dtype(), kernels::Device::cpu);
+  Buffer held(p > 2 ? p / 2 * count : 0, in.dtype(), kernels::Device::cpu);  // partials
+  std::vector<MPI_Request> requests;
+  const Buffer* source = &in;  // block b of the held range at source_offset + (b - low) * count
+  std::size_t source_offset = in_offset, low = 0;
+  for (std::size_t d = p / 2; d >= 1; d /= 2) {
+    const std::size_t partner = r ^ d;
+    const std::size_t kept = (r & d) != 0 ? low + d : low, given = (r & d) != 0 ? low : low + d;
+    exchange(comm, *source, {source_offset + (given - low) * count, d * count},
+             static_cast<int>(partner), received, {0, d * count}, static_cast<int>(partner),
+             requests, wait_op);
+    const void* mine = element(*source, source_offset + (kept - low) * count);
+    void* target = d == 1 ? element(out, out_offset) : held.data();
+    const bool partner_first = partner < r;
+    combine(in.dtype(), target, partner_first ? received.data() : mine,
+            partner_first ? mine : received.data(), d * count, op);
+    source = &held;
+    source_offset = 0;
+    low = kept;
+  }
+}
+
+}  // namespace
+
 void p2p_reduce_scatter(const Communicator& comm, const Buffer& in, std::size_t in_offset,
                         Buffer& out, std::size_t out_offset, std::size_t count, ReduceOp op,
                         const Operation& wait_op) {
   const auto p = static_cast<std::size_t>(comm.size());
+  if ((p & (p - 1)) == 0) {
+    reduce_scatter_by_halving(comm, in, in_offset, out, out_offset, count, op, wait_op);
+    return;
+  }
   const auto r = static_cast<std::size_t>(comm.rank());
   const int next = static_cast<int>((r + 1) % p), prev = static_cast<int>((r + p - 1) % p);
   const auto own = [&](std::size_t q) { return in_offset + (q % p) * count; };

@@ -1,10 +1,10 @@
 // All-gather and reduce-scatter of rank-major blocks on point-to-point messages, used by
 // comm::all_gather and comm::reduce_scatter (gather_scatter.cpp) for host memory: the
 // all-gather by recursive doubling on a power-of-two number of ranks (Thakur, Rabenseifner and
-// Gropp 2005, section 4.1), else as a ring; the reduce-scatter as a ring (the first half of the
-// ring all-reduce, ring_all_reduce.h). Open MPI's non-blocking MPI_Iallgather and
-// MPI_Ireduce_scatter_block (libnbc) took 1.2-3x the blocking calls' time on 2 ranks (bench
-// comm); these keep the deadline routine and cut small transfers into eager messages
+// Gropp 2005, sections 4.1 and 4.3), the reduce-scatter by recursive halving, otherwise both as
+// rings (the halves of the ring all-reduce, ring_all_reduce.h). Open MPI's non-blocking
+// MPI_Iallgather and MPI_Ireduce_scatter_block (libnbc) took 1.2-3x the blocking calls' time on 2
+// ranks (bench comm); these keep the deadline routine and cut small transfers into eager messages
 // (collective_steps.h).
 #pragma once
 
@@ -39,11 +39,14 @@ void p2p_all_gather(const Communicator& comm, const kernels::Buffer& in, std::si
                     const Operation& op);
 
 /// out[out_offset + i] = op over ranks of that rank's in[in_offset + r*count + i] for i < count,
-/// r this rank ([size, count] per rank -> [count]; avg: the sum). Block c starts at rank c + 1
-/// and travels the ring, each rank combining its own block first with what arrived:
-/// x_c op (x_{c-1} op (... op x_{c+1})), indices mod p, the same order on every run. `in` is not
-/// modified; host memory, one dtype. Each step waits through the deadline routine as `wait_op`.
-/// Throws MpiError when an MPI call fails.
+/// r this rank ([size, count] per rank -> [count]; avg: the sum). When p is a power of two, by
+/// recursive halving: for d = p/2, p/4, .., 1 rank r sends the half of the blocks it holds that
+/// lies on rank r xor d's side and combines the other half with what arrives, the lower rank's
+/// operand first, so element i is reduced as a butterfly over the rank bits, highest bit first.
+/// Otherwise as a ring: block c starts at rank c + 1 and travels the ring, each rank combining
+/// its own block first with what arrived: x_c op (x_{c-1} op (... op x_{c+1})), indices mod p.
+/// The order is the same on every run. `in` is not modified; host memory, one dtype. Each step
+/// waits through the deadline routine as `wait_op`. Throws MpiError when an MPI call fails.
 void p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,
                         kernels::Buffer& out, std::size_t out_offset, std::size_t count,
                         ReduceOp op, const Operation& wait_op);
