@@ -107,7 +107,7 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
   Backoff backoff;
   std::string doing;  // built once another rank asks, or the deadline passes
   for (;;) {
-    bool done = true;
+    bool done = true, progressed = false;
     for (MPI_Request& request : requests) {
       if (request == MPI_REQUEST_NULL) continue;
       int flag = 0;
@@ -117,8 +117,10 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
             "MPI_Test (" + std::string(op.what) + " on the " + comm.name() + " communicator)", rc);
       }
       done = done && flag != 0;
+      progressed = progressed || flag != 0;
     }
     if (done) return;
+    if (progressed) backoff = Backoff{};  // the pauses count from the last completion
     answer_stall_queries([&] {
       if (doing.empty()) doing = operation_text(comm, op);
       return doing;
