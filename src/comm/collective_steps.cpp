@@ -22,6 +22,12 @@ std::size_t piece_limit(const Communicator& comm, kernels::DType dtype, std::siz
 
 void exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
               Range recv, int from, std::vector<MPI_Request>& requests, const Operation& op) {
+  post_exchange(comm, buffer, send, to, into, recv, from, requests);
+  wait_all(comm, requests, op);
+}
+
+void post_exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
+                   Range recv, int from, std::vector<MPI_Request>& requests) {
   const MPI_Datatype type = mpi_type(buffer.dtype());
   requests.clear();
   const std::size_t recv_limit = piece_limit(comm, into.dtype(), recv.count);
@@ -42,7 +48,6 @@ void exchange(const Communicator& comm, const Buffer& buffer, Range send, int to
                         kCollectiveTag, comm.native(), &requests.back()),
               "MPI_Isend");
   }
-  wait_all(comm, requests, op);
 }
 
 namespace {

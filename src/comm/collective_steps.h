@@ -42,6 +42,11 @@ void exchange(const Communicator& comm, const kernels::Buffer& buffer, Range sen
               kernels::Buffer& into, Range recv, int from, std::vector<MPI_Request>& requests,
               const Operation& op);
 
+/// The first half of `exchange`: posts its messages into `requests` and returns without
+/// waiting (the caller works meanwhile, then calls wait_all(comm, requests, op)).
+void post_exchange(const Communicator& comm, const kernels::Buffer& buffer, Range send, int to,
+                   kernels::Buffer& into, Range recv, int from, std::vector<MPI_Request>& requests);
+
 /// out[i] = first[i] op second[i] for i < count (avg: the sum), on `count` elements of `dtype`
 /// (any dtype); `out` may be `first` or `second`. The operand order is part of the result
 /// (floating-point addition of NaNs, max/min of -0 and +0), so callers that must agree bit for

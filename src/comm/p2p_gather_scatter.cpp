@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -25,24 +26,34 @@ void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_o
                     std::size_t out_offset, std::size_t count, const Operation& op) {
   const auto p = static_cast<std::size_t>(comm.size());
   const auto r = static_cast<std::size_t>(comm.rank());
-  const int next = static_cast<int>((r + 1) % p), prev = static_cast<int>((r + p - 1) % p);
+  const bool doubling = (p & (p - 1)) == 0;
   const auto block = [&](std::size_t q) { return Range{out_offset + (q % p) * count, count}; };
+  // Step s: doubling exchanges the 2^s blocks held with rank r xor 2^s; the ring passes block
+  // r - s to rank r + 1 and takes block r - s - 1 from rank r - 1.
+  const auto peer = [&](std::size_t s, bool to) {
+    if (doubling) return static_cast<int>(r ^ (std::size_t{1} << s));
+    return static_cast<int>(to ? (r + 1) % p : (r + p - 1) % p);
+  };
+  const auto sent = [&](std::size_t q, std::size_t s) {
+    if (!doubling) return block(q + p - s);
+    const std::size_t bit = std::size_t{1} << s;
+    return Range{block(q & ~(bit - 1)).offset, bit * count};
+  };
+  const auto received = [&](std::size_t s) {
+    return doubling ? sent(r ^ (std::size_t{1} << s), s) : block(r + 2 * p - s - 1);
+  };
+  std::vector<MPI_Request> requests;
+  // Step 0 sends this rank's block from `in` (not from the copy just written into `out`, which
+  // the peer would read out of this core's cache) while the block is copied.
+  post_exchange(comm, in, {in_offset, count}, peer(0, true), out, received(0), peer(0, false),
+                requests);
   std::memcpy(element(out, block(r).offset), element(in, in_offset),
               count * kernels::dtype_size(in.dtype()));
-  std::vector<MPI_Request> requests;
-  if ((p & (p - 1)) == 0) {
-    for (std::size_t bit = 1; bit < p; bit <<= 1) {
-      const std::size_t partner = r ^ bit;
-      const auto held = [&](std::size_t q) {
-        return Range{block(q & ~(bit - 1)).offset, bit * count};
-      };
-      exchange(comm, out, held(r), static_cast<int>(partner), out, held(partner),
-               static_cast<int>(partner), requests, op);
-    }
-    return;
+  wait_all(comm, requests, op);
+  const std::size_t steps = doubling ? static_cast<std::size_t>(std::countr_zero(p)) : p - 1;
+  for (std::size_t s = 1; s < steps; ++s) {
+    exchange(comm, out, sent(r, s), peer(s, true), out, received(s), peer(s, false), requests, op);
   }
-  for (std::size_t s = 0; s + 1 < p; ++s)
-    exchange(comm, out, block(r + p - s), next, out, block(r + 2 * p - s - 1), prev, requests, op);
 }
 
 namespace {

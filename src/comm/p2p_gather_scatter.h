@@ -31,9 +31,10 @@ bool uses_p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& bu
 /// `comm` ([count] per rank -> [size, count]). When p is a power of two, in step k = 0 ..
 /// log2(p) - 1 rank r exchanges the 2^k blocks it holds with rank r xor 2^k; otherwise, in
 /// p - 1 steps rank r sends block (r - s) mod p to rank r + 1 and receives block
-/// (r - s - 1) mod p from rank r - 1. `in` and `out` share a
-/// dtype and live in host memory; the blocks do not overlap. Each step waits through the
-/// deadline routine as `op`. Throws MpiError when an MPI call fails.
+/// (r - s - 1) mod p from rank r - 1; the first step sends this rank's block from `in` while
+/// copying it into `out`. `in` and `out` share a dtype and live in host memory; the blocks do
+/// not overlap. Each step waits through the deadline routine as `op`. Throws MpiError when an
+/// MPI call fails.
 void p2p_all_gather(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,
                     kernels::Buffer& out, std::size_t out_offset, std::size_t count,
                     const Operation& op);
