@@ -46,7 +46,7 @@ void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_o
   // Step 0 sends this rank's block from `in` (not from the copy just written into `out`, which
   // the peer would read out of this core's cache) while the block is copied.
   post_exchange(comm, in, {in_offset, count}, peer(0, true), out, received(0), peer(0, false),
-                requests);
+                requests, kEagerPiecesBelowBytesForCopies);
   std::memcpy(element(out, block(r).offset), element(in, in_offset),
               count * kernels::dtype_size(in.dtype()));
   wait_all(comm, requests, op);
