@@ -28,29 +28,40 @@ void exchange(const Communicator& comm, const Buffer& buffer, Range send, int to
   wait_all(comm, requests, op);
 }
 
+namespace {
+
+// Appends one request per message of the `range.count`-element transfer at `range.offset`, cut
+// at `limit` elements; start(offset, count, request) posts each one.
+template <class Start>
+void post_messages(Range range, std::size_t limit, std::vector<MPI_Request>& requests,
+                   Start start) {
+  const std::size_t messages = message_count(range.count, limit);
+  for (std::size_t i = 0; i < messages; ++i) {
+    const Range part = message_range(range.count, limit, i);
+    requests.push_back(MPI_REQUEST_NULL);
+    start(range.offset + part.offset, part.count, requests.back());
+  }
+}
+
+}  // namespace
+
 void post_exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
                    Range recv, int from, std::vector<MPI_Request>& requests,
                    std::size_t eager_below) {
   const MPI_Datatype type = mpi_type(buffer.dtype());
   requests.clear();
-  const std::size_t recv_limit = piece_limit(comm, into.dtype(), recv.count, eager_below);
-  const std::size_t receives = message_count(recv.count, recv_limit);
-  for (std::size_t i = 0; i < receives; ++i) {
-    const Range part = message_range(recv.count, recv_limit, i);
-    requests.push_back(MPI_REQUEST_NULL);
-    check_mpi(MPI_Irecv(element(into, recv.offset + part.offset), mpi_count(part.count), type, from,
-                        kCollectiveTag, comm.native(), &requests.back()),
-              "MPI_Irecv");
-  }
-  const std::size_t send_limit = piece_limit(comm, buffer.dtype(), send.count, eager_below);
-  const std::size_t sends = message_count(send.count, send_limit);
-  for (std::size_t i = 0; i < sends; ++i) {
-    const Range part = message_range(send.count, send_limit, i);
-    requests.push_back(MPI_REQUEST_NULL);
-    check_mpi(MPI_Isend(element(buffer, send.offset + part.offset), mpi_count(part.count), type, to,
-                        kCollectiveTag, comm.native(), &requests.back()),
-              "MPI_Isend");
-  }
+  post_messages(recv, piece_limit(comm, into.dtype(), recv.count, eager_below), requests,
+                [&](std::size_t offset, std::size_t count, MPI_Request& request) {
+                  check_mpi(MPI_Irecv(element(into, offset), mpi_count(count), type, from,
+                                      kCollectiveTag, comm.native(), &request),
+                            "MPI_Irecv");
+                });
+  post_messages(send, piece_limit(comm, buffer.dtype(), send.count, eager_below), requests,
+                [&](std::size_t offset, std::size_t count, MPI_Request& request) {
+                  check_mpi(MPI_Isend(element(buffer, offset), mpi_count(count), type, to,
+                                      kCollectiveTag, comm.native(), &request),
+                            "MPI_Isend");
+                });
 }
 
 namespace {

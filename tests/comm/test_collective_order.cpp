@@ -200,77 +200,79 @@ void check_reduce_scatter(const Communicator& comm, DType dtype, std::size_t out
       [&](std::size_t i, int q) { return static_cast<double>(value_of<T>(q, wide(i))); });
 }
 
-TEST(AllReduceOrder, EveryRankHoldsTheSameBitsInTheDocumentedOrder) {
+// Runs check(comm) on every group, with and without a message limit that cuts transfers into
+// several messages, under a trace naming both.
+template <class Check>
+void for_each_group_and_limit(Check check) {
   SettingsGuard guard(world());
   for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{1000}}) {
     world().set_max_message_elements(limit);
     for (const Communicator& comm : groups()) {
-      for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{1001},
-                                  std::size_t{33000}, std::size_t{65537}}) {
-        for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
-          SCOPED_TRACE(std::to_string(comm.size()) + " ranks, " + std::to_string(n) +
-                       " elements, " + comm::to_string(op) + ", message limit " +
-                       std::to_string(limit));
-          check_all_reduce<float>(comm, DType::f32, n, op);
-          check_all_reduce<double>(comm, DType::f64, n, op);
-          if (op == ReduceOp::avg) continue;
-          check_all_reduce<std::int32_t>(comm, DType::i32, n, op);
-          check_all_reduce<std::int64_t>(comm, DType::i64, n, op);
-        }
-      }
+      SCOPED_TRACE(std::to_string(comm.size()) + " ranks, message limit " + std::to_string(limit));
+      check(comm);
     }
   }
 }
 
-TEST(ReduceScatterOrder, EveryBlockIsReducedInTheDocumentedOrder) {
-  SettingsGuard guard(world());
-  for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{1000}}) {
-    world().set_max_message_elements(limit);
-    for (const Communicator& comm : groups()) {
-      for (const auto& [outer, chunk] :
-           {std::pair<std::size_t, std::size_t>{1, 1}, {1, 1001}, {3, 7}, {1, 20000}, {3, 1999}}) {
-        for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
-          SCOPED_TRACE(std::to_string(comm.size()) + " ranks, [" + std::to_string(outer) + ", " +
-                       std::to_string(chunk) + "] per rank, " + comm::to_string(op) +
-                       ", message limit " + std::to_string(limit));
-          check_reduce_scatter<float>(comm, DType::f32, outer, chunk, op);
-          check_reduce_scatter<double>(comm, DType::f64, outer, chunk, op);
-          if (op == ReduceOp::avg) continue;
-          check_reduce_scatter<std::int32_t>(comm, DType::i32, outer, chunk, op);
-          check_reduce_scatter<std::int64_t>(comm, DType::i64, outer, chunk, op);
-        }
-      }
-    }
+// Runs check.template operator()<T>(dtype, op) for every reduce op on float32 and float64 and
+// every op but avg on int32 and int64.
+template <class Check>
+void for_each_op_and_dtype(Check check) {
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg, ReduceOp::max, ReduceOp::min}) {
+    SCOPED_TRACE(comm::to_string(op));
+    check.template operator()<float>(DType::f32, op);
+    check.template operator()<double>(DType::f64, op);
+    if (op == ReduceOp::avg) continue;
+    check.template operator()<std::int32_t>(DType::i32, op);
+    check.template operator()<std::int64_t>(DType::i64, op);
   }
+}
+
+TEST(AllReduceOrder, EveryRankHoldsTheSameBitsInTheDocumentedOrder) {
+  for_each_group_and_limit([](const Communicator& comm) {
+    for (const std::size_t n : {std::size_t{1}, std::size_t{7}, std::size_t{1001},
+                                std::size_t{33000}, std::size_t{65537}}) {
+      SCOPED_TRACE(std::to_string(n) + " elements");
+      for_each_op_and_dtype(
+          [&]<class T>(DType dtype, ReduceOp op) { check_all_reduce<T>(comm, dtype, n, op); });
+    }
+  });
+}
+
+TEST(ReduceScatterOrder, EveryBlockIsReducedInTheDocumentedOrder) {
+  for_each_group_and_limit([](const Communicator& comm) {
+    for (const auto& [outer, chunk] :
+         {std::pair<std::size_t, std::size_t>{1, 1}, {1, 1001}, {3, 7}, {1, 20000}, {3, 1999}}) {
+      SCOPED_TRACE(std::to_string(outer) + " x " + std::to_string(chunk) + " per rank");
+      for_each_op_and_dtype([&]<class T>(DType dtype, ReduceOp op) {
+        check_reduce_scatter<T>(comm, dtype, outer, chunk, op);
+      });
+    }
+  });
 }
 
 // all_gather on the same groups (recursive doubling on 2, 4 and 8 ranks, the ring on 3 and 5):
 // every rank's [outer, chunk] block lands bit for bit in its columns.
 TEST(AllGatherGroups, EveryBlockLandsInItsColumns) {
-  SettingsGuard guard(world());
-  for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{1000}}) {
-    world().set_max_message_elements(limit);
-    for (const Communicator& comm : groups()) {
-      for (const auto& [outer, chunk] :
-           {std::pair<std::size_t, std::size_t>{1, 1}, {1, 20000}, {3, 1999}}) {
-        SCOPED_TRACE(std::to_string(comm.size()) + " ranks, [" + std::to_string(outer) + ", " +
-                     std::to_string(chunk) + "] per rank, message limit " + std::to_string(limit));
-        const std::size_t p = static_cast<std::size_t>(comm.size());
-        kernels::Buffer in(outer * chunk, DType::f32, kernels::Device::cpu);
-        kernels::Buffer out(outer * p * chunk, DType::f32, kernels::Device::cpu);
-        for (std::size_t i = 0; i < in.numel(); ++i)
-          in.data_as<float>()[i] = value_of<float>(comm.rank(), i);
-        comm::all_gather(comm, in, out, outer);
-        std::size_t mismatches = 0;
-        for (std::size_t i = 0; i < out.numel(); ++i) {
-          const std::size_t row = i / (p * chunk), q = i % (p * chunk) / chunk;
-          const float want = value_of<float>(static_cast<int>(q), row * chunk + i % chunk);
-          mismatches += std::memcmp(&want, &out.data_as<float>()[i], sizeof(float)) != 0;
-        }
-        EXPECT_EQ(mismatches, 0u);
+  for_each_group_and_limit([](const Communicator& comm) {
+    for (const auto& [outer, chunk] :
+         {std::pair<std::size_t, std::size_t>{1, 1}, {1, 20000}, {3, 1999}}) {
+      SCOPED_TRACE(std::to_string(outer) + " x " + std::to_string(chunk) + " per rank");
+      const std::size_t p = static_cast<std::size_t>(comm.size());
+      kernels::Buffer in(outer * chunk, DType::f32, kernels::Device::cpu);
+      kernels::Buffer out(outer * p * chunk, DType::f32, kernels::Device::cpu);
+      for (std::size_t i = 0; i < in.numel(); ++i)
+        in.data_as<float>()[i] = value_of<float>(comm.rank(), i);
+      comm::all_gather(comm, in, out, outer);
+      std::size_t mismatches = 0;
+      for (std::size_t i = 0; i < out.numel(); ++i) {
+        const std::size_t row = i / (p * chunk), q = i % (p * chunk) / chunk;
+        const float want = value_of<float>(static_cast<int>(q), row * chunk + i % chunk);
+        mismatches += std::memcmp(&want, &out.data_as<float>()[i], sizeof(float)) != 0;
       }
+      EXPECT_EQ(mismatches, 0u);
     }
-  }
+  });
 }
 
 }  // namespace
