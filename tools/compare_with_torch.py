@@ -7,7 +7,7 @@
       (the `--metrics` lines) after --skip steps; the peer's is its own report.
   --workload mlp: `mpitron bench` against torch_peer_step.py at the same (tp, pp, dp) (hidden 512,
       intermediate 2048, batch 8, seq 128, 4 layers), both with --skip warm-up steps, plus each
-      side's peak RSS per rank.
+      side's peak RSS per rank, and mpitron once more with --recompute (ms/step, peak RSS).
 MFU is the whole job's model GFLOP/s over ranks x --peak-gflops (one rank's peak). The peers
 need Debian's python3-torch with OpenBLAS at one thread per rank (OPENBLAS_NUM_THREADS=1, set).
 
@@ -58,7 +58,7 @@ def last_json(text: str) -> dict:
     return json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
 
 
-def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, str, str]:
+def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
     tp, pp, dp = topology
     ranks = tp * pp * dp
     with tempfile.TemporaryDirectory() as scratch:
@@ -75,23 +75,32 @@ def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, str, str]:
                   str(GPT_BATCH // ranks), "--steps", str(args.steps), "--warmup",
                   str(args.skip)], env)
         peer_cache[ranks] = last_json(out)["ms_per_step"]
-    return sum(ms) / len(ms), peer_cache[ranks], "", ""
+    return sum(ms) / len(ms), peer_cache[ranks], []
 
 
-def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, str, str]:
+def bench(args, topology, env, flags, extra) -> dict:
+    """mpitron bench's JSON report on `topology` with `flags` + `extra`."""
     tp, pp, dp = topology
-    flags = ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp), *MLP_MODEL]
     with tempfile.TemporaryDirectory() as scratch:
         report = os.path.join(scratch, "bench.jsonl")
-        run(mpirun(tp * pp * dp) + [args.mpitron, "bench", *flags, "--steps", str(args.steps),
-             "--warmup", str(args.skip), "--json", report, "--log-dir", scratch], env)
+        run(mpirun(tp * pp * dp) + [args.mpitron, "bench", *flags, *extra, "--steps",
+             str(args.steps), "--warmup", str(args.skip), "--json", report, "--log-dir", scratch],
+            env)
         with open(report) as f:
-            ours = json.loads(f.readlines()[-1])
+            return json.loads(f.readlines()[-1])
+
+
+def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
+    tp, pp, dp = topology
+    flags = ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp), *MLP_MODEL]
+    ours = bench(args, topology, env, flags, [])
+    recomputing = bench(args, topology, env, flags, ["--recompute"])
     peer = os.path.join(args.peers, "torch_peer_step.py")
     theirs = last_json(run(torchrun(args, tp * pp * dp, peer, always=True) + flags + ["--steps",
                            str(args.steps), "--warmup", str(args.skip)], env))
     rss = lambda r: f"{max(r['peak_rss_mib_by_rank']):.0f}"  # noqa: E731
-    return ours["ms_per_step"], theirs["ms_per_step"], rss(ours), rss(theirs)
+    return ours["ms_per_step"], theirs["ms_per_step"], [
+        rss(ours), rss(theirs), f"{recomputing['ms_per_step']:.0f}", rss(recomputing)]
 
 
 def main() -> None:
@@ -112,21 +121,21 @@ def main() -> None:
         row, extra = gpt_row, ""
     else:
         tokens, flop = 8 * 128, 12 * 512 * 2048 * 4 * 8 * 128
-        row, extra = mlp_row, " mpitron peak RSS MiB/rank | PyTorch peak RSS MiB/rank |"
+        row, extra = mlp_row, (" mpitron peak RSS MiB/rank | PyTorch peak RSS MiB/rank |"
+                               " mpitron --recompute ms/step | its peak RSS MiB/rank |")
     print(f"{platform.node()}, {os.cpu_count()} CPUs, {datetime.date.today()}; {args.workload}; "
           f"{args.steps} timed steps after {args.skip}; {tokens} tokens per replica step\n")
     print("| (tp, pp, dp) | ranks | mpitron ms/step | MFU | PyTorch ms/step | MFU |" + extra)
-    print("|---|---|---|---|---|---|" + ("---|---|" if extra else ""))
+    print("|---|---|---|---|---|---|" + ("---|---|---|---|" if extra else ""))
     peer_cache: dict[int, float] = {}
     for topology in TOPOLOGIES[args.workload]:
         ranks = topology[0] * topology[1] * topology[2]
         job_flop = flop * (topology[2] if args.workload == "mlp" else 1)
-        ours, theirs, our_rss, their_rss = row(args, topology, env, peer_cache)
+        ours, theirs, extra_cells = row(args, topology, env, peer_cache)
         mfu = lambda ms: (f"{100 * job_flop / (ms / 1e3) / 1e9 / (ranks * args.peak_gflops):.0f} %"  # noqa: E731
                           if args.peak_gflops > 0 else "-")
-        cells = [str(topology), str(ranks), f"{ours:.0f}", mfu(ours), f"{theirs:.0f}", mfu(theirs)]
-        if extra:
-            cells += [our_rss, their_rss]
+        cells = [str(topology), str(ranks), f"{ours:.0f}", mfu(ours), f"{theirs:.0f}", mfu(theirs),
+                 *extra_cells]
         print("| " + " | ".join(cells) + " |", flush=True)
 
 

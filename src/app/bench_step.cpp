@@ -8,6 +8,7 @@
 
 #include "app/progress.h"
 #include "app/throughput.h"
+#include "autograd/checkpoint.h"
 #include "autograd/random.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
@@ -30,6 +31,8 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   command.add_option("--warmup", options.warmup, "Untimed warm-up steps")->capture_default_str();
   add_progress_option(command, options.progress);
   add_peak_option(command, options.peak_gflops);
+  command.add_flag("--recompute", options.recompute,
+                   "Keep only each layer's input and recompute its activations in backward");
   return command;
 }
 
@@ -77,9 +80,9 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
     device = resolve_device(options.common.device);
     prepare_run(options.common, world);
     return fmt::format(
-        "bench {} steps={} warmup={}",
+        "bench {} steps={} warmup={} recompute={}",
         config_json(options.sizes, sizes, device, options.common.seed, world.size()).dump(),
-        options.steps, options.warmup);
+        options.steps, options.warmup, options.recompute);
   });
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
   const ModelSizes& s = options.sizes;
@@ -103,18 +106,23 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   const autograd::Tensor target =
       autograd::randn(shape, seed + 2000 + d, 0.5, autograd::DType::f32, device);
   const nn::PipelineShape pipeline{shape, s.micro_batches, autograd::DType::f32, device};
-  const auto forward = [&stage](const autograd::Tensor& x) {
+  const auto forward = [&stage, &options](const autograd::Tensor& x) {
     autograd::Tensor y = x;
-    for (const nn::ParallelMlp& layer : stage)
-      y = layer.forward(y);
+    for (const nn::ParallelMlp& layer : stage) {
+      const autograd::Recomputable run = [&layer](const autograd::Tensor& in) {
+        return layer.forward(in);
+      };
+      y = options.recompute ? autograd::checkpoint(run, y) : run(y);
+    }
     return y;
   };
-  nn::GradientAverager averager(topology.dp_comm());
+  nn::DataParallelGradients gradients(parameters, topology.dp_comm());
+  gradients.set_backward_passes(s.micro_batches);
+  kernels::release_cached_blocks();  // the master weights' blocks: the steps never reuse them
   const auto step = [&] {
-    for (nn::Parameter& p : parameters)
-      p.tensor.set_grad(autograd::Tensor());
+    gradients.zero();
     nn::pipeline_train_step(topology, pipeline, forward, input, target);
-    averager.average(parameters);
+    gradients.finish();
   };
 
   for (int i = 0; i < options.warmup; ++i)
@@ -156,7 +164,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       model_flops_utilisation(achieved, options.peak_gflops, world.size());
   fmt::print(
       "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
-      "layers {} micro-batches {}\n"
+      "layers {} micro-batches {}{}\n"
       "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model "
       "GFLOP/step{}), "
       "peak RSS {:.0f} MiB/rank (max)\n"
@@ -164,7 +172,8 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n"
       "bench: share of the step waiting on communication per rank: {}\n",
       world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
-      s.intermediate, s.batch, s.seq, s.layers, s.micro_batches, ms_per_step,
+      s.intermediate, s.batch, s.seq, s.layers, s.micro_batches,
+      options.recompute ? ", recomputing activations" : "", ms_per_step,
       tokens / (ms_per_step / 1e3), achieved, gflop,
       mfu ? fmt::format(", MFU {:.1f}%", 100.0 * *mfu) : std::string(), peak,
       *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
@@ -173,6 +182,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   if (!options.common.json.empty()) {
     nlohmann::json report{{"tool", "mpitron"},
                           {"config", config_json(s, sizes, device, seed, world.size())},
+                          {"recompute", options.recompute},
                           {"ms_per_step", ms_per_step},
                           {"tokens_per_s", tokens / (ms_per_step / 1e3)},
                           {"achieved_gflops", achieved},

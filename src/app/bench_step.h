@@ -18,6 +18,7 @@ struct BenchOptions {
   int warmup = 2;
   std::string progress = "auto";  ///< --progress: auto, in-place, lines or off
   double peak_gflops = 0.0;       ///< one rank's peak, for MFU (0: unknown)
+  bool recompute = false;         ///< recompute each layer's activations in backward
 };
 
 /// Adds the `bench` subcommand and its flags to `app`.

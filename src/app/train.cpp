@@ -11,6 +11,7 @@
 #include "app/train_setup.h"
 #include "comm/agreement.h"
 #include "comm/topology.h"
+#include "kernels/allocator.h"
 #include "nn/lr_schedule.h"
 
 namespace mpitron::app {
@@ -63,6 +64,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                   run.checkpoint->meta["topology"]["dp"].get<int>(), run.seed);
     run.checkpoint.reset();
   }
+  kernels::release_cached_blocks();  // the master weights' blocks: the steps never reuse them
   const nn::ByteCorpus& corpus = *run.corpus;
   nn::WindowSampler sampler(static_cast<std::int64_t>(corpus.split()), o.seq, o.global_batch,
                             run.sizes.dp, topology.dp_rank(), run.seed);

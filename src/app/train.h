@@ -31,6 +31,7 @@ struct TrainOptions {
   std::int64_t warmup_steps = 20;
   double weight_decay = 0.1;
   double grad_clip = 1.0;
+  bool recompute = false;           ///< --recompute: recompute each block's activations in backward
   std::int64_t eval_interval = 50;  ///< validation loss every N steps (and after the last)
   std::int64_t eval_iters = 0;      ///< validation windows used (0: all)
   std::string metrics;              ///< JSONL file appended by rank 0

@@ -46,6 +46,9 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   c.add_option("--grad-clip", o.grad_clip, "Global gradient-norm clipping threshold")
       ->capture_default_str();
+  c.add_flag("--recompute", o.recompute,
+             "Keep only each transformer block's input and recompute its activations in "
+             "backward (less memory, one more forward pass)");
   c.add_option("--eval-interval", o.eval_interval, "Validation loss every N steps (0: at the end)")
       ->capture_default_str();
   c.add_option("--eval-iters", o.eval_iters, "Validation windows to use (0: all)")
@@ -120,7 +123,7 @@ void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node)
                                      : std::min<std::int64_t>(micro, run.sizes.pp);
   const double need =
       nn::gpt_step_memory_bytes(run.config, run.sizes.tp, run.sizes.pp, o.micro_batch, o.seq,
-                                in_flight, kernels::dtype_size(run.train.dtype));
+                                in_flight, kernels::dtype_size(run.train.dtype), o.recompute);
   const double node =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (need * ranks_on_node > node) {
@@ -225,6 +228,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
     run.train.lr = o.lr;
     run.train.adamw.weight_decay = o.weight_decay;
     run.train.grad_clip = o.grad_clip;
+    run.train.recompute = o.recompute;
     run.device = resolve_device(o.common.device);
     run.train.device = run.device;
     if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
@@ -286,6 +290,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                                 {"warmup_steps", o.warmup_steps},
                                 {"weight_decay", o.weight_decay},
                                 {"grad_clip", o.grad_clip},
+                                {"recompute", o.recompute},
                                 {"seed", run.seed},
                                 {"data", run.corpus->source()},
                                 {"data_bytes", run.corpus->bytes().size()},

@@ -120,7 +120,7 @@ std::vector<LocalCheck> check_data_parallel(const ValidateContext& ctx) {
   autograd::mse_loss(replica.forward(make_activation(ctx, 3000 + d, 1.0)),
                      make_activation(ctx, 4000 + d, 0.5))
       .backward();
-  nn::GradientAverager(topo.dp_comm()).average(replica.parameters());
+  nn::DataParallelGradients(replica.parameters(), topo.dp_comm()).finish();
 
   for (int r = 0; r < topo.dp(); ++r) {
     const auto batch = static_cast<std::uint64_t>(r);
@@ -146,10 +146,13 @@ std::vector<LocalCheck> check_combined(const ValidateContext& ctx) {
   const nn::Parameters stage_parameters = stack_parameters(stage, first);
   log_parameters(ctx.log, "combined stage shards", stage_parameters);
   const auto d = static_cast<std::uint64_t>(topo.dp_rank());
+  // Small buckets, so that several all-reduces start while backward runs.
+  nn::DataParallelGradients dp_gradients(stage_parameters, topo.dp_comm(), 64);
+  dp_gradients.set_backward_passes(ctx.sizes.micro_batches);
   const nn::PipelineResult result = nn::pipeline_train_step(
       topo, pipeline_shape(ctx), [&stage](const Tensor& x) { return forward_stack(stage, x); },
       make_activation(ctx, 1000 + d, 1.0), make_activation(ctx, 2000 + d, 0.5));
-  nn::GradientAverager(topo.dp_comm()).average(stage_parameters);
+  dp_gradients.finish();
 
   const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule);
   LocalCheck output{prefix + "TP+PP forward output matches dense reference",

@@ -100,7 +100,20 @@ std::vector<OpCase> gelu_cases() {
       unary_case(
           "gelu tanh", shape, x,
           [](const V& v) { return map_values(v, [](double u, auto) { return gelu_tanh(u); }); },
-          [](const Tensor& t) { return autograd::gelu(t, kernels::GeluForm::tanh); })};
+          [](const Tensor& t) { return autograd::gelu(t, kernels::GeluForm::tanh); }),
+      // x [2, 3, 4], fc1 [6, 4] + bias [6], fc2 [3, 6]: gelu(x W1^T + b1) W2^T.
+      {"fused MLP (exact)",
+       {{2, 3, 4}, {6, 4}, {6}, {3, 6}},
+       {uniform_values(24, -2, 2, 40), uniform_values(24, -1, 1, 41), uniform_values(6, -1, 1, 42),
+        uniform_values(18, -1, 1, 43)},
+       {true, true, true, true},
+       [](const HostValues& in) {
+         const V pre = Product{1, 6, 6, 4, false, true, true}(in[0], in[1]);
+         const V act =
+             map_values(pre, [&](double v, std::size_t i) { return gelu_exact(v + in[2][i % 6]); });
+         return Product{1, 6, 3, 6, false, true, true}(act, in[3]);
+       },
+       [](const Ts& t) { return autograd::fused_mlp(t[0], t[1], t[2], t[3]); }}};
 }
 
 std::vector<OpCase> softmax_cases() {
@@ -245,7 +258,9 @@ std::vector<OpCase> engine_cases() {
 
 std::vector<LocalCheck> check_kernels(const ValidateContext& ctx) {
   const std::pair<const char*, std::vector<OpCase> (*)()> groups[] = {
-      {"KERNELS: GELU (exact and tanh) forward and backward match float64 reference", gelu_cases},
+      {"KERNELS: GELU (exact and tanh; in the fused MLP) forward and backward match float64 "
+       "reference",
+       gelu_cases},
       {"KERNELS: softmax forward and backward match float64 reference", softmax_cases},
       {"KERNELS: linear, matmul and attention core forward and backward match float64 reference",
        product_cases},

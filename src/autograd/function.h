@@ -11,11 +11,24 @@
 
 namespace mpitron::autograd {
 
+class Function;
+
+/// One input of a Function as the engine sees it: where that input's gradient goes. An edge
+/// holds the input's producer, not the input tensor, so an activation's storage is freed as soon
+/// as the ops that saved it have run their backward (PyTorch's graph does the same).
+struct Edge {
+  std::shared_ptr<Function> function;  ///< the input's grad_fn when it is not a leaf, else null
+  Tensor leaf;  ///< the input itself when it is a leaf that requires grad, else undefined
+  Shape shape;  ///< the input's shape, to check the gradient `backward` returns
+};
+
 /// Backward rule of one op with a single output.
 ///
 /// Subclasses keep whatever the rule needs (saved inputs, shapes, a communicator) and implement
 /// `backward`. The engine calls it once per backward pass with d(root)/d(output), after every
-/// consumer of the output has contributed (reverse topological order).
+/// consumer of the output has contributed (reverse topological order), and then releases the
+/// node: its edges are dropped and `release_saved` frees what the rule kept, so a graph is
+/// differentiated once (a second backward through it throws, like PyTorch without retain_graph).
 class Function {
  public:
   virtual ~Function() = default;
@@ -27,13 +40,24 @@ class Function {
   /// `inputs()`, each with that input's shape; an undefined Tensor means "no gradient".
   virtual std::vector<Tensor> backward(const Tensor& grad_output) = 0;
 
-  /// The op's inputs (the graph edges), as given to `attach`.
-  const std::vector<Tensor>& inputs() const { return inputs_; }
+  /// Drops whatever `backward` needed (saved tensors, buffers). Called once by the engine right
+  /// after `backward`; the default keeps nothing to drop.
+  virtual void release_saved() {}
+
+  /// One edge per input given to `attach`, in that order; empty once released.
+  const std::vector<Edge>& edges() const { return edges_; }
+
+  /// Whether a backward pass has already run through this node (and freed its state).
+  bool released() const { return released_; }
+
+  /// Drops the edges and calls `release_saved` (the engine calls it after `backward`).
+  void release();
 
  private:
   friend Tensor attach(Tensor output, std::shared_ptr<Function> function,
                        std::vector<Tensor> inputs);
-  std::vector<Tensor> inputs_;
+  std::vector<Edge> edges_;
+  bool released_ = false;
 };
 
 /// Records `function` as the grad_fn of `output` when grad mode is enabled and at least one of

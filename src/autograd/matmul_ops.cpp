@@ -28,24 +28,44 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   kernels::gemm(false, true, rows, out, in, 1.0, x.buffer(), weight.buffer(), 0.0, y.buffer());
   if (bias.defined()) kernels::bias_add(y.buffer(), bias.buffer(), out, y.buffer());
 
-  return detail::record(
-      "linear", y, {x, weight, bias}, [x, weight, bias, rows, in, out](const Tensor& dy) {
-        Tensor dx, dw, db;
-        if (needs_grad(x)) {
-          dx = empty_like(x);
-          kernels::gemm(false, false, rows, in, out, 1.0, dy.buffer(), weight.buffer(), 0.0,
-                        dx.buffer());
-        }
-        if (needs_grad(weight)) {
-          dw = empty_like(weight);
-          kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 0.0, dw.buffer());
-        }
-        if (needs_grad(bias)) {
-          db = empty_like(bias);
-          kernels::sum_rows(dy.buffer(), out, db.buffer());
-        }
-        return std::vector<Tensor>{dx, dw, db};
-      });
+  return detail::record("linear", y, {x, weight, bias}, [x, weight, bias](const Tensor& dy) {
+    return detail::linear_backward(dy, x, weight, bias);
+  });
+}
+
+Tensor detail::weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& weight) {
+  const auto in = static_cast<std::size_t>(weight.size(1));
+  const auto out = static_cast<std::size_t>(weight.size(0));
+  const auto rows = static_cast<std::size_t>(dy.numel()) / out;
+  // Gradient accumulation fusion (as Megatron-LM's): a leaf weight that already has a gradient
+  // (e.g. a view of the data-parallel buffer) takes dy^T x straight from the GEMM with beta = 1,
+  // without an [out, in] temporary.
+  Tensor existing = weight.is_leaf() ? weight.grad() : Tensor();
+  if (existing.defined()) {
+    kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 1.0, existing.buffer());
+    return Tensor();
+  }
+  Tensor dw = empty_like(weight);
+  kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 0.0, dw.buffer());
+  return dw;
+}
+
+std::vector<Tensor> detail::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                            const Tensor& bias) {
+  const auto in = static_cast<std::size_t>(weight.size(1));
+  const auto out = static_cast<std::size_t>(weight.size(0));
+  const std::size_t rows = detail::extent_product(x.shape(), 0, x.ndim() - 1);
+  Tensor dx, dw, db;
+  if (needs_grad(x)) {
+    dx = empty_like(x);
+    kernels::gemm(false, false, rows, in, out, 1.0, dy.buffer(), weight.buffer(), 0.0, dx.buffer());
+  }
+  if (needs_grad(weight)) dw = weight_gradient(dy, x, weight);
+  if (needs_grad(bias)) {
+    db = empty_like(bias);
+    kernels::sum_rows(dy.buffer(), out, db.buffer());
+  }
+  return {dx, dw, db};
 }
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,18 @@ int normalize_dim(const char* op, int dim, int ndim);
 /// Product of shape[begin, end).
 std::size_t extent_product(const Shape& shape, int begin, int end);
 
+/// dW = dy^T x for weight [out, in], dy [..., out], x [..., in] (matmul_ops.cpp). A leaf weight
+/// that already has a gradient gets dW added to it by the GEMM itself (beta = 1) and the result
+/// is undefined (nothing left for the engine to add); otherwise a new [out, in] tensor.
+Tensor weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& weight);
+
+/// The gradients of y = x W^T + b from dy [..., out], for x [..., in], weight [out, in] and bias
+/// [out] (or undefined): {dx = dy W, dW (weight_gradient), db = row sums of dy}, each left
+/// undefined unless its input needs a gradient. The backward of `linear` and of fused_mlp's first
+/// layer (matmul_ops.cpp).
+std::vector<Tensor> linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+                                    const Tensor& bias);
+
 /// A Function whose backward is a lambda: keeps small ops short.
 template <class Backward>
 class LambdaFunction final : public Function {
@@ -36,12 +49,13 @@ class LambdaFunction final : public Function {
       : name_(std::move(name)), backward_(std::move(backward)) {}
   std::string name() const override { return name_; }
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    return backward_(grad_output);
+    return (*backward_)(grad_output);
   }
+  void release_saved() override { backward_.reset(); }
 
  private:
   std::string name_;
-  Backward backward_;
+  std::optional<Backward> backward_;  // its captures are the saved tensors
 };
 
 /// attach(output, LambdaFunction(name, backward), inputs) — skipped entirely (no closure kept)

@@ -17,8 +17,22 @@ namespace mpitron::autograd {
 using kernels::GeluForm;
 
 /// y = x W^T + b: x [..., in], weight [out, in], bias [out] or undefined; y [..., out].
-/// (torch.nn.functional.linear.)
+/// (torch.nn.functional.linear.) In backward, a leaf weight that already has a gradient gets
+/// dy^T x accumulated into it by the GEMM itself (no temporary; same sum as the engine's).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+/// The MLP block without its output bias, z = gelu(x W1^T + b1) W2^T: x [..., in], fc1_weight W1
+/// [mid, in], fc1_bias b1 [mid], fc2_weight W2 [out, mid]; z [..., out]. The caller adds the fc2
+/// bias (a row-parallel layer adds it after the TP all-reduce). Equal to
+/// linear(gelu(linear(x, W1, b1), form), W2) up to rounding, but backward keeps only x and the
+/// pre-activation Y = x W1^T + b1 ([..., mid]); gelu(Y) is recomputed there (one [..., mid]
+/// scratch that then holds dY in place), so a layer saves one [..., mid] tensor instead of two.
+/// Bias and GELU are one pass (kernels::bias_gelu); leaf weights that already have gradients get
+/// them accumulated by the GEMMs, as in `linear`. Throws std::invalid_argument
+/// "fused_mlp: input .. does not fit fc1 weight .., fc1 bias .. and fc2 weight .." when the
+/// shapes do not fit or fc1_bias is undefined, and on a device/dtype mismatch.
+Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias,
+                 const Tensor& fc2_weight, GeluForm form = GeluForm::exact);
 
 /// Batched matrix product: a [..., m, k] (or [..., k, m] when trans_a), b [..., k, n] (or
 /// [..., n, k] when trans_b) with equal leading (batch) dims, or b 2-D and shared by every batch;

@@ -175,6 +175,34 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::flat_view(std::int64_t offset, const Shape& shape) const {
+  // The view Buffer lives beside a reference to the base storage; the Tensor's storage pointer
+  // aliases it, so the base is freed only after the last view is gone.
+  struct View {
+    std::shared_ptr<kernels::Buffer> base;
+    kernels::Buffer view;
+  };
+  const std::shared_ptr<kernels::Buffer>& base = checked(impl_).storage;
+  if (offset < 0) {
+    throw std::out_of_range(fmt::format("flat_view: negative offset {}", offset));
+  }
+  auto holder = std::make_shared<View>(
+      View{base, kernels::Buffer::view(*base, static_cast<std::size_t>(offset),
+                                       static_cast<std::size_t>(numel_of(shape)))});
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::shared_ptr<kernels::Buffer>(holder, &holder->view);
+  impl->shape = shape;
+  return Tensor(std::move(impl));
+}
+
+void Tensor::set_post_accumulate_hook(std::function<void()> hook) {
+  if (!is_leaf() || !requires_grad()) {
+    throw std::logic_error("set_post_accumulate_hook: needs a leaf that requires grad, not shape " +
+                           to_string(shape()));
+  }
+  impl_->post_accumulate_hook = std::move(hook);
+}
+
 Tensor Tensor::to(Device device) const {
   return from_buffer(buffer().to(device), shape());
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,6 +92,18 @@ class Tensor {
 
   /// A leaf sharing this tensor's storage, without grad history.
   Tensor detach() const;
+  /// A leaf of `shape` viewing elements [offset, offset + numel_of(shape)) of this tensor's
+  /// storage (writes land there; the storage stays alive while the view does), without grad
+  /// history. Gradients that live in one flat buffer are such views. Throws std::out_of_range
+  /// when the range exceeds numel().
+  Tensor flat_view(std::int64_t offset, const Shape& shape) const;
+
+  /// Registers `hook` on a leaf that requires grad: every backward pass calls it once this
+  /// leaf's gradient has received its last contribution of the pass (after the last op that
+  /// uses the leaf ran its backward), like torch's register_post_accumulate_grad_hook; one hook
+  /// per leaf (a new one replaces it; an empty function removes it). Throws std::logic_error on
+  /// a non-leaf or a leaf that does not require grad.
+  void set_post_accumulate_hook(std::function<void()> hook);
   /// A deep copy on `device` as a leaf (not differentiable).
   Tensor to(Device device) const;
   /// A deep copy on the same device as a leaf (not differentiable).
@@ -116,6 +129,7 @@ struct TensorImpl {
   bool requires_grad = false;
   Tensor grad;
   std::shared_ptr<Function> grad_fn;
+  std::function<void()> post_accumulate_hook;  ///< see Tensor::set_post_accumulate_hook
 };
 
 /// Throws std::invalid_argument "<op>: <what> shape [..] does not match [..]" unless a == b.

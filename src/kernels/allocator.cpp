@@ -84,6 +84,12 @@ class Pool {
     release_oldest(backend, host, limit);
   }
 
+  void reset_peaks() {
+    std::lock_guard lock(mutex_);
+    stats_.peak_in_use_bytes = stats_.in_use_bytes;
+    stats_.peak_held_bytes = stats_.in_use_bytes + stats_.cached_bytes;
+  }
+
   AllocatorStats stats() {
     std::lock_guard lock(mutex_);
     return stats_;
@@ -180,14 +186,31 @@ AllocatorStats allocator_stats(Device device, bool host) {
   return pool(device, host).stats();
 }
 
-void set_allocator_cache_limit(std::size_t bytes) {
-  cache_limit().store(bytes);
+void reset_allocator_peaks(Device device, bool host) {
+  pool(device, host).reset_peaks();
+}
+
+namespace {
+
+// Trims every pool whose backend is loaded to at most `bytes` cached bytes.
+void trim_pools(std::size_t bytes) {
   for (Device device : {Device::cpu, Device::cuda}) {
     for (bool host : {false, true}) {
       if (device == Device::cuda && !cuda_module_loaded()) continue;
       pool(device, host).trim(backend(device), host, bytes);
     }
   }
+}
+
+}  // namespace
+
+void set_allocator_cache_limit(std::size_t bytes) {
+  cache_limit().store(bytes);
+  trim_pools(bytes);
+}
+
+void release_cached_blocks() {
+  trim_pools(0);
 }
 
 std::size_t allocator_cache_limit() {

@@ -41,10 +41,20 @@ struct AllocatorStats {
 /// The counters of one pool.
 AllocatorStats allocator_stats(Device device, bool host = false);
 
+/// Restarts the peaks of one pool from now: peak_in_use_bytes becomes in_use_bytes and
+/// peak_held_bytes in_use_bytes + cached_bytes (as torch.cuda.reset_peak_memory_stats), so a
+/// later allocator_stats reports the peak of what ran in between.
+void reset_allocator_peaks(Device device, bool host = false);
+
 /// Limits the bytes each pool keeps cached (default: MPITRON_ALLOCATOR_CACHE_MIB mebibytes when
 /// that environment variable is set, else 256 MiB); blocks over the limit are released at once.
 /// Throws std::invalid_argument when MPITRON_ALLOCATOR_CACHE_MIB is not a non-negative integer.
 void set_allocator_cache_limit(std::size_t bytes);
+
+/// Gives every cached block of every pool back to its backend (torch.cuda.empty_cache): for
+/// blocks the steady state will not ask for again, e.g. after a model is built from master
+/// weights. Blocks in use are untouched.
+void release_cached_blocks();
 
 /// The current limit on each pool's cached bytes.
 std::size_t allocator_cache_limit();

@@ -56,12 +56,30 @@ Buffer Buffer::pinned_host(std::size_t numel, DType dtype) {
   return buffer;
 }
 
+Buffer Buffer::view(Buffer& base, std::size_t offset, std::size_t numel) {
+  if (offset > base.numel_ || numel > base.numel_ - offset) {
+    throw std::out_of_range("kernels::Buffer::view: elements [" + std::to_string(offset) + ", " +
+                            std::to_string(offset) + " + " + std::to_string(numel) +
+                            ") exceed a buffer of " + std::to_string(base.numel_));
+  }
+  Buffer view;
+  view.data_ =
+      numel == 0 ? nullptr : static_cast<std::byte*>(base.data_) + offset * dtype_size(base.dtype_);
+  view.numel_ = numel;
+  view.dtype_ = base.dtype_;
+  view.device_ = base.device_;
+  view.pinned_ = base.pinned_;
+  view.owner_ = false;
+  return view;
+}
+
 Buffer::Buffer(Buffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       numel_(std::exchange(other.numel_, 0)),
       dtype_(other.dtype_),
       device_(other.device_),
-      pinned_(std::exchange(other.pinned_, false)) {}
+      pinned_(std::exchange(other.pinned_, false)),
+      owner_(std::exchange(other.owner_, true)) {}
 
 Buffer& Buffer::operator=(Buffer&& other) noexcept {
   if (this != &other) {
@@ -71,6 +89,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
     dtype_ = other.dtype_;
     device_ = other.device_;
     pinned_ = std::exchange(other.pinned_, false);
+    owner_ = std::exchange(other.owner_, true);
   }
   return *this;
 }
@@ -80,12 +99,13 @@ Buffer::~Buffer() {
 }
 
 void Buffer::release() noexcept {
-  if (data_ != nullptr) {
+  if (data_ != nullptr && owner_) {
     cached_deallocate(pinned_ ? Device::cuda : device_, pinned_, data_, bytes());
   }
   data_ = nullptr;
   numel_ = 0;
   pinned_ = false;
+  owner_ = true;
 }
 
 namespace {

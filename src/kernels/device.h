@@ -94,6 +94,12 @@ class Buffer {
   /// loaded), so CPU runs never load CUDA for it. `device()` is cpu.
   static Buffer pinned_host(std::size_t numel, DType dtype);
 
+  /// A non-owning view of elements [offset, offset + numel) of `base` (same dtype and device):
+  /// writes through it land in `base`, and destroying it frees nothing. `base` must outlive the
+  /// view. Used for gradients that live in one flat buffer. Throws std::out_of_range when the
+  /// range exceeds base.numel().
+  static Buffer view(Buffer& base, std::size_t offset, std::size_t numel);
+
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
   Buffer(const Buffer&) = delete;
@@ -131,6 +137,7 @@ class Buffer {
   DType dtype_ = DType::f32;
   Device device_ = Device::cpu;
   bool pinned_ = false;
+  bool owner_ = true;  // false for a view: release() frees nothing
 };
 
 /// Copies every element of `src` into `dst`; both must have the same numel and dtype, and may be

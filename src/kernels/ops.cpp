@@ -78,6 +78,14 @@ void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form)
   if (!dx.empty()) be.gelu_backward(x, dy, dx, form);
 }
 
+void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g, GeluForm form) {
+  Backend& be = same_place("bias_gelu", {{"y", y}, {"bias", bias}, {"g", g}});
+  expect_rows_of("bias_gelu", {"y", y}, cols);
+  expect_numel("bias_gelu", {"bias", bias}, cols, "cols");
+  expect_numel("bias_gelu", {"g", g}, y.numel(), "numel of y");
+  if (!g.empty()) be.bias_gelu(y, bias, cols, g, form);
+}
+
 void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal, double scale) {
   Backend& be = same_place("softmax_forward", {{"x", x}, {"y", y}});
   expect_rows_of("softmax_forward", {"x", x}, cols);

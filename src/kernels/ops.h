@@ -60,8 +60,15 @@ enum class GeluForm { exact, tanh };
 /// y = gelu(x), element-wise.
 void gelu_forward(const Buffer& x, Buffer& y, GeluForm form);
 
-/// dx = dy * gelu'(x), element-wise (x is the forward input).
+/// dx = dy * gelu'(x), element-wise (x is the forward input). dx may alias dy (in place: each
+/// element is read before it is written).
 void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form);
+
+/// Fused bias + GELU behind a GEMM, one pass over memory: y[r, c] += bias[c] in place, and
+/// g[r, c] = gelu(y[r, c]) of the new y. y and g are [rows, cols] (rows = every leading dim, e.g.
+/// batch*seq), bias is [cols]. y keeps the pre-activation for gelu_backward; the values are
+/// those of bias_add(y, bias, cols, y) then gelu_forward(y, g, form).
+void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g, GeluForm form);
 
 /// Numerically stable, scaled and optionally causal softmax over the last dim: x and y are
 /// [rows, cols]; y[r, :] = softmax(scale * x[r, :]), i.e. y[r, c] = exp(scale x[r, c] - m) /

@@ -69,6 +69,13 @@ class TypedBackend : public Backend {
     });
   }
 
+  void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g,
+                 GeluForm form) override {
+    dispatch(g.dtype(), [&]<class T>(T) {
+      K::bias_gelu(out<T>(y), in<T>(bias), y.numel() / cols, cols, out<T>(g), form);
+    });
+  }
+
   void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal,
                        double scale) override {
     dispatch(y.dtype(), [&]<class T>(T) {

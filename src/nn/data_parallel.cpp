@@ -2,53 +2,150 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
-#include "comm/collectives.h"
 #include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
-GradientAverager::GradientAverager(const comm::Communicator& dp) : dp_(dp) {}
+namespace {
 
-void GradientAverager::average(const Parameters& parameters) {
-  if (parameters.empty()) return;
-  const Tensor& first = parameters.front().tensor;
-  std::size_t total = 0;
+void check_uniform(const Parameters& parameters) {
   for (const Parameter& p : parameters) {
+    const Tensor& first = parameters.front().tensor;
     if (p.tensor.dtype() != first.dtype() || p.tensor.device() != first.device()) {
-      throw std::invalid_argument(
-          fmt::format("GradientAverager: {} is {} on {}, {} is {} on {}", parameters.front().name,
-                      kernels::to_string(first.dtype()), kernels::to_string(first.device()), p.name,
-                      kernels::to_string(p.tensor.dtype()), kernels::to_string(p.tensor.device())));
-    }
-    total += static_cast<std::size_t>(p.tensor.numel());
-    if (!p.tensor.grad().defined()) {
-      Tensor(p.tensor).set_grad(
-          Tensor::zeros(p.tensor.shape(), p.tensor.dtype(), p.tensor.device()));
+      throw std::invalid_argument(fmt::format(
+          "DataParallelGradients: {} is {} on {}, {} is {} on {}", parameters.front().name,
+          kernels::to_string(first.dtype()), kernels::to_string(first.device()), p.name,
+          kernels::to_string(p.tensor.dtype()), kernels::to_string(p.tensor.device())));
     }
   }
-  if (dp_.size() == 1) return;  // one replica: its gradients are the average
-  if (flat_.numel() != total || flat_.dtype() != first.dtype() ||
-      flat_.device() != first.device()) {
-    flat_ = kernels::Buffer(total, first.dtype(), first.device());
-  }
+}
 
-  std::size_t offset = 0;
-  for (const Parameter& p : parameters) {
-    const auto n = static_cast<std::size_t>(p.tensor.numel());
-    kernels::copy_rows(p.tensor.grad().buffer(), 0, n, flat_, offset, n, 1, n);
-    offset += n;
+}  // namespace
+
+DataParallelGradients::DataParallelGradients(const Parameters& parameters,
+                                             const comm::Communicator& dp,
+                                             std::size_t bucket_elements)
+    : dp_(dp),
+      parameters_(parameters),
+      bucket_of_(parameters.size()),
+      passes_seen_(parameters.size(), 0) {
+  if (bucket_elements == 0) {
+    throw std::invalid_argument("DataParallelGradients: bucket_elements must be >= 1");
+  }
+  if (parameters_.empty()) return;
+  check_uniform(parameters_);
+  std::int64_t total = 0;
+  for (const Parameter& p : parameters_)
+    total += p.tensor.numel();
+  const Tensor& first = parameters_.front().tensor;
+  flat_ = Tensor::zeros({total}, first.dtype(), first.device());
+
+  // Reverse order: the parameters backward finishes first lead the buffer and the first bucket.
+  std::int64_t offset = 0;
+  std::size_t bucket_start = 0;
+  std::vector<std::size_t> members;
+  const auto close_bucket = [&] {
+    Bucket bucket;
+    bucket.parameters = static_cast<int>(members.size());
+    bucket.buffer = kernels::Buffer::view(flat_.buffer(), bucket_start,
+                                          static_cast<std::size_t>(offset) - bucket_start);
+    for (const std::size_t i : members)
+      bucket_of_[i] = buckets_.size();
+    buckets_.push_back(std::move(bucket));
+    bucket_start = static_cast<std::size_t>(offset);
+    members.clear();
+  };
+  for (std::size_t i = parameters_.size(); i-- > 0;) {
+    Tensor& tensor = parameters_[i].tensor;
+    Tensor grad = flat_.flat_view(offset, tensor.shape());
+    if (tensor.grad().defined()) kernels::copy(tensor.grad().buffer(), grad.buffer());
+    tensor.set_grad(grad);
+    offset += tensor.numel();
+    members.push_back(i);
+    if (static_cast<std::size_t>(offset) - bucket_start >= bucket_elements) close_bucket();
+  }
+  if (!members.empty()) close_bucket();
+  if (dp_.size() == 1) return;  // one replica: its gradients are the average
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (parameters_[i].tensor.requires_grad()) {
+      parameters_[i].tensor.set_post_accumulate_hook([this, i] { on_gradient(i); });
+    }
+  }
+  reset_counts();
+}
+
+DataParallelGradients::~DataParallelGradients() {
+  for (Bucket& bucket : buckets_)
+    bucket.all_reduce.reset();  // waits for a bucket still in flight
+  if (dp_.size() == 1) return;
+  for (Parameter& p : parameters_) {
+    if (p.tensor.requires_grad()) p.tensor.set_post_accumulate_hook({});
+  }
+}
+
+void DataParallelGradients::reset_counts() {
+  in_flight_.clear();
+  std::fill(passes_seen_.begin(), passes_seen_.end(), 0);
+  for (Bucket& bucket : buckets_) {
+    bucket.all_reduce.reset();
+    bucket.waiting = bucket.parameters;
+  }
+}
+
+void DataParallelGradients::zero() {
+  reset_counts();
+  kernels::fill(flat_.buffer(), 0.0);
+}
+
+void DataParallelGradients::set_backward_passes(int passes) {
+  if (passes < 1) {
+    throw std::invalid_argument(
+        fmt::format("DataParallelGradients: backward passes must be >= 1, got {}", passes));
+  }
+  backward_passes_ = passes;
+}
+
+void DataParallelGradients::start(Bucket& bucket) {
+  while (in_flight_.size() >= kMaxInFlight) {
+    in_flight_.front()->all_reduce->wait();
+    in_flight_.erase(in_flight_.begin());
   }
   const bool average = !fault_active(Fault::dp_sum_not_average);
-  comm::all_reduce(dp_, flat_, average ? comm::ReduceOp::avg : comm::ReduceOp::sum);
-  offset = 0;
-  for (const Parameter& p : parameters) {
-    const auto n = static_cast<std::size_t>(p.tensor.numel());
-    kernels::copy_rows(flat_, offset, n, p.tensor.grad().buffer(), 0, n, 1, n);
-    offset += n;
+  bucket.all_reduce = std::make_unique<comm::PendingAllReduce>(
+      dp_, bucket.buffer, average ? comm::ReduceOp::avg : comm::ReduceOp::sum);
+  in_flight_.push_back(&bucket);
+}
+
+void DataParallelGradients::on_gradient(std::size_t parameter) {
+  Bucket& bucket = buckets_[bucket_of_[parameter]];
+  if (bucket.all_reduce) {
+    throw std::logic_error(fmt::format(
+        "DataParallelGradients: the gradient of {} grew after its bucket's all-reduce started "
+        "(more than the {} backward passes per step set)",
+        parameters_[parameter].name, backward_passes_));
   }
+  if (++passes_seen_[parameter] == backward_passes_ && --bucket.waiting == 0) start(bucket);
+  // Lets MPI move the transfers along; forgets those that completed.
+  std::erase_if(in_flight_, [](Bucket* other) { return other->all_reduce->test(); });
+}
+
+std::size_t DataParallelGradients::buckets_started() const {
+  return static_cast<std::size_t>(std::count_if(
+      buckets_.begin(), buckets_.end(), [](const Bucket& b) { return b.all_reduce != nullptr; }));
+}
+
+void DataParallelGradients::finish() {
+  if (dp_.size() == 1) return;
+  for (Bucket& bucket : buckets_) {
+    if (!bucket.all_reduce) start(bucket);
+  }
+  for (Bucket& bucket : buckets_)
+    bucket.all_reduce->wait();
+  reset_counts();
 }
 
 }  // namespace mpitron::nn

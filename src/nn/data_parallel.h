@@ -1,28 +1,88 @@
-// Data parallelism: every replica computes gradients on its own batch; one post-backward call
-// averages them over the DP communicator, so each replica applies the gradient of the union of
-// the batches (for a mean loss over equal-size batches).
+// Data parallelism: every replica computes gradients on its own batch, and the gradients are
+// averaged over the DP communicator, so each replica applies the gradient of the union of the
+// batches (for a mean loss over equal-size batches). As in PyTorch DDP and Megatron-LM's
+// gradient buffer, the gradients live in one flat buffer cut into buckets, and a bucket's
+// all-reduce starts during backward as soon as its gradients are final.
 #pragma once
 
+#include <cstddef>
+#include <memory>
+#include <vector>
+
 #include "comm/communicator.h"
-#include "kernels/device.h"
+#include "comm/pending_all_reduce.h"
 #include "nn/parameter.h"
 
 namespace mpitron::nn {
 
-/// Averages parameter gradients over a DP communicator with one all-reduce over a flat buffer
-/// (not one MPI call per parameter). The flat buffer is kept and reused between steps.
-class GradientAverager {
+/// The gradients of a fixed list of parameters, laid out in one flat buffer and averaged over a
+/// DP communicator.
+///
+/// The constructor makes every parameter's gradient a view into the flat buffer (copying the
+/// gradient it had, or zeros), in reverse parameter order, and cuts the buffer into buckets of
+/// at least `bucket_elements` elements (whole parameters; the last layers come first, as
+/// backward produces them). Backward then accumulates into the views in place. With dp > 1 each
+/// parameter gets a post-accumulate hook: once a parameter has received `backward_passes`
+/// gradients since `zero` (one per micro-batch), it is final, and when every parameter of a
+/// bucket is final the bucket's all-reduce (sum) starts, overlapping the rest of backward.
+/// `finish` starts the buckets that did not start (parameters no backward reached), waits for
+/// all and divides by the replica count. All parameters must share one dtype and device.
+/// Replicas must run the same graphs, so buckets start in the same order on every DP rank.
+class DataParallelGradients {
  public:
-  explicit GradientAverager(const comm::Communicator& dp);
+  /// 2^20 elements (4 MiB of float32) per bucket by default.
+  static constexpr std::size_t kDefaultBucketElements = std::size_t{1} << 20;
+  /// At most this many bucket all-reduces are in flight (each may hold MPI's temporary copy of
+  /// its bucket); starting another first waits for the oldest.
+  static constexpr std::size_t kMaxInFlight = 2;
 
-  /// For every parameter, grad <- (sum over the dp replicas of grad) / dp. A parameter without a
-  /// gradient contributes zeros (and receives the average). All parameters must share one
-  /// dtype and device (std::invalid_argument otherwise). Collective over `dp`.
-  void average(const Parameters& parameters);
+  /// Throws std::invalid_argument naming two parameters when dtypes or devices differ, and
+  /// when bucket_elements is 0.
+  DataParallelGradients(const Parameters& parameters, const comm::Communicator& dp,
+                        std::size_t bucket_elements = kDefaultBucketElements);
+  DataParallelGradients(const DataParallelGradients&) = delete;
+  DataParallelGradients& operator=(const DataParallelGradients&) = delete;
+  /// Removes the hooks; the gradients stay valid (they keep the flat buffer alive).
+  ~DataParallelGradients();
+
+  /// Every gradient becomes zero, in place, and the count of backward passes starts again.
+  /// Waits for buckets still in flight first.
+  void zero();
+
+  /// The backward passes (micro-batches) that make one step's gradients; default 1. Throws
+  /// std::invalid_argument when passes < 1.
+  void set_backward_passes(int passes);
+
+  /// After the step's last backward: every gradient becomes the average over the DP replicas.
+  /// Collective over the DP communicator. Throws std::logic_error when a gradient grew after
+  /// its bucket's all-reduce had started (more backward passes than set_backward_passes said).
+  void finish();
+
+  /// Number of buckets and elements of bucket `i` (for tests and reports).
+  std::size_t bucket_count() const { return buckets_.size(); }
+  std::size_t bucket_elements(std::size_t i) const { return buckets_.at(i).buffer.numel(); }
+  /// Buckets whose all-reduce has started since the last `zero` / `finish`.
+  std::size_t buckets_started() const;
 
  private:
+  struct Bucket {
+    kernels::Buffer buffer;  // a view of flat_
+    int parameters = 0;      // how many parameters it holds
+    int waiting = 0;         // of those, not yet final this step
+    std::unique_ptr<comm::PendingAllReduce> all_reduce;
+  };
+  void on_gradient(std::size_t parameter);
+  void reset_counts();
+  void start(Bucket& bucket);
+
   comm::Communicator dp_;
-  kernels::Buffer flat_;
+  Parameters parameters_;
+  Tensor flat_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::size_t> bucket_of_;  // per parameter
+  std::vector<int> passes_seen_;        // per parameter, since zero()
+  std::vector<Bucket*> in_flight_;      // started, not known to be complete; oldest first
+  int backward_passes_ = 1;
 };
 
 }  // namespace mpitron::nn

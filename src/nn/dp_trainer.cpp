@@ -38,7 +38,7 @@ DataParallelTrainer::DataParallelTrainer(const std::vector<LinearWeights>& initi
       sampler_(data.samples, dp.size(), dp.rank(), options.shuffle_seed, options.shuffle,
                options.drop_last),
       sgd_(model_.parameters(), options.lr, options.momentum),
-      averager_(dp),
+      gradients_(sgd_.parameters(), dp),
       last_replica_(dp.rank() == dp.size() - 1) {
   if (options.batch_size < 1) {
     throw std::invalid_argument(
@@ -55,10 +55,10 @@ std::vector<double> DataParallelTrainer::train_epoch(
   std::vector<double> losses;
   for (const auto& indices : make_batches(sampler_.indices(epoch), options_.batch_size)) {
     const Batch batch = gather_batch(data_, indices, options_.dtype, options_.device);
-    sgd_.zero_grad();
+    gradients_.zero();
     const Tensor loss = autograd::mse_loss(model_.forward(batch.inputs), batch.outputs);
     loss.backward();
-    averager_.average(sgd_.parameters());
+    gradients_.finish();
     sgd_.step();
     losses.push_back(loss.item());
     if (on_step) on_step(static_cast<std::int64_t>(losses.size()) - 1, losses.back());

@@ -68,7 +68,7 @@ class DataParallelTrainer {
   Regressor model_;
   DistributedSampler sampler_;
   Sgd sgd_;
-  GradientAverager averager_;
+  DataParallelGradients gradients_;
   bool last_replica_;
 };
 

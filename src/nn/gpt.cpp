@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "autograd/checkpoint.h"
 #include "autograd/ops.h"
 
 namespace mpitron::nn {
@@ -70,8 +71,11 @@ Tensor GptStage::forward(const Tensor& input) const {
     x = autograd::add(wte_->forward(input),
                       autograd::embedding(wpe_, positions(batch, seq, input.device())));
   }
-  for (const TransformerBlock& block : blocks_)
-    x = block.forward(x);
+  for (const TransformerBlock& block : blocks_) {
+    x = recompute_
+            ? autograd::checkpoint([&block](const Tensor& in) { return block.forward(in); }, x)
+            : block.forward(x);
+  }
   return x;
 }
 

@@ -44,6 +44,12 @@ class GptStage {
   Parameters parameters() const;
 
   const GptConfig& config() const { return config_; }
+  /// With `on`, forward keeps only each transformer block's input and backward recomputes the
+  /// block's activations (autograd::checkpoint; Megatron-LM's full recompute): activation
+  /// memory per block drops to one [batch, seq, hidden] tensor, for one more forward pass of the
+  /// blocks (and their TP all-reduces) in backward. Same values and gradients either way.
+  void set_recompute(bool on) { recompute_ = on; }
+
   /// The device every parameter of this stage lives on.
   Device device() const { return device_; }
   bool is_first() const { return first_; }
@@ -56,6 +62,7 @@ class GptStage {
   Device device_;
   comm::Communicator tp_;
   bool first_, last_;
+  bool recompute_ = false;
   std::optional<VocabParallelEmbedding> wte_;  // first stage
   Tensor wpe_;                                 // first stage
   std::vector<TransformerBlock> blocks_;

@@ -42,9 +42,12 @@ double gpt_flops_per_token(const GptConfig& config, std::int64_t seq);
 /// backward by `in_flight` micro-batches of `micro_batch` sequences of `seq` tokens on its
 /// layers / pp blocks: per block s b C (34 + 5 a s / C) bytes in half precision (Korthikanti
 /// et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", section 4.1),
-/// scaled by dtype_bytes / 2 and divided by tp. Sizes must pass gpt_size_error first.
+/// scaled by dtype_bytes / 2 and divided by tp. With `recompute` (GptStage::set_recompute) a
+/// block keeps only its input, s b C dtype_bytes, and one block's activations exist at a time.
+/// Sizes must pass gpt_size_error first.
 double gpt_step_memory_bytes(const GptConfig& config, int tp, int pp, std::int64_t micro_batch,
-                             std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes);
+                             std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes,
+                             bool recompute = false);
 
 /// One parameter of the whole (unsharded) model.
 struct ParameterSpec {

@@ -41,7 +41,9 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
       stage_(config, init, topology),
       parameters_(stage_.parameters()),
       optimizer_(make_optimizer(parameters_, options)),
-      averager_(topology.dp_comm()) {}
+      gradients_(parameters_, topology.dp_comm()) {
+  stage_.set_recompute(options.recompute);
+}
 
 double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool train) {
   const auto count = static_cast<int>(batches.size());
@@ -79,12 +81,13 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
 }
 
 StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_batches) {
-  optimizer_->zero_grad();
+  gradients_.zero();
+  gradients_.set_backward_passes(static_cast<int>(micro_batches.size()));
   StepResult result;
   std::vector<double> loss = {run_pipeline(micro_batches, /*train=*/true)};
   sum_over(topology_.dp_comm(), loss);
   result.loss = loss[0] / topology_.dp();
-  finalize_gradients(parameters_, topology_, averager_);
+  finalize_gradients(parameters_, topology_, gradients_);
   result.grad_norm = global_gradient_norm(parameters_, topology_);
   return result;
 }

@@ -24,6 +24,7 @@ struct GptTrainOptions {
   double lr = 1e-3;  ///< the optimizer's initial rate; each step passes its own
   AdamWOptions adamw;
   double grad_clip = 1.0;  ///< global-norm clipping threshold; <= 0 disables clipping
+  bool recompute = false;  ///< recompute each block's activations in backward (GptStage)
   DType dtype = DType::f32;
   Device device = Device::cpu;
 };
@@ -73,7 +74,7 @@ class GptTrainer {
   GptStage stage_;
   Parameters parameters_;
   std::unique_ptr<Optimizer> optimizer_;
-  GradientAverager averager_;
+  DataParallelGradients gradients_;
 };
 
 }  // namespace mpitron::nn

@@ -16,19 +16,15 @@ constexpr const char* kTiedEmbedding = "transformer.wte.weight";
 }  // namespace
 
 void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
-                        GradientAverager& averager) {
+                        DataParallelGradients& gradients) {
+  gradients.finish();
   if (topology.pp() > 1 && !fault_active(Fault::embedding_group_not_reduced)) {
     for (const Parameter& p : parameters) {
       if (p.name != kTiedEmbedding) continue;
-      Tensor grad = p.tensor.grad();
-      if (!grad.defined()) {
-        grad = Tensor::zeros(p.tensor.shape(), p.tensor.dtype(), p.tensor.device());
-        Tensor(p.tensor).set_grad(grad);
-      }
+      Tensor grad = p.tensor.grad();  // a view of the DP gradient buffer: always defined
       comm::all_reduce(topology.embedding_comm(), grad.buffer(), comm::ReduceOp::sum);
     }
   }
-  averager.average(parameters);
 }
 
 double global_gradient_norm(const Parameters& parameters, const comm::ParallelTopology& topology) {

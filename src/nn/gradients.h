@@ -9,15 +9,16 @@
 namespace mpitron::nn {
 
 /// Every cross-group gradient reduction after backward, in this order:
-/// 1. Tied embedding: with pp > 1 the token embedding's gradient on the first stage and that of
+/// 1. Data parallel: every gradient is averaged over the DP group (`gradients.finish()`: the
+///    buckets whose all-reduce did not start during backward start, and all are waited for).
+/// 2. Tied embedding: with pp > 1 the token embedding's gradient on the first stage and that of
 ///    its tied copy on the last stage are summed over the embedding group, so both copies get
 ///    the gradient of the tied weight and stay equal (parameters named "transformer.wte.weight").
-/// 2. Data parallel: every gradient is averaged over the DP group (one flat all-reduce).
 /// TP needs no reduction here: split parameters own their slice's gradient, and replicated ones
 /// (LayerNorms, row-parallel biases, wpe) get identical gradients on every TP rank.
 /// Collective over the embedding group and the DP group; call it on every rank.
 void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
-                        GradientAverager& averager);
+                        DataParallelGradients& gradients);
 
 /// The L2 norm of the whole model's gradient, the same on every rank: each element counted
 /// once, i.e. TP-split shards summed over TP, replicated parameters taken once, tied copies

@@ -42,10 +42,14 @@ RowParallelLinear::RowParallelLinear(const LinearWeights& master, const comm::Co
 
 Tensor RowParallelLinear::forward(const Tensor& x) const {
   const Tensor input = input_is_parallel_ ? x : scatter_to_tp(x, tp_);
+  return reduce_and_add_bias(autograd::linear(input, weight_));
+}
+
+Tensor RowParallelLinear::reduce_and_add_bias(const Tensor& partial) const {
   if (fault_active(Fault::row_bias_every_rank)) {
-    return reduce_from_tp(autograd::linear(input, weight_, bias_), tp_);
+    return reduce_from_tp(autograd::add(partial, bias_), tp_);
   }
-  return autograd::add(reduce_from_tp(autograd::linear(input, weight_), tp_), bias_);
+  return autograd::add(reduce_from_tp(partial, tp_), bias_);
 }
 
 Parameters RowParallelLinear::parameters() const {

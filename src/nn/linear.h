@@ -15,6 +15,9 @@ class Linear {
   Tensor forward(const Tensor& x) const;
   /// "weight" [out, in], "bias" [out].
   Parameters parameters() const;
+  /// The parameters themselves (for fused ops such as autograd::fused_mlp).
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
 
  private:
   Tensor weight_, bias_;
@@ -33,6 +36,9 @@ class ColumnParallelLinear {
   Tensor forward(const Tensor& x) const;
   /// "weight" [out/tp, in], "bias" [out/tp].
   Parameters parameters() const;
+  /// This rank's shards: weight [out/tp, in], bias [out/tp] (for fused ops).
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
 
  private:
   comm::Communicator tp_;
@@ -49,10 +55,16 @@ class RowParallelLinear {
   /// column-parallel layer); otherwise the full input is split here (scatter-to-TP).
   RowParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
                     bool input_is_parallel);
-  /// x [..., in/tp] (or [..., in]) -> [..., out], identical on every TP rank.
+  /// x [..., in/tp] (or [..., in]) -> [..., out], identical on every TP rank:
+  /// reduce_and_add_bias(x_t W_t^T).
   Tensor forward(const Tensor& x) const;
+  /// The second half of forward: all-reduces this rank's partial product [..., out] over TP
+  /// (reduce-from-TP) and adds the bias once, so a fused op can compute the partial product.
+  Tensor reduce_and_add_bias(const Tensor& partial) const;
   /// "weight" [out, in/tp], "bias" [out] (replicated; its gradient is the same on every rank).
   Parameters parameters() const;
+  /// This rank's weight shard [out, in/tp] (for fused ops).
+  const Tensor& weight() const { return weight_; }
 
  private:
   comm::Communicator tp_;

@@ -1,6 +1,7 @@
 #include "nn/mlp.h"
 
 #include "autograd/ops.h"
+#include "nn/tp_mappings.h"
 
 namespace mpitron::nn {
 
@@ -22,7 +23,8 @@ Parameters named(const Parameters& fc1, const Parameters& fc2) {
 Mlp::Mlp(const MlpWeights& weights) : fc1_(weights.fc1), fc2_(weights.fc2) {}
 
 Tensor Mlp::forward(const Tensor& x) const {
-  return fc2_.forward(autograd::gelu(fc1_.forward(x)));
+  return autograd::add(autograd::fused_mlp(x, fc1_.weight(), fc1_.bias(), fc2_.weight()),
+                       fc2_.bias());
 }
 
 Parameters Mlp::parameters() const {
@@ -30,11 +32,14 @@ Parameters Mlp::parameters() const {
 }
 
 ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp)
-    : fc1_(master.fc1, tp, /*gather_output=*/false),
+    : tp_(tp),
+      fc1_(master.fc1, tp, /*gather_output=*/false),
       fc2_(master.fc2, tp, /*input_is_parallel=*/true) {}
 
 Tensor ParallelMlp::forward(const Tensor& x) const {
-  return fc2_.forward(autograd::gelu(fc1_.forward(x)));
+  const Tensor partial =
+      autograd::fused_mlp(copy_to_tp(x, tp_), fc1_.weight(), fc1_.bias(), fc2_.weight());
+  return fc2_.reduce_and_add_bias(partial);
 }
 
 Parameters ParallelMlp::parameters() const {

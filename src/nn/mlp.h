@@ -21,7 +21,8 @@ struct MlpWeights {
 MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std::uint64_t fc1_seed,
                             std::uint64_t fc2_seed, DType dtype, Device device);
 
-/// Dense MLP: x [..., hidden] -> fc2(gelu(fc1(x))) [..., hidden]; exact (erf) GELU.
+/// Dense MLP: x [..., hidden] -> fc2(gelu(fc1(x))) [..., hidden]; exact (erf) GELU. Computed
+/// by autograd::fused_mlp (then + fc2 bias), which saves x and the fc1 output for backward.
 class Mlp {
  public:
   explicit Mlp(const MlpWeights& weights);
@@ -35,6 +36,7 @@ class Mlp {
 
 /// Tensor-parallel MLP over `tp`: rank t holds fc1 rows and fc2 columns
 /// [t intermediate/tp, (t+1) intermediate/tp); the output is identical on every TP rank.
+/// Forward: copy-to-TP, autograd::fused_mlp on this rank's shards, reduce-from-TP, + fc2 bias.
 /// Throws std::invalid_argument when intermediate is not divisible by tp.
 class ParallelMlp {
  public:
@@ -46,6 +48,7 @@ class ParallelMlp {
   Parameters parameters() const;
 
  private:
+  comm::Communicator tp_;
   ColumnParallelLinear fc1_;
   RowParallelLinear fc2_;
 };

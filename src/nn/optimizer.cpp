@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/ops.h"
+
 namespace mpitron::nn {
 
 Optimizer::Optimizer(Parameters parameters, double lr)
@@ -23,8 +25,10 @@ void Optimizer::set_lr(double lr) {
 }
 
 void Optimizer::zero_grad() {
-  for (Parameter& p : parameters_)
-    p.tensor.set_grad(Tensor());
+  for (Parameter& p : parameters_) {
+    Tensor grad = p.tensor.grad();
+    if (grad.defined()) kernels::fill(grad.buffer(), 0.0);
+  }
 }
 
 }  // namespace mpitron::nn

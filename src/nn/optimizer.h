@@ -15,7 +15,8 @@ class Optimizer {
   double lr() const { return lr_; }
   /// Applies one update to every parameter that has a gradient (in place, without recording).
   virtual void step() = 0;
-  /// Clears every parameter's gradient.
+  /// Sets every parameter's gradient to zero in place (its storage is kept: gradients may be
+  /// views of a flat data-parallel buffer); a parameter without a gradient keeps none.
   void zero_grad();
   const Parameters& parameters() const { return parameters_; }
 

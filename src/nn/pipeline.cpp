@@ -95,10 +95,9 @@ struct MseStages {
         forward(forward),
         input(input) {}
 
+  // Micro-batch i of `t` [batch, ...]: rows are contiguous, so a view, not a copy.
   Tensor micro_batch(const Tensor& t, int i) const {
-    autograd::NoGradGuard no_grad;
-    const std::int64_t size = spec.activation_shape[0];
-    return autograd::narrow(t, 0, i * size, size);
+    return t.flat_view(i * autograd::numel_of(spec.activation_shape), spec.activation_shape);
   }
 
   Tensor stage_output(int i, const Tensor& received) const {

@@ -44,6 +44,12 @@ class VocabParallelCrossEntropy final : public autograd::Function {
                                     grad_output.buffer(), dlogits.buffer());
     return {dlogits};
   }
+  void release_saved() override {
+    logits_ = Tensor();
+    targets_ = Tensor();
+    row_max_ = kernels::Buffer();
+    sum_exp_ = kernels::Buffer();
+  }
 
  private:
   Tensor logits_, targets_;

@@ -35,6 +35,22 @@ TEST(BadInput, Linear) {
               names("linear", "[2, 3]", "weight [3]"));
 }
 
+TEST(BadInput, FusedMlp) {
+  // x [2, 5] against fc1 [6, 4]; then fc2 [3, 7] against mid 6; then no fc1 bias.
+  EXPECT_THAT(message_of<std::invalid_argument>([] {
+                fused_mlp(zeros({2, 5}), zeros({6, 4}), zeros({6}), zeros({3, 6}));
+              }),
+              names("fused_mlp", "input [2, 5]", "fc1 weight [6, 4]", "fc2 weight [3, 6]"));
+  EXPECT_THAT(message_of<std::invalid_argument>([] {
+                fused_mlp(zeros({2, 4}), zeros({6, 4}), zeros({6}), zeros({3, 7}));
+              }),
+              names("fused_mlp", "fc2 weight [3, 7]"));
+  EXPECT_THAT(message_of<std::invalid_argument>([] {
+                fused_mlp(zeros({2, 4}), zeros({6, 4}), Tensor(), zeros({3, 6}));
+              }),
+              names("fused_mlp", "fc1 bias none"));
+}
+
 TEST(BadInput, Matmul) {
   EXPECT_THAT(message_of<std::invalid_argument>([] {
                 matmul(zeros({2, 3}), zeros({4, 5}));

@@ -1,5 +1,6 @@
 // The backward engine: gradient accumulation over several paths, seeding with a grad_output,
-// NoGradGuard, detach, and proof that gradcheck fails on a wrong backward rule. Expected values
+// freeing the graph after backward, post-accumulate hooks, flat views, NoGradGuard, detach,
+// and proof that gradcheck fails on a wrong backward rule. Expected values
 // are closed forms; every operand is float64 with small integer or dyadic values, so the
 // closed forms are exact and the comparisons use EXPECT_DOUBLE_EQ (4 ulp).
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
+#include "kernels/allocator.h"
 #include "kernels/ops.h"
 
 namespace mpitron::autograd::test {
@@ -49,6 +51,47 @@ TEST(Engine, RepeatedBackwardAccumulatesIntoLeafGrad) {
   sum(scale(x, 4.0)).backward();
   sum(scale(x, 4.0)).backward();
   expect_values(x.grad(), {8.0, 8.0});
+}
+
+TEST(Engine, BackwardFreesWhatTheGraphSavedAndRefusesASecondPass) {
+  // y = sum(gelu(x W)): the product and gelu's input are saved for backward. After backward the
+  // graph holds nothing: the allocator's in-use bytes drop back to what the caller still holds.
+  const Tensor x = Tensor::full({64, 32}, 0.5, DType::f64);
+  Tensor w = leaf(std::vector<double>(32 * 16, 0.25), {32, 16});
+  w.set_grad(Tensor::zeros({32, 16}, DType::f64));
+  const std::size_t before = kernels::allocator_stats(kernels::Device::cpu).in_use_bytes;
+  Tensor y = sum(gelu(matmul(x, w)));
+  EXPECT_GT(kernels::allocator_stats(kernels::Device::cpu).in_use_bytes, before + 64 * 16 * 8);
+  y.backward();
+  // Only the one-element loss remains (one 512-byte allocation class).
+  EXPECT_LE(kernels::allocator_stats(kernels::Device::cpu).in_use_bytes, before + 512);
+  EXPECT_THROW(y.backward(), std::logic_error);
+}
+
+TEST(Engine, PostAccumulateHookFiresOncePerPassAfterTheLastUse) {
+  // x is used three times; the hook must see the complete gradient 2x + 1 once per pass.
+  Tensor x = leaf({-1.5, 2.0}, {2});
+  std::vector<std::vector<double>> seen;
+  x.set_post_accumulate_hook([&] { seen.push_back(x.grad().to_vector()); });
+  sum(add(mul(x, x), x)).backward();
+  sum(add(mul(x, x), x)).backward();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], (std::vector<double>{-2.0, 5.0}));
+  EXPECT_EQ(seen[1], (std::vector<double>{-4.0, 10.0}));
+  x.set_post_accumulate_hook({});
+  sum(x).backward();
+  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_THROW(mul(x, x).set_post_accumulate_hook([] {}), std::logic_error);
+}
+
+TEST(Engine, FlatViewsShareStorage) {
+  Tensor flat = Tensor::zeros({6}, DType::f64);
+  Tensor view = flat.flat_view(2, {2, 2});
+  kernels::fill(view.buffer(), 3.0);
+  expect_values(flat, {0.0, 0.0, 3.0, 3.0, 3.0, 3.0});
+  EXPECT_THROW(flat.flat_view(3, {2, 2}), std::out_of_range);
+  flat = Tensor();  // the view keeps the storage alive
+  expect_values(view, {3.0, 3.0, 3.0, 3.0});
 }
 
 TEST(Engine, BackwardWithGradOutputSeedsTheVectorJacobianProduct) {

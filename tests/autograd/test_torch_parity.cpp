@@ -114,26 +114,31 @@ TEST_P(TorchParity, MseLossAndGradient) {
   expect_golden(pred.grad(), goldens, "dpred", 1);
 }
 
-// 32 -> 64 -> 32 exact-GELU MLP on x [2, 4, 32] (8 rows) with MSE loss.
+// 32 -> 64 -> 32 exact-GELU MLP on x [2, 4, 32] (8 rows) with MSE loss, composed of linear,
+// gelu and linear, and as fused_mlp plus the fc2 bias.
 TEST_P(TorchParity, GeluMlpForwardLossAndEveryGradient) {
   const Goldens goldens("mlp.json");
-  Tensor x = input(goldens, "x", true);
-  Tensor w1 = input(goldens, "w1", true), b1 = input(goldens, "b1", true);
-  Tensor w2 = input(goldens, "w2", true), b2 = input(goldens, "b2", true);
-  const Tensor out = linear(gelu(linear(x, w1, b1)), w2, b2);
-  const Tensor loss = mse_loss(out, input(goldens, "target"));
-  loss.backward();
+  for (const bool fused : {false, true}) {
+    SCOPED_TRACE(fused ? "fused_mlp" : "linear, gelu, linear");
+    Tensor x = input(goldens, "x", true);
+    Tensor w1 = input(goldens, "w1", true), b1 = input(goldens, "b1", true);
+    Tensor w2 = input(goldens, "w2", true), b2 = input(goldens, "b2", true);
+    const Tensor out =
+        fused ? add(fused_mlp(x, w1, b1, w2), b2) : linear(gelu(linear(x, w1, b1)), w2, b2);
+    const Tensor loss = mse_loss(out, input(goldens, "target"));
+    loss.backward();
 
-  // Summed terms along the longest chain: forward 32 (layer 1) + 64 (layer 2); the loss adds
-  // its 256 squares; gradients go back through 32 (dH = dOut W2) and sum over the 8 rows.
-  const int rows = 8, forward = 32 + 64;
-  expect_golden(out, goldens, "out", forward);
-  expect_golden(loss, goldens, "loss", forward + static_cast<int>(out.numel()));
-  expect_golden(b2.grad(), goldens, "db2", forward + rows);
-  expect_golden(w2.grad(), goldens, "dw2", forward + rows);
-  expect_golden(x.grad(), goldens, "dx", forward + 64 + 32);
-  expect_golden(b1.grad(), goldens, "db1", forward + 32 + rows);
-  expect_golden(w1.grad(), goldens, "dw1", forward + 32 + rows);
+    // Summed terms along the longest chain: forward 32 (layer 1) + 64 (layer 2); the loss adds
+    // its 256 squares; gradients go back through 32 (dH = dOut W2) and sum over the 8 rows.
+    const int rows = 8, forward = 32 + 64;
+    expect_golden(out, goldens, "out", forward);
+    expect_golden(loss, goldens, "loss", forward + static_cast<int>(out.numel()));
+    expect_golden(b2.grad(), goldens, "db2", forward + rows);
+    expect_golden(w2.grad(), goldens, "dw2", forward + rows);
+    expect_golden(x.grad(), goldens, "dx", forward + 64 + 32);
+    expect_golden(b1.grad(), goldens, "db1", forward + 32 + rows);
+    expect_golden(w1.grad(), goldens, "dw1", forward + 32 + rows);
+  }
 }
 
 // x [3, 4, 10] (values ~3 +- 2): the row statistics sum 10 terms; dx adds the two row means of

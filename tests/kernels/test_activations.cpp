@@ -59,6 +59,40 @@ TEST_P(ActivationTest, GeluBackwardMatchesCentralDifferences) {
   }
 }
 
+TEST_P(ActivationTest, GeluBackwardRunsInPlace) {
+  const std::vector<double> x = random(129, 26, -5.0, 5.0), dy = random(129, 27);
+  for (GeluForm form : {GeluForm::exact, GeluForm::tanh}) {
+    Buffer separate = empty(x.size());
+    gelu_backward(make(x), make(dy), separate, form);
+    Buffer in_place = make(dy);  // dx written over dy
+    gelu_backward(make(x), in_place, in_place, form);
+    expect_close(host_values(in_place), host_values(separate), 0.0);
+  }
+}
+
+// y [rows, cols] += bias row-wise, g = gelu(y): against a double loop over the same rounded
+// inputs. cols 67 leaves a ragged tail after any vector width; x spans GELU's tails and middle.
+TEST_P(ActivationTest, BiasGeluAddsTheBiasInPlaceAndWritesGelu) {
+  constexpr std::size_t rows = 5, cols = 67;
+  const std::vector<double> y = random(rows * cols, 28, -4.0, 4.0), bias = random(cols, 29);
+  for (GeluForm form : {GeluForm::exact, GeluForm::tanh}) {
+    std::vector<double> want_y(y.size()), want_g(y.size());
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t c = 0; c < cols; ++c) {
+        const std::size_t i = r * cols + c;
+        want_y[i] = y[i] + bias[c];
+        want_g[i] = gelu_reference(want_y[i], form);
+      }
+    }
+    Buffer y_buffer = make(y), g = empty(y.size());
+    bias_gelu(y_buffer, make(bias), cols, g, form);
+    // The sum rounds once (half an eps); gelu of it adds the 16 eps of GeluForwardMatchesTheFormula
+    // plus |gelu'| <= 1.13 times that half eps.
+    expect_close(host_values(y_buffer), want_y, eps());
+    expect_close(host_values(g), want_g, 18 * eps());
+  }
+}
+
 std::vector<double> softmax_reference(const std::vector<double>& x, std::size_t cols) {
   std::vector<double> y(x.size());
   for (std::size_t r = 0; r < x.size() / cols; ++r) {

@@ -1,6 +1,6 @@
 // The caching allocator (kernels/allocator.h): size classes, reuse across nearby sizes, the limit
-// on cached bytes (oldest released first) and release on allocation failure. The pools are
-// process-wide, so checks compare counters before and after.
+// on cached bytes (oldest released first), release on request and on allocation failure. The pools
+// are process-wide, so checks compare counters before and after.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -91,6 +91,20 @@ TEST(Allocator, FailedAllocationReleasesTheCacheAndNamesTheSize) {
   EXPECT_EQ(allocator_stats(Device::cpu).cached_bytes, 0u);
 }
 
+TEST(Allocator, ReleaseCachedBlocksEmptiesTheCacheAndKeepsBlocksInUse) {
+  void* kept = cached_allocate(Device::cpu, false, 20000);
+  void* freed = cached_allocate(Device::cpu, false, 30000);
+  cached_deallocate(Device::cpu, false, freed, 30000);
+  const AllocatorStats before = allocator_stats(Device::cpu);
+  ASSERT_GT(before.cached_bytes, 0u);
+  release_cached_blocks();
+  const AllocatorStats after = allocator_stats(Device::cpu);
+  EXPECT_EQ(after.cached_bytes, 0u);
+  EXPECT_GT(after.backend_releases, before.backend_releases);
+  EXPECT_EQ(after.in_use_bytes, before.in_use_bytes);
+  cached_deallocate(Device::cpu, false, kept, 20000);
+}
+
 TEST(Allocator, PeaksTrackInUseAndHeldBytes) {
   const AllocatorStats before = allocator_stats(Device::cpu);
   void* block = cached_allocate(Device::cpu, false, std::size_t{1} << 20);
@@ -99,6 +113,21 @@ TEST(Allocator, PeaksTrackInUseAndHeldBytes) {
   EXPECT_GE(during.peak_held_bytes, during.in_use_bytes + during.cached_bytes);
   cached_deallocate(Device::cpu, false, block, std::size_t{1} << 20);
   EXPECT_EQ(allocator_stats(Device::cpu).in_use_bytes, before.in_use_bytes);
+}
+
+TEST(Allocator, ResetPeaksRestartsThemFromTheCurrentBytes) {
+  constexpr std::size_t kBig = std::size_t{3} << 20, kSmall = std::size_t{1} << 20;
+  void* big = cached_allocate(Device::cpu, false, kBig);
+  cached_deallocate(Device::cpu, false, big, kBig);
+  reset_allocator_peaks(Device::cpu);
+  AllocatorStats stats = allocator_stats(Device::cpu);
+  EXPECT_EQ(stats.peak_in_use_bytes, stats.in_use_bytes);  // the 3 MiB peak is forgotten
+  EXPECT_EQ(stats.peak_held_bytes, stats.in_use_bytes + stats.cached_bytes);
+  void* small = cached_allocate(Device::cpu, false, kSmall);
+  cached_deallocate(Device::cpu, false, small, kSmall);
+  const std::size_t before = stats.in_use_bytes;
+  stats = allocator_stats(Device::cpu);
+  EXPECT_EQ(stats.peak_in_use_bytes, before + kSmall);
 }
 
 }  // namespace

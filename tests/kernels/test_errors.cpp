@@ -46,6 +46,11 @@ TEST(Errors, DtypeAndDeviceMismatchNameBoth) {
 TEST(Errors, RowOpsRejectPartialRows) {
   Buffer x = cpu(10), bias = cpu(3), out = cpu(10);
   expect_invalid([&] { bias_add(x, bias, 3, out); }, {"kernels::bias_add", "10", "3"});
+  expect_invalid([&] { bias_gelu(x, bias, 3, out, GeluForm::exact); },
+                 {"kernels::bias_gelu", "10", "3"});
+  Buffer y = cpu(12), g = cpu(10);
+  expect_invalid([&] { bias_gelu(y, bias, 3, g, GeluForm::exact); },
+                 {"kernels::bias_gelu", "10", "12"});
   expect_invalid([&] { softmax_forward(x, 4, out); }, {"kernels::softmax_forward", "10", "4"});
   expect_invalid([&] { softmax_forward(x, 0, out); }, {"kernels::softmax_forward", "cols = 0"});
   Buffer sums = cpu(4);

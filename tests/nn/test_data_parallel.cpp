@@ -1,5 +1,7 @@
-// DP gradient averaging with rank-valued data (exact closed forms), and SGD against hand-computed
+// DP gradient averaging (flat buffer, buckets overlapped with backward) with rank-valued data
+// (exact closed forms), and SGD against hand-computed
 // updates.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
@@ -12,7 +14,7 @@ namespace {
 
 using autograd::Tensor;
 
-TEST(GradientAverager, AveragesEveryParameterWithOneFlatReduction) {
+TEST(DataParallelGradients, AveragesTheGradientsItFindsAndLeavesViews) {
   const comm::Communicator& dp = test_world();
   const double n = dp.size();
   Tensor a = Tensor::zeros({2, 3}).set_requires_grad();
@@ -20,16 +22,74 @@ TEST(GradientAverager, AveragesEveryParameterWithOneFlatReduction) {
   Tensor unused = Tensor::zeros({4}).set_requires_grad();
   a.set_grad(Tensor::full({2, 3}, dp.rank() + 1.0));
   b.set_grad(Tensor::full({5}, 2.0 * dp.rank()));
-  GradientAverager averager(dp);
-  for (int step = 0; step < 2; ++step) {  // the flat buffer is reused on the second call
-    averager.average({{"a", a}, {"b", b}, {"unused", unused}});
-    for (double g : a.grad().to_vector())
-      EXPECT_EQ(g, (n + 1) / 2);  // mean of 1..n
-    for (double g : b.grad().to_vector())
-      EXPECT_EQ(g, n - 1);  // mean of 0, 2, .., 2(n-1)
-    for (double g : unused.grad().to_vector())
-      EXPECT_EQ(g, 0.0);
+  {
+    DataParallelGradients gradients({{"a", a}, {"b", b}, {"unused", unused}}, dp);
+    EXPECT_EQ(gradients.bucket_count(), 1u);
+    gradients.finish();
   }
+  for (double g : a.grad().to_vector())
+    EXPECT_EQ(g, (n + 1) / 2);  // mean of 1..n
+  for (double g : b.grad().to_vector())
+    EXPECT_EQ(g, n - 1);  // mean of 0, 2, .., 2(n-1)
+  for (double g : unused.grad().to_vector())
+    EXPECT_EQ(g, 0.0);
+}
+
+// loss = sum_i sum(w_i * x_i) with x_i = (rank + 1) * (i + 1) * pass: d loss / d w_i = x_i, so
+// after passes 1..P the averaged gradient of w_i is (i + 1) * (n + 1) / 2 * P (P + 1) / 2.
+TEST(DataParallelGradients, BucketsStartDuringBackwardAndAccumulateInPlace) {
+  const comm::Communicator& dp = test_world();
+  const double n = dp.size();
+  Parameters parameters;
+  for (int i = 0; i < 4; ++i) {
+    parameters.push_back(
+        {fmt::format("w{}", i), Tensor::zeros({3 + i}, autograd::DType::f64).set_requires_grad()});
+  }
+  DataParallelGradients gradients(parameters, dp, /*bucket_elements=*/5);
+  EXPECT_EQ(gradients.bucket_count(), 3u);  // w3 (6) | w2 (5) | w1, w0 (4 + 3)
+  EXPECT_EQ(gradients.bucket_elements(0), 6u);
+  const int passes = 3;
+  for (int step = 0; step < 2; ++step) {
+    gradients.zero();
+    gradients.set_backward_passes(passes);
+    const void* storage = parameters[0].tensor.grad().buffer().data();
+    for (int pass = 1; pass <= passes; ++pass) {
+      Tensor loss = Tensor::zeros({}, autograd::DType::f64);
+      for (int i = 0; i < 4; ++i) {
+        const Tensor x = Tensor::full(parameters[i].tensor.shape(),
+                                      (dp.rank() + 1.0) * (i + 1) * pass, autograd::DType::f64);
+        loss = autograd::add(loss, autograd::sum(autograd::mul(parameters[i].tensor, x)));
+      }
+      loss.backward();
+      EXPECT_EQ(gradients.buckets_started(), pass == passes && n > 1 ? 3u : 0u);
+    }
+    gradients.finish();
+    EXPECT_EQ(parameters[0].tensor.grad().buffer().data(), storage);  // accumulated in place
+    for (int i = 0; i < 4; ++i) {
+      for (double g : parameters[i].tensor.grad().to_vector())
+        EXPECT_DOUBLE_EQ(g, (i + 1) * (n + 1) / 2 * passes * (passes + 1) / 2) << i;
+    }
+  }
+}
+
+TEST(DataParallelGradients, MoreBackwardPassesThanSetIsAnError) {
+  const comm::Communicator& dp = test_world();
+  if (dp.size() == 1) GTEST_SKIP() << "one replica reduces nothing";
+  Tensor w = Tensor::zeros({2}).set_requires_grad();
+  DataParallelGradients gradients({{"w", w}}, dp);
+  autograd::sum(w).backward();
+  EXPECT_THROW(autograd::sum(w).backward(), std::logic_error);
+  gradients.finish();
+}
+
+TEST(DataParallelGradients, RejectsMixedDtypesAndZeroBuckets) {
+  const comm::Communicator& dp = test_world();
+  Tensor a = Tensor::zeros({2}).set_requires_grad();
+  Tensor b = Tensor::zeros({2}, autograd::DType::f64).set_requires_grad();
+  EXPECT_THROW(DataParallelGradients({{"a", a}, {"b", b}}, dp), std::invalid_argument);
+  EXPECT_THROW(DataParallelGradients({{"a", a}}, dp, 0), std::invalid_argument);
+  DataParallelGradients gradients({{"a", a}}, dp);
+  EXPECT_THROW(gradients.set_backward_passes(0), std::invalid_argument);
 }
 
 TEST(Sgd, PlainStepSubtractsLrTimesGradient) {
@@ -41,8 +101,10 @@ TEST(Sgd, PlainStepSubtractsLrTimesGradient) {
   EXPECT_FLOAT_EQ(v[0], 0.95f);
   EXPECT_FLOAT_EQ(v[1], -2.025f);
   EXPECT_FLOAT_EQ(v[2], 0.6f);
-  sgd.zero_grad();
-  EXPECT_FALSE(p.grad().defined());
+  const void* storage = p.grad().buffer().data();
+  sgd.zero_grad();  // in place: the gradient's storage stays
+  EXPECT_EQ(p.grad().buffer().data(), storage);
+  EXPECT_EQ(p.grad().to_vector(), std::vector<double>(3, 0.0));
 }
 
 // torch.optim.SGD with momentum m: v1 = g1, p1 = p0 - lr g1; v2 = m g1 + g2, p2 = p1 - lr v2.

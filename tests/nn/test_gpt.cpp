@@ -1,6 +1,6 @@
 // The GPT on every topology of the test world: loss and every parameter shard's gradient after
 // finalize_gradients against the dense single-process model (nn/gpt_reference.h) and against
-// PyTorch (tests/data/gpt.json from tools/make_golden_gpt.py).
+// PyTorch (tests/data/gpt.json from tools/make_golden_gpt.py), also with activation recomputation.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -28,13 +28,14 @@ template <class ExpectedGrad>
 void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp, int pp, int dp,
                          ScheduleKind schedule, std::int64_t micro_batches, const Tensor& tokens,
                          const Tensor& targets, double expected_loss, ExpectedGrad expected_grad,
-                         DType dtype, double tolerance) {
-  SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} micro-batches, {}", tp, pp, dp, micro_batches,
-                           to_string(schedule)));
+                         DType dtype, double tolerance, bool recompute = false) {
+  SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} micro-batches, {}{}", tp, pp, dp, micro_batches,
+                           to_string(schedule), recompute ? ", recomputing activations" : ""));
   const comm::ParallelTopology topology(test_world(), tp, pp, dp);
   GptTrainOptions options;
   options.schedule = schedule;
   options.dtype = dtype;
+  options.recompute = recompute;
   GptTrainer trainer(config, init, topology, options);
   const StepResult result = trainer.forward_backward(
       replica_micro_batches({tokens, targets}, dp, topology.dp_rank(), micro_batches));
@@ -73,6 +74,11 @@ TEST(Gpt, LossAndGradientsMatchTheDenseModelOnEveryTopology) {
             [&](const std::string& name) { return dense.at(name).grad(); }, DType::f64, 1e-10);
       }
     }
+    // Activation recomputation: the same step, with each block run again in backward.
+    expect_step_matches(
+        config, init, tp, pp, dp, ScheduleKind::one_f_one_b, 2, tokens, targets, loss.item(),
+        [&](const std::string& name) { return dense.at(name).grad(); }, DType::f64, 1e-10,
+        /*recompute=*/true);
   }
 }
 
@@ -171,6 +177,10 @@ TEST(GptSizes, StepMemoryEstimateCountsWeightsStatesAndActivations) {
   const double activations_per_block = 4 * 2 * 8 * (34 + 5.0 * 2 * 4 / 8) * 2 / 2.0;
   EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4),
                    4 * parameters * 4 + activations_per_block * 2 * 3);
+  // Recomputation: 2 blocks x 3 micro-batches keep their [2, 4, 8] float32 input, plus one
+  // block's activations.
+  EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4, true),
+                   4 * parameters * 4 + 2 * 4 * 8 * 4.0 * 2 * 3 + activations_per_block);
   EXPECT_GT(gpt_step_memory_bytes({256, 16, 1000000, 64, 4}, 1, 1, 1, 16, 1, 4), 1e11);
 }
 

@@ -115,6 +115,32 @@ TEST(ParallelLinear, IndivisibleFeaturesAreRejectedWithTheNumbers) {
   }
 }
 
+// Mlp runs autograd::fused_mlp; its output and every parameter's gradient are those of the
+// unfused fc2(gelu(fc1(x))) on copies of the same weights. The same kernels run in the same order,
+// so float64 agrees far below 1e-12.
+TEST(Mlp, IsLinearGeluLinearOfItsWeights) {
+  const auto weights = make_mlp_weights(8, 12, 3, 4, DType::f64, autograd::Device::cpu);
+  const Mlp mlp(weights);
+  const auto leaf = [](const Tensor& t) { return t.detach().clone().set_requires_grad(); };
+  const Tensor w1 = leaf(weights.fc1.weight), b1 = leaf(weights.fc1.bias);
+  const Tensor w2 = leaf(weights.fc2.weight), b2 = leaf(weights.fc2.bias);
+  Tensor x1 = autograd::randn({2, 3, 8}, 5, 1.0, DType::f64).set_requires_grad();
+  Tensor x2 = x1.detach().clone().set_requires_grad();
+  const Tensor y1 = mlp.forward(x1);
+  const Tensor y2 = autograd::linear(autograd::gelu(autograd::linear(x2, w1, b1)), w2, b2);
+  const Tensor dy = autograd::randn({2, 3, 8}, 6, 1.0, DType::f64);
+  y1.backward(dy);
+  y2.backward(dy);
+  expect_close(y1, y2, 1e-12);
+  expect_close(x1.grad(), x2.grad(), 1e-12);
+  const Parameters p = mlp.parameters();
+  ASSERT_EQ(p.size(), 4u);
+  expect_close(p[0].tensor.grad(), w1.grad(), 1e-12);
+  expect_close(p[1].tensor.grad(), b1.grad(), 1e-12);
+  expect_close(p[2].tensor.grad(), w2.grad(), 1e-12);
+  expect_close(p[3].tensor.grad(), b2.grad(), 1e-12);
+}
+
 // Float64 so the TP and dense gradients agree to summation-order rounding (~1e-15 relative).
 TEST(ParallelMlp, ForwardAndGradientsMatchTheDenseMlp) {
   const comm::Communicator& tp = test_world();

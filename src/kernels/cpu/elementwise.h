@@ -61,14 +61,26 @@ struct Elementwise {
     }
   }
 
-  /// Exact GELU in float32 takes the vectorizable erf_f32; other cases call the C library.
   template <class T>
   static void gelu_forward(const T* x, T* y, std::size_t n, GeluForm form) {
-    if constexpr (std::is_same_v<T, float>) {
-      if (form == GeluForm::exact)
-        return map(y, n, [=](std::size_t i) { return gelu_exact_f32(x[i]); });
-    }
-    map(y, n, [=](std::size_t i) { return math::gelu(x[i], form); });
+    with_gelu<T>(form, [=](auto gelu) { map(y, n, [=](std::size_t i) { return gelu(x[i]); }); });
+  }
+
+  /// y[r, c] += bias[c], g[r, c] = gelu(y[r, c]) for y, g [rows, cols]; row by row as bias_add.
+  template <class T>
+  static void bias_gelu(T* y, const T* bias, std::size_t rows, std::size_t cols, T* g,
+                        GeluForm form) {
+    with_gelu<T>(form, [=](auto gelu) {
+      for (std::size_t r = 0; r < rows; ++r) {
+        T* y_row = y + r * cols;
+        T* g_row = g + r * cols;
+        for (std::size_t c = 0; c < cols; ++c) {
+          const T pre = y_row[c] + bias[c];
+          y_row[c] = pre;
+          g_row[c] = gelu(pre);
+        }
+      }
+    });
   }
 
   template <class T>
@@ -101,6 +113,16 @@ struct Elementwise {
   }
 
  private:
+  /// body(gelu) with `gelu` the scalar GELU of `form`: exact GELU in float32 takes the
+  /// vectorizable erf_f32, other cases math::gelu (the C library's erf and tanh).
+  template <class T, class Body>
+  static void with_gelu(GeluForm form, Body body) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (form == GeluForm::exact) return body([](float v) { return gelu_exact_f32(v); });
+    }
+    body([form](T v) { return math::gelu(v, form); });
+  }
+
   /// out[i] = f(i) for i in [0, n).
   template <class T, class F>
   static void map(T* out, std::size_t n, F f) {

@@ -59,6 +59,16 @@ void Kernels::gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluF
 }
 
 template <class T>
+void Kernels::bias_gelu(T* y, const T* bias, std::size_t rows, std::size_t cols, T* g,
+                        GeluForm form) {
+  for_each(rows * cols, [=] __device__(std::size_t i) {
+    const T pre = y[i] + bias[i % cols];
+    y[i] = pre;
+    g[i] = math::gelu(pre, form);
+  });
+}
+
+template <class T>
 void Kernels::mse_backward(const T* pred, const T* target, const T* dloss, std::size_t n,
                            T* dpred) {
   const double two_over_n = 2.0 / static_cast<double>(n);
@@ -76,19 +86,20 @@ void Kernels::adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, s
   });
 }
 
-#define MPITRON_INSTANTIATE(T)                                                            \
-  template void Kernels::fill<T>(T*, std::size_t, T);                                     \
-  template void Kernels::broadcast_scalar<T>(const T*, T, T*, std::size_t);               \
-  template void Kernels::add<T>(const T*, const T*, T*, std::size_t);                     \
-  template void Kernels::sub<T>(const T*, const T*, T*, std::size_t);                     \
-  template void Kernels::mul<T>(const T*, const T*, T*, std::size_t);                     \
-  template void Kernels::scale<T>(const T*, T, T*, std::size_t);                          \
-  template void Kernels::axpy<T>(T, const T*, T*, std::size_t);                           \
-  template void Kernels::bias_add<T>(const T*, const T*, std::size_t, std::size_t, T*);   \
-  template void Kernels::gelu_forward<T>(const T*, T*, std::size_t, GeluForm);            \
-  template void Kernels::gelu_backward<T>(const T*, const T*, T*, std::size_t, GeluForm); \
-  template void Kernels::mse_backward<T>(const T*, const T*, const T*, std::size_t, T*);  \
-  template void Kernels::adamw_update<T>(T*, const T*, T*, T*, std::size_t,               \
+#define MPITRON_INSTANTIATE(T)                                                               \
+  template void Kernels::fill<T>(T*, std::size_t, T);                                        \
+  template void Kernels::broadcast_scalar<T>(const T*, T, T*, std::size_t);                  \
+  template void Kernels::add<T>(const T*, const T*, T*, std::size_t);                        \
+  template void Kernels::sub<T>(const T*, const T*, T*, std::size_t);                        \
+  template void Kernels::mul<T>(const T*, const T*, T*, std::size_t);                        \
+  template void Kernels::scale<T>(const T*, T, T*, std::size_t);                             \
+  template void Kernels::axpy<T>(T, const T*, T*, std::size_t);                              \
+  template void Kernels::bias_add<T>(const T*, const T*, std::size_t, std::size_t, T*);      \
+  template void Kernels::gelu_forward<T>(const T*, T*, std::size_t, GeluForm);               \
+  template void Kernels::gelu_backward<T>(const T*, const T*, T*, std::size_t, GeluForm);    \
+  template void Kernels::bias_gelu<T>(T*, const T*, std::size_t, std::size_t, T*, GeluForm); \
+  template void Kernels::mse_backward<T>(const T*, const T*, const T*, std::size_t, T*);     \
+  template void Kernels::adamw_update<T>(T*, const T*, T*, T*, std::size_t,                  \
                                          const math::AdamWHyper<T>&);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
