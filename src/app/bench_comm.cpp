@@ -64,15 +64,34 @@ bool results_match(CommOp op, const comm::Communicator& world, std::size_t n,
   return comm::all_reduce_scalar(world, same ? 0.0 : 1.0, comm::ReduceOp::max) == 0.0;
 }
 
+// The median of `values` (not empty).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// The iterations are run in kRounds rounds, each timing comm and then plain MPI, and each path's
+// time is its median round: a burst of load from other processes on a shared machine then spoils
+// one round of both paths, not the whole of one.
+constexpr int kRounds = 5;
+
 Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int iterations,
                kernels::Device device) {
   CommBuffers buffers = make_comm_buffers(op, n, world.size(), world.rank(), device);
   run_mpitron(op, world, buffers);  // warm-up: staging workspaces, MPI connections
   run_mpi(op, world, buffers);
+  const int rounds = std::min(kRounds, iterations);
+  const int per_round = iterations / rounds;
+  std::vector<double> mpitron_s, mpi_s;
+  for (int round = 0; round < rounds; ++round) {
+    mpitron_s.push_back(time_runs(world, per_round, [&] { run_mpitron(op, world, buffers); }));
+    mpi_s.push_back(time_runs(world, per_round, [&] { run_mpi(op, world, buffers); }));
+  }
   Timing timing;
-  timing.iterations = iterations;
-  timing.mpitron_s = time_runs(world, iterations, [&] { run_mpitron(op, world, buffers); });
-  timing.mpi_s = time_runs(world, iterations, [&] { run_mpi(op, world, buffers); });
+  timing.iterations = rounds * per_round;
+  timing.mpitron_s = median(mpitron_s);
+  timing.mpi_s = median(mpi_s);
   if (op == CommOp::send_recv) {  // one run is a round trip: report one way
     timing.mpitron_s /= 2.0;
     timing.mpi_s /= 2.0;
@@ -106,7 +125,8 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   const bool print = world.rank() == 0;
   if (print) {
     fmt::print(
-        "bench comm: {} ranks, {} float32 buffers; time = slowest rank per call (send/recv: "
+        "bench comm: {} ranks, {} float32 buffers; time = median of 5 rounds of the slowest rank "
+        "per call (send/recv: "
         "one way of a ping-pong of rank pairs); GB/s = 1e9 bytes/s; bus GB/s = mpitron's, "
         "nccl-tests convention\n"
         "{:<15} {:>8} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",

@@ -26,9 +26,11 @@ struct BenchCommOptions {
 CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options);
 
 /// Times every operation at sizes min_bytes, 4*min_bytes, ... up to max_bytes on every rank of
-/// `world`, each size first through comm, then through plain MPI, after one untimed run of each
-/// whose results must be identical (inputs are small integers, so sums are exact); the time of
-/// an iteration is the slowest rank's. Rank 0 prints the table and, with --json, appends
+/// `world`, through comm and through plain MPI, after one untimed run of each
+/// whose results must be identical (inputs are small integers, so sums are exact). The calls
+/// run in up to 5 rounds, each timing comm then plain MPI; a round's time per call is the
+/// slowest rank's, and each path reports its median round ("iterations": calls per path). Rank 0
+/// prints the table and, with --json, appends
 /// {"tool", "bench": "comm", "world_size", "device", "results": [{"op", "bytes", "iterations",
 /// "mpitron_us", "mpi_us", "mpitron_gbps", "mpi_gbps", "mpitron_bus_gbps", "mpi_bus_gbps"}]}
 /// (GB/s = 1e9 bytes/s of the reported size; bus GB/s per bench_comm_ops.h). Returns 1 when a

@@ -4,6 +4,7 @@
 
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
+#include "comm/recursive_doubling.h"
 #include "comm/ring_all_reduce.h"
 #include "comm/staging.h"
 
@@ -27,8 +28,14 @@ std::string to_string(ReduceOp op) {
 
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
+  const MPI_Op reduction = mpi_op(op, buffer.dtype());  // throws for avg of integers
   if (uses_ring_all_reduce(comm, buffer)) {
     ring_all_reduce(comm, buffer, op);
+    finish_average(comm, buffer, op);
+    return;
+  }
+  if (uses_recursive_doubling(comm, buffer)) {
+    recursive_doubling_all_reduce(comm, buffer, op);
     finish_average(comm, buffer, op);
     return;
   }
@@ -39,7 +46,7 @@ void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
       [&](const Range& range) {
         MPI_Request request = MPI_REQUEST_NULL;
         check_mpi(MPI_Iallreduce(MPI_IN_PLACE, element(image, range.offset), mpi_count(range.count),
-                                 type, mpi_op(op, buffer.dtype()), comm.native(), &request),
+                                 type, reduction, comm.native(), &request),
                   "MPI_Iallreduce");
         return request;
       });

@@ -2,7 +2,8 @@
 // and the full [outer, size*chunk] buffer ("wide" layout, rank r's columns at r*chunk).
 //
 // MPI moves rank-major data ([size, rows, cols], each rank's part contiguous). Each tile of the
-// per-rank matrix (see tile_matrix) is moved by one MPI call; when the tile's rank-major form is
+// per-rank matrix (see tile_matrix) is moved by one collective (a ring of point-to-point messages
+// for host memory, p2p_gather_scatter.h, else one MPI call); when the tile's rank-major form is
 // not already laid out inside the wide buffer it is reordered through a pack workspace with
 // kernels::copy_rows.
 #include <stdexcept>
@@ -10,6 +11,7 @@
 #include "comm/collectives.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
+#include "comm/p2p_gather_scatter.h"
 #include "comm/staging.h"
 #include "kernels/fault_injection.h"
 #include "kernels/ops.h"
@@ -122,13 +124,20 @@ void all_gather(const Communicator& comm, const Buffer& in, Buffer& out, std::si
                   !kernels::fault_active(kernels::Fault::all_gather_rank_order_reversed);
               Buffer& gathered =
                   in_place ? dst : pack_workspace(comm, out, wide.size * tile.rows * tile.cols);
-              MPI_Request request = MPI_REQUEST_NULL;
-              check_mpi(MPI_Iallgather(element(src, tile.row * wide.chunk + tile.col), count,
-                                       mpi_type(in.dtype()),
-                                       element(gathered, in_place ? wide.offset(tile, 0) : 0),
-                                       count, mpi_type(in.dtype()), comm.native(), &request),
-                        "MPI_Iallgather");
-              wait_one(comm, request, tile_operation("all_gather", wide, tile, in));
+              const std::size_t src_offset = tile.row * wide.chunk + tile.col;
+              const std::size_t gathered_offset = in_place ? wide.offset(tile, 0) : 0;
+              const Operation operation = tile_operation("all_gather", wide, tile, in);
+              if (uses_p2p_all_gather(comm, src)) {
+                p2p_all_gather(comm, src, src_offset, gathered, gathered_offset,
+                               tile.rows * tile.cols, operation);
+              } else {
+                MPI_Request request = MPI_REQUEST_NULL;
+                check_mpi(MPI_Iallgather(element(src, src_offset), count, mpi_type(in.dtype()),
+                                         element(gathered, gathered_offset), count,
+                                         mpi_type(in.dtype()), comm.native(), &request),
+                          "MPI_Iallgather");
+                wait_one(comm, request, operation);
+              }
               if (!in_place) move_tile(gathered, dst, tile, wide, Direction::to_wide);
             });
 }
@@ -137,6 +146,7 @@ void reduce_scatter(const Communicator& comm, const Buffer& in, Buffer& out, std
                     ReduceOp op) {
   run_tiled("reduce_scatter", comm, in, out, out, in, outer,
             [&](const Tile& tile, const WideLayout& wide, const Buffer& src, Buffer& dst) {
+              const MPI_Op reduction = mpi_op(op, in.dtype());  // throws for avg of integers
               const Buffer* packed = &src;
               std::size_t packed_offset = wide.offset(tile, 0);
               if (!wide.rank_major_in_place(tile)) {
@@ -145,14 +155,20 @@ void reduce_scatter(const Communicator& comm, const Buffer& in, Buffer& out, std
                 packed = &pack;
                 packed_offset = 0;
               }
+              const std::size_t dst_offset = tile.row * wide.chunk + tile.col;
+              const Operation operation = tile_operation("reduce_scatter", wide, tile, in);
+              if (uses_p2p_reduce_scatter(comm, in)) {
+                p2p_reduce_scatter(comm, *packed, packed_offset, dst, dst_offset,
+                                   tile.rows * tile.cols, op, operation);
+                return;
+              }
               MPI_Request request = MPI_REQUEST_NULL;
-              check_mpi(
-                  MPI_Ireduce_scatter_block(element(*packed, packed_offset),
-                                            element(dst, tile.row * wide.chunk + tile.col),
-                                            mpi_count(tile.rows * tile.cols), mpi_type(in.dtype()),
-                                            mpi_op(op, in.dtype()), comm.native(), &request),
-                  "MPI_Ireduce_scatter_block");
-              wait_one(comm, request, tile_operation("reduce_scatter", wide, tile, in));
+              check_mpi(MPI_Ireduce_scatter_block(
+                            element(*packed, packed_offset), element(dst, dst_offset),
+                            mpi_count(tile.rows * tile.cols), mpi_type(in.dtype()), reduction,
+                            comm.native(), &request),
+                        "MPI_Ireduce_scatter_block");
+              wait_one(comm, request, operation);
             });
   finish_average(comm, out, op);
 }

@@ -63,10 +63,10 @@ void set_stall_inspection_comm(MPI_Comm side) {
   if (side == MPI_COMM_NULL) g_pending.clear();
 }
 
-void answer_stall_queries(std::string_view doing) {
+void answer_stall_queries(const std::function<std::string()>& doing) {
   if (g_side == MPI_COMM_NULL) return;
   while (const auto query = receive(kQueryTag))
-    send(query->first, kAnswerTag, doing);
+    send(query->first, kAnswerTag, doing());
   drop_completed_sends();
 }
 
@@ -80,7 +80,7 @@ std::vector<std::optional<std::string>> inspect_peers(const std::vector<int>& pe
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_seconds);
   std::size_t missing = peers.size();
   while (missing > 0 && std::chrono::steady_clock::now() < end) {
-    answer_stall_queries(doing);
+    answer_stall_queries([&] { return std::string(doing); });
     while (const auto answer = receive(kAnswerTag)) {
       for (std::size_t i = 0; i < peers.size(); ++i) {
         if (peers[i] == answer->first && !answers[i]) {

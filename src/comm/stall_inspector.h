@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,9 +24,10 @@ namespace mpitron::comm {
 /// on. Environment sets it after MPI_Init and clears it before MPI_Finalize.
 void set_stall_inspection_comm(MPI_Comm side);
 
-/// Answers every query that has arrived with `doing` (this rank's pending operation, e.g.
-/// "all_reduce on the tp communicator (64 bytes)"). Called by the wait routine at each poll.
-void answer_stall_queries(std::string_view doing);
+/// Answers every query that has arrived with `doing()` (this rank's pending operation, e.g.
+/// "all_reduce on the tp communicator (64 bytes)"), which is called only when one has arrived, so
+/// a poll without queries builds no text. Called by the wait routine at each poll.
+void answer_stall_queries(const std::function<std::string()>& doing);
 
 /// Asks each of `peers` (world ranks, not this one) what it is doing and waits up to
 /// `grace_seconds` for the answers, answering others' queries with `doing` meanwhile. Returns,

@@ -20,7 +20,9 @@ std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited) {
 }
 
 void Backoff::pause() {
-  const std::chrono::nanoseconds duration = next(std::chrono::steady_clock::now() - start_);
+  const std::chrono::nanoseconds waited = std::chrono::steady_clock::now() - start_;
+  if (spins(waited)) return;
+  const std::chrono::nanoseconds duration = next(waited);
   if (duration.count() == 0) {
     sched_yield();
   } else {
@@ -103,9 +105,9 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
                                     std::chrono::duration<double>(comm.timeout()));
   const WaitClock clock(start);
   Backoff backoff;
-  std::string doing;  // built once the operation is found pending
+  std::string doing;  // built once another rank asks, or the deadline passes
   for (;;) {
-    bool done = true;
+    bool done = true, progressed = false;
     for (MPI_Request& request : requests) {
       if (request == MPI_REQUEST_NULL) continue;
       int flag = 0;
@@ -115,11 +117,18 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
             "MPI_Test (" + std::string(op.what) + " on the " + comm.name() + " communicator)", rc);
       }
       done = done && flag != 0;
+      progressed = progressed || flag != 0;
     }
     if (done) return;
-    if (doing.empty()) doing = operation_text(comm, op);
-    answer_stall_queries(doing);
-    if (std::chrono::steady_clock::now() >= deadline) expire(comm, op, doing);
+    if (progressed) backoff = Backoff{};  // the pauses count from the last completion
+    answer_stall_queries([&] {
+      if (doing.empty()) doing = operation_text(comm, op);
+      return doing;
+    });
+    if (std::chrono::steady_clock::now() >= deadline) {
+      if (doing.empty()) doing = operation_text(comm, op);
+      expire(comm, op, doing);
+    }
     backoff.pause();
   }
 }

@@ -13,8 +13,11 @@ namespace {
 
 using std::chrono::nanoseconds;
 
-TEST(Backoff, YieldsForOneMillisecondThenSleepsASixteenthOfTheWaitUpToOneMillisecond) {
+TEST(Backoff, SpinsFor20usYieldsUntilOneMillisecondThenSleepsASixteenthOfTheWait) {
   using std::chrono::microseconds;
+  EXPECT_TRUE(Backoff::spins(nanoseconds(0)));
+  EXPECT_TRUE(Backoff::spins(microseconds(19)));
+  EXPECT_FALSE(Backoff::spins(microseconds(20)));
   EXPECT_EQ(Backoff::next(nanoseconds(0)), nanoseconds(0));
   EXPECT_EQ(Backoff::next(microseconds(999)), nanoseconds(0));
   EXPECT_EQ(Backoff::next(microseconds(1000)), microseconds(62) + nanoseconds(500));

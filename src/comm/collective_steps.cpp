@@ -1,0 +1,99 @@
+#include "comm/collective_steps.h"
+
+#include <algorithm>
+
+#include "comm/errors.h"
+#include "comm/mpi_util.h"
+
+namespace mpitron::comm {
+
+using kernels::Buffer;
+
+namespace {
+
+// The most elements one message of a `count`-element transfer carries (see exchange).
+std::size_t piece_limit(const Communicator& comm, kernels::DType dtype, std::size_t count,
+                        std::size_t eager_below) {
+  const std::size_t element_bytes = kernels::dtype_size(dtype);
+  if (count * element_bytes >= eager_below) return comm.max_message_elements();
+  return std::min(comm.max_message_elements(), kEagerMessageBytes / element_bytes);
+}
+
+}  // namespace
+
+void exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
+              Range recv, int from, std::vector<MPI_Request>& requests, const Operation& op,
+              std::size_t eager_below) {
+  post_exchange(comm, buffer, send, to, into, recv, from, requests, eager_below);
+  wait_all(comm, requests, op);
+}
+
+namespace {
+
+// Appends one request per message of the `range.count`-element transfer at `range.offset`, cut
+// at `limit` elements; start(offset, count, request) posts each one.
+template <class Start>
+void post_messages(Range range, std::size_t limit, std::vector<MPI_Request>& requests,
+                   Start start) {
+  const std::size_t messages = message_count(range.count, limit);
+  for (std::size_t i = 0; i < messages; ++i) {
+    const Range part = message_range(range.count, limit, i);
+    requests.push_back(MPI_REQUEST_NULL);
+    start(range.offset + part.offset, part.count, requests.back());
+  }
+}
+
+}  // namespace
+
+void post_exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
+                   Range recv, int from, std::vector<MPI_Request>& requests,
+                   std::size_t eager_below) {
+  const MPI_Datatype type = mpi_type(buffer.dtype());
+  requests.clear();
+  post_messages(recv, piece_limit(comm, into.dtype(), recv.count, eager_below), requests,
+                [&](std::size_t offset, std::size_t count, MPI_Request& request) {
+                  check_mpi(MPI_Irecv(element(into, offset), mpi_count(count), type, from,
+                                      kCollectiveTag, comm.native(), &request),
+                            "MPI_Irecv");
+                });
+  post_messages(send, piece_limit(comm, buffer.dtype(), send.count, eager_below), requests,
+                [&](std::size_t offset, std::size_t count, MPI_Request& request) {
+                  check_mpi(MPI_Isend(element(buffer, offset), mpi_count(count), type, to,
+                                      kCollectiveTag, comm.native(), &request),
+                            "MPI_Isend");
+                });
+}
+
+namespace {
+
+template <class T>
+void combine_typed(T* out, const T* first, const T* second, std::size_t count, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      for (std::size_t i = 0; i < count; ++i)
+        out[i] = first[i] + second[i];
+      return;
+    case ReduceOp::max:
+      for (std::size_t i = 0; i < count; ++i)
+        out[i] = std::max(first[i], second[i]);
+      return;
+    case ReduceOp::min:
+      for (std::size_t i = 0; i < count; ++i)
+        out[i] = std::min(first[i], second[i]);
+      return;
+  }
+}
+
+}  // namespace
+
+void combine(kernels::DType dtype, void* out, const void* first, const void* second,
+             std::size_t count, ReduceOp op) {
+  kernels::dispatch_any(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    combine_typed(static_cast<T*>(out), static_cast<const T*>(first), static_cast<const T*>(second),
+                  count, op);
+  });
+}
+
+}  // namespace mpitron::comm

@@ -1,0 +1,55 @@
+// All-gather and reduce-scatter of rank-major blocks on point-to-point messages, used by
+// comm::all_gather and comm::reduce_scatter (gather_scatter.cpp) for host memory: the
+// all-gather by recursive doubling on a power-of-two number of ranks (Thakur, Rabenseifner and
+// Gropp 2005, sections 4.1 and 4.3), the reduce-scatter by recursive halving, otherwise both as
+// rings (the halves of the ring all-reduce, ring_all_reduce.h). Open MPI's non-blocking
+// MPI_Iallgather and MPI_Ireduce_scatter_block (libnbc) took 1.2-3x the blocking calls' time on 2
+// ranks (bench comm); these keep the deadline routine and cut small transfers into eager messages
+// (collective_steps.h).
+#pragma once
+
+#include <cstddef>
+
+#include "comm/collectives.h"
+#include "comm/communicator.h"
+#include "comm/wait.h"
+#include "kernels/device.h"
+
+namespace mpitron::comm {
+
+/// True when all_gather moves `image` (the MPI-visible memory of its input, staging.h) with
+/// ring_all_gather: more than one rank and host memory (copies only, so staged CUDA buffers get
+/// the same bytes either way).
+bool uses_p2p_all_gather(const Communicator& comm, const kernels::Buffer& image);
+
+/// True when reduce_scatter of `buffer` uses ring_reduce_scatter: more than one rank and a CPU
+/// buffer that MPI reads in place (staged buffers, CUDA ones included, keep MPI's reduction so
+/// staged and direct results stay identical).
+bool uses_p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& buffer);
+
+/// out[out_offset + q*count, +count) = rank q's in[in_offset, +count) for every rank q of
+/// `comm` ([count] per rank -> [size, count]). When p is a power of two, in step k = 0 ..
+/// log2(p) - 1 rank r exchanges the 2^k blocks it holds with rank r xor 2^k; otherwise, in
+/// p - 1 steps rank r sends block (r - s) mod p to rank r + 1 and receives block
+/// (r - s - 1) mod p from rank r - 1; the first step sends this rank's block from `in` while
+/// copying it into `out`. `in` and `out` share a dtype and live in host memory; the blocks do
+/// not overlap. Each step waits through the deadline routine as `op`. Throws MpiError when an
+/// MPI call fails.
+void p2p_all_gather(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,
+                    kernels::Buffer& out, std::size_t out_offset, std::size_t count,
+                    const Operation& op);
+
+/// out[out_offset + i] = op over ranks of that rank's in[in_offset + r*count + i] for i < count,
+/// r this rank ([size, count] per rank -> [count]; avg: the sum). When p is a power of two, by
+/// recursive halving: for d = p/2, p/4, .., 1 rank r sends the half of the blocks it holds that
+/// lies on rank r xor d's side and combines the other half with what arrives, the lower rank's
+/// operand first, so element i is reduced as a butterfly over the rank bits, highest bit first.
+/// Otherwise as a ring: block c starts at rank c + 1 and travels the ring, each rank combining
+/// its own block first with what arrived: x_c op (x_{c-1} op (... op x_{c+1})), indices mod p.
+/// The order is the same on every run. `in` is not modified; host memory, one dtype. Each step
+/// waits through the deadline routine as `wait_op`. Throws MpiError when an MPI call fails.
+void p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,
+                        kernels::Buffer& out, std::size_t out_offset, std::size_t count,
+                        ReduceOp op, const Operation& wait_op);
+
+}  // namespace mpitron::comm
