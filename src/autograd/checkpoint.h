@@ -18,7 +18,8 @@ using Recomputable = std::function<Tensor(const Tensor&)>;
 /// hooks) inside that inner pass, and x receives its own. x: any shape; the output: whatever fn
 /// returns. fn must give the same result when run again (no randomness, no state changed in
 /// between); collectives inside it run again in backward, on every rank alike. With grad mode
-/// off this is just fn(x). The graph is recorded even when x does not require grad, so the
+/// off this is just fn(x); the recomputation in backward records its graph even when backward
+/// itself runs with grad mode off. The graph is recorded even when x does not require grad, so the
 /// parameters still get gradients.
 Tensor checkpoint(const Recomputable& fn, const Tensor& x);
 
