@@ -45,7 +45,8 @@ class DataParallelGradients {
   /// Removes the hooks; the gradients stay valid (they keep the flat buffer alive).
   ~DataParallelGradients();
 
-  /// Every gradient becomes zero, in place, and the count of backward passes starts again.
+  /// Every gradient becomes zero, in place (a gradient replaced since, by set_grad or by clearing
+  /// it, is made the flat buffer's view again), and the count of backward passes starts again.
   /// Waits for buckets still in flight first.
   void zero();
 
@@ -54,8 +55,11 @@ class DataParallelGradients {
   void set_backward_passes(int passes);
 
   /// After the step's last backward: every gradient becomes the average over the DP replicas.
-  /// Collective over the DP communicator. Throws std::logic_error when a gradient grew after
-  /// its bucket's all-reduce had started (more backward passes than set_backward_passes said).
+  /// A gradient the caller replaced (set_grad; cleared gradients that backward made anew) is
+  /// copied back into the flat buffer first and averaged like the others (zeros when it is
+  /// undefined). Collective over the DP communicator. Throws std::logic_error when a gradient grew
+  /// after its bucket's all-reduce had started (more backward passes than set_backward_passes
+  /// said).
   void finish();
 
   /// Number of buckets and elements of bucket `i` (for tests and reports).
@@ -72,12 +76,17 @@ class DataParallelGradients {
     std::unique_ptr<comm::PendingAllReduce> all_reduce;
   };
   void on_gradient(std::size_t parameter);
+  // Makes the parameter's gradient its view of flat_ again when it is another tensor (replaced
+  // by set_grad, or made by backward after the gradient was cleared), copying its values (zeros
+  // when it is undefined).
+  void take_back(std::size_t parameter);
   void reset_counts();
   void start(Bucket& bucket);
 
   comm::Communicator dp_;
   Parameters parameters_;
   Tensor flat_;
+  std::vector<Tensor> views_;  // per parameter, its gradient's place in flat_
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<int> passes_seen_;        // per parameter, since zero()
