@@ -140,7 +140,8 @@ void DataParallelGradients::on_gradient(std::size_t parameter) {
   if (bucket.all_reduce) {
     throw std::logic_error(fmt::format(
         "DataParallelGradients: the gradient of {} grew after its bucket's all-reduce started "
-        "(more than the {} backward passes per step set)",
+        "(more than the {} backward passes per step set, or a parameter used by two "
+        "autograd::checkpoint regions, which get their gradients in separate inner passes)",
         parameters_[parameter].name, backward_passes_));
   }
   take_back(parameter);

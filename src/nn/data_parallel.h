@@ -28,6 +28,10 @@ namespace mpitron::nn {
 /// `finish` starts the buckets that did not start (parameters no backward reached), waits for
 /// all and divides by the replica count. All parameters must share one dtype and device.
 /// Replicas must run the same graphs, so buckets start in the same order on every DP rank.
+/// With dp > 1 a backward pass throws std::logic_error (from the hook) when a gradient grows
+/// after its bucket's all-reduce started: more backward passes than `set_backward_passes` said,
+/// or a parameter used by two `autograd::checkpoint` regions (or inside and outside one), whose
+/// hook then fires once per region.
 class DataParallelGradients {
  public:
   /// 2^20 elements (4 MiB of float32) per bucket by default.
@@ -57,9 +61,7 @@ class DataParallelGradients {
   /// After the step's last backward: every gradient becomes the average over the DP replicas.
   /// A gradient the caller replaced (set_grad; cleared gradients that backward made anew) is
   /// copied back into the flat buffer first and averaged like the others (zeros when it is
-  /// undefined). Collective over the DP communicator. Throws std::logic_error when a gradient grew
-  /// after its bucket's all-reduce had started (more backward passes than set_backward_passes
-  /// said).
+  /// undefined). Collective over the DP communicator.
   void finish();
 
   /// Number of buckets and elements of bucket `i` (for tests and reports).

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "autograd/checkpoint.h"
 #include "autograd/ops.h"
 #include "nn/data_parallel.h"
 #include "nn/sgd.h"
@@ -107,6 +108,27 @@ TEST(DataParallelGradients, TakesBackGradientsReplacedBySetGrad) {
     for (double g : w.grad().to_vector())
       EXPECT_EQ(g, 0.0);
   }
+}
+
+// A parameter used by two checkpointed regions receives its gradient in two inner backward
+// passes, so its hook fires twice per pass (PyTorch DDP with reentrant checkpointing fails the
+// same way): the second firing must be an error that names the cause, not a silent average of
+// half a gradient.
+TEST(DataParallelGradients, AParameterSharedByTwoCheckpointsIsAnErrorNamingTheCause) {
+  const comm::Communicator& dp = test_world();
+  if (dp.size() == 1) GTEST_SKIP() << "one replica reduces nothing";
+  Tensor w = Tensor::full({2, 2}, 0.5, autograd::DType::f64).set_requires_grad();
+  DataParallelGradients gradients({{"w", w}}, dp);
+  const autograd::Recomputable layer = [&](const Tensor& in) { return autograd::linear(in, w); };
+  const Tensor x = Tensor::full({1, 2}, 1.0, autograd::DType::f64);
+  const Tensor loss = autograd::sum(autograd::checkpoint(layer, autograd::checkpoint(layer, x)));
+  try {
+    loss.backward();
+    ADD_FAILURE() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint"), std::string::npos) << e.what();
+  }
+  gradients.finish();
 }
 
 TEST(DataParallelGradients, RejectsMixedDtypesAndZeroBuckets) {
