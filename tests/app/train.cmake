@@ -44,7 +44,8 @@ set(train_bad_runs
   "stopafter|--stop-after 2|--stop-after 2 is beyond --steps 1"
   "save|--save /proc/mpitron-no-such-folder|--save /proc/mpitron-no-such-folder: cannot create the folder"
   "metrics|--metrics /nonexistent-mpitron-dir/m.jsonl|--metrics /nonexistent-mpitron-dir/m.jsonl: cannot open for appending"
-  "memory|--layers 1000000 --hidden 64 --heads 4|this run needs about")
+  "memory|--layers 1000000 --hidden 64 --heads 4|this run needs about"
+  "memoryhint|--layers 1000000 --hidden 64 --heads 4|--seq or --micro-batch, --recompute, or more ranks")
 foreach(run IN LISTS train_bad_runs)
   string(REPLACE "|" ";" fields "${run}")
   list(GET fields 0 name)
