@@ -58,6 +58,11 @@ foreach(run IN LISTS train_bad_runs)
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message_regex}" "rank 1: error:")
 endforeach()
 
+# --recompute is stated in the start-up line, as bench states it.
+mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --recompute --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_recompute
+  EXPECT_EXIT 0 EXPECT_OUTPUT "\\(1f1b schedule, recomputing activations\\)" "step 3/3 loss")
+
 # The progress line: under ctest stdout is a pipe, so `auto` adds nothing to the per-step lines;
 # `in-place` redraws one line with carriage returns, with the rate and ETA.
 mpitron_add_expect_test(train_progress_auto_off_in_pipe TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
