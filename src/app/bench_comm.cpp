@@ -32,6 +32,17 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
   return command;
 }
 
+std::string bench_step_options_given(const CLI::App& bench) {
+  for (const CLI::Option* option : bench.get_options()) {
+    if (option->count() > 0) {
+      return fmt::format(
+          "bench comm does not take {} (an option of bench's MLP step given before 'comm')",
+          option->get_name());
+    }
+  }
+  return "";
+}
+
 namespace {
 
 struct Timing {

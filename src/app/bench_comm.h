@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +25,11 @@ struct BenchCommOptions {
 /// Adds the `comm` subcommand and its flags (--min-bytes --max-bytes --max-iterations and the
 /// common ones except --tp --pp --dp) to `bench`.
 CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options);
+
+/// The error for options of `bench` itself (its MLP step's, e.g. --recompute, --hidden, --tp)
+/// given before `comm`, which CLI11 accepts and bench comm would ignore: "bench comm does not
+/// take --X (...)", naming the first; empty when none was given. Call after parsing.
+std::string bench_step_options_given(const CLI::App& bench);
 
 /// Times every operation at sizes min_bytes, 4*min_bytes, ... up to max_bytes on every rank of
 /// `world`, through comm and through plain MPI, after one untimed run of each

@@ -75,7 +75,9 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
     sizes = resolve_parallel_sizes(options.common, world.size());
     check_divisibility(options.sizes, sizes.tp, sizes.pp);
     if (options.steps < 1 || options.warmup < 0) {
-      throw comm::ConfigError("--steps must be >= 1 and --warmup >= 0");
+      throw comm::ConfigError(
+          fmt::format("--steps must be >= 1 and --warmup >= 0, got --steps {} --warmup {}",
+                      options.steps, options.warmup));
     }
     device = resolve_device(options.common.device);
     prepare_run(options.common, world);

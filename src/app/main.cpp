@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     parse_error = parse_error_text(app, e, argc, argv);
   }
+  if (parse_error.empty() && bench_comm_command)
+    parse_error = mpitron::app::bench_step_options_given(bench_command);
   return mpitron::comm::run_guarded(world, [&] {
     mpitron::comm::check_launch_consistency(world);
     if (!parse_error.empty()) {

@@ -76,12 +76,13 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   run.log->info(
       "train: tp={} pp={} dp={} ({} ranks, device {}, {}), {} layers x hidden {} x {} heads, seq "
       "{}, vocab {}; parameters per rank {}; {} micro-batches of {} sequences per replica per "
-      "step ({} schedule), global batch {} ({} tokens); data {} ({} bytes: {} train, {} "
+      "step ({} schedule{}), global batch {} ({} tokens); data {} ({} bytes: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, world.size(), kernels::to_string(run.device),
       o.dtype, o.layers, o.hidden, o.heads, o.seq, o.vocab, fmt::join(counts, ", "), micro_per_step,
-      o.micro_batch, o.schedule, o.global_batch, o.global_batch * o.seq, corpus.source(),
-      corpus.bytes().size(), corpus.split(), corpus.bytes().size() - corpus.split());
+      o.micro_batch, o.schedule, o.recompute ? ", recomputing activations" : "", o.global_batch,
+      o.global_batch * o.seq, corpus.source(), corpus.bytes().size(), corpus.split(),
+      corpus.bytes().size() - corpus.split());
 
   const MetricsFile metrics(o.metrics, world.rank() == 0);
   const nlohmann::json config = nlohmann::json::parse(run.description);

@@ -130,8 +130,8 @@ void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node)
     throw comm::ConfigError(fmt::format(
         "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
         "activations), {} ranks on this node have {:.1f} GiB: use fewer layers, a smaller "
-        "--hidden, --seq or --micro-batch, or more ranks",
-        need / (1 << 30), ranks_on_node, node / (1 << 30)));
+        "--hidden, --seq or --micro-batch, {}or more ranks",
+        need / (1 << 30), ranks_on_node, node / (1 << 30), o.recompute ? "" : "--recompute, "));
   }
 }
 

@@ -14,6 +14,7 @@ class Checkpoint final : public Function {
   std::vector<Tensor> backward(const Tensor& grad_output) override {
     Tensor input = x_.detach();
     if (x_needs_grad_) input.set_requires_grad();
+    GradModeGuard enable_grad(true);  // backward may run under NoGradGuard
     const Tensor output = fn_(input);
     if (output.requires_grad()) output.backward(grad_output);
     return {x_needs_grad_ ? input.grad() : Tensor()};

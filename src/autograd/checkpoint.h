@@ -15,10 +15,13 @@ using Recomputable = std::function<Tensor(const Tensor&)>;
 /// Returns fn(x) computed without recording a graph, keeping only `x` (and `fn`) for backward.
 /// Backward runs fn again on x with the graph recorded and propagates the output gradient
 /// through it: the parameters fn uses receive their gradients (and fire their post-accumulate
-/// hooks) inside that inner pass, and x receives its own. x: any shape; the output: whatever fn
+/// hooks) inside that inner pass, and x receives its own. A parameter used by two checkpointed
+/// regions therefore fires its hook once per region in one backward pass (which
+/// nn::DataParallelGradients at dp > 1 reports as an error). x: any shape; the output: whatever fn
 /// returns. fn must give the same result when run again (no randomness, no state changed in
 /// between); collectives inside it run again in backward, on every rank alike. With grad mode
-/// off this is just fn(x). The graph is recorded even when x does not require grad, so the
+/// off this is just fn(x); the recomputation in backward records its graph even when backward
+/// itself runs with grad mode off. The graph is recorded even when x does not require grad, so the
 /// parameters still get gradients.
 Tensor checkpoint(const Recomputable& fn, const Tensor& x);
 

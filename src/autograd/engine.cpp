@@ -102,18 +102,21 @@ void run_backward(const Tensor& root, const Tensor& grad_output) {
   }
   std::unordered_map<Function*, Tensor> pending{{root.grad_fn().get(), grad_output}};
   const std::vector<FunctionPtr> order = topological_order(root.grad_fn());
+  // Checked before any backward runs, so a refused pass leaves every leaf's gradient as it was.
+  for (const FunctionPtr& function : order) {
+    if (function->released()) {
+      throw std::logic_error(fmt::format(
+          "{}: backward through a graph that was already differentiated (one backward pass per "
+          "graph; run the forward again)",
+          function->name()));
+    }
+  }
   LeafUses leaf_uses = hooked_leaf_uses(order);
   for (const FunctionPtr& function : order) {
     auto found = pending.find(function.get());
     if (found == pending.end()) {
       count_off_leaf_uses(*function, leaf_uses);
       continue;
-    }
-    if (function->released()) {
-      throw std::logic_error(fmt::format(
-          "{}: backward through a graph that was already differentiated (one backward pass per "
-          "graph; run the forward again)",
-          function->name()));
     }
     Tensor grad = std::move(found->second);
     pending.erase(found);

@@ -12,10 +12,10 @@ bool grad_enabled() {
   return grad_mode;
 }
 
-NoGradGuard::NoGradGuard() : previous_(grad_mode) {
-  grad_mode = false;
+GradModeGuard::GradModeGuard(bool enabled) : previous_(grad_mode) {
+  grad_mode = enabled;
 }
-NoGradGuard::~NoGradGuard() {
+GradModeGuard::~GradModeGuard() {
   grad_mode = previous_;
 }
 

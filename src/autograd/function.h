@@ -68,17 +68,26 @@ Tensor attach(Tensor output, std::shared_ptr<Function> function, std::vector<Ten
 /// Whether ops record graph nodes on this thread (default true).
 bool grad_enabled();
 
-/// Disables graph recording for its lifetime (inference, reference computations, optimizer
-/// steps); restores the previous mode on destruction. Like torch.no_grad().
-class NoGradGuard {
+/// Sets grad mode to `enabled` for its lifetime on this thread and restores the previous mode on
+/// destruction. Like torch.set_grad_enabled(enabled); `GradModeGuard(true)` is torch.enable_grad()
+/// (a checkpointed layer's recomputation records its graph even when backward runs under
+/// NoGradGuard).
+class GradModeGuard {
  public:
-  NoGradGuard();
-  ~NoGradGuard();
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool enabled);
+  ~GradModeGuard();
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool previous_;
+};
+
+/// Disables graph recording for its lifetime (inference, reference computations, optimizer
+/// steps); restores the previous mode on destruction. Like torch.no_grad().
+class NoGradGuard : public GradModeGuard {
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
 };
 
 }  // namespace mpitron::autograd

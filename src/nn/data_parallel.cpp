@@ -31,6 +31,7 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
                                              std::size_t bucket_elements)
     : dp_(dp),
       parameters_(parameters),
+      views_(parameters.size()),
       bucket_of_(parameters.size()),
       passes_seen_(parameters.size(), 0) {
   if (bucket_elements == 0) {
@@ -60,10 +61,9 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
     members.clear();
   };
   for (std::size_t i = parameters_.size(); i-- > 0;) {
-    Tensor& tensor = parameters_[i].tensor;
-    Tensor grad = flat_.flat_view(offset, tensor.shape());
-    if (tensor.grad().defined()) kernels::copy(tensor.grad().buffer(), grad.buffer());
-    tensor.set_grad(grad);
+    const Tensor& tensor = parameters_[i].tensor;
+    views_[i] = flat_.flat_view(offset, tensor.shape());
+    take_back(i);
     offset += tensor.numel();
     members.push_back(i);
     if (static_cast<std::size_t>(offset) - bucket_start >= bucket_elements) close_bucket();
@@ -99,6 +99,21 @@ void DataParallelGradients::reset_counts() {
 void DataParallelGradients::zero() {
   reset_counts();
   kernels::fill(flat_.buffer(), 0.0);
+  for (std::size_t i = 0; i < parameters_.size(); ++i)
+    parameters_[i].tensor.set_grad(views_[i]);
+}
+
+void DataParallelGradients::take_back(std::size_t parameter) {
+  Tensor& tensor = parameters_[parameter].tensor;
+  Tensor& view = views_[parameter];
+  const Tensor grad = tensor.grad();
+  if (grad.defined() && grad.buffer().data() == view.buffer().data()) return;
+  if (grad.defined()) {
+    kernels::copy(grad.buffer(), view.buffer());
+  } else {
+    kernels::fill(view.buffer(), 0.0);
+  }
+  tensor.set_grad(view);
 }
 
 void DataParallelGradients::set_backward_passes(int passes) {
@@ -125,9 +140,11 @@ void DataParallelGradients::on_gradient(std::size_t parameter) {
   if (bucket.all_reduce) {
     throw std::logic_error(fmt::format(
         "DataParallelGradients: the gradient of {} grew after its bucket's all-reduce started "
-        "(more than the {} backward passes per step set)",
+        "(more than the {} backward passes per step set, or a parameter used by two "
+        "autograd::checkpoint regions, which get their gradients in separate inner passes)",
         parameters_[parameter].name, backward_passes_));
   }
+  take_back(parameter);
   if (++passes_seen_[parameter] == backward_passes_ && --bucket.waiting == 0) start(bucket);
   // Lets MPI move the transfers along; forgets those that completed.
   std::erase_if(in_flight_, [](Bucket* other) { return other->all_reduce->test(); });
@@ -139,6 +156,9 @@ std::size_t DataParallelGradients::buckets_started() const {
 }
 
 void DataParallelGradients::finish() {
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (!buckets_[bucket_of_[i]].all_reduce) take_back(i);
+  }
   if (dp_.size() == 1) return;
   for (Bucket& bucket : buckets_) {
     if (!bucket.all_reduce) start(bucket);

@@ -25,9 +25,14 @@ namespace mpitron::nn {
 /// parameter gets a post-accumulate hook: once a parameter has received `backward_passes`
 /// gradients since `zero` (one per micro-batch), it is final, and when every parameter of a
 /// bucket is final the bucket's all-reduce (sum) starts, overlapping the rest of backward.
-/// `finish` starts the buckets that did not start (parameters no backward reached), waits for
-/// all and divides by the replica count. All parameters must share one dtype and device.
+/// `finish` starts the buckets that did not start (parameters no backward reached, and buckets
+/// holding a parameter that does not require grad: it gets no hook), waits for all and divides
+/// by the replica count. All parameters must share one dtype and device.
 /// Replicas must run the same graphs, so buckets start in the same order on every DP rank.
+/// With dp > 1 a backward pass throws std::logic_error (from the hook) when a gradient grows
+/// after its bucket's all-reduce started: more backward passes than `set_backward_passes` said,
+/// or a parameter used by two `autograd::checkpoint` regions (or inside and outside one), whose
+/// hook then fires once per region.
 class DataParallelGradients {
  public:
   /// 2^20 elements (4 MiB of float32) per bucket by default.
@@ -45,7 +50,8 @@ class DataParallelGradients {
   /// Removes the hooks; the gradients stay valid (they keep the flat buffer alive).
   ~DataParallelGradients();
 
-  /// Every gradient becomes zero, in place, and the count of backward passes starts again.
+  /// Every gradient becomes zero, in place (a gradient replaced since, by set_grad or by clearing
+  /// it, is made the flat buffer's view again), and the count of backward passes starts again.
   /// Waits for buckets still in flight first.
   void zero();
 
@@ -54,8 +60,9 @@ class DataParallelGradients {
   void set_backward_passes(int passes);
 
   /// After the step's last backward: every gradient becomes the average over the DP replicas.
-  /// Collective over the DP communicator. Throws std::logic_error when a gradient grew after
-  /// its bucket's all-reduce had started (more backward passes than set_backward_passes said).
+  /// A gradient the caller replaced (set_grad; cleared gradients that backward made anew) is
+  /// copied back into the flat buffer first and averaged like the others (zeros when it is
+  /// undefined). Collective over the DP communicator.
   void finish();
 
   /// Number of buckets and elements of bucket `i` (for tests and reports).
@@ -72,12 +79,17 @@ class DataParallelGradients {
     std::unique_ptr<comm::PendingAllReduce> all_reduce;
   };
   void on_gradient(std::size_t parameter);
+  // Makes the parameter's gradient its view of flat_ again when it is another tensor (replaced
+  // by set_grad, or made by backward after the gradient was cleared), copying its values (zeros
+  // when it is undefined).
+  void take_back(std::size_t parameter);
   void reset_counts();
   void start(Bucket& bucket);
 
   comm::Communicator dp_;
   Parameters parameters_;
   Tensor flat_;
+  std::vector<Tensor> views_;  // per parameter, its gradient's place in flat_
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<int> passes_seen_;        // per parameter, since zero()

@@ -31,6 +31,11 @@ foreach(run "tp2_pp2_dp1|2,2,1|tp1_pp1_dp1|1,1,1" "tp1_pp1_dp1|1,1,1|tp2_pp2_dp2
 endforeach()
 checkpoint_cli_test(checkpoint_resume_micro_batch_2_to_4 4
                     resume --from 1,2,2 --to 2,1,1 --to-micro-batch 4 --rtol 1e-5)
+# --recompute on only the stopped or only the resumed run: the same losses bit for bit.
+checkpoint_cli_test(checkpoint_resume_recompute_stopped_tp1_pp2_dp2 4
+                    resume --from 1,2,2 --to 1,2,2 --recompute stopped --rtol 0)
+checkpoint_cli_test(checkpoint_resume_recompute_resumed_tp2_pp1_dp1 2
+                    resume --from 2,1,1 --to 2,1,1 --recompute resumed --rtol 0)
 
 # eval: the PyTorch peer's number for the committed checkpoint (1e-4: float32 sums in two
 # implementations), the same number on every topology (1e-5), also for a (1, 2, 2)-saved one.

@@ -6,10 +6,13 @@ Every subcommand but `damage` takes, after `--`, the launcher command line of th
 "{np}" in place of the rank count, ending with the mpitron executable (`mpiexec -n {np} ...
 mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is made anew.
 
-  resume   --from T,P,D --to T,P,D [--to-micro-batch M] --rtol R --work DIR
+  resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed] --rtol R
+           --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
       --load on --to (and --to-micro-batch). The losses of steps 4..6 and the final validation
-      loss must equal the uninterrupted run's within relative R (0: exactly, bit for bit).
+      loss must equal the uninterrupted run's within relative R (0: exactly, bit for bit), those
+      of steps 1..3 exactly. --recompute adds `--recompute` to the stopped or the resumed run
+      only (the uninterrupted run never recomputes).
   eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
            [--golden JSON] [--train-at T,P,D]
       `mpitron eval` on each --at topology; all agree with the first within R, and with the
@@ -99,13 +102,15 @@ def resume(args):
     checkpoint = name("checkpoint")
     base = ["train", *TRAIN, "--steps", str(STEPS), "--micro-batch", "2"]
     mpitron(args, args.source, *base, "--metrics", name("full.jsonl"))
+    recompute = {run: ["--recompute"] if args.recompute == run else []
+                 for run in ("stopped", "resumed")}
     mpitron(args, args.source, *base, "--stop-after", str(STOP_AFTER), "--save", checkpoint,
-            "--metrics", name("stopped.jsonl"))
+            "--metrics", name("stopped.jsonl"), *recompute["stopped"])
     if sorted(os.listdir(checkpoint)) != ["latest", f"step_{STOP_AFTER}"]:
         fail(f"the stopped run wrote {sorted(os.listdir(checkpoint))}")
     base[-1] = str(args.to_micro_batch or 2)
     log = b"".join(mpitron(args, args.target, *base, "--load", checkpoint, "--metrics",
-                           name("resumed.jsonl")))
+                           name("resumed.jsonl"), *recompute["resumed"]))
     saved_by = "saved by tp={} pp={} dp={}".format(*args.source)
     if f"step {STOP_AFTER} ({saved_by})".encode() not in log:
         fail(f"the resumed run does not say it resumes from step {STOP_AFTER} ({saved_by})")
@@ -250,6 +255,7 @@ def main():
     p.add_argument("--from", dest="source", type=topology)
     p.add_argument("--to", dest="target", type=topology)
     p.add_argument("--to-micro-batch", type=int)
+    p.add_argument("--recompute", choices=["stopped", "resumed"])
     p.add_argument("--rtol", type=float, default=0.0)
     p.add_argument("--load")
     p.add_argument("--data")

@@ -27,6 +27,12 @@ cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: is a directory"
              eval --load ${cli_ckpt} --data ${CMAKE_CURRENT_BINARY_DIR})
 cli_bad_test(train_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: is a directory"
              train --seq 16 --steps 1 --data ${CMAKE_CURRENT_BINARY_DIR})
+# Options of bench's MLP step given before `comm` would be silently ignored by bench comm.
+cli_bad_test(bench_step_option_before_comm 2
+             "bench comm does not take --recompute (an option of bench's MLP step given before 'comm')"
+             bench --recompute comm --max-bytes 4096)
+cli_bad_test(bench_steps_zero 1 "--steps must be >= 1 and --warmup >= 0, got --steps 0 --warmup 2"
+             bench --steps 0)
 cli_bad_test(unknown_subcommand 2 "unknown subcommand 'trian' (run mpitron --help)" trian)
 
 # --dp omitted: dp = world / (tp*pp) (Megatron-LM's rule); --dp given: an omitted --tp/--pp is 1.

@@ -44,7 +44,8 @@ set(train_bad_runs
   "stopafter|--stop-after 2|--stop-after 2 is beyond --steps 1"
   "save|--save /proc/mpitron-no-such-folder|--save /proc/mpitron-no-such-folder: cannot create the folder"
   "metrics|--metrics /nonexistent-mpitron-dir/m.jsonl|--metrics /nonexistent-mpitron-dir/m.jsonl: cannot open for appending"
-  "memory|--layers 1000000 --hidden 64 --heads 4|this run needs about")
+  "memory|--layers 1000000 --hidden 64 --heads 4|this run needs about"
+  "memoryhint|--layers 1000000 --hidden 64 --heads 4|--seq or --micro-batch, --recompute, or more ranks")
 foreach(run IN LISTS train_bad_runs)
   string(REPLACE "|" ";" fields "${run}")
   list(GET fields 0 name)
@@ -56,6 +57,11 @@ foreach(run IN LISTS train_bad_runs)
     ARGS train --seq 16 --steps 1 ${flags} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message_regex}" "rank 1: error:")
 endforeach()
+
+# --recompute is stated in the start-up line, as bench states it.
+mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --recompute --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_recompute
+  EXPECT_EXIT 0 EXPECT_OUTPUT "\\(1f1b schedule, recomputing activations\\)" "step 3/3 loss")
 
 # The progress line: under ctest stdout is a pipe, so `auto` adds nothing to the per-step lines;
 # `in-place` redraws one line with carriage returns, with the rate and ETA.

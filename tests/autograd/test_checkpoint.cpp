@@ -1,10 +1,12 @@
 // Activation recomputation (autograd/checkpoint.h): the same values and gradients as the plain
 // graph (the recomputed forward runs the same ops in the same order, so float64 results agree
 // to the last bits; EXPECT_DOUBLE_EQ allows 4 ulp), gradcheck through it, parameters reached when
-// the input needs no gradient, and less memory kept between forward and backward.
+// the input needs no gradient or backward runs with grad mode off, and less memory kept between
+// forward and backward.
 #include <gtest/gtest.h>
 
 #include "autograd/checkpoint.h"
+#include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
 #include "kernels/allocator.h"
@@ -49,6 +51,27 @@ TEST(Checkpoint, MatchesThePlainGraphInValueAndGradients) {
       EXPECT_FALSE(x.grad().defined());
     }
   }
+}
+
+// The recomputation records its graph even when backward is called with grad mode off, as the
+// plain graph's backward works there too (torch.utils.checkpoint enables grad the same way).
+TEST(Checkpoint, BackwardUnderNoGradGuardStillReachesTheParameters) {
+  Tensor x = randn({3, 8}, 1, 1.0, DType::f64).set_requires_grad();
+  Tensor w1 = randn({16, 8}, 2, 0.5, DType::f64).set_requires_grad();
+  Tensor w2 = randn({8, 16}, 3, 0.5, DType::f64).set_requires_grad();
+  sum(block(x, w1, w2)).backward();
+  const Tensor dx = x.grad(), dw1 = w1.grad(), dw2 = w2.grad();
+  for (Tensor t : {x, w1, w2})
+    t.set_grad(Tensor());
+  const Tensor loss = sum(checkpoint([&](const Tensor& in) { return block(in, w1, w2); }, x));
+  {
+    NoGradGuard no_grad;
+    loss.backward();
+    EXPECT_FALSE(grad_enabled());
+  }
+  expect_same(x.grad(), dx);
+  expect_same(w1.grad(), dw1);
+  expect_same(w2.grad(), dw2);
 }
 
 TEST(Checkpoint, PassesGradcheck) {

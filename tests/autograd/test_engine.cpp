@@ -68,6 +68,19 @@ TEST(Engine, BackwardFreesWhatTheGraphSavedAndRefusesASecondPass) {
   EXPECT_THROW(y.backward(), std::logic_error);
 }
 
+// A new graph built on top of a differentiated one: the refusal comes before any op's backward
+// runs, so no leaf has received part of the gradient when the error is thrown.
+TEST(Engine, BackwardThroughADifferentiatedGraphChangesNoLeaf) {
+  Tensor x = leaf({1.0, -2.0}, {2});
+  Tensor w = leaf({3.0, 0.5}, {2});
+  const Tensor y = scale(x, 2.0);
+  sum(y).backward();
+  const Tensor z = sum(mul(y, w));
+  EXPECT_THROW(z.backward(), std::logic_error);
+  EXPECT_FALSE(w.grad().defined());
+  expect_values(x.grad(), {2.0, 2.0});
+}
+
 TEST(Engine, PostAccumulateHookFiresOncePerPassAfterTheLastUse) {
   // x is used three times; the hook must see the complete gradient 2x + 1 once per pass.
   Tensor x = leaf({-1.5, 2.0}, {2});

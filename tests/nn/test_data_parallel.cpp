@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "autograd/checkpoint.h"
 #include "autograd/ops.h"
 #include "nn/data_parallel.h"
 #include "nn/sgd.h"
@@ -79,6 +80,54 @@ TEST(DataParallelGradients, MoreBackwardPassesThanSetIsAnError) {
   DataParallelGradients gradients({{"w", w}}, dp);
   autograd::sum(w).backward();
   EXPECT_THROW(autograd::sum(w).backward(), std::logic_error);
+  gradients.finish();
+}
+
+// A gradient the user replaced (set_grad, e.g. cleared to none as torch's zero_grad does) is
+// still averaged: the bucket takes its values back into the flat buffer (PyTorch DDP's reducer
+// copies such a gradient into its bucket view the same way), and `zero` clears it.
+TEST(DataParallelGradients, TakesBackGradientsReplacedBySetGrad) {
+  const comm::Communicator& dp = test_world();
+  const double n = dp.size();
+  Tensor w = Tensor::zeros({3}, autograd::DType::f64).set_requires_grad();
+  Tensor v = Tensor::zeros({2}, autograd::DType::f64).set_requires_grad();
+  DataParallelGradients gradients({{"w", w}, {"v", v}}, dp);
+  const void* storage = w.grad().buffer().data();
+  for (int step = 0; step < 2; ++step) {
+    w.set_grad(Tensor());  // backward makes a new gradient tensor
+    v.set_grad(Tensor::full({2}, 2.0 * dp.rank(), autograd::DType::f64));  // no backward reaches v
+    const Tensor x = Tensor::full({3}, dp.rank() + 1.0, autograd::DType::f64);
+    autograd::sum(autograd::mul(w, x)).backward();
+    gradients.finish();
+    for (double g : w.grad().to_vector())
+      EXPECT_EQ(g, (n + 1) / 2);  // mean of 1..n
+    for (double g : v.grad().to_vector())
+      EXPECT_EQ(g, n - 1);  // mean of 0, 2, .., 2(n-1)
+    EXPECT_EQ(w.grad().buffer().data(), storage);
+    gradients.zero();
+    for (double g : w.grad().to_vector())
+      EXPECT_EQ(g, 0.0);
+  }
+}
+
+// A parameter used by two checkpointed regions receives its gradient in two inner backward
+// passes, so its hook fires twice per pass (PyTorch DDP with reentrant checkpointing fails the
+// same way): the second firing must be an error that names the cause, not a silent average of
+// half a gradient.
+TEST(DataParallelGradients, AParameterSharedByTwoCheckpointsIsAnErrorNamingTheCause) {
+  const comm::Communicator& dp = test_world();
+  if (dp.size() == 1) GTEST_SKIP() << "one replica reduces nothing";
+  Tensor w = Tensor::full({2, 2}, 0.5, autograd::DType::f64).set_requires_grad();
+  DataParallelGradients gradients({{"w", w}}, dp);
+  const autograd::Recomputable layer = [&](const Tensor& in) { return autograd::linear(in, w); };
+  const Tensor x = Tensor::full({1, 2}, 1.0, autograd::DType::f64);
+  const Tensor loss = autograd::sum(autograd::checkpoint(layer, autograd::checkpoint(layer, x)));
+  try {
+    loss.backward();
+    ADD_FAILURE() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint"), std::string::npos) << e.what();
+  }
   gradients.finish();
 }
 
