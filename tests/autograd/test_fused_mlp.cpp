@@ -189,7 +189,7 @@ TEST(FusedMlpMemory, KeepsOneRowsByMidTensorLessThanTheUnfusedComposition) {
                                      const Tensor& w2) { return fused_mlp(x, w1, b1, w2); });
   const std::size_t mid = block_bytes(kRows, kWideMid), out = block_bytes(kRows, kWideOut);
   const std::size_t scratch = kFusedMlpScratchBytes;  // 128 rows of 2048 float32
-  ASSERT_EQ(mid, 4u << 20);  // 512 x 2048 float32: a size class of its own
+  ASSERT_EQ(mid, 4u << 20);                           // 512 x 2048 float32: a size class of its own
   // After forward the unfused graph holds Y and G = gelu(Y) besides z; the fused op only Y.
   EXPECT_EQ(unfused.kept_after_forward, 2 * mid + out);
   EXPECT_EQ(fused.kept_after_forward, mid + out);
