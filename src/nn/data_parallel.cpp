@@ -83,8 +83,6 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
 }
 
 DataParallelGradients::~DataParallelGradients() {
-  queued_.clear();
-  in_flight_.clear();  // waits for pieces still in flight
   if (dp_.size() == 1) return;
   for (Parameter& p : parameters_) {
     if (p.tensor.requires_grad()) p.tensor.set_post_accumulate_hook({});
@@ -136,22 +134,29 @@ void DataParallelGradients::start(Bucket& bucket) {
 }
 
 void DataParallelGradients::pump() {
-  // Lets MPI move the transfers along; a completed piece is finished (scaled) and dropped.
-  std::erase_if(in_flight_, [](const auto& piece) { return piece->test(); });
+  // Lets MPI move the transfers along; a completed piece is finished (scaled) and its slot freed.
+  for (comm::PendingAllReduce& slot : in_flight_) {
+    if (slot.active() && slot.test()) slot.wait();
+  }
   const bool average = !fault_active(Fault::dp_sum_not_average);
-  while (!queued_.empty() && in_flight_.size() < kMaxInFlight) {
-    in_flight_.push_back(std::make_unique<comm::PendingAllReduce>(
-        dp_, *queued_.front(), average ? comm::ReduceOp::avg : comm::ReduceOp::sum));
-    queued_.pop_front();
+  for (comm::PendingAllReduce& slot : in_flight_) {
+    if (next_piece_ == queued_.size()) break;
+    if (!slot.active()) {
+      slot.start(dp_, *queued_[next_piece_++], average ? comm::ReduceOp::avg : comm::ReduceOp::sum);
+    }
   }
 }
 
 void DataParallelGradients::drain() {
-  while (!in_flight_.empty()) {
-    in_flight_.front()->wait();
-    in_flight_.pop_front();
+  pump();
+  while (std::any_of(in_flight_.begin(), in_flight_.end(),
+                     [](const comm::PendingAllReduce& slot) { return slot.active(); })) {
+    for (comm::PendingAllReduce& slot : in_flight_)
+      slot.wait();
     pump();
   }
+  queued_.clear();
+  next_piece_ = 0;
 }
 
 void DataParallelGradients::on_gradient(std::size_t parameter) {

@@ -5,9 +5,8 @@
 // all-reduce starts during backward as soon as its gradients are final.
 #pragma once
 
+#include <array>
 #include <cstddef>
-#include <deque>
-#include <memory>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -102,11 +101,13 @@ class DataParallelGradients {
   Tensor flat_;
   std::vector<Tensor> views_;  // per parameter, its gradient's place in flat_
   std::vector<Bucket> buckets_;
-  std::vector<std::size_t> bucket_of_;                             // per parameter
-  std::vector<int> passes_seen_;                                   // per parameter, since zero()
-  std::deque<kernels::Buffer*> queued_;                            // pieces to start, in order
-  std::deque<std::unique_ptr<comm::PendingAllReduce>> in_flight_;  // oldest first
+  std::vector<std::size_t> bucket_of_;  // per parameter
+  std::vector<int> passes_seen_;        // per parameter, since zero()
   int backward_passes_ = 1;
+  std::vector<kernels::Buffer*> queued_;  // this step's pieces, in start order
+  std::size_t next_piece_ = 0;            // the first of queued_ not yet started
+  // Declared last: destroyed (each waiting for its piece) before the buffer they reduce.
+  std::array<comm::PendingAllReduce, kMaxInFlight> in_flight_;
 };
 
 }  // namespace mpitron::nn
