@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
@@ -50,6 +52,17 @@ class FusedMlpMatchesUnfused : public ::mpitron::test::DeviceDtypeTest {
     return randn(shape, seed, 1.0, dtype(), device()).set_requires_grad();
   }
   static Tensor copy_of(const Tensor& t) { return t.detach().clone().set_requires_grad(); }
+  // The fused output equals the unfused one, and the gradient of each fused input {x, W1, b1,
+  // W2} the gradient of the matching unfused input.
+  static void expect_matches(const Tensor& fused, const Tensor& unfused,
+                             const std::vector<Tensor>& fused_inputs,
+                             const std::vector<Tensor>& inputs, double tolerance) {
+    expect_close(fused, unfused, tolerance);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      SCOPED_TRACE("input " + std::to_string(i));
+      expect_close(fused_inputs[i].grad(), inputs[i].grad(), tolerance);
+    }
+  }
 };
 
 // Both sides run the same kernels (GEMM, bias, GELU and its derivative, row sums) on the same
@@ -69,11 +82,7 @@ TEST_P(FusedMlpMatchesUnfused, ValueAndEveryGradientBothForms) {
       const Tensor dz = randn(unfused.shape(), 9, 1.0, dtype(), device());
       unfused.backward(dz);
       fused.backward(dz);
-      expect_close(fused, unfused, tolerance);
-      expect_close(fx.grad(), x.grad(), tolerance);
-      expect_close(fw1.grad(), w1.grad(), tolerance);
-      expect_close(fb1.grad(), b1.grad(), tolerance);
-      expect_close(fw2.grad(), w2.grad(), tolerance);
+      expect_matches(fused, unfused, {fx, fw1, fb1, fw2}, {x, w1, b1, w2}, tolerance);
     }
   }
 }
@@ -115,11 +124,7 @@ TEST_P(FusedMlpMatchesUnfused, SeveralRowChunksMatchTheUnfusedComposition) {
     }
     const Tensor fused = fused_mlp(fx, fw1, fb1, fw2);
     fused.backward(dz);
-    expect_close(fused, unfused, tolerance);
-    expect_close(fx.grad(), x.grad(), tolerance);
-    expect_close(fw1.grad(), w1.grad(), tolerance);
-    expect_close(fb1.grad(), b1.grad(), tolerance);
-    expect_close(fw2.grad(), w2.grad(), tolerance);
+    expect_matches(fused, unfused, {fx, fw1, fb1, fw2}, {x, w1, b1, w2}, tolerance);
   }
 }
 
