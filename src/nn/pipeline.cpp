@@ -28,8 +28,8 @@ Direction direction_of(const PipelineAction& action) {
 }
 
 // The transfer tag of micro-batch i's activation or gradient. Both stages compute it alike; tags
-// repeat after kMaxTransferTag / 2 micro-batches, which is safe since a stage receives from one
-// neighbour in the order that neighbour sends.
+// repeat every (kMaxTransferTag + 1) / 2 micro-batches, which is safe since a stage receives from
+// one neighbour in the order that neighbour sends.
 int transfer_tag(Direction direction, int micro_batch) {
   constexpr int kMicroBatchTags = (comm::kMaxTransferTag + 1) / 2;
   return 2 * (micro_batch % kMicroBatchTags) + static_cast<int>(direction);
@@ -81,12 +81,12 @@ class StageLink {
           kernels::to_string(spec_.dtype), kernels::to_string(spec_.device)));
     }
     std::erase_if(pending_, [](Pending& p) { return p.request.test(); });
-    ahead_.request.test();  // lets a receive whose header has arrived post its payload
     Pending& sent = pending_.emplace_back();
     sent.tensor = t.detach();  // keeps the storage, not the autograd graph
     const int peer = direction == Direction::forward ? stage_ + 1 : stage_ - 1;
     sent.request = comm::isend(pp_, sent.tensor.buffer(), spec_.activation_shape, peer,
                                transfer_tag(direction, micro_batch));
+    ahead_.request.test();  // a receive whose header has arrived posts its payload
   }
 
   void finish() {
