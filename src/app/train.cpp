@@ -9,6 +9,7 @@
 
 #include "app/throughput.h"
 #include "app/train_setup.h"
+#include "app/wording.h"
 #include "comm/agreement.h"
 #include "comm/topology.h"
 #include "kernels/allocator.h"
@@ -74,14 +75,16 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const std::vector<double> counts = comm::all_gather_scalar(
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
-      "train: tp={} pp={} dp={} ({} ranks, device {}, {}), {} layers x hidden {} x {} heads, seq "
-      "{}, vocab {}; parameters per rank {}; {} micro-batches of {} sequences per replica per "
+      "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {} heads, seq "
+      "{}, vocab {}; parameters per rank {}; {} of {} per replica per "
       "step ({} schedule{}), global batch {} ({} tokens); data {} ({} bytes: {} train, {} "
       "validation)",
-      run.sizes.tp, run.sizes.pp, run.sizes.dp, world.size(), kernels::to_string(run.device),
-      o.dtype, o.layers, o.hidden, o.heads, o.seq, o.vocab, fmt::join(counts, ", "), micro_per_step,
-      o.micro_batch, o.schedule, o.recompute ? ", recomputing activations" : "", o.global_batch,
-      o.global_batch * o.seq, corpus.source(), corpus.bytes().size(), corpus.split(),
+      run.sizes.tp, run.sizes.pp, run.sizes.dp, counted(world.size(), "rank"),
+      kernels::to_string(run.device), o.dtype, counted(o.layers, "layer"), o.hidden, o.heads, o.seq,
+      o.vocab, fmt::join(counts, ", "), counted(micro_per_step, "micro-batch", "micro-batches"),
+      counted(o.micro_batch, "sequence"), o.schedule,
+      o.recompute ? ", recomputing activations" : "", o.global_batch, o.global_batch * o.seq,
+      corpus.source(), corpus.bytes().size(), corpus.split(),
       corpus.bytes().size() - corpus.split());
 
   const MetricsFile metrics(o.metrics, world.rank() == 0);

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "app/progress.h"
+#include "app/wording.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -126,11 +127,11 @@ std::string per_rank_work(const nn::DataParallelTrainer& trainer, std::int64_t s
   const std::int64_t per_rank = trainer.samples_per_replica();
   const std::int64_t steps = trainer.steps_per_epoch();
   const std::int64_t all = per_rank * dp;
-  std::string text = fmt::format("each rank reads {} samples per epoch", per_rank);
+  std::string text = fmt::format("each rank reads {} per epoch", counted(per_rank, "sample"));
   if (all > samples) text += fmt::format(" ({} repeated to even out the ranks)", all - samples);
   if (all < samples) text += fmt::format(" ({} dropped by --drop-last)", samples - all);
-  text += fmt::format(" in {} step{} of {} samples", steps, steps == 1 ? "" : "s",
-                      std::min(o.batch_size, per_rank));
+  text += fmt::format(" in {} of {}", counted(steps, "step"),
+                      counted(std::min(o.batch_size, per_rank), "sample"));
   if (steps > 1 && per_rank % o.batch_size != 0) {
     text += fmt::format(", the last of {}", per_rank % o.batch_size);
   }
@@ -177,8 +178,8 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   const comm::ParallelTopology topology(world, 1, 1, dp);
   const nn::Dataset data = load_dataset(options, world, *log);
   if (options.drop_last && data.samples < dp) {
-    throw comm::ConfigError(
-        fmt::format("--drop-last with {} samples leaves nothing for {} ranks", data.samples, dp));
+    throw comm::ConfigError(fmt::format("--drop-last with {} leaves nothing for {}",
+                                        counted(data.samples, "sample"), counted(dp, "rank")));
   }
 
   nn::TrainerOptions trainer_options;
@@ -192,8 +193,9 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
       nn::make_regressor_weights(data.features, options.hidden, data.targets,
                                  options.common.seed + 1000, trainer_options.dtype, device),
       data, topology.dp_comm(), trainer_options);
-  log->info("train-dp: {} ranks, {} samples x {} features -> {} targets, {} model, device {}; {}",
-            dp, data.samples, data.features, data.targets,
+  log->info("train-dp: {}, {} x {} -> {}, {} model, device {}; {}", counted(dp, "rank"),
+            counted(data.samples, "sample"), counted(data.features, "feature"),
+            counted(data.targets, "target"),
             options.hidden > 0 ? fmt::format("MLP (hidden {})", options.hidden) : "linear",
             kernels::to_string(device), per_rank_work(trainer, data.samples, dp, options));
 
@@ -245,11 +247,10 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  log->info(
-      "train-dp done: {} epochs x {} steps on {} ranks, final loss {:.6f} (mean over "
-      "ranks), {:.3f} s{}",
-      options.epochs, trainer.steps_per_epoch(), dp, last_loss, seconds,
-      options.check_replicas ? ", replicas in sync" : "");
+  log->info("train-dp done: {} x {} on {}, final loss {:.6f} (mean over ranks), {:.3f} s{}",
+            counted(options.epochs, "epoch"), counted(trainer.steps_per_epoch(), "step"),
+            counted(dp, "rank"), last_loss, seconds,
+            options.check_replicas ? ", replicas in sync" : "");
   if (!options.common.json.empty() && world.rank() == 0) {
     write_json(options.common.json,
                nlohmann::json{{"config", describe(options, dp, device)},

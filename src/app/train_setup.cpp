@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
+#include "app/wording.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/fault_injection.h"
@@ -129,9 +130,10 @@ void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node)
   if (need * ranks_on_node > node) {
     throw comm::ConfigError(fmt::format(
         "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
-        "activations), {} ranks on this node have {:.1f} GiB: use fewer layers, a smaller "
+        "activations), {} on this node have {:.1f} GiB: use fewer layers, a smaller "
         "--hidden, --seq or --micro-batch, {}or more ranks",
-        need / (1 << 30), ranks_on_node, node / (1 << 30), o.recompute ? "" : "--recompute, "));
+        need / (1 << 30), counted(ranks_on_node, "rank"), node / (1 << 30),
+        o.recompute ? "" : "--recompute, "));
   }
 }
 

@@ -2,6 +2,7 @@
 // pre-activation for backward (the activation is recomputed there).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "autograd/op_util.h"
@@ -11,6 +12,61 @@ namespace mpitron::autograd {
 
 using detail::empty_like;
 using detail::needs_grad;
+
+namespace {
+
+// Rows [first, first + n) of t viewed as [n, cols] (t is [rows, cols] in row-major order).
+Tensor rows_of(const Tensor& t, std::size_t first, std::size_t n, std::size_t cols) {
+  return t.flat_view(static_cast<std::int64_t>(first * cols),
+                     {static_cast<std::int64_t>(n), static_cast<std::int64_t>(cols)});
+}
+
+// Visits the rows of a [rows, mid] activation in chunks that fit one [chunk, mid] scratch of at
+// most kFusedMlpScratchBytes (at least one row): body(first, n, scratch rows [n, mid]).
+template <class Body>
+void for_each_row_chunk(const Tensor& like, std::size_t rows, std::size_t mid, Body body) {
+  const std::size_t element = kernels::dtype_size(like.dtype());
+  const std::size_t chunk =
+      std::clamp<std::size_t>(kFusedMlpScratchBytes / (mid * element), 1, rows);
+  const Tensor scratch =
+      empty_like(like, {static_cast<std::int64_t>(chunk), static_cast<std::int64_t>(mid)});
+  for (std::size_t first = 0; first < rows; first += chunk) {
+    const std::size_t n = std::min(chunk, rows - first);
+    Tensor s = rows_of(scratch, 0, n, mid);
+    body(first, n, s);
+  }
+}
+
+// fc2's backward and GELU's, chunk by chunk: G = gelu(Y) is recomputed into the scratch and
+// dW2 += dz^T G; then, when fc1 needs gradients, dG = dz W2 goes into the scratch and
+// dY = dG * gelu'(Y) over Y's own rows (Y is spent after this: a node runs backward once).
+// Returns dW2 when fc2_weight needs one and has no gradient yet (otherwise the GEMMs accumulate
+// into its gradient, or there is none).
+Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor& fc2_weight,
+                              GeluForm form, std::size_t rows, std::size_t mid, std::size_t out,
+                              bool fc1_grads) {
+  Tensor dw2;
+  for_each_row_chunk(pre, rows, mid, [&](std::size_t first, std::size_t n, Tensor& s) {
+    Tensor y = rows_of(pre, first, n, mid), dz_rows = rows_of(dz, first, n, out);
+    if (needs_grad(fc2_weight)) {
+      kernels::gelu_forward(y.buffer(), s.buffer(), form);
+      if (dw2.defined()) {
+        kernels::gemm(true, false, out, mid, n, 1.0, dz_rows.buffer(), s.buffer(), 1.0,
+                      dw2.buffer());
+      } else {
+        dw2 = detail::weight_gradient(dz_rows, s, fc2_weight);
+      }
+    }
+    if (fc1_grads) {
+      kernels::gemm(false, false, n, mid, out, 1.0, dz_rows.buffer(), fc2_weight.buffer(), 0.0,
+                    s.buffer());
+      kernels::gelu_backward(y.buffer(), s.buffer(), y.buffer(), form);
+    }
+  });
+  return dw2;
+}
+
+}  // namespace
 
 Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias,
                  const Tensor& fc2_weight, GeluForm form) {
@@ -34,33 +90,22 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
   Tensor pre = empty_like(x, mid_shape);  // Y = x W1^T + b1, kept for backward
   kernels::gemm(false, true, rows, mid, in, 1.0, x.buffer(), fc1_weight.buffer(), 0.0,
                 pre.buffer());
+  // z = gelu(Y) W2^T chunk by chunk: G never exists for more rows than the scratch holds.
   Tensor z = empty_like(x, out_shape);
-  {
-    Tensor act = empty_like(x, mid_shape);  // G = gelu(Y), freed when forward returns
-    kernels::bias_gelu(pre.buffer(), fc1_bias.buffer(), mid, act.buffer(), form);
-    kernels::gemm(false, true, rows, out, mid, 1.0, act.buffer(), fc2_weight.buffer(), 0.0,
-                  z.buffer());
-  }
+  for_each_row_chunk(pre, rows, mid, [&](std::size_t first, std::size_t n, Tensor& g) {
+    Tensor y = rows_of(pre, first, n, mid), z_rows = rows_of(z, first, n, out);
+    kernels::bias_gelu(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
+    kernels::gemm(false, true, n, out, mid, 1.0, g.buffer(), fc2_weight.buffer(), 0.0,
+                  z_rows.buffer());
+  });
 
   return detail::record(
       "fused_mlp", z, {x, fc1_weight, fc1_bias, fc2_weight},
       [x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, mid, out](const Tensor& dz) mutable {
-        Tensor dw2;
-        // One [rows, mid] scratch: first G recomputed from Y, then dG = dz W2, then dY in place.
-        Tensor scratch = empty_like(pre);
-        if (needs_grad(fc2_weight)) {
-          kernels::gelu_forward(pre.buffer(), scratch.buffer(), form);
-          dw2 = detail::weight_gradient(dz, scratch, fc2_weight);
-        }
-        if (!needs_grad(x) && !needs_grad(fc1_weight) && !needs_grad(fc1_bias)) {
-          return std::vector<Tensor>{Tensor(), Tensor(), Tensor(), dw2};
-        }
-        kernels::gemm(false, false, rows, mid, out, 1.0, dz.buffer(), fc2_weight.buffer(), 0.0,
-                      scratch.buffer());
-        kernels::gelu_backward(pre.buffer(), scratch.buffer(), scratch.buffer(), form);
-        // Y is spent: free it before fc1's gradients are allocated (a node runs backward once).
-        pre = Tensor();
-        std::vector<Tensor> grads = detail::linear_backward(scratch, x, fc1_weight, fc1_bias);
+        const bool fc1_grads = needs_grad(x) || needs_grad(fc1_weight) || needs_grad(fc1_bias);
+        Tensor dw2 = mlp_backward_in_chunks(pre, dz, fc2_weight, form, rows, mid, out, fc1_grads);
+        if (!fc1_grads) return std::vector<Tensor>{Tensor(), Tensor(), Tensor(), dw2};
+        std::vector<Tensor> grads = detail::linear_backward(pre, x, fc1_weight, fc1_bias);
         grads.push_back(dw2);
         return grads;
       });

@@ -21,12 +21,16 @@ using kernels::GeluForm;
 /// dy^T x accumulated into it by the GEMM itself (no temporary; same sum as the engine's).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+/// The most bytes of fused_mlp's backward scratch ([chunk, mid] rows; at least one row).
+inline constexpr std::size_t kFusedMlpScratchBytes = std::size_t{1} << 20;
+
 /// The MLP block without its output bias, z = gelu(x W1^T + b1) W2^T: x [..., in], fc1_weight W1
 /// [mid, in], fc1_bias b1 [mid], fc2_weight W2 [out, mid]; z [..., out]. The caller adds the fc2
 /// bias (a row-parallel layer adds it after the TP all-reduce). Equal to
 /// linear(gelu(linear(x, W1, b1), form), W2) up to rounding, but backward keeps only x and the
-/// pre-activation Y = x W1^T + b1 ([..., mid]); gelu(Y) is recomputed there (one [..., mid]
-/// scratch that then holds dY in place), so a layer saves one [..., mid] tensor instead of two.
+/// pre-activation Y = x W1^T + b1 ([..., mid]), so a layer saves one [..., mid] tensor instead of
+/// two. Backward runs row chunks through one scratch of at most kFusedMlpScratchBytes: gelu(Y)
+/// is recomputed there for dW2, then dG = dz W2, and dY = dG * gelu'(Y) overwrites Y's rows.
 /// Bias and GELU are one pass (kernels::bias_gelu); leaf weights that already have gradients get
 /// them accumulated by the GEMMs, as in `linear`. Throws std::invalid_argument
 /// "fused_mlp: input .. does not fit fc1 weight .., fc1 bias .. and fc2 weight .." when the

@@ -1,24 +1,27 @@
 #include "comm/pending_all_reduce.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
 
 namespace mpitron::comm {
 
-PendingAllReduce::PendingAllReduce(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op)
-    : comm_(comm), buffer_(&buffer), op_(op) {
+void PendingAllReduce::start(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op) {
+  if (active()) throw std::logic_error("PendingAllReduce: start while an all-reduce is pending");
   if (buffer.device() != kernels::Device::cpu) {
     all_reduce(comm, buffer, op);
-    finished_ = true;
     return;
   }
   const MPI_Datatype type = mpi_type(buffer.dtype());
   const MPI_Op mpi_reduce = mpi_op(op, buffer.dtype());
   const std::size_t limit = comm.max_message_elements();
   const std::size_t messages = message_count(buffer.numel(), limit);
+  comm_ = comm;
+  op_ = op;
   requests_.assign(messages, MPI_REQUEST_NULL);
+  buffer_ = &buffer;
   for (std::size_t i = 0; i < messages; ++i) {
     const Range range = message_range(buffer.numel(), limit, i);
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, element(buffer, range.offset), mpi_count(range.count),
@@ -28,7 +31,6 @@ PendingAllReduce::PendingAllReduce(const Communicator& comm, kernels::Buffer& bu
 }
 
 PendingAllReduce::~PendingAllReduce() {
-  if (finished_) return;
   try {
     wait();
   } catch (...) {  // a failed request: the exception that unwinds past here already says why
@@ -36,7 +38,7 @@ PendingAllReduce::~PendingAllReduce() {
 }
 
 bool PendingAllReduce::test() {
-  if (finished_ || requests_.empty()) return true;
+  if (!active()) return true;
   int done = 0;
   check_mpi(
       MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE),
@@ -45,10 +47,11 @@ bool PendingAllReduce::test() {
 }
 
 void PendingAllReduce::wait() {
-  if (finished_) return;
-  finished_ = true;
-  wait_all(comm_, requests_, {"all_reduce", -1, buffer_->bytes()});
-  finish_average(comm_, *buffer_, op_);
+  if (!active()) return;
+  kernels::Buffer& buffer = *buffer_;
+  buffer_ = nullptr;
+  wait_all(comm_, requests_, {"all_reduce", -1, buffer.bytes()});
+  finish_average(comm_, buffer, op_);
 }
 
 }  // namespace mpitron::comm

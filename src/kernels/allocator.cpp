@@ -22,6 +22,7 @@ namespace {
 
 constexpr std::size_t kGranularity = 512;
 constexpr std::size_t kFineLimit = 4096;  // 512-byte classes up to here, then 4 per power of two
+constexpr std::size_t kLargeStep = std::size_t{1} << 20;  // the widest class step (from 4 MiB)
 
 std::size_t initial_cache_limit() {
   const char* text = std::getenv("MPITRON_ALLOCATOR_CACHE_MIB");
@@ -161,7 +162,8 @@ Pool& pool(Device device, bool host) {
 }  // namespace
 
 std::size_t allocation_class(std::size_t bytes) {
-  const std::size_t step = bytes <= kFineLimit ? kGranularity : std::bit_floor(bytes - 1) / 4;
+  const std::size_t step =
+      bytes <= kFineLimit ? kGranularity : std::min(std::bit_floor(bytes - 1) / 4, kLargeStep);
   if (bytes > std::numeric_limits<std::size_t>::max() - step) {
     throw std::length_error("kernels: cannot allocate " + std::to_string(bytes) + " bytes");
   }

@@ -10,8 +10,10 @@ namespace mpitron::kernels {
 
 /// The size class a request of `bytes` bytes (> 0) is served from: a multiple of 512 bytes up
 /// to 4 KiB, above that the next of four evenly spaced sizes per power of two (5, 6, 7 and 8 KiB;
-/// 10, 12, 14 and 16 KiB; ...), so a block is at most 25 % larger than asked for and blocks of
-/// nearby sizes serve each other. Throws std::length_error when the class would overflow.
+/// 10, 12, 14 and 16 KiB; ...) up to 4 MiB, and above 4 MiB the next multiple of 1 MiB. So a
+/// block is at most 25 % and at most 1 MiB larger than asked for (a 32 MiB flat gradient buffer
+/// does not take 40 MiB), and blocks of nearby sizes serve each other. Throws std::length_error
+/// when the class would overflow.
 std::size_t allocation_class(std::size_t bytes);
 
 /// Returns `bytes` bytes (> 0) of storage: device memory of `device`, or, when `host` is true,

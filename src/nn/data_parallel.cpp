@@ -54,6 +54,10 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
     bucket.parameters = static_cast<int>(members.size());
     bucket.buffer = kernels::Buffer::view(flat_.buffer(), bucket_start,
                                           static_cast<std::size_t>(offset) - bucket_start);
+    for (std::size_t first = 0; first < bucket.buffer.numel(); first += kPieceElements) {
+      bucket.pieces.push_back(kernels::Buffer::view(
+          bucket.buffer, first, std::min(kPieceElements, bucket.buffer.numel() - first)));
+    }
     for (const std::size_t i : members)
       bucket_of_[i] = buckets_.size();
     buckets_.push_back(std::move(bucket));
@@ -79,8 +83,6 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
 }
 
 DataParallelGradients::~DataParallelGradients() {
-  for (Bucket& bucket : buckets_)
-    bucket.all_reduce.reset();  // waits for a bucket still in flight
   if (dp_.size() == 1) return;
   for (Parameter& p : parameters_) {
     if (p.tensor.requires_grad()) p.tensor.set_post_accumulate_hook({});
@@ -88,10 +90,10 @@ DataParallelGradients::~DataParallelGradients() {
 }
 
 void DataParallelGradients::reset_counts() {
-  in_flight_.clear();
+  drain();
   std::fill(passes_seen_.begin(), passes_seen_.end(), 0);
   for (Bucket& bucket : buckets_) {
-    bucket.all_reduce.reset();
+    bucket.started = false;
     bucket.waiting = bucket.parameters;
   }
 }
@@ -125,19 +127,41 @@ void DataParallelGradients::set_backward_passes(int passes) {
 }
 
 void DataParallelGradients::start(Bucket& bucket) {
-  while (in_flight_.size() >= kMaxInFlight) {
-    in_flight_.front()->all_reduce->wait();
-    in_flight_.erase(in_flight_.begin());
+  bucket.started = true;
+  for (kernels::Buffer& piece : bucket.pieces)
+    queued_.push_back(&piece);
+  pump();
+}
+
+void DataParallelGradients::pump() {
+  // Lets MPI move the transfers along; a completed piece is finished (scaled) and its slot freed.
+  for (comm::PendingAllReduce& slot : in_flight_) {
+    if (slot.active() && slot.test()) slot.wait();
   }
   const bool average = !fault_active(Fault::dp_sum_not_average);
-  bucket.all_reduce = std::make_unique<comm::PendingAllReduce>(
-      dp_, bucket.buffer, average ? comm::ReduceOp::avg : comm::ReduceOp::sum);
-  in_flight_.push_back(&bucket);
+  for (comm::PendingAllReduce& slot : in_flight_) {
+    if (next_piece_ == queued_.size()) break;
+    if (!slot.active()) {
+      slot.start(dp_, *queued_[next_piece_++], average ? comm::ReduceOp::avg : comm::ReduceOp::sum);
+    }
+  }
+}
+
+void DataParallelGradients::drain() {
+  pump();
+  while (std::any_of(in_flight_.begin(), in_flight_.end(),
+                     [](const comm::PendingAllReduce& slot) { return slot.active(); })) {
+    for (comm::PendingAllReduce& slot : in_flight_)
+      slot.wait();
+    pump();
+  }
+  queued_.clear();
+  next_piece_ = 0;
 }
 
 void DataParallelGradients::on_gradient(std::size_t parameter) {
   Bucket& bucket = buckets_[bucket_of_[parameter]];
-  if (bucket.all_reduce) {
+  if (bucket.started) {
     throw std::logic_error(fmt::format(
         "DataParallelGradients: the gradient of {} grew after its bucket's all-reduce started "
         "(more than the {} backward passes per step set, or a parameter used by two "
@@ -145,27 +169,27 @@ void DataParallelGradients::on_gradient(std::size_t parameter) {
         parameters_[parameter].name, backward_passes_));
   }
   take_back(parameter);
-  if (++passes_seen_[parameter] == backward_passes_ && --bucket.waiting == 0) start(bucket);
-  // Lets MPI move the transfers along; forgets those that completed.
-  std::erase_if(in_flight_, [](Bucket* other) { return other->all_reduce->test(); });
+  if (++passes_seen_[parameter] == backward_passes_ && --bucket.waiting == 0) {
+    start(bucket);
+  } else {
+    pump();
+  }
 }
 
 std::size_t DataParallelGradients::buckets_started() const {
-  return static_cast<std::size_t>(std::count_if(
-      buckets_.begin(), buckets_.end(), [](const Bucket& b) { return b.all_reduce != nullptr; }));
+  return static_cast<std::size_t>(
+      std::count_if(buckets_.begin(), buckets_.end(), [](const Bucket& b) { return b.started; }));
 }
 
 void DataParallelGradients::finish() {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    if (!buckets_[bucket_of_[i]].all_reduce) take_back(i);
+    if (!buckets_[bucket_of_[i]].started) take_back(i);
   }
   if (dp_.size() == 1) return;
   for (Bucket& bucket : buckets_) {
-    if (!bucket.all_reduce) start(bucket);
+    if (!bucket.started) start(bucket);
   }
-  for (Bucket& bucket : buckets_)
-    bucket.all_reduce->wait();
-  reset_counts();
+  reset_counts();  // drains the queue first
 }
 
 }  // namespace mpitron::nn

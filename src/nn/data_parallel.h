@@ -5,8 +5,8 @@
 // all-reduce starts during backward as soon as its gradients are final.
 #pragma once
 
+#include <array>
 #include <cstddef>
-#include <memory>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -37,8 +37,12 @@ class DataParallelGradients {
  public:
   /// 2^20 elements (4 MiB of float32) per bucket by default.
   static constexpr std::size_t kDefaultBucketElements = std::size_t{1} << 20;
-  /// At most this many bucket all-reduces are in flight (each may hold MPI's temporary copy of
-  /// its bucket); starting another first waits for the oldest.
+  /// A bucket's all-reduce runs as pieces of at most 2^18 elements (1 MiB of float32), queued
+  /// in bucket order and started in that order, so every replica starts the same collectives in
+  /// the same order.
+  static constexpr std::size_t kPieceElements = std::size_t{1} << 18;
+  /// At most this many pieces are in flight (each may hold MPI's temporary copy of itself:
+  /// 2 MiB in all, where whole 4 MiB buckets took 8 MiB); the others start as these complete.
   static constexpr std::size_t kMaxInFlight = 2;
 
   /// Throws std::invalid_argument naming two parameters when dtypes or devices differ, and
@@ -73,10 +77,11 @@ class DataParallelGradients {
 
  private:
   struct Bucket {
-    kernels::Buffer buffer;  // a view of flat_
-    int parameters = 0;      // how many parameters it holds
-    int waiting = 0;         // of those, not yet final this step
-    std::unique_ptr<comm::PendingAllReduce> all_reduce;
+    kernels::Buffer buffer;               // a view of flat_
+    std::vector<kernels::Buffer> pieces;  // views of buffer, kPieceElements at most each
+    int parameters = 0;                   // how many parameters it holds
+    int waiting = 0;                      // of those, not yet final this step
+    bool started = false;                 // its pieces are queued or reduced this step
   };
   void on_gradient(std::size_t parameter);
   // Makes the parameter's gradient its view of flat_ again when it is another tensor (replaced
@@ -84,7 +89,12 @@ class DataParallelGradients {
   // when it is undefined).
   void take_back(std::size_t parameter);
   void reset_counts();
+  // Queues the bucket's pieces and starts what fits.
   void start(Bucket& bucket);
+  // Forgets completed pieces and starts queued ones while fewer than kMaxInFlight run.
+  void pump();
+  // Starts and waits for every queued piece.
+  void drain();
 
   comm::Communicator dp_;
   Parameters parameters_;
@@ -93,8 +103,11 @@ class DataParallelGradients {
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<int> passes_seen_;        // per parameter, since zero()
-  std::vector<Bucket*> in_flight_;      // started, not known to be complete; oldest first
   int backward_passes_ = 1;
+  std::vector<kernels::Buffer*> queued_;  // this step's pieces, in start order
+  std::size_t next_piece_ = 0;            // the first of queued_ not yet started
+  // Declared last: destroyed (each waiting for its piece) before the buffer they reduce.
+  std::array<comm::PendingAllReduce, kMaxInFlight> in_flight_;
 };
 
 }  // namespace mpitron::nn

@@ -22,7 +22,7 @@ mpitron_add_expect_test(train_dp_mlp_drop_last TARGET mpitron NP 4 TIMEOUT 120 M
 mpitron_add_expect_test(train_dp_padded TARGET mpitron NP 4 TIMEOUT 120 MAX_SECONDS 60
   ARGS train-dp --samples 1001 --epochs 1 --batch-size 25
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_dp
-  EXPECT_EXIT 0 EXPECT_OUTPUT "1 epochs x 11 steps on 4 ranks" REJECT_OUTPUT "error")
+  EXPECT_EXIT 0 EXPECT_OUTPUT "1 epoch x 11 steps on 4 ranks" REJECT_OUTPUT "error")
 
 # --data: a 10-sample CSV with a header (5 samples per rank: 3 steps of 2), and bad files.
 set(train_dp_csv ${CMAKE_CURRENT_BINARY_DIR}/train_dp_small.csv)
@@ -36,7 +36,7 @@ mpitron_add_expect_test(train_dp_csv TARGET mpitron NP 2 TIMEOUT 120 MAX_SECONDS
   ARGS train-dp --data ${train_dp_csv} --features 2 --targets 1 --epochs 2 --batch-size 2
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_dp
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "10 samples x 2 features -> 1 targets" "2 epochs x 3 steps on 2 ranks"
+  EXPECT_OUTPUT "10 samples x 2 features -> 1 target" "2 epochs x 3 steps on 2 ranks"
   REJECT_OUTPUT "error")
 mpitron_add_expect_test(train_dp_bad_csv TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
   ARGS train-dp --data ${CMAKE_CURRENT_BINARY_DIR}/train_dp_bad.csv --features 2

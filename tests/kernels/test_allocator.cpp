@@ -11,7 +11,7 @@
 namespace mpitron::kernels {
 namespace {
 
-TEST(Allocator, ClassesAre512ByteStepsThenFourPerPowerOfTwo) {
+TEST(Allocator, ClassesAre512ByteStepsThenFourPerPowerOfTwoThen1MiBSteps) {
   EXPECT_EQ(allocation_class(1), 512u);
   EXPECT_EQ(allocation_class(512), 512u);
   EXPECT_EQ(allocation_class(513), 1024u);
@@ -20,11 +20,16 @@ TEST(Allocator, ClassesAre512ByteStepsThenFourPerPowerOfTwo) {
   EXPECT_EQ(allocation_class(8192), 8192u);
   EXPECT_EQ(allocation_class(8193), 10240u);
   EXPECT_EQ(allocation_class(std::size_t{3} << 20), std::size_t{3} << 20);
+  EXPECT_EQ(allocation_class((std::size_t{3} << 20) + 1), std::size_t{7} << 19);  // 3.5 MiB
+  EXPECT_EQ(allocation_class((std::size_t{4} << 20) + 1), std::size_t{5} << 20);
+  EXPECT_EQ(allocation_class((std::size_t{32} << 20) + 1), std::size_t{33} << 20);
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
   std::size_t previous = 0;
-  for (std::size_t bytes = 1; bytes < (std::size_t{1} << 22); bytes = bytes * 9 / 8 + 1) {
+  for (std::size_t bytes = 1; bytes < (std::size_t{1} << 30); bytes = bytes * 9 / 8 + 1) {
     const std::size_t size = allocation_class(bytes);
     EXPECT_GE(size, bytes);
     EXPECT_LE(size, bytes + bytes / 4 + 511) << bytes;  // at most 25 % (or 511 bytes) more
+    EXPECT_LT(size, bytes + kMiB) << bytes;             // and less than 1 MiB more
     EXPECT_GE(size, previous) << bytes;                 // monotone
     EXPECT_EQ(allocation_class(size), size) << bytes;   // a class serves itself
     previous = size;

@@ -73,6 +73,33 @@ TEST(DataParallelGradients, BucketsStartDuringBackwardAndAccumulateInPlace) {
   }
 }
 
+// A bucket larger than one all-reduce piece: its pieces (two whole, one ragged) and the next
+// bucket's run at most kMaxInFlight at a time; every element gets the mean of
+// (rank + 1) * (j % 7 + 1), which is exact in float64.
+TEST(DataParallelGradients, BucketsLargerThanAPieceAverageEveryElement) {
+  const comm::Communicator& dp = test_world();
+  const double n = dp.size();
+  const auto big_numel = static_cast<std::int64_t>(2 * DataParallelGradients::kPieceElements + 7);
+  Tensor big = Tensor::zeros({big_numel}, autograd::DType::f64).set_requires_grad();
+  Tensor small = Tensor::zeros({3}, autograd::DType::f64).set_requires_grad();
+  DataParallelGradients gradients({{"small", small}, {"big", big}}, dp, /*bucket_elements=*/4);
+  ASSERT_EQ(gradients.bucket_count(), 2u);  // big | small
+  std::vector<double> x(static_cast<std::size_t>(big_numel));
+  for (std::size_t j = 0; j < x.size(); ++j)
+    x[j] = (dp.rank() + 1.0) * static_cast<double>(j % 7 + 1);
+  const Tensor loss = autograd::add(
+      autograd::sum(autograd::mul(big, Tensor::from_vector(x, {big_numel}, autograd::DType::f64))),
+      autograd::sum(autograd::scale(small, dp.rank() + 1.0)));
+  loss.backward();
+  gradients.finish();
+  const std::vector<double> g = big.grad().to_vector();
+  for (std::size_t j = 0; j < g.size(); ++j) {
+    ASSERT_DOUBLE_EQ(g[j], static_cast<double>(j % 7 + 1) * (n + 1) / 2) << j;
+  }
+  for (double v : small.grad().to_vector())
+    EXPECT_DOUBLE_EQ(v, (n + 1) / 2);
+}
+
 TEST(DataParallelGradients, MoreBackwardPassesThanSetIsAnError) {
   const comm::Communicator& dp = test_world();
   if (dp.size() == 1) GTEST_SKIP() << "one replica reduces nothing";
