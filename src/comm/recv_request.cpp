@@ -1,5 +1,7 @@
 // RecvRequest and irecv (point_to_point.h): the header receive is posted at once, the payload
 // receives once the header has been checked.
+#include "comm/point_to_point.h"
+
 #include <algorithm>
 #include <array>
 #include <exception>
@@ -9,7 +11,6 @@
 #include "comm/errors.h"
 #include "comm/guard.h"
 #include "comm/mpi_util.h"
-#include "comm/point_to_point.h"
 #include "comm/staging.h"
 #include "comm/transfer.h"
 
