@@ -47,14 +47,18 @@ const Buffer& stage_in(const Communicator& comm, const Buffer& buffer, Slot slot
   return image != nullptr ? *image : buffer;
 }
 
-Buffer stage_copy(const Communicator& comm, const Buffer& buffer) {
+Buffer stage_landing(const Communicator& comm, const Buffer& buffer) {
   if (mpi_visible(comm, buffer)) {
     kernels::synchronize(buffer.device());
     return Buffer();
   }
   if (buffer.empty()) return Buffer();
-  Buffer copy = Buffer::pinned_host(buffer.numel(), buffer.dtype());
-  kernels::copy_bytes(buffer, 0, copy, 0, buffer.bytes());
+  return Buffer::pinned_host(buffer.numel(), buffer.dtype());
+}
+
+Buffer stage_copy(const Communicator& comm, const Buffer& buffer) {
+  Buffer copy = stage_landing(comm, buffer);
+  if (!copy.empty()) kernels::copy_bytes(buffer, 0, copy, 0, buffer.bytes());
   return copy;
 }
 

@@ -46,6 +46,12 @@ const kernels::Buffer& stage_in(const Communicator& comm, const kernels::Buffer&
 /// caching allocator, so a steady state allocates nothing). Also empty for an empty `buffer`.
 kernels::Buffer stage_copy(const Communicator& comm, const kernels::Buffer& buffer);
 
+/// For a receive that outlives the call: an empty buffer when MPI may write `buffer` itself
+/// (after waiting for queued CUDA work on it), else a new uninitialized pinned host buffer of its
+/// size (from the caching allocator) that `stage_out` later copies into `buffer`. Also empty for
+/// an empty `buffer`.
+kernels::Buffer stage_landing(const Communicator& comm, const kernels::Buffer& buffer);
+
 /// As `stage_in`, but writable: results MPI writes there reach `buffer` by `stage_out`.
 kernels::Buffer& stage_in_place(const Communicator& comm, kernels::Buffer& buffer, Slot slot);
 

@@ -20,21 +20,57 @@ void check_micro_batches(const PipelineSpec& spec) {
   }
 }
 
-// This stage's transfers with its neighbours on the PP communicator. Receives block until the
-// data is there; sends are started and kept, with the tensor they read, until they complete.
+// Which way a transfer goes: activations to stage + 1, their gradients to stage - 1.
+enum class Direction { forward = 0, backward = 1 };
+
+Direction direction_of(const PipelineAction& action) {
+  return action.type == PipelineAction::Type::forward ? Direction::forward : Direction::backward;
+}
+
+// The transfer tag of micro-batch i's activation or gradient. Both stages compute it alike; tags
+// repeat every (kMaxTransferTag + 1) / 2 micro-batches, which is safe since a stage receives from
+// one neighbour in the order that neighbour sends.
+int transfer_tag(Direction direction, int micro_batch) {
+  constexpr int kMicroBatchTags = (comm::kMaxTransferTag + 1) / 2;
+  return 2 * (micro_batch % kMicroBatchTags) + static_cast<int>(direction);
+}
+
+// This stage's transfers with its neighbours on the PP communicator. One receive may be started
+// ahead (`expect`) so its data can arrive while the stage computes; `receive` finishes it. Sends
+// are started and kept, with the tensor they read, until they complete.
 class StageLink {
  public:
   StageLink(const comm::ParallelTopology& topology, const PipelineSpec& spec)
       : pp_(topology.pp_comm()), stage_(topology.pp_rank()), spec_(spec) {}
 
-  // The next activation (from stage - 1) or gradient (from stage + 1).
-  Tensor receive(int peer) {
-    Tensor t = Tensor::empty(spec_.activation_shape, spec_.dtype, spec_.device);
-    comm::recv(pp_, t.buffer(), spec_.activation_shape, peer);
-    return t;
+  // Starts receiving micro-batch `micro_batch`'s input activation (forward, from stage - 1) or
+  // output gradient (backward, from stage + 1). At most one receive is in flight.
+  void expect(Direction direction, int micro_batch) {
+    if (ahead_.started) {
+      throw std::logic_error(fmt::format(
+          "pipeline: stage {} started receiving micro-batch {} while micro-batch {} is in flight",
+          stage_, micro_batch, ahead_.micro_batch));
+    }
+    ahead_.started = true;
+    ahead_.direction = direction;
+    ahead_.micro_batch = micro_batch;
+    ahead_.tensor = Tensor::empty(spec_.activation_shape, spec_.dtype, spec_.device);
+    ahead_.request = comm::irecv(pp_, ahead_.tensor.buffer(), spec_.activation_shape,
+                                 source(direction), transfer_tag(direction, micro_batch));
   }
 
-  void send(int peer, const Tensor& t, int micro_batch) {
+  // The activation or gradient of `micro_batch`, once it is here (started now unless `expect`
+  // started it).
+  Tensor receive(Direction direction, int micro_batch) {
+    if (!ahead_.started || ahead_.direction != direction || ahead_.micro_batch != micro_batch) {
+      expect(direction, micro_batch);
+    }
+    ahead_.request.wait();
+    ahead_.started = false;
+    return std::move(ahead_.tensor);
+  }
+
+  void send(Direction direction, const Tensor& t, int micro_batch) {
     if (t.shape() != spec_.activation_shape || t.dtype() != spec_.dtype ||
         t.device() != spec_.device) {
       throw std::invalid_argument(fmt::format(
@@ -47,7 +83,10 @@ class StageLink {
     std::erase_if(pending_, [](Pending& p) { return p.request.test(); });
     Pending& sent = pending_.emplace_back();
     sent.tensor = t.detach();  // keeps the storage, not the autograd graph
-    sent.request = comm::isend(pp_, sent.tensor.buffer(), spec_.activation_shape, peer);
+    const int peer = direction == Direction::forward ? stage_ + 1 : stage_ - 1;
+    sent.request = comm::isend(pp_, sent.tensor.buffer(), spec_.activation_shape, peer,
+                               transfer_tag(direction, micro_batch));
+    ahead_.request.test();  // a receive whose header has arrived posts its payload
   }
 
   void finish() {
@@ -57,14 +96,26 @@ class StageLink {
   }
 
  private:
+  int source(Direction direction) const {
+    return direction == Direction::forward ? stage_ - 1 : stage_ + 1;
+  }
+
   struct Pending {
     Tensor tensor;
     comm::SendRequest request;  // declared last: finished before the tensor is released
+  };
+  struct Incoming {
+    bool started = false;  // until `receive` took it (the request may complete before)
+    Direction direction = Direction::forward;
+    int micro_batch = -1;
+    Tensor tensor;
+    comm::RecvRequest request;  // declared last: finished before the tensor is released
   };
   const comm::Communicator& pp_;
   int stage_;
   const PipelineSpec& spec_;
   std::vector<Pending> pending_;
+  Incoming ahead_;
 };
 
 Shape micro_batch_shape(const PipelineShape& shape) {
@@ -124,22 +175,32 @@ std::vector<Tensor> run_pipeline_step(const comm::ParallelTopology& topology,
   const auto m = static_cast<std::size_t>(spec.micro_batches);
   StageLink link(topology, spec);
   std::vector<Tensor> inputs(m), outputs(m), losses(topology.is_last_stage() ? m : 0);
-  for (const PipelineAction& action : table) {
+  std::size_t ahead = 0;  // the next action that receives, at or after the current one
+  for (std::size_t a = 0; a < table.size(); ++a) {
+    const PipelineAction& action = table[a];
     const auto i = static_cast<std::size_t>(action.micro_batch);
+    const Direction direction = direction_of(action);
+    Tensor received = action.recv ? link.receive(direction, action.micro_batch) : Tensor();
+    if (ahead <= a) {  // start the next receive before this action computes
+      for (ahead = a + 1; ahead < table.size() && !table[ahead].recv;)
+        ++ahead;
+      if (ahead < table.size()) {
+        link.expect(direction_of(table[ahead]), table[ahead].micro_batch);
+      }
+    }
     if (action.type == PipelineAction::Type::forward) {
-      if (action.recv) inputs[i] = link.receive(p - 1).set_requires_grad();
+      if (action.recv) inputs[i] = received.set_requires_grad();
       outputs[i] = stage.forward(action.micro_batch, inputs[i]);
-      if (action.send) link.send(p + 1, outputs[i], action.micro_batch);
+      if (action.send) link.send(direction, outputs[i], action.micro_batch);
       continue;
     }
     if (action.recv) {
-      const Tensor grad = link.receive(p + 1);
-      if (outputs[i].requires_grad()) outputs[i].backward(grad);
+      if (outputs[i].requires_grad()) outputs[i].backward(received);
     } else {
       losses[i] = outputs[i].detach();
       if (outputs[i].requires_grad()) outputs[i].backward();
     }
-    if (action.send) link.send(p - 1, input_gradient(inputs[i], spec), action.micro_batch);
+    if (action.send) link.send(direction, input_gradient(inputs[i], spec), action.micro_batch);
     inputs[i] = Tensor();
     outputs[i] = Tensor();
   }
@@ -151,16 +212,17 @@ std::vector<Tensor> run_pipeline_forward(const comm::ParallelTopology& topology,
                                          const PipelineSpec& spec, const PipelineStage& stage) {
   check_micro_batches(spec);
   autograd::NoGradGuard no_grad;
-  const int p = topology.pp_rank();
   StageLink link(topology, spec);
   std::vector<Tensor> outputs;
   for (int i = 0; i < spec.micro_batches; ++i) {
-    const Tensor input = topology.is_first_stage() ? Tensor() : link.receive(p - 1);
+    const bool receives = !topology.is_first_stage();
+    const Tensor input = receives ? link.receive(Direction::forward, i) : Tensor();
+    if (receives && i + 1 < spec.micro_batches) link.expect(Direction::forward, i + 1);
     Tensor output = stage.forward(i, input);
     if (topology.is_last_stage()) {
       outputs.push_back(std::move(output));
     } else {
-      link.send(p + 1, output, i);
+      link.send(Direction::forward, output, i);
     }
   }
   link.finish();

@@ -1,9 +1,13 @@
 // Pipeline parallelism: the layers of a model are split into stages over the PP communicator;
 // activations [micro_batch, ...] flow forward from stage p to p + 1 and their gradients (same
-// shape) flow back. One executor runs any schedule table (schedule.h): it receives where the
-// table says (blocking, through the deadline routine), starts sends without waiting for the
-// neighbour (comm::isend), and drops a micro-batch's activations as soon as its backward ran, so
-// 1F1B keeps at most pp - stage micro-batches alive (Narayanan et al. 2021, arXiv:2104.04473).
+// shape) flow back. One executor runs any schedule table (schedule.h): before an action computes
+// it starts the receive of the next action that receives (comm::irecv; at most one receive in
+// flight, so at most one activation-sized buffer more than the schedule keeps), it waits for a
+// receive (through the deadline routine) only at the action that needs the data, starts sends
+// without waiting for the neighbour (comm::isend), and drops a micro-batch's activations as soon
+// as its backward ran, so 1F1B keeps at most pp - stage micro-batches alive (Narayanan et al.
+// 2021, arXiv:2104.04473). Transfer tags are 2 * micro-batch + (0 activation, 1 gradient), modulo
+// comm::kMaxTransferTag + 1.
 #pragma once
 
 #include <functional>

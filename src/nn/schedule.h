@@ -6,8 +6,8 @@
 // sends its output activation to stage + 1; a backward pass receives the output gradient from
 // stage + 1 and sends the input gradient to stage - 1. The first stage never receives (sends) in
 // forward (backward); the last stage never sends (receives) in forward (backward). Executed with
-// blocking receives at the action that needs them and non-blocking sends, every table completes
-// for any pp >= 1 and micro-batch count >= 1.
+// receives waited for at the action that needs them (started earlier or not) and non-blocking
+// sends, every table completes for any pp >= 1 and micro-batch count >= 1.
 #pragma once
 
 #include <string>

@@ -4,6 +4,9 @@
 //   skip-recv     rank 0 sends 16 MiB to rank 1 with a 5 s deadline; rank 1 never receives
 //                 (it waits in a barrier with a 60 s deadline). Expect the deadline line from
 //                 rank 0 and a non-zero exit within 20 s.
+//   skip-send     rank 1 starts receiving 16 floats from rank 0 with a 3 s deadline, computes
+//                 (sleeps 0.5 s) and waits for it; rank 0 never sends (it waits in a barrier
+//                 with a 60 s deadline). Expect the deadline line from rank 1 within 20 s.
 //   stall-all-reduce  on 4 ranks: ranks 0 and 1 enter an all_reduce with a 3 s deadline, rank 2
 //                 waits in a recv from rank 0 instead, rank 3 computes (sleeps 30 s). Expect the
 //                 deadline line with "arrived: ranks 0, 1" and ranks 2 and 3 named with what
@@ -43,6 +46,19 @@ int skip_receive(comm::Communicator& world) {
   return 0;
 }
 
+int skip_send(comm::Communicator& world) {
+  world.set_timeout(world.rank() == 1 ? 3.0 : 60.0);
+  if (world.rank() == 1) {
+    kernels::Buffer payload(16, kernels::DType::f32, kernels::Device::cpu);
+    const std::vector<std::int64_t> shape{16};
+    comm::RecvRequest request = comm::irecv(world, payload, shape, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    request.wait();
+  }
+  comm::barrier(world);
+  return 0;
+}
+
 int stall_all_reduce(comm::Communicator& world) {
   world.set_timeout(world.rank() < 2 ? 3.0 : 60.0);
   kernels::Buffer value(1, kernels::DType::f64, kernels::Device::cpu);
@@ -56,6 +72,7 @@ int stall_all_reduce(comm::Communicator& world) {
 int run(const std::string& mode, comm::Communicator& world) {
   world.set_timeout(60.0);
   if (mode == "skip-recv") return skip_receive(world);
+  if (mode == "skip-send") return skip_send(world);
   if (mode == "stall-all-reduce") return stall_all_reduce(world);
   if (mode == "throw") {
     if (world.rank() == world.size() - 1) throw std::runtime_error("injected failure");

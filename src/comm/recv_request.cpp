@@ -1,0 +1,174 @@
+// RecvRequest and irecv (point_to_point.h): the header receive is posted at once, the payload
+// receives once the header has been checked.
+#include "comm/point_to_point.h"
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <stdexcept>
+#include <vector>
+
+#include "comm/errors.h"
+#include "comm/guard.h"
+#include "comm/mpi_util.h"
+#include "comm/staging.h"
+#include "comm/transfer.h"
+
+namespace mpitron::comm {
+
+using kernels::Buffer;
+using transfer::Header;
+
+struct RecvRequest::State {
+  Communicator comm;  // kept for errors and the deadline; shares the MPI communicator
+  int peer = -1;
+  int tag = 0;
+  Buffer* buffer = nullptr;  // the caller's
+  std::array<std::int64_t, kMaxTransferDims> expected{};
+  std::size_t ndim = 0;
+  Header header;  // as received
+  MPI_Request header_request = MPI_REQUEST_NULL;
+  bool header_checked = false;
+  Buffer staged;  // where a staged payload lands before it is copied into `buffer`, else empty
+  std::vector<MPI_Request> payload;
+
+  std::span<const std::int64_t> expected_shape() const { return {expected.data(), ndim}; }
+  Operation operation() const { return {"recv from", peer, buffer->bytes()}; }
+};
+
+RecvRequest::RecvRequest() = default;
+RecvRequest::RecvRequest(std::unique_ptr<State> state) : state_(std::move(state)) {}
+RecvRequest::RecvRequest(RecvRequest&& other) noexcept = default;
+
+RecvRequest& RecvRequest::operator=(RecvRequest&& other) noexcept {
+  RecvRequest previous(std::move(*this));  // finished by its destructor
+  state_ = std::move(other.state_);
+  return *this;
+}
+
+RecvRequest::~RecvRequest() {
+  if (!pending()) return;
+  if (std::uncaught_exceptions() == 0) {
+    const int rank = state_->comm.world_rank();
+    try {
+      wait();
+      return;
+    } catch (const std::exception& error) {
+      abort_job(error_line(rank, error.what()), kErrorExitCode);
+    }
+  }
+  release();
+}
+
+void RecvRequest::release() noexcept {
+  const auto cancel = [](MPI_Request& request) {
+    if (request == MPI_REQUEST_NULL) return;
+    MPI_Cancel(&request);
+    MPI_Request_free(&request);
+  };
+  cancel(state_->header_request);
+  std::for_each(state_->payload.begin(), state_->payload.end(), cancel);
+  transfer::keep_forever(std::move(state_));  // MPI may still write the header and staged copy
+}
+
+void RecvRequest::accept_header() {
+  State& s = *state_;
+  s.header_checked = true;
+  const Header& header = s.header;
+  const std::span<const std::int64_t> expected = s.expected_shape();
+  const bool matches =
+      header.valid() && header.dtype() == s.buffer->dtype() &&
+      std::equal(expected.begin(), expected.end(), header.shape().begin(), header.shape().end());
+  if (matches) {
+    Buffer& image = s.staged.empty() ? *s.buffer : s.staged;
+    const std::size_t numel = s.buffer->numel();
+    s.payload.assign(message_count(numel, header.limit()), MPI_REQUEST_NULL);
+    for (std::size_t i = 0; i < s.payload.size(); ++i) {
+      const Range range = message_range(numel, header.limit(), i);
+      check_mpi(
+          MPI_Irecv(element(image, range.offset), mpi_count(range.count), mpi_type(image.dtype()),
+                    s.peer, transfer::payload_tag(s.tag), s.comm.native(), &s.payload[i]),
+          "MPI_Irecv");
+    }
+    return;
+  }
+  // Built only on failure: a steady stream of matching transfers allocates nothing here.
+  std::string what = "recv on the " + s.comm.name() + " communicator: rank " +
+                     std::to_string(s.comm.world_rank()) + " expected " +
+                     transfer::describe(expected, s.buffer->dtype()) + " from rank " +
+                     std::to_string(s.comm.global_rank(s.peer)) + ", but ";
+  if (!header.valid()) {
+    state_.reset();
+    throw std::runtime_error(what + "received a malformed header");
+  }
+  // The sender's payload, message by message into scratch memory, so later transfers of this
+  // tag stay in step.
+  const std::size_t numel = transfer::product(header.shape());
+  Buffer& scratch = s.comm.staging().workspace(Slot::pack, kernels::Device::cpu, header.dtype(),
+                                               std::min(numel, header.limit()));
+  for_each_message(s.comm, numel, header.limit(), s.operation(), [&](const Range& range) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Irecv(element(scratch, 0), mpi_count(range.count), mpi_type(scratch.dtype()),
+                        s.peer, transfer::payload_tag(s.tag), s.comm.native(), &request),
+              "MPI_Irecv");
+    return request;
+  });
+  what += "rank " + std::to_string(s.comm.global_rank(s.peer)) + " sent " +
+          transfer::describe(header.shape(), header.dtype());
+  state_.reset();
+  throw std::runtime_error(what);
+}
+
+void RecvRequest::finish() {
+  if (!state_->staged.empty()) stage_out(state_->staged, *state_->buffer);
+  state_.reset();
+}
+
+bool RecvRequest::test() {
+  if (!pending()) return true;
+  State& s = *state_;
+  if (!s.header_checked) {
+    int arrived = 0;
+    check_mpi(MPI_Test(&s.header_request, &arrived, MPI_STATUS_IGNORE), "MPI_Test");
+    if (arrived == 0) return false;
+    accept_header();
+  }
+  int done = 0;
+  check_mpi(
+      MPI_Testall(static_cast<int>(s.payload.size()), s.payload.data(), &done, MPI_STATUSES_IGNORE),
+      "MPI_Testall");
+  if (done != 0) finish();
+  return done != 0;
+}
+
+void RecvRequest::wait() {
+  if (!pending()) return;
+  State& s = *state_;
+  if (!s.header_checked) {
+    wait_one(s.comm, s.header_request, s.operation());
+    accept_header();
+  }
+  wait_all(s.comm, s.payload, s.operation());
+  finish();
+}
+
+RecvRequest irecv(const Communicator& comm, Buffer& buffer,
+                  std::span<const std::int64_t> expected_shape, int src, int tag) {
+  transfer::check_arguments("recv", comm, buffer, expected_shape, src, tag);
+  auto state = std::make_unique<RecvRequest::State>();
+  state->comm = comm;
+  state->peer = src;
+  state->tag = tag;
+  state->buffer = &buffer;
+  std::copy(expected_shape.begin(), expected_shape.end(), state->expected.begin());
+  state->ndim = expected_shape.size();
+  state->staged = stage_landing(comm, buffer);
+  RecvRequest request(std::move(state));  // from here on, a failure releases what was started
+  auto& words = request.state_->header.words;
+  check_mpi(MPI_Irecv(words.data(), static_cast<int>(words.size()), MPI_INT64_T, src,
+                      transfer::header_tag(tag), comm.native(), &request.state_->header_request),
+            "MPI_Irecv");
+  return request;
+}
+
+}  // namespace mpitron::comm
