@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "comm/butterfly.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
 #include "comm/recursive_doubling.h"
@@ -29,6 +30,11 @@ std::string to_string(ReduceOp op) {
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
   const MPI_Op reduction = mpi_op(op, buffer.dtype());  // throws for avg of integers
+  if (uses_rabenseifner_all_reduce(comm, buffer)) {
+    rabenseifner_all_reduce(comm, buffer, op);
+    finish_average(comm, buffer, op);
+    return;
+  }
   if (uses_ring_all_reduce(comm, buffer)) {
     ring_all_reduce(comm, buffer, op);
     finish_average(comm, buffer, op);
