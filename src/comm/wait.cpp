@@ -127,13 +127,16 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
     }
     if (done) return;
     if (progressed) backoff = Backoff(op.bytes);  // the pauses count from the last completion
-    answer_stall_queries([&] {
-      if (doing.empty()) doing = operation_text(comm, op);
-      return doing;
-    });
-    if (std::chrono::steady_clock::now() >= deadline) {
-      if (doing.empty()) doing = operation_text(comm, op);
-      expire(comm, op, doing);
+    const auto now = std::chrono::steady_clock::now();
+    if (!Backoff::spins(now - start)) {  // a short wait polls nothing else
+      answer_stall_queries([&] {
+        if (doing.empty()) doing = operation_text(comm, op);
+        return doing;
+      });
+      if (now >= deadline) {
+        if (doing.empty()) doing = operation_text(comm, op);
+        expire(comm, op, doing);
+      }
     }
     backoff.pause();
   }
