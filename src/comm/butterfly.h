@@ -23,7 +23,7 @@ bool is_butterfly_group(const Communicator& comm);
 /// Buffers from this many bytes on take the ring on every group: its steps move n / p elements,
 /// where Rabenseifner's first step moves n / 2 (all-reduce on 4 ranks sharing 2 cores, ratio to
 /// MPI_Allreduce's time, medians of 11-41 interleaved rounds in 4 runs: Rabenseifner vs ring
-/// 0.80-1.16 vs 1.18-1.31 at 256 KiB, 0.95-1.00 vs 1.01-1.16 at 1 MiB, 1.14-1.18 vs 0.89-0.92
+/// 0.80-1.16 vs 1.18-1.31 at 256 KiB, 0.83-1.12 vs 0.90-1.16 at 1 MiB, 1.14-1.18 vs 0.89-0.92
 /// at 4 MiB).
 inline constexpr std::size_t kRabenseifnerMaxBytes = 2 * 1024 * 1024;
 
