@@ -34,6 +34,12 @@ std::vector<Range> split_count(std::size_t count, std::size_t limit) {
   return ranges;
 }
 
+Range even_chunks(std::size_t n, std::size_t parts, std::size_t first, std::size_t count) {
+  const std::size_t base = n / parts, extra = n % parts;
+  const auto start = [&](std::size_t c) { return c * base + std::min(c, extra); };
+  return {start(first), start(first + count) - start(first)};
+}
+
 std::size_t tile_count(std::size_t outer, std::size_t chunk, std::size_t limit) {
   validate_message_limit(limit);
   if (outer == 0 || chunk == 0) return 0;

@@ -35,6 +35,12 @@ std::size_t message_count(std::size_t count, std::size_t limit);
 /// Range `index` (< message_count(count, limit)) of split_count(count, limit).
 Range message_range(std::size_t count, std::size_t limit, std::size_t index);
 
+/// Chunks [first, first + count) of [0, n) cut into `parts` nearly equal consecutive chunks (the
+/// first n % parts chunks one element longer than the rest), as one range: the layout of the
+/// ring and recursive-halving all-reduce (ring_all_reduce.h, butterfly.h). Needs parts >= 1 and
+/// first + count <= parts.
+Range even_chunks(std::size_t n, std::size_t parts, std::size_t first, std::size_t count = 1);
+
 /// A block of `rows` x `cols` elements at (`row`, `col`) of a row-major [outer, chunk] matrix.
 struct Tile {
   std::size_t row = 0;

@@ -1,6 +1,7 @@
 #include "comm/collective_steps.h"
 
 #include <algorithm>
+#include <array>
 
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
@@ -62,6 +63,70 @@ void post_exchange(const Communicator& comm, const Buffer& buffer, Range send, i
                                       kCollectiveTag, comm.native(), &request),
                             "MPI_Isend");
                 });
+}
+
+namespace {
+
+// The most elements one message of a `count`-element transfer that its receiver combines
+// carries (see exchange_and_combine).
+std::size_t combine_piece_limit(const Communicator& comm, kernels::DType dtype, std::size_t count) {
+  const std::size_t element_bytes = kernels::dtype_size(dtype);
+  if (count * element_bytes < kCombinePiecesFromBytes) {
+    return piece_limit(comm, dtype, count, kEagerPiecesBelowBytes);
+  }
+  return std::min(comm.max_message_elements(), kCombinePieceBytes / element_bytes);
+}
+
+}  // namespace
+
+void exchange_and_combine(const Communicator& comm, const Buffer& buffer, Range send, int to,
+                          int from, const Combination& combination,
+                          std::vector<MPI_Request>& requests, const Operation& op) {
+  const kernels::DType dtype = buffer.dtype();
+  const MPI_Datatype type = mpi_type(dtype);
+  const std::size_t count = combination.count;
+  const std::size_t limit = combine_piece_limit(comm, dtype, count);
+  const bool on_arrival = count * kernels::dtype_size(dtype) >= kCombinePiecesFromBytes;
+  // All pieces land in `scratch` at once, or in turn in its two halves.
+  Buffer scratch(on_arrival ? 2 * limit : count, dtype, kernels::Device::cpu);
+  const auto receive = [&](std::size_t offset, std::size_t n, MPI_Request& request) {
+    check_mpi(MPI_Irecv(element(scratch, offset), mpi_count(n), type, from, kCollectiveTag,
+                        comm.native(), &request),
+              "MPI_Irecv");
+  };
+  const auto combine_into = [&](std::size_t offset, const void* theirs, std::size_t n) {
+    const void* mine = element(*combination.mine, combination.mine_offset + offset);
+    combine(dtype, element(*combination.target, combination.target_offset + offset),
+            combination.theirs_first ? theirs : mine, combination.theirs_first ? mine : theirs, n,
+            combination.op);
+  };
+  requests.clear();
+  if (!on_arrival) post_messages({0, count}, limit, requests, receive);
+  post_messages(send, combine_piece_limit(comm, dtype, send.count), requests,
+                [&](std::size_t offset, std::size_t n, MPI_Request& request) {
+                  check_mpi(MPI_Isend(element(buffer, offset), mpi_count(n), type, to,
+                                      kCollectiveTag, comm.native(), &request),
+                            "MPI_Isend");
+                });
+  if (!on_arrival) {
+    wait_all(comm, requests, op);
+    combine_into(0, scratch.data(), count);
+    return;
+  }
+  const std::size_t pieces = message_count(count, limit);
+  std::array<MPI_Request, 2> arriving{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  const auto post_piece = [&](std::size_t i) {
+    receive(i % 2 * limit, message_range(count, limit, i).count, arriving[i % 2]);
+  };
+  post_piece(0);
+  post_piece(1);
+  for (std::size_t i = 0; i < pieces; ++i) {
+    wait_one(comm, arriving[i % 2], op);
+    const Range piece = message_range(count, limit, i);
+    combine_into(piece.offset, element(scratch, i % 2 * limit), piece.count);
+    if (i + 2 < pieces) post_piece(i + 2);
+  }
+  wait_all(comm, requests, op);
 }
 
 namespace {

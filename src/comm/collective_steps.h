@@ -29,12 +29,15 @@ inline constexpr int kCollectiveTag = 7303;
 inline constexpr std::size_t kEagerPiecesBelowBytes = 256 * 1024;
 
 /// kEagerPiecesBelowBytes for transfers of data the sender has not just written (all_gather's
-/// blocks). All-gather on 2 ranks, eager pieces against one single-copy message: 16 KiB
-/// transfers 0.75 vs 1.06 of MPI_Allgather's time, 32 KiB even, 64 KiB 1.75 vs 1.25, 128 KiB
-/// 2.08 vs 1.23. A just-reduced chunk (all_reduce, reduce_scatter) gains from pieces up to
+/// blocks, every step). All-gather, eager pieces against one single-copy message per transfer
+/// (ratio to MPI_Allgather's time, median of 31-41 interleaved rounds): 2 ranks, 32 KiB
+/// transfers 0.88 vs 1.08, 64 KiB 1.06 vs 1.05, 128 KiB 1.21 vs 1.02; 4 ranks, 128 KiB
+/// all-gather (32 KiB transfers, then 64 KiB) 1.01 with this limit for every step vs 1.23 with
+/// 32 KiB for the first and kEagerPiecesBelowBytes for the next, 256 KiB 1.04 vs 1.08. A
+/// just-reduced chunk (all_reduce, reduce_scatter) gains from pieces up to
 /// kEagerPiecesBelowBytes, since the peer's single-copy read would pull it out of the sender's
 /// cache.
-inline constexpr std::size_t kEagerPiecesBelowBytesForCopies = 32 * 1024;
+inline constexpr std::size_t kEagerPiecesBelowBytesForCopies = 64 * 1024;
 
 /// The largest piece of a transfer below kEagerPiecesBelowBytes.
 inline constexpr std::size_t kEagerMessageBytes = 4000;
@@ -55,6 +58,48 @@ void exchange(const Communicator& comm, const kernels::Buffer& buffer, Range sen
 void post_exchange(const Communicator& comm, const kernels::Buffer& buffer, Range send, int to,
                    kernels::Buffer& into, Range recv, int from, std::vector<MPI_Request>& requests,
                    std::size_t eager_below = kEagerPiecesBelowBytes);
+
+/// Transfers of at least this many bytes whose receiver combines them with its own data
+/// (exchange_and_combine) travel as messages of kCombinePieceBytes, each combined as soon as it
+/// has arrived while the next one is already posted: the piece is still in cache when it is
+/// read, and the scratch it lands in is two pieces, not the whole transfer. It pays once the
+/// ranks' buffers outgrow the last-level cache (32 MiB on the Zen 4 measured): 16 MiB all-reduce
+/// on 2 ranks (8 MiB transfers) 1.03 -> 0.91 of MPI_Allreduce's time, on 4 ranks (ring, 4 MiB
+/// transfers) 0.96 -> 0.86, 64 MiB on 2 ranks 0.47 -> 0.44; below, the extra rendezvous cost
+/// more than they save: 4 MiB on 2 ranks (2 MiB transfers) 1.00 -> 1.42, 8 MiB 1.14 -> 1.19.
+inline constexpr std::size_t kCombinePiecesFromBytes = 4 * 1024 * 1024;
+
+/// The pieces of kCombinePiecesFromBytes: two of them and the piece of this rank's data they
+/// are combined with fit one core's 1 MiB L2 (16 MiB all-reduce on 2 ranks: 128 KiB pieces 1.15
+/// of MPI's time, 256 KiB 0.92-1.05, 384 KiB 1.34-1.46, 1 MiB 1.16-1.39).
+inline constexpr std::size_t kCombinePieceBytes = 256 * 1024;
+
+/// What exchange_and_combine does with the `count` elements that arrive: target[target_offset +
+/// j] = mine[mine_offset + j] op theirs[j] for j < count, or theirs[j] op mine[..] when
+/// `theirs_first` (the operand order is part of the result, see combine). `target` may be
+/// `mine` at the same offset.
+struct Combination {
+  const kernels::Buffer* mine = nullptr;
+  std::size_t mine_offset = 0;
+  kernels::Buffer* target = nullptr;
+  std::size_t target_offset = 0;
+  std::size_t count = 0;
+  bool theirs_first = false;
+  ReduceOp op = ReduceOp::sum;
+};
+
+/// Sends elements `send` of `buffer` to rank `to` while receiving `combination.count` elements
+/// from rank `from` and combining them as `combination` says, then waits for the sends; every
+/// wait goes through the deadline routine reporting `op`. A transfer below
+/// kCombinePiecesFromBytes is cut like exchange's (eager pieces below kEagerPiecesBelowBytes)
+/// and combined once all of it has arrived; a larger one travels as pieces of
+/// kCombinePieceBytes, each combined on arrival. Messages never exceed
+/// comm.max_message_elements(), and the sender and the receiver of a transfer cut it alike.
+/// `target` must not overlap `send` (the sends may be in flight while pieces are combined). Tag
+/// kCollectiveTag; `requests` is reused storage. Throws MpiError when an MPI call fails.
+void exchange_and_combine(const Communicator& comm, const kernels::Buffer& buffer, Range send,
+                          int to, int from, const Combination& combination,
+                          std::vector<MPI_Request>& requests, const Operation& op);
 
 /// out[i] = first[i] op second[i] for i < count (avg: the sum), on `count` elements of `dtype`
 /// (any dtype); `out` may be `first` or `second`. The operand order is part of the result

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "comm/butterfly.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
 #include "comm/recursive_doubling.h"
@@ -29,13 +30,14 @@ std::string to_string(ReduceOp op) {
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
   const MPI_Op reduction = mpi_op(op, buffer.dtype());  // throws for avg of integers
-  if (uses_ring_all_reduce(comm, buffer)) {
-    ring_all_reduce(comm, buffer, op);
-    finish_average(comm, buffer, op);
-    return;
-  }
-  if (uses_recursive_doubling(comm, buffer)) {
-    recursive_doubling_all_reduce(comm, buffer, op);
+  // mpitron's own algorithms on point-to-point messages, each with its documented order.
+  void (*own)(const Communicator&, Buffer&, ReduceOp) =
+      uses_rabenseifner_all_reduce(comm, buffer) ? rabenseifner_all_reduce
+      : uses_ring_all_reduce(comm, buffer)       ? ring_all_reduce
+      : uses_recursive_doubling(comm, buffer)    ? recursive_doubling_all_reduce
+                                                 : nullptr;
+  if (own != nullptr) {
+    own(comm, buffer, op);
     finish_average(comm, buffer, op);
     return;
   }

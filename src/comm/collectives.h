@@ -6,10 +6,10 @@
 // - CUDA buffers are staged through reused pinned host memory, or handed to MPI directly when
 //   the communicator's transfer mode selects it; results are identical either way.
 // - Host buffers that MPI reads in place are reduced and gathered by mpitron's own algorithms
-//   on point-to-point messages (recursive_doubling.h, ring_all_reduce.h, p2p_gather_scatter.h):
-//   their reduction order is documented and the same on every run, and all_reduce leaves
-//   bit-identical buffers on every rank. Staged host buffers, CUDA buffers and broadcast use
-//   MPI's non-blocking collectives.
+//   on point-to-point messages (recursive_doubling.h, butterfly.h, ring_all_reduce.h,
+//   p2p_gather_scatter.h): their reduction order is documented and the same on every run, and
+//   all_reduce leaves bit-identical buffers on every rank. Staged host buffers, CUDA buffers and
+//   broadcast use MPI's non-blocking collectives.
 // - Transfers above `comm.max_message_elements()` (default INT_MAX) are cut into several
 //   messages, so element counts above INT_MAX work.
 // - Each call blocks through the deadline routine (wait.h): past `comm.timeout()` the job

@@ -1,8 +1,8 @@
 // All-gather and reduce-scatter of rank-major blocks on point-to-point messages, used by
-// comm::all_gather and comm::reduce_scatter (gather_scatter.cpp) for host memory: the
-// all-gather by recursive doubling on a power-of-two number of ranks (Thakur, Rabenseifner and
-// Gropp 2005, sections 4.1 and 4.3), the reduce-scatter by recursive halving, otherwise both as
-// rings (the halves of the ring all-reduce, ring_all_reduce.h). Open MPI's non-blocking
+// comm::all_gather and comm::reduce_scatter (gather_scatter.cpp) for host memory: on a
+// power-of-two number of ranks the all-gather by recursive doubling and the reduce-scatter by
+// recursive halving (butterfly.h), otherwise both as rings (the halves of the ring all-reduce,
+// ring_all_reduce.h). Open MPI's non-blocking
 // MPI_Iallgather and MPI_Ireduce_scatter_block (libnbc) took 1.2-3x the blocking calls' time on 2
 // ranks (bench comm); these keep the deadline routine and cut small transfers into eager messages
 // (collective_steps.h).

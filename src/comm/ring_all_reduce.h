@@ -18,9 +18,16 @@ namespace mpitron::comm {
 /// outweighs the bandwidth saved).
 inline constexpr std::size_t kRingAllReduceMinBytes = 256 * 1024;
 
-/// True when all_reduce of `buffer` on `comm` uses ring_all_reduce: more than one rank, a
-/// floating-point CPU buffer (CUDA buffers keep MPI's reduction in both transfer modes, so
-/// staged and direct results stay identical) of at least kRingAllReduceMinBytes.
+/// True when all_reduce of `buffer` on `comm` takes a bandwidth-optimal algorithm on
+/// point-to-point messages (ring_all_reduce, or rabenseifner_all_reduce on a power-of-two group,
+/// butterfly.h): more than one rank, a floating-point CPU buffer (CUDA buffers keep MPI's
+/// reduction in both transfer modes, so staged and direct results stay identical) of at least
+/// kRingAllReduceMinBytes and at least comm.size() elements.
+bool uses_large_all_reduce(const Communicator& comm, const kernels::Buffer& buffer);
+
+/// True when all_reduce of `buffer` on `comm` uses ring_all_reduce: uses_large_all_reduce but
+/// not uses_rabenseifner_all_reduce (butterfly.h): a rank count that is not a power of two, or
+/// a buffer of at least kRabenseifnerMaxBytes.
 bool uses_ring_all_reduce(const Communicator& comm, const kernels::Buffer& buffer);
 
 /// In place on every rank of `comm`: buffer[i] becomes op over every rank's buffer[i] (avg:

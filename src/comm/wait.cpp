@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <sstream>
 #include <thread>
@@ -14,15 +15,20 @@
 
 namespace mpitron::comm {
 
-std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited) {
-  if (waited < kYieldFor) return std::chrono::nanoseconds{0};
+Backoff::Backoff(std::size_t bytes)
+    : yield_for_(std::max(kYieldFor, std::chrono::nanoseconds(static_cast<std::int64_t>(
+                                         static_cast<double>(bytes) * kYieldPerByte)))) {}
+
+std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited,
+                                       std::chrono::nanoseconds yield_for) {
+  if (waited < yield_for) return std::chrono::nanoseconds{0};
   return std::clamp(waited / 16, kFirstSleep, kMaxSleep);
 }
 
 void Backoff::pause() {
   const std::chrono::nanoseconds waited = std::chrono::steady_clock::now() - start_;
   if (spins(waited)) return;
-  const std::chrono::nanoseconds duration = next(waited);
+  const std::chrono::nanoseconds duration = next(waited, yield_for_);
   if (duration.count() == 0) {
     sched_yield();
   } else {
@@ -104,7 +110,7 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
   const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(comm.timeout()));
   const WaitClock clock(start);
-  Backoff backoff;
+  Backoff backoff(op.bytes);
   std::string doing;  // built once another rank asks, or the deadline passes
   for (;;) {
     bool done = true, progressed = false;
@@ -120,14 +126,17 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
       progressed = progressed || flag != 0;
     }
     if (done) return;
-    if (progressed) backoff = Backoff{};  // the pauses count from the last completion
-    answer_stall_queries([&] {
-      if (doing.empty()) doing = operation_text(comm, op);
-      return doing;
-    });
-    if (std::chrono::steady_clock::now() >= deadline) {
-      if (doing.empty()) doing = operation_text(comm, op);
-      expire(comm, op, doing);
+    if (progressed) backoff = Backoff(op.bytes);  // the pauses count from the last completion
+    const auto now = std::chrono::steady_clock::now();
+    if (!Backoff::spins(now - start)) {  // a short wait polls nothing else
+      answer_stall_queries([&] {
+        if (doing.empty()) doing = operation_text(comm, op);
+        return doing;
+      });
+      if (now >= deadline) {
+        if (doing.empty()) doing = operation_text(comm, op);
+        expire(comm, op, doing);
+      }
     }
     backoff.pause();
   }

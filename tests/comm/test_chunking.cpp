@@ -39,6 +39,19 @@ TEST(SplitCount, SmallLimitsAndEdges) {
   EXPECT_THROW(split_count(5, kIntMax + 1), std::invalid_argument);
 }
 
+TEST(EvenChunks, TheFirstRemainderChunksAreOneLonger) {
+  // 10 elements in 4 chunks: 3, 3, 2, 2.
+  EXPECT_EQ(even_chunks(10, 4, 0), (Range{0, 3}));
+  EXPECT_EQ(even_chunks(10, 4, 1), (Range{3, 3}));
+  EXPECT_EQ(even_chunks(10, 4, 2), (Range{6, 2}));
+  EXPECT_EQ(even_chunks(10, 4, 3), (Range{8, 2}));
+  EXPECT_EQ(even_chunks(10, 4, 1, 2), (Range{3, 5}));
+  EXPECT_EQ(even_chunks(10, 4, 0, 4), (Range{0, 10}));
+  EXPECT_EQ(even_chunks(12, 4, 2, 2), (Range{6, 6}));
+  EXPECT_EQ(even_chunks(3, 4, 3), (Range{3, 0}));
+  EXPECT_EQ(even_chunks(kTwo31 * 4 + 1, 4, 1), (Range{kTwo31 + 1, kTwo31}));
+}
+
 TEST(TileMatrix, WholeRowsWhenARowFits) {
   EXPECT_EQ(tile_matrix(3, 4, 8), (std::vector<Tile>{{0, 2, 0, 4}, {2, 1, 0, 4}}));
   EXPECT_EQ(tile_matrix(5, 1000000), (std::vector<Tile>{{0, 5, 0, 1000000}}));

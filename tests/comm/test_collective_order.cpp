@@ -1,5 +1,6 @@
 // mpitron's own reductions on point-to-point messages (all_reduce: recursive doubling below
-// 256 KiB, the ring from 256 KiB on float buffers; reduce_scatter: the ring) on data whose
+// 256 KiB, from 256 KiB on float buffers Rabenseifner's on 2, 4 and 8 ranks and the ring on 3
+// and 5; reduce_scatter: recursive halving or the ring) on data whose
 // floating-point sums depend on the order: all_reduce leaves the same bits on every rank, and
 // every result equals a reference that combines every rank's values in the order the algorithm
 // documents, and lies within rounding of the reduction taken in double; all_gather places every
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "comm/butterfly.h"
 #include "comm/chunking.h"
 #include "comm/collectives.h"
 #include "comm/p2p_gather_scatter.h"
@@ -94,6 +96,22 @@ T ring_reference(int p, std::size_t n, std::size_t i, ReduceOp op) {
   return acc;
 }
 
+// The butterfly of recursive halving (butterfly.h), the order of reduce_scatter and of
+// Rabenseifner's all-reduce on a power-of-two p: ranks pair across the highest bit first, the
+// lower rank's operand first; `value(q)` is rank q's operand.
+template <class T, class Value>
+T butterfly_reference(int p, ReduceOp op, Value value) {
+  std::vector<T> held(static_cast<std::size_t>(p));
+  for (int q = 0; q < p; ++q)
+    held[q] = value(q);
+  for (int d = p / 2; d >= 1; d /= 2) {
+    for (int q = 0; q < p; ++q) {
+      if ((q & d) == 0) held[q] = held[q | d] = apply(op, held[q], held[q | d]);
+    }
+  }
+  return held[0];
+}
+
 // Groups of this world's ranks: the world itself and, from 4 ranks on, a split into groups of
 // 3 and 1 (4 ranks) or 5 and 3 (8 ranks).
 std::vector<Communicator> groups() {
@@ -141,8 +159,13 @@ void check_all_reduce(const Communicator& comm, DType dtype, std::size_t n, Redu
   for (std::size_t i = 0; i < n; ++i)
     values[i] = value_of<T>(comm.rank(), i);
   const bool ring = comm::uses_ring_all_reduce(comm, buffer);
+  const bool rabenseifner = comm::uses_rabenseifner_all_reduce(comm, buffer);
   const bool doubling = comm::uses_recursive_doubling(comm, buffer);
   EXPECT_EQ(doubling, p > 1 && buffer.bytes() < comm::kRecursiveDoublingMaxBytes);
+  const bool large = p > 1 && !doubling && kernels::is_floating(dtype);
+  const bool butterfly = (p & (p - 1)) == 0 && buffer.bytes() < comm::kRabenseifnerMaxBytes;
+  EXPECT_EQ(rabenseifner, large && butterfly);
+  EXPECT_EQ(ring, large && !butterfly);
   comm::all_reduce(comm, buffer, op);
 
   kernels::Buffer root(n, dtype, kernels::Device::cpu);
@@ -155,7 +178,11 @@ void check_all_reduce(const Communicator& comm, DType dtype, std::size_t n, Redu
   expect_reduced(
       values, n, p, op,
       [&](std::size_t i) {
-        return ring ? ring_reference<T>(p, n, i, op) : recursive_doubling_reference<T>(p, i, op);
+        if (ring) return ring_reference<T>(p, n, i, op);
+        if (rabenseifner) {
+          return butterfly_reference<T>(p, op, [&](int q) { return value_of<T>(q, i); });
+        }
+        return recursive_doubling_reference<T>(p, i, op);
       },
       [&](std::size_t i, int q) { return static_cast<double>(value_of<T>(q, i)); });
 }
@@ -181,16 +208,8 @@ void check_reduce_scatter(const Communicator& comm, DType dtype, std::size_t out
   expect_reduced(
       out.data_as<T>(), out.numel(), p, op,
       [&](std::size_t i) {
-        if ((p & (p - 1)) == 0) {  // the butterfly of recursive halving, highest rank bit first
-          std::vector<T> held(static_cast<std::size_t>(p));
-          for (int q = 0; q < p; ++q)
-            held[q] = value_of<T>(q, wide(i));
-          for (int d = p / 2; d >= 1; d /= 2) {
-            for (int q = 0; q < p; ++q) {
-              if ((q & d) == 0) held[q] = held[q | d] = apply(op, held[q], held[q | d]);
-            }
-          }
-          return held[r];
+        if ((p & (p - 1)) == 0) {
+          return butterfly_reference<T>(p, op, [&](int q) { return value_of<T>(q, wide(i)); });
         }
         T acc = value_of<T>((r + 1) % p, wide(i));  // the ring, from rank r + 1 on
         for (int k = 2; k <= p; ++k)
@@ -236,6 +255,14 @@ TEST(AllReduceOrder, EveryRankHoldsTheSameBitsInTheDocumentedOrder) {
       for_each_op_and_dtype(
           [&]<class T>(DType dtype, ReduceOp op) { check_all_reduce<T>(comm, dtype, n, op); });
     }
+  });
+}
+
+// From kRabenseifnerMaxBytes on every group takes the ring, power-of-two ones included.
+TEST(AllReduceOrder, LargeBuffersTakeTheRingOnEveryGroup) {
+  for_each_group_and_limit([](const Communicator& comm) {
+    check_all_reduce<float>(comm, DType::f32, comm::kRabenseifnerMaxBytes / sizeof(float) + 3,
+                            ReduceOp::sum);
   });
 }
 

@@ -85,10 +85,11 @@ TEST_P(CollectiveTest, AllReduceEveryOpIsExact) {
   });
 }
 
-// Buffers of >= 256 KiB on the CPU take the ring on point-to-point messages (ring_all_reduce.h):
-// an element count that the ranks do not divide (uneven chunks), with and without a message
-// limit that cuts each ring step into several messages.
-TEST_P(CollectiveTest, AllReduceOfALargeBufferIsExactThroughTheRing) {
+// Buffers of >= 256 KiB on the CPU take the ring or, on 2, 4 and 8 ranks, Rabenseifner's
+// all-reduce on point-to-point messages (ring_all_reduce.h, butterfly.h): an element count that
+// the ranks do not divide (uneven chunks), with and without a message limit that cuts each step
+// into several messages.
+TEST_P(CollectiveTest, AllReduceOfALargeBufferIsExactThroughTheRingOrRabenseifner) {
   constexpr std::size_t kCount = 70001;
   SettingsGuard guard(world());
   const comm::ParallelTopology topology = topology_for_world();
@@ -109,7 +110,7 @@ TEST_P(CollectiveTest, AllReduceOfALargeBufferIsExactThroughTheRing) {
                                               : 100 + di;
         }
         kernels::Buffer buffer = make_buffer(mine, GetParam());
-        EXPECT_EQ(comm::uses_ring_all_reduce(*comm, buffer),
+        EXPECT_EQ(comm::uses_large_all_reduce(*comm, buffer),
                   comm->size() > 1 && buffer.device() == kernels::Device::cpu &&
                       kernels::is_floating(buffer.dtype()));
         comm::all_reduce(*comm, buffer, op);

@@ -27,6 +27,15 @@ TEST(Backoff, SpinsFor20usYieldsUntilOneMillisecondThenSleepsASixteenthOfTheWait
   EXPECT_EQ(Backoff::kFirstSleep, microseconds(50));
 }
 
+TEST(Backoff, LargeTransfersYieldLongerBeforeSleeping) {
+  using std::chrono::microseconds;
+  EXPECT_EQ(Backoff().yield_for(), Backoff::kYieldFor);
+  EXPECT_EQ(Backoff(4096).yield_for(), Backoff::kYieldFor);
+  EXPECT_EQ(Backoff(std::size_t{16} << 20).yield_for(), nanoseconds(16777216));
+  EXPECT_EQ(Backoff::next(microseconds(16000), nanoseconds(16777216)), nanoseconds(0));
+  EXPECT_EQ(Backoff::next(microseconds(16800), nanoseconds(16777216)), microseconds(1000));
+}
+
 TEST(DeadlineMessage, PointToPoint) {
   DeadlineReport report{.rank = 3,
                         .what = "recv from",
