@@ -9,10 +9,13 @@
 #include <vector>
 
 #include "app/bench_comm_ops.h"
+#include "app/wording.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "comm/guard.h"
+#include "comm/watchdog.h"
 
 namespace mpitron::app {
 
@@ -24,7 +27,9 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
   add_run_options(command, options.common);
   command.add_option("--min-bytes", options.min_bytes, "Smallest message size")
       ->capture_default_str();
-  command.add_option("--max-bytes", options.max_bytes, "Largest message size (sizes grow 4x)")
+  command
+      .add_option("--max-bytes", options.max_bytes,
+                  "Largest message size (sizes grow 4x; at most 256 MiB)")
       ->capture_default_str();
   command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
       ->check(CLI::PositiveNumber)
@@ -62,13 +67,39 @@ double time_runs(const comm::Communicator& world, int iterations, Run&& run) {
   return comm::all_reduce_scalar(world, seconds, comm::ReduceOp::max) / iterations;
 }
 
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0)
+    return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+// `run()`, which makes `calls` plain blocking MPI calls of `op`. They have no deadline of their
+// own, so a watchdog ends the job with one line when they take longer than the timeout per call
+// (a rank stalled or died) instead of leaving it hanging.
+template <class Run>
+auto with_mpi_deadline(const comm::Communicator& world, CommOp op, std::size_t bytes, int calls,
+                       Run&& run) {
+  const double seconds = world.timeout() * calls;
+  const comm::Watchdog watchdog(
+      seconds,
+      [rank = world.world_rank(), op, bytes, calls, seconds] {
+        return comm::error_line(
+            rank, fmt::format("bench comm: {} of plain MPI {} on {} did not complete within {:g} s "
+                              "(--timeout-seconds per call): a rank stalled or died",
+                              counted(calls, "call"), to_string(op), size_text(bytes), seconds));
+      },
+      comm::kDeadlineExitCode);
+  return run();
+}
+
 // One untimed run each way on fresh inputs; true when every rank got identical results.
 bool results_match(CommOp op, const comm::Communicator& world, std::size_t n,
                    kernels::Device device) {
   CommBuffers through_comm = make_comm_buffers(op, n, world.size(), world.rank(), device);
   CommBuffers plain = make_comm_buffers(op, n, world.size(), world.rank(), device);
   run_mpitron(op, world, through_comm);
-  run_mpi(op, world, plain);
+  with_mpi_deadline(world, op, n * sizeof(float), 1, [&] { run_mpi(op, world, plain); });
   const kernels::Buffer a = comm_result(op, through_comm).to(kernels::Device::cpu);
   const kernels::Buffer b = comm_result(op, plain).to(kernels::Device::cpu);
   const bool same = std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -91,13 +122,15 @@ Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int it
                kernels::Device device) {
   CommBuffers buffers = make_comm_buffers(op, n, world.size(), world.rank(), device);
   run_mpitron(op, world, buffers);  // warm-up: staging workspaces, MPI connections
-  run_mpi(op, world, buffers);
+  with_mpi_deadline(world, op, n * sizeof(float), 1, [&] { run_mpi(op, world, buffers); });
   const int rounds = std::min(kRounds, iterations);
   const int per_round = iterations / rounds;
   std::vector<double> mpitron_s, mpi_s;
   for (int round = 0; round < rounds; ++round) {
     mpitron_s.push_back(time_runs(world, per_round, [&] { run_mpitron(op, world, buffers); }));
-    mpi_s.push_back(time_runs(world, per_round, [&] { run_mpi(op, world, buffers); }));
+    mpi_s.push_back(with_mpi_deadline(world, op, n * sizeof(float), per_round, [&] {
+      return time_runs(world, per_round, [&] { run_mpi(op, world, buffers); });
+    }));
   }
   Timing timing;
   timing.iterations = rounds * per_round;
@@ -110,23 +143,16 @@ Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int it
   return timing;
 }
 
-std::string size_text(std::size_t bytes) {
-  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0)
-    return fmt::format("{} MiB", bytes >> 20);
-  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
-  return fmt::format("{} B", bytes);
-}
-
 }  // namespace
 
 int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   kernels::Device device{};
   comm::agree_on_configuration(world, [&] {
-    if (options.min_bytes < sizeof(float) || options.max_bytes < options.min_bytes) {
-      throw comm::ConfigError(
-          fmt::format("--min-bytes must be >= 4 and <= --max-bytes, got {} "
-                      "and {}",
-                      options.min_bytes, options.max_bytes));
+    if (options.min_bytes < sizeof(float) || options.max_bytes < options.min_bytes ||
+        options.max_bytes > kMaxCommBytes) {
+      throw comm::ConfigError(fmt::format(
+          "--min-bytes and --max-bytes must satisfy 4 <= min <= max <= {} ({} MiB), got {} and {}",
+          kMaxCommBytes, kMaxCommBytes >> 20, options.min_bytes, options.max_bytes));
     }
     device = resolve_device(options.common.device);
     prepare_run(options.common, world);
@@ -136,13 +162,13 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   const bool print = world.rank() == 0;
   if (print) {
     fmt::print(
-        "bench comm: {} ranks, {} float32 buffers; time = median of 5 rounds of the slowest rank "
+        "bench comm: {}, {} float32 buffers; time = median of 5 rounds of the slowest rank "
         "per call (send/recv: "
         "one way of a ping-pong of rank pairs); GB/s = 1e9 bytes/s; bus GB/s = mpitron's, "
         "nccl-tests convention\n"
         "{:<15} {:>8} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",
-        world.size(), kernels::to_string(device), "op", "bytes", "iters", "mpitron us", "MPI us",
-        "ratio", "mpitron GB/s", "MPI GB/s", "bus GB/s");
+        counted(world.size(), "rank"), kernels::to_string(device), "op", "bytes", "iters",
+        "mpitron us", "MPI us", "ratio", "mpitron GB/s", "MPI GB/s", "bus GB/s");
   }
   nlohmann::json results = nlohmann::json::array();
   bool all_match = true;

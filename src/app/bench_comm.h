@@ -12,6 +12,10 @@
 
 namespace mpitron::app {
 
+/// The largest --max-bytes, 256 MiB: every rank holds four buffers of up to that size while it
+/// checks that both paths agree.
+inline constexpr std::size_t kMaxCommBytes = std::size_t{256} << 20;
+
 struct BenchCommOptions {
   CommonOptions common;
   std::size_t min_bytes = std::size_t{4} << 10;

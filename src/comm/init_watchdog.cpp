@@ -92,30 +92,13 @@ std::string init_timeout_message(double seconds, std::string_view host, long pid
   return line.str();
 }
 
-InitWatchdog::InitWatchdog(double seconds) {
-  thread_ = std::thread([this, seconds] {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (done_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return disarmed_; }))
-      return;
-    const std::string line = init_timeout_message(seconds, host_name(), static_cast<long>(getpid()),
-                                                  rank_variables(init_environment()));
-    std::fprintf(stderr, "%s\n", line.c_str());
-    std::fflush(stderr);
-    std::_Exit(kInitTimeoutExitCode);
-  });
-}
-
-void InitWatchdog::disarm() {
-  {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    disarmed_ = true;
-  }
-  done_.notify_one();
-  if (thread_.joinable()) thread_.join();
-}
-
-InitWatchdog::~InitWatchdog() {
-  disarm();
-}
+InitWatchdog::InitWatchdog(double seconds)
+    : Watchdog(
+          seconds,
+          [seconds] {
+            return init_timeout_message(seconds, host_name(), static_cast<long>(getpid()),
+                                        rank_variables(init_environment()));
+          },
+          kInitTimeoutExitCode) {}
 
 }  // namespace mpitron::comm

@@ -3,14 +3,12 @@
 // saw, instead of leaving the job hanging.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "comm/launch.h"
+#include "comm/watchdog.h"
 
 namespace mpitron::comm {
 
@@ -41,24 +39,12 @@ EnvironmentMap init_environment();
 std::string init_timeout_message(double seconds, std::string_view host, long pid,
                                  const EnvironmentMap& rank_vars);
 
-/// From construction until `disarm()` (or destruction), a thread waits `seconds`; when they pass
-/// first, it prints init_timeout_message for this process to stderr and ends the process with
-/// kInitTimeoutExitCode (std::_Exit: MPI is half started, nothing can be cleaned up).
-class InitWatchdog {
+/// A Watchdog (watchdog.h) over MPI_Init: when `seconds` pass before `disarm()`, it prints
+/// init_timeout_message for this process to stderr and ends the process with
+/// kInitTimeoutExitCode (MPI is half started, nothing can be cleaned up).
+class InitWatchdog : public Watchdog {
  public:
   explicit InitWatchdog(double seconds);
-  ~InitWatchdog();
-  InitWatchdog(const InitWatchdog&) = delete;
-  InitWatchdog& operator=(const InitWatchdog&) = delete;
-
-  /// Stops the watch (MPI_Init returned) and joins the thread.
-  void disarm();
-
- private:
-  std::mutex mutex_;
-  std::condition_variable done_;
-  bool disarmed_ = false;
-  std::thread thread_;
 };
 
 }  // namespace mpitron::comm
