@@ -10,7 +10,8 @@ namespace mpitron::app {
 LoadedRun load_checkpoint_agreed(
     const std::string& what, const CommonOptions& common, const std::string& load,
     comm::Communicator& world,
-    const std::function<void(const nn::GptCheckpoint&, const ParallelSizes&)>& extra_checks) {
+    const std::function<std::string(const nn::GptCheckpoint&, const ParallelSizes&)>&
+        extra_checks) {
   LoadedRun run;
   comm::agree_on_configuration(world, [&] {
     run.sizes = resolve_parallel_sizes(common, world.size());
@@ -24,10 +25,11 @@ LoadedRun load_checkpoint_agreed(
     if (const auto error = nn::gpt_size_error(run.checkpoint.config, run.sizes.tp, run.sizes.pp)) {
       throw comm::ConfigError(*error);
     }
-    extra_checks(run.checkpoint, run.sizes);
+    const std::string settings = extra_checks(run.checkpoint, run.sizes);
     run.log = prepare_run(common, world);
-    return fmt::format("mpitron {} {} tp={} pp={} dp={} load={} step={}", MPITRON_VERSION, what,
-                       run.sizes.tp, run.sizes.pp, run.sizes.dp, load, run.checkpoint.step);
+    return fmt::format("mpitron {} {} tp={} pp={} dp={} load={} step={} {}", MPITRON_VERSION, what,
+                       run.sizes.tp, run.sizes.pp, run.sizes.dp, load, run.checkpoint.step,
+                       settings);
   });
   return run;
 }

@@ -23,12 +23,14 @@ struct LoadedRun {
 /// The start-up agreement of a subcommand that reads the newest step of checkpoint folder
 /// `load`: resolves the topology and device, loads the checkpoint's parameters (not its
 /// optimizer state), checks the model sizes against (tp, pp) and runs `extra_checks` (this
-/// rank's own option checks, given the checkpoint and the sizes; they throw comm::ConfigError).
-/// `what` names the subcommand in the agreed description. Throws comm::ConfigError (on every rank)
-/// when anything fails.
+/// rank's own option checks, given the checkpoint and the sizes; they throw comm::ConfigError,
+/// and return the subcommand's own settings as text, which every rank must share: a launch that
+/// gives ranks different --seq or --prompt is then refused at start-up, not at the first
+/// mismatched transfer). `what` names the subcommand in the agreed description. Throws
+/// comm::ConfigError (on every rank) when anything fails.
 LoadedRun load_checkpoint_agreed(
     const std::string& what, const CommonOptions& common, const std::string& load,
     comm::Communicator& world,
-    const std::function<void(const nn::GptCheckpoint&, const ParallelSizes&)>& extra_checks);
+    const std::function<std::string(const nn::GptCheckpoint&, const ParallelSizes&)>& extra_checks);
 
 }  // namespace mpitron::app

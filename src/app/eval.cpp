@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "app/checkpoint_loading.h"
+#include "app/wording.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "nn/gpt_trainer.h"
@@ -40,10 +41,12 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
           throw comm::ConfigError(e.what());
         }
         if (static_cast<std::int64_t>(corpus->bytes().size()) < seq + 1) {
-          throw comm::ConfigError(
-              fmt::format("{}: {} bytes, shorter than one window of seq + 1 = {}", o.data,
-                          corpus->bytes().size(), seq + 1));
+          throw comm::ConfigError(fmt::format(
+              "{}: {}, shorter than one window of seq + 1 = {}", o.data,
+              counted(static_cast<std::int64_t>(corpus->bytes().size()), "byte"), seq + 1));
         }
+        return fmt::format("seq={} data_bytes={} data_fnv={:016x}", seq, corpus->bytes().size(),
+                           corpus->fingerprint());
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
   nn::GptTrainOptions options;
@@ -60,9 +63,9 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   const double loss = model.evaluate(windows);
   const std::int64_t count = (length - 1) / seq;
   run.log->info(
-      "eval: {} step {} on {} ({} windows of {} bytes): loss {:.6f} nats per byte, {:.6f} bits per "
-      "byte",
-      o.load, run.checkpoint.step, o.data, count, seq, loss, loss / std::log(2.0));
+      "eval: {} step {} on {} ({} of {}): loss {:.6f} nats per byte, {:.6f} bits per byte", o.load,
+      run.checkpoint.step, o.data, counted(count, "window"), counted(seq, "byte"), loss,
+      loss / std::log(2.0));
   if (!o.common.json.empty() && world.rank() == 0) {
     write_json(o.common.json, {{"loss", loss},
                                {"bits_per_byte", loss / std::log(2.0)},

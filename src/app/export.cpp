@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "app/checkpoint_loading.h"
+#include "app/wording.h"
 #include "comm/errors.h"
 #include "nn/gpt_names.h"
 #include "nn/safetensors.h"
@@ -33,13 +34,15 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
       throw comm::ConfigError(fmt::format(
           "--out {}: the folder {} does not exist or is not writable", o.out, folder.string()));
     }
+    return "out=" + o.out;
   };
   const LoadedRun run = load_checkpoint_agreed("export", o.common, o.load, world, check_out);
   if (world.rank() == 0) {
     nn::write_safetensors(o.out, nn::gpt_export_tensors(run.checkpoint.full),
                           {{"format", "pt"}, {"source", o.load}});
-    run.log->info("export: wrote {} ({} layers, hidden {}, step {})", o.out,
-                  run.checkpoint.config.layers, run.checkpoint.config.hidden, run.checkpoint.step);
+    run.log->info("export: wrote {} ({}, hidden {}, step {})", o.out,
+                  counted(run.checkpoint.config.layers, "layer"), run.checkpoint.config.hidden,
+                  run.checkpoint.step);
     if (!o.common.json.empty()) {
       write_json(o.common.json, {{"out", o.out},
                                  {"load", o.load},

@@ -53,6 +53,8 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
         }
         if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
         check_sampling_options(o);
+        return fmt::format("tokens={} temperature={} top_k={} seed={} prompt=\"{}\"", o.tokens,
+                           o.temperature, o.top_k, o.common.seed, o.prompt);
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
   const nn::GptStage stage(run.checkpoint.config,

@@ -75,16 +75,17 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const std::vector<double> counts = comm::all_gather_scalar(
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
-      "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {} heads, seq "
+      "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {}, seq "
       "{}, vocab {}; parameters per rank {}; {} of {} per replica per "
-      "step ({} schedule{}), global batch {} ({} tokens); data {} ({} bytes: {} train, {} "
+      "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, counted(world.size(), "rank"),
-      kernels::to_string(run.device), o.dtype, counted(o.layers, "layer"), o.hidden, o.heads, o.seq,
-      o.vocab, fmt::join(counts, ", "), counted(micro_per_step, "micro-batch", "micro-batches"),
-      counted(o.micro_batch, "sequence"), o.schedule,
-      o.recompute ? ", recomputing activations" : "", o.global_batch, o.global_batch * o.seq,
-      corpus.source(), corpus.bytes().size(), corpus.split(),
+      kernels::to_string(run.device), o.dtype, counted(o.layers, "layer"), o.hidden,
+      counted(o.heads, "head"), o.seq, o.vocab, fmt::join(counts, ", "),
+      counted(micro_per_step, "micro-batch", "micro-batches"), counted(o.micro_batch, "sequence"),
+      o.schedule, o.recompute ? ", recomputing activations" : "", o.global_batch,
+      counted(o.global_batch * o.seq, "token"), corpus.source(),
+      counted(static_cast<std::int64_t>(corpus.bytes().size()), "byte"), corpus.split(),
       corpus.bytes().size() - corpus.split());
 
   const MetricsFile metrics(o.metrics, world.rank() == 0);
