@@ -175,9 +175,12 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   for (CommOp op :
        {CommOp::all_reduce, CommOp::all_gather, CommOp::reduce_scatter, CommOp::send_recv}) {
     if (op == CommOp::send_recv && world.size() < 2) continue;
+    std::size_t previous_n = 0;  // sizes that round to the same count are timed once
     for (std::size_t size = options.min_bytes; size <= options.max_bytes;
          size = size > options.max_bytes / 4 ? options.max_bytes + 1 : size * 4) {
       const std::size_t n = comm_elements(op, size, world.size());
+      if (n == previous_n) continue;
+      previous_n = n;
       const std::size_t bytes = n * sizeof(float);
       const bool match = results_match(op, world, n, device);
       all_match = all_match && match;
