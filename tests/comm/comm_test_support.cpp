@@ -42,6 +42,18 @@ Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind) {
   return test::make_buffer(values, kind.dtype, kind.device);
 }
 
+std::vector<double> numbered(double first, std::size_t count) {
+  std::vector<double> values(count);
+  for (std::size_t i = 0; i < count; ++i)
+    values[i] = first + static_cast<double>(i);
+  return values;
+}
+
+std::pair<int, int> ring_neighbours(const comm::Communicator& comm) {
+  const int n = comm.size();
+  return {(comm.rank() + 1) % n, (comm.rank() + n - 1) % n};
+}
+
 Buffer filled_buffer(std::size_t numel, double value, const BufferKind& kind) {
   return make_buffer(std::vector<double>(numel, value), kind);
 }

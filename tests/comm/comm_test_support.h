@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -36,6 +37,14 @@ std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info);
 /// A buffer of `kind` holding `values` (exact for the small integers the tests use); see
 /// tests/support for the host copy back (test::host_values).
 kernels::Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind);
+
+/// first, first + 1, ..., first + count - 1: a payload whose every element says where it came
+/// from.
+std::vector<double> numbered(double first, std::size_t count);
+
+/// This rank's neighbours on the ring 0 -> 1 -> ... -> size - 1 -> 0 of `comm`: {next,
+/// previous}.
+std::pair<int, int> ring_neighbours(const comm::Communicator& comm);
 
 /// A buffer of `kind` with `numel` elements all equal to `value`.
 kernels::Buffer filled_buffer(std::size_t numel, double value, const BufferKind& kind);

@@ -22,10 +22,7 @@ using mpi_test::world;
 
 // rank s sends values s * 100 + i.
 std::vector<double> payload_of(int rank, std::size_t count) {
-  std::vector<double> values(count);
-  for (std::size_t i = 0; i < count; ++i)
-    values[i] = rank * 100 + static_cast<double>(i);
-  return values;
+  return numbered(rank * 100.0, count);
 }
 
 using PointToPointTest = BufferKindTest;
@@ -36,9 +33,7 @@ TEST_P(PointToPointTest, RingDeliversEveryElement) {
   SettingsGuard guard(world());
   for (std::size_t limit : message_limits()) {
     world().set_max_message_elements(limit);
-    const int n = world().size();
-    const int next = (world().rank() + 1) % n;
-    const int previous = (world().rank() + n - 1) % n;
+    const auto [next, previous] = ring_neighbours(world());
     const kernels::Buffer mine = make_buffer(payload_of(world().rank(), 10), GetParam());
     kernels::Buffer received = filled_buffer(10, -1, GetParam());
     // Even ranks send first, odd ranks receive first, so large messages cannot deadlock.
@@ -79,9 +74,7 @@ TEST_P(PointToPointTest, RingOfSendsStartedBeforeAnyReceive) {
   SettingsGuard guard(world());
   for (std::size_t limit : {comm::kMaxMessageElements, std::size_t{4099}}) {
     world().set_max_message_elements(limit);
-    const int n = world().size();
-    const int next = (world().rank() + 1) % n;
-    const int previous = (world().rank() + n - 1) % n;
+    const auto [next, previous] = ring_neighbours(world());
     const kernels::Buffer mine = make_buffer(payload_of(world().rank(), count), GetParam());
     kernels::Buffer received = filled_buffer(count, -1, GetParam());
     comm::SendRequest request = comm::isend(world(), mine, shape, next);

@@ -24,10 +24,7 @@ using mpi_test::world;
 
 // Transfer k from rank s carries s * 1000 + k * 100 + i.
 std::vector<double> payload_of(int rank, int k, std::size_t count) {
-  std::vector<double> values(count);
-  for (std::size_t i = 0; i < count; ++i)
-    values[i] = rank * 1000 + k * 100 + static_cast<double>(i);
-  return values;
+  return numbered(rank * 1000.0 + k * 100.0, count);
 }
 
 using RecvRequestTest = BufferKindTest;
@@ -40,9 +37,7 @@ TEST_P(RecvRequestTest, ReceiveStartedBeforeTheSendDeliversEveryElement) {
   SettingsGuard guard(world());
   for (std::size_t limit : message_limits()) {
     world().set_max_message_elements(limit);
-    const int n = world().size();
-    const int next = (world().rank() + 1) % n;
-    const int previous = (world().rank() + n - 1) % n;
+    const auto [next, previous] = ring_neighbours(world());
     kernels::Buffer received = filled_buffer(21, -1, GetParam());
     comm::RecvRequest request = comm::irecv(world(), received, shape, previous, 9);
     EXPECT_TRUE(request.pending());
