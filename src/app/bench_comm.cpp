@@ -9,13 +9,13 @@
 #include <vector>
 
 #include "app/bench_comm_ops.h"
-#include "app/wording.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/guard.h"
 #include "comm/watchdog.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -85,9 +85,10 @@ auto with_mpi_deadline(const comm::Communicator& world, CommOp op, std::size_t b
       seconds,
       [rank = world.world_rank(), op, bytes, calls, seconds] {
         return comm::error_line(
-            rank, fmt::format("bench comm: {} of plain MPI {} on {} did not complete within {:g} s "
-                              "(--timeout-seconds per call): a rank stalled or died",
-                              counted(calls, "call"), to_string(op), size_text(bytes), seconds));
+            rank,
+            fmt::format("bench comm: {} of plain MPI {} on {} did not complete within {:g} s "
+                        "(--timeout-seconds per call): a rank stalled or died",
+                        nn::counted(calls, "call"), to_string(op), size_text(bytes), seconds));
       },
       comm::kDeadlineExitCode);
   return run();
@@ -167,7 +168,7 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
         "one way of a ping-pong of rank pairs); GB/s = 1e9 bytes/s; bus GB/s = mpitron's, "
         "nccl-tests convention\n"
         "{:<15} {:>8} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",
-        counted(world.size(), "rank"), kernels::to_string(device), "op", "bytes", "iters",
+        nn::counted(world.size(), "rank"), kernels::to_string(device), "op", "bytes", "iters",
         "mpitron us", "MPI us", "ratio", "mpitron GB/s", "MPI GB/s", "bus GB/s");
   }
   nlohmann::json results = nlohmann::json::array();

@@ -7,10 +7,10 @@
 #include <optional>
 
 #include "app/checkpoint_loading.h"
-#include "app/wording.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "nn/gpt_trainer.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -43,7 +43,7 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
         if (static_cast<std::int64_t>(corpus->bytes().size()) < seq + 1) {
           throw comm::ConfigError(fmt::format(
               "{}: {}, shorter than one window of seq + 1 = {}", o.data,
-              counted(static_cast<std::int64_t>(corpus->bytes().size()), "byte"), seq + 1));
+              nn::counted(static_cast<std::int64_t>(corpus->bytes().size()), "byte"), seq + 1));
         }
         return fmt::format("seq={} data_bytes={} data_fnv={:016x}", seq, corpus->bytes().size(),
                            corpus->fingerprint());
@@ -64,7 +64,7 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   const std::int64_t count = (length - 1) / seq;
   run.log->info(
       "eval: {} step {} on {} ({} of {}): loss {:.6f} nats per byte, {:.6f} bits per byte", o.load,
-      run.checkpoint.step, o.data, counted(count, "window"), counted(seq, "byte"), loss,
+      run.checkpoint.step, o.data, nn::counted(count, "window"), nn::counted(seq, "byte"), loss,
       loss / std::log(2.0));
   if (!o.common.json.empty() && world.rank() == 0) {
     write_json(o.common.json, {{"loss", loss},

@@ -6,10 +6,10 @@
 #include <filesystem>
 
 #include "app/checkpoint_loading.h"
-#include "app/wording.h"
 #include "comm/errors.h"
 #include "nn/gpt_names.h"
 #include "nn/safetensors.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -41,7 +41,7 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
     nn::write_safetensors(o.out, nn::gpt_export_tensors(run.checkpoint.full),
                           {{"format", "pt"}, {"source", o.load}});
     run.log->info("export: wrote {} ({}, hidden {}, step {})", o.out,
-                  counted(run.checkpoint.config.layers, "layer"), run.checkpoint.config.hidden,
+                  nn::counted(run.checkpoint.config.layers, "layer"), run.checkpoint.config.hidden,
                   run.checkpoint.step);
     if (!o.common.json.empty()) {
       write_json(o.common.json, {{"out", o.out},

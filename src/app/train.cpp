@@ -9,11 +9,11 @@
 
 #include "app/throughput.h"
 #include "app/train_setup.h"
-#include "app/wording.h"
 #include "comm/agreement.h"
 #include "comm/topology.h"
 #include "kernels/allocator.h"
 #include "nn/lr_schedule.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -79,13 +79,14 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       "{}, vocab {}; parameters per rank {}; {} of {} per replica per "
       "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
-      run.sizes.tp, run.sizes.pp, run.sizes.dp, counted(world.size(), "rank"),
-      kernels::to_string(run.device), o.dtype, counted(o.layers, "layer"), o.hidden,
-      counted(o.heads, "head"), o.seq, o.vocab, fmt::join(counts, ", "),
-      counted(micro_per_step, "micro-batch", "micro-batches"), counted(o.micro_batch, "sequence"),
-      o.schedule, o.recompute ? ", recomputing activations" : "", o.global_batch,
-      counted(o.global_batch * o.seq, "token"), corpus.source(),
-      counted(static_cast<std::int64_t>(corpus.bytes().size()), "byte"), corpus.split(),
+      run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
+      kernels::to_string(run.device), o.dtype, nn::counted(o.layers, "layer"), o.hidden,
+      nn::counted(o.heads, "head"), o.seq, o.vocab, fmt::join(counts, ", "),
+      nn::counted(micro_per_step, "micro-batch", "micro-batches"),
+      nn::counted(o.micro_batch, "sequence"), o.schedule,
+      o.recompute ? ", recomputing activations" : "", o.global_batch,
+      nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
+      nn::counted(static_cast<std::int64_t>(corpus.bytes().size()), "byte"), corpus.split(),
       corpus.bytes().size() - corpus.split());
 
   const MetricsFile metrics(o.metrics, world.rank() == 0);

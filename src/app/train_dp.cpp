@@ -10,7 +10,6 @@
 #include <string_view>
 
 #include "app/progress.h"
-#include "app/wording.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -18,6 +17,7 @@
 #include "kernels/device.h"
 #include "nn/csv_dataset.h"
 #include "nn/dp_trainer.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -127,11 +127,11 @@ std::string per_rank_work(const nn::DataParallelTrainer& trainer, std::int64_t s
   const std::int64_t per_rank = trainer.samples_per_replica();
   const std::int64_t steps = trainer.steps_per_epoch();
   const std::int64_t all = per_rank * dp;
-  std::string text = fmt::format("each rank reads {} per epoch", counted(per_rank, "sample"));
+  std::string text = fmt::format("each rank reads {} per epoch", nn::counted(per_rank, "sample"));
   if (all > samples) text += fmt::format(" ({} repeated to even out the ranks)", all - samples);
   if (all < samples) text += fmt::format(" ({} dropped by --drop-last)", samples - all);
-  text += fmt::format(" in {} of {}", counted(steps, "step"),
-                      counted(std::min(o.batch_size, per_rank), "sample"));
+  text += fmt::format(" in {} of {}", nn::counted(steps, "step"),
+                      nn::counted(std::min(o.batch_size, per_rank), "sample"));
   if (steps > 1 && per_rank % o.batch_size != 0) {
     text += fmt::format(", the last of {}", per_rank % o.batch_size);
   }
@@ -179,7 +179,8 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   const nn::Dataset data = load_dataset(options, world, *log);
   if (options.drop_last && data.samples < dp) {
     throw comm::ConfigError(fmt::format("--drop-last with {} leaves nothing for {}",
-                                        counted(data.samples, "sample"), counted(dp, "rank")));
+                                        nn::counted(data.samples, "sample"),
+                                        nn::counted(dp, "rank")));
   }
 
   nn::TrainerOptions trainer_options;
@@ -193,9 +194,9 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
       nn::make_regressor_weights(data.features, options.hidden, data.targets,
                                  options.common.seed + 1000, trainer_options.dtype, device),
       data, topology.dp_comm(), trainer_options);
-  log->info("train-dp: {}, {} x {} -> {}, {} model, device {}; {}", counted(dp, "rank"),
-            counted(data.samples, "sample"), counted(data.features, "feature"),
-            counted(data.targets, "target"),
+  log->info("train-dp: {}, {} x {} -> {}, {} model, device {}; {}", nn::counted(dp, "rank"),
+            nn::counted(data.samples, "sample"), nn::counted(data.features, "feature"),
+            nn::counted(data.targets, "target"),
             options.hidden > 0 ? fmt::format("MLP (hidden {})", options.hidden) : "linear",
             kernels::to_string(device), per_rank_work(trainer, data.samples, dp, options));
 
@@ -248,8 +249,8 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   log->info("train-dp done: {} x {} on {}, final loss {:.6f} (mean over ranks), {:.3f} s{}",
-            counted(options.epochs, "epoch"), counted(trainer.steps_per_epoch(), "step"),
-            counted(dp, "rank"), last_loss, seconds,
+            nn::counted(options.epochs, "epoch"), nn::counted(trainer.steps_per_epoch(), "step"),
+            nn::counted(dp, "rank"), last_loss, seconds,
             options.check_replicas ? ", replicas in sync" : "");
   if (!options.common.json.empty() && world.rank() == 0) {
     write_json(options.common.json,

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
-#include "app/wording.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/fault_injection.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -132,7 +132,7 @@ void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node)
         "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
         "activations), {} on this node have {:.1f} GiB: use fewer layers, a smaller "
         "--hidden, --seq or --micro-batch, {}or more ranks",
-        need / (1 << 30), counted(ranks_on_node, "rank"), node / (1 << 30),
+        need / (1 << 30), nn::counted(ranks_on_node, "rank"), node / (1 << 30),
         o.recompute ? "" : "--recompute, "));
   }
 }
@@ -255,10 +255,10 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                         run.sizes.dp, 0, run.seed);
       const std::size_t validation = run.corpus->bytes().size() - run.corpus->split();
       if (validation < static_cast<std::size_t>(o.seq) + 1) {
-        throw comm::ConfigError(fmt::format(
-            "the validation part of the data (its last 10 %, {} bytes) is shorter than one "
-            "window of --seq + 1 = {} bytes",
-            validation, o.seq + 1));
+        throw comm::ConfigError(
+            fmt::format("the validation part of the data (its last 10 %, {}) is shorter than one "
+                        "window of --seq + 1 = {} bytes",
+                        nn::counted(static_cast<std::int64_t>(validation), "byte"), o.seq + 1));
       }
       check_memory(o, run, world.node().size);
       if (world.rank() == 0) check_outputs(o);

@@ -10,6 +10,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "nn/wording.h"
+
 namespace mpitron::nn {
 
 ByteCorpus::ByteCorpus(std::vector<std::uint8_t> bytes, std::string source)
@@ -121,8 +123,8 @@ namespace {
 std::int64_t window_count(std::int64_t train_bytes, std::int64_t seq) {
   if (train_bytes < seq + 1) {
     throw std::invalid_argument(
-        fmt::format("training data of {} bytes is shorter than one window of seq + 1 = {} bytes",
-                    train_bytes, seq + 1));
+        fmt::format("training data of {} is shorter than one window of seq + 1 = {} bytes",
+                    counted(train_bytes, "byte"), seq + 1));
   }
   return train_bytes - seq;
 }
@@ -143,8 +145,8 @@ WindowSampler::WindowSampler(std::int64_t train_bytes, std::int64_t seq, std::in
   }
   if (steps_per_epoch_ < 1) {
     throw std::invalid_argument(
-        fmt::format("training data holds {} windows of {} bytes, fewer than one global batch of {}",
-                    train_bytes - seq, seq + 1, global_batch));
+        fmt::format("training data holds {} of {} bytes, fewer than one global batch of {}",
+                    counted(train_bytes - seq, "window"), seq + 1, global_batch));
   }
 }
 

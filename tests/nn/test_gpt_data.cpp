@@ -1,5 +1,5 @@
 // The pure parts of GPT training (1 process): byte corpus, window sampler, token batches,
-// learning-rate schedule and token sampling.
+// learning-rate schedule, token sampling and the counted nouns of messages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,9 +12,18 @@
 #include "nn/byte_corpus.h"
 #include "nn/generate.h"
 #include "nn/lr_schedule.h"
+#include "nn/wording.h"
 
 namespace mpitron::nn {
 namespace {
+
+TEST(Wording, CountedNounsAreSingularOnlyForOne) {
+  EXPECT_EQ(counted(1, "rank"), "1 rank");
+  EXPECT_EQ(counted(2, "rank"), "2 ranks");
+  EXPECT_EQ(counted(0, "byte"), "0 bytes");
+  EXPECT_EQ(counted(1, "micro-batch", "micro-batches"), "1 micro-batch");
+  EXPECT_EQ(counted(3, "micro-batch", "micro-batches"), "3 micro-batches");
+}
 
 TEST(WindowSampler, StepUnionIsTheSameForEveryReplicaCount) {
   const std::int64_t train_bytes = 1000, seq = 16, global = 24;

@@ -1,6 +1,6 @@
-#include "app/wording.h"
+#include "nn/wording.h"
 
-namespace mpitron::app {
+namespace mpitron::nn {
 
 std::string counted(std::int64_t n, std::string_view singular, std::string_view plural) {
   std::string text = std::to_string(n) + " ";
@@ -9,4 +9,4 @@ std::string counted(std::int64_t n, std::string_view singular, std::string_view 
   return text.append(plural);
 }
 
-}  // namespace mpitron::app
+}  // namespace mpitron::nn
