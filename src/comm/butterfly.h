@@ -48,9 +48,9 @@ void halving_reduce_scatter(const Communicator& comm, const kernels::Buffer& in,
 
 /// out[out_offset + c_q.offset + j] = rank q's in[in_offset + j] for j < c_q.count and every rank
 /// q, c_q = even_chunks(n, p, q), p = comm.size() a power of two. Recursive doubling: in step
-/// k = 0 .. log2(p) - 1 rank r exchanges the 2^k chunks it holds with rank r xor 2^k. Step 0
-/// sends from `in` while copying this rank's chunk into `out` (nothing to copy when `in` at
-/// in_offset is that chunk of `out` already, the all-reduce in place); transfers below
+/// k = 0 .. log2(p) - 1 rank r exchanges the 2^k chunks it holds with rank r xor 2^k. This
+/// rank's chunk is first copied into `out` (nothing to copy when `in` at in_offset is that chunk
+/// of `out` already, the all-reduce in place), and step 0 sends it from `in`; transfers below
 /// `eager_below` bytes travel as eager pieces (collective_steps.h). Host memory, one dtype. Each
 /// step waits through the deadline routine as `wait_op`. Throws MpiError when an MPI call fails.
 void doubling_all_gather(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,

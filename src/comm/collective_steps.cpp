@@ -20,17 +20,6 @@ std::size_t piece_limit(const Communicator& comm, kernels::DType dtype, std::siz
   return std::min(comm.max_message_elements(), kEagerMessageBytes / element_bytes);
 }
 
-}  // namespace
-
-void exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
-              Range recv, int from, std::vector<MPI_Request>& requests, const Operation& op,
-              std::size_t eager_below) {
-  post_exchange(comm, buffer, send, to, into, recv, from, requests, eager_below);
-  wait_all(comm, requests, op);
-}
-
-namespace {
-
 // Appends one request per message of the `range.count`-element transfer at `range.offset`, cut
 // at `limit` elements; start(offset, count, request) posts each one.
 template <class Start>
@@ -46,9 +35,9 @@ void post_messages(Range range, std::size_t limit, std::vector<MPI_Request>& req
 
 }  // namespace
 
-void post_exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
-                   Range recv, int from, std::vector<MPI_Request>& requests,
-                   std::size_t eager_below) {
+void exchange(const Communicator& comm, const Buffer& buffer, Range send, int to, Buffer& into,
+              Range recv, int from, std::vector<MPI_Request>& requests, const Operation& op,
+              std::size_t eager_below) {
   const MPI_Datatype type = mpi_type(buffer.dtype());
   requests.clear();
   post_messages(recv, piece_limit(comm, into.dtype(), recv.count, eager_below), requests,
@@ -63,6 +52,7 @@ void post_exchange(const Communicator& comm, const Buffer& buffer, Range send, i
                                       kCollectiveTag, comm.native(), &request),
                             "MPI_Isend");
                 });
+  wait_all(comm, requests, op);
 }
 
 namespace {

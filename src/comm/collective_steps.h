@@ -53,12 +53,6 @@ void exchange(const Communicator& comm, const kernels::Buffer& buffer, Range sen
               kernels::Buffer& into, Range recv, int from, std::vector<MPI_Request>& requests,
               const Operation& op, std::size_t eager_below = kEagerPiecesBelowBytes);
 
-/// The first half of `exchange`: posts its messages into `requests` and returns without
-/// waiting (the caller works meanwhile, then calls wait_all(comm, requests, op)).
-void post_exchange(const Communicator& comm, const kernels::Buffer& buffer, Range send, int to,
-                   kernels::Buffer& into, Range recv, int from, std::vector<MPI_Request>& requests,
-                   std::size_t eager_below = kEagerPiecesBelowBytes);
-
 /// Transfers of at least this many bytes whose receiver combines them with its own data
 /// (exchange_and_combine) travel as messages of kCombinePieceBytes, each combined as soon as it
 /// has arrived while the next one is already posted: the piece is still in cache when it is

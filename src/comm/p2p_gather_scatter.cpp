@@ -25,7 +25,8 @@ bool uses_p2p_reduce_scatter(const Communicator& comm, const Buffer& buffer) {
 void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_offset, Buffer& out,
                     std::size_t out_offset, std::size_t count, const Operation& op) {
   const auto p = static_cast<std::size_t>(comm.size());
-  if (is_butterfly_group(comm)) {
+  const std::size_t block_bytes = count * kernels::dtype_size(in.dtype());
+  if (is_butterfly_group(comm) && block_bytes < kRingAllGatherBlockBytesPerRankSquared * p * p) {
     doubling_all_gather(comm, in, in_offset, out, out_offset, p * count,
                         kEagerPiecesBelowBytesForCopies, op);
     return;
@@ -34,16 +35,14 @@ void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_o
   const int next = static_cast<int>((r + 1) % p), prev = static_cast<int>((r + p - 1) % p);
   // Step s passes block r - s to rank r + 1 and takes block r - s - 1 from rank r - 1.
   const auto block = [&](std::size_t q) { return Range{out_offset + (q % p) * count, count}; };
+  // This rank's block is copied before the exchanges start (see doubling_all_gather); step 0
+  // sends it from `in`.
+  std::memcpy(element(out, block(r).offset), element(in, in_offset), block_bytes);
   std::vector<MPI_Request> requests;
-  // Step 0 sends this rank's block from `in` (not from the copy just written into `out`, which
-  // the peer would read out of this core's cache) while the block is copied.
-  post_exchange(comm, in, {in_offset, count}, next, out, block(r + p - 1), prev, requests,
-                kEagerPiecesBelowBytesForCopies);
-  std::memcpy(element(out, block(r).offset), element(in, in_offset),
-              count * kernels::dtype_size(in.dtype()));
-  wait_all(comm, requests, op);
-  for (std::size_t s = 1; s + 1 < p; ++s) {
-    exchange(comm, out, block(r + p - s), next, out, block(r + 2 * p - s - 1), prev, requests, op,
+  for (std::size_t s = 0; s + 1 < p; ++s) {
+    const Buffer& source = s == 0 ? in : out;
+    const Range sent = s == 0 ? Range{in_offset, count} : block(r + p - s);
+    exchange(comm, source, sent, next, out, block(r + 2 * p - s - 1), prev, requests, op,
              kEagerPiecesBelowBytesForCopies);
   }
 }

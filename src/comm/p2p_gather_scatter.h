@@ -1,11 +1,10 @@
 // All-gather and reduce-scatter of rank-major blocks on point-to-point messages, used by
 // comm::all_gather and comm::reduce_scatter (gather_scatter.cpp) for host memory: on a
-// power-of-two number of ranks the all-gather by recursive doubling and the reduce-scatter by
-// recursive halving (butterfly.h), otherwise both as rings (the halves of the ring all-reduce,
-// ring_all_reduce.h). Open MPI's non-blocking
-// MPI_Iallgather and MPI_Ireduce_scatter_block (libnbc) took 1.2-3x the blocking calls' time on 2
-// ranks (bench comm); these keep the deadline routine and cut small transfers into eager messages
-// (collective_steps.h).
+// power-of-two number of ranks the reduce-scatter by recursive halving and the smaller
+// all-gathers by recursive doubling (butterfly.h), otherwise both as rings (the halves of the ring
+// all-reduce, ring_all_reduce.h). Open MPI's non-blocking MPI_Iallgather and
+// MPI_Ireduce_scatter_block (libnbc) took 1.2-3x the blocking calls' time on 2 ranks (bench comm);
+// these keep the deadline routine and cut small transfers into eager messages (collective_steps.h).
 #pragma once
 
 #include <cstddef>
@@ -27,14 +26,23 @@ bool uses_p2p_all_gather(const Communicator& comm, const kernels::Buffer& image)
 /// staged and direct results stay identical).
 bool uses_p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& buffer);
 
+/// On p ranks, p2p_all_gather takes the ring for blocks of at least this many bytes x p^2, the
+/// recursive doubling below (and on groups that are no power of two, always the ring): the
+/// doubling's last step moves half the result at once, the ring p - 1 steps of one block each,
+/// and each ring step waits on both neighbours. Ratio to MPI_Allgather's time, doubling vs ring,
+/// bench comm, ranks sharing 2 cores: 4 ranks, 512 KiB 0.92-1.05 vs 0.97-1.02 (3 runs),
+/// 1-16 MiB 0.95-1.15 vs 0.83-0.95 (5 runs); 8 ranks, 1-4 MiB 0.98-1.04 vs 1.13-1.28 (2 runs),
+/// 8 MiB 1.02-1.10 vs 0.86-0.94 (3 runs). 2 ranks take the same single exchange either way.
+inline constexpr std::size_t kRingAllGatherBlockBytesPerRankSquared = 16 * 1024;
+
 /// out[out_offset + q*count, +count) = rank q's in[in_offset, +count) for every rank q of
-/// `comm` ([count] per rank -> [size, count]). When p is a power of two, in step k = 0 ..
-/// log2(p) - 1 rank r exchanges the 2^k blocks it holds with rank r xor 2^k; otherwise, in
-/// p - 1 steps rank r sends block (r - s) mod p to rank r + 1 and receives block
-/// (r - s - 1) mod p from rank r - 1; the first step sends this rank's block from `in` while
-/// copying it into `out`. `in` and `out` share a dtype and live in host memory; the blocks do
-/// not overlap. Each step waits through the deadline routine as `op`. Throws MpiError when an
-/// MPI call fails.
+/// `comm` ([count] per rank -> [size, count]). This rank's block is first copied into `out`.
+/// When p is a power of two and the block is below kRingAllGatherBlockBytesPerRankSquared x
+/// p^2 bytes, in step k = 0 .. log2(p) - 1 rank r exchanges the 2^k blocks it holds with rank r
+/// xor 2^k; otherwise, in p - 1 steps rank r sends block (r - s) mod p to rank r + 1 and receives
+/// block (r - s - 1) mod p from rank r - 1. The first step sends this rank's block from `in`.
+/// `in` and `out` share a dtype and live in host memory; the blocks do not overlap. Each step
+/// waits through the deadline routine as `op`. Throws MpiError when an MPI call fails.
 void p2p_all_gather(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,
                     kernels::Buffer& out, std::size_t out_offset, std::size_t count,
                     const Operation& op);

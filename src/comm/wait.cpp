@@ -11,6 +11,7 @@
 #include "comm/agreement.h"
 #include "comm/errors.h"
 #include "comm/guard.h"
+#include "comm/mpi_progress.h"
 #include "comm/stall_inspector.h"
 
 namespace mpitron::comm {
@@ -30,7 +31,7 @@ void Backoff::pause() {
   if (spins(waited)) return;
   const std::chrono::nanoseconds duration = next(waited, yield_for_);
   if (duration.count() == 0) {
-    sched_yield();
+    if (!mpi_yields_when_idle()) sched_yield();
   } else {
     std::this_thread::sleep_for(duration);
   }

@@ -278,14 +278,20 @@ TEST(ReduceScatterOrder, EveryBlockIsReducedInTheDocumentedOrder) {
   });
 }
 
-// all_gather on the same groups (recursive doubling on 2, 4 and 8 ranks, the ring on 3 and 5):
-// every rank's [outer, chunk] block lands bit for bit in its columns.
+// all_gather on the same groups (recursive doubling on 2, 4 and 8 ranks, the ring on 3 and 5,
+// and on every group from kRingAllGatherBlockBytesPerRankSquared x p^2 per block): every rank's
+// [outer, chunk] block lands bit for bit in its columns.
 TEST(AllGatherGroups, EveryBlockLandsInItsColumns) {
   for_each_group_and_limit([](const Communicator& comm) {
-    for (const auto& [outer, chunk] :
-         {std::pair<std::size_t, std::size_t>{1, 1}, {1, 20000}, {3, 1999}}) {
+    const std::size_t p = static_cast<std::size_t>(comm.size());
+    const std::size_t ring_from =
+        comm::kRingAllGatherBlockBytesPerRankSquared * p * p / sizeof(float);
+    for (const auto& [outer, chunk] : {std::pair<std::size_t, std::size_t>{1, 1},
+                                       {1, 20000},
+                                       {3, 1999},
+                                       {1, ring_from - 1},
+                                       {1, ring_from + 1}}) {
       SCOPED_TRACE(std::to_string(outer) + " x " + std::to_string(chunk) + " per rank");
-      const std::size_t p = static_cast<std::size_t>(comm.size());
       kernels::Buffer in(outer * chunk, DType::f32, kernels::Device::cpu);
       kernels::Buffer out(outer * p * chunk, DType::f32, kernels::Device::cpu);
       for (std::size_t i = 0; i < in.numel(); ++i)

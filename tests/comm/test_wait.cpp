@@ -1,10 +1,15 @@
 // Pure parts of waiting and reporting: the backoff schedule, the deadline line, the
 // configuration hash and the names of enums; no MPI involved.
 #include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdlib>
+#include <string>
 
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/guard.h"
+#include "comm/mpi_progress.h"
 #include "comm/stall_inspector.h"
 #include "comm/wait.h"
 
@@ -34,6 +39,17 @@ TEST(Backoff, LargeTransfersYieldLongerBeforeSleeping) {
   EXPECT_EQ(Backoff(std::size_t{16} << 20).yield_for(), nanoseconds(16777216));
   EXPECT_EQ(Backoff::next(microseconds(16000), nanoseconds(16777216)), nanoseconds(0));
   EXPECT_EQ(Backoff::next(microseconds(16800), nanoseconds(16777216)), microseconds(1000));
+}
+
+// The reference is the setting Open MPI reads: mpirun passes `--mca mpi_yield_when_idle` on as
+// OMPI_MCA_mpi_yield_when_idle, and the ctests run this program with it set to 0, to 1 and
+// unset (Open MPI's default is 0 on a node that is not oversubscribed; this test runs alone).
+TEST(MpiProgress, YieldWhenIdleIsTheLibrarysSetting) {
+#ifndef OPEN_MPI
+  GTEST_SKIP() << "only Open MPI has mpi_yield_when_idle";
+#endif
+  const char* setting = std::getenv("OMPI_MCA_mpi_yield_when_idle");
+  EXPECT_EQ(mpi_yields_when_idle(), setting != nullptr && std::string(setting) != "0");
 }
 
 TEST(DeadlineMessage, PointToPoint) {
