@@ -15,10 +15,11 @@ namespace mpitron::comm {
 /// The constructor calls MPI_Init_thread requesting MPI_THREAD_FUNNELED (only the main thread
 /// calls MPI), sets MPI_ERRORS_RETURN on MPI_COMM_WORLD so failures become MpiError exceptions,
 /// counts the ranks sharing this node (MPI_Comm_split_type, for the automatic CUDA transfer
-/// mode), queries CUDA support (MPIX_Query_cuda_support where <mpi-ext.h> offers it) and
-/// duplicates MPI_COMM_WORLD for the stall inspector (stall_inspector.h), installs a
-/// std::terminate handler that prints "rank N: error: <what>" and aborts the whole
-/// job with kErrorExitCode, so an exception escaping on any rank never leaves others waiting.
+/// mode), queries CUDA support (MPIX_Query_cuda_support where <mpi-ext.h> offers it), reads
+/// mpi_yields_when_idle (mpi_progress.h) once, duplicates MPI_COMM_WORLD for the stall
+/// inspector (stall_inspector.h) and installs a std::terminate handler that prints "rank N:
+/// error: <what>" and aborts the whole job with kErrorExitCode, so an exception escaping on any
+/// rank never leaves others waiting.
 /// The destructor calls MPI_Finalize.
 class Environment {
  public:
