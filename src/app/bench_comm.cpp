@@ -32,7 +32,7 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
                   "Largest message size (sizes grow 4x; at most 256 MiB)")
       ->capture_default_str();
   command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   return command;
 }

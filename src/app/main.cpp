@@ -49,6 +49,18 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& error, 
     if (app.get_subcommands(named).empty())
       return "unknown subcommand '" + first + "' (run mpitron --help)";
   }
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    // CLI11 lists the extras last first ("not expected: 2 --tp"); name them as typed, and the
+    // subcommand they were given to.
+    std::string extras, command = "mpitron";
+    for (const std::string& arg : app.remaining(true))
+      extras += " " + arg;
+    for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+      at = at->get_subcommands().front();
+      command += " " + at->get_name();
+    }
+    return command + " does not take" + extras + " (see " + command + " --help)";
+  }
   return std::string(error.what()) + " (see --help)";
 }
 

@@ -5,6 +5,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -52,6 +53,18 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
           "Deadline of MPI_Init in seconds (default: MPITRON_INIT_TIMEOUT, else 120); read "
           "before MPI starts")
       ->type_name("SECONDS");
+}
+
+CLI::Validator at_least(double minimum) {
+  return CLI::Validator(
+      [minimum](const std::string& text) {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        const bool number = !text.empty() && *end == '\0' && std::isfinite(value);
+        if (number && value >= minimum) return std::string();
+        return fmt::format("must be a number >= {:g}, got {}", minimum, text);
+      },
+      fmt::format("{:g} OR MORE", minimum));
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {

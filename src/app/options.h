@@ -37,6 +37,11 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 /// have no model.
 void add_run_options(CLI::App& command, CommonOptions& options);
 
+/// A CLI11 check that an option's value is a finite number >= `minimum`; otherwise parsing fails
+/// with e.g. "--max-iterations: must be a number >= 1, got 0" (CLI11's own range checks print the
+/// whole range of a double).
+CLI::Validator at_least(double minimum);
+
 /// The (tp, pp, dp) degrees.
 struct ParallelSizes {
   int tp = 1, pp = 1, dp = 1;

@@ -34,6 +34,14 @@ cli_bad_test(bench_step_option_before_comm 2
 cli_bad_test(bench_steps_zero 1 "--steps must be >= 1 and --warmup >= 0, got --steps 0 --warmup 2"
              bench --steps 0)
 cli_bad_test(unknown_subcommand 2 "unknown subcommand 'trian' (run mpitron --help)" trian)
+# Arguments a subcommand does not take, named as typed (CLI11 lists them last first).
+cli_bad_test(bench_comm_topology 2
+             "mpitron bench comm does not take --tp 2 (see mpitron bench comm --help)"
+             bench comm --tp 2)
+cli_bad_test(bench_comm_iterations_zero 2 "--max-iterations: must be a number >= 1, got 0 (see --help)"
+             bench comm --max-iterations 0)
+cli_bad_test(train_peak_negative 2 "--peak-gflops: must be a number >= 0, got -1 (see --help)"
+             train --peak-gflops -1)
 
 # --dp omitted: dp = world / (tp*pp) (Megatron-LM's rule); --dp given: an omitted --tp/--pp is 1.
 mpitron_add_expect_test(cli_validate_tp_only_fills_dp TARGET mpitron NP 4 TIMEOUT 240
