@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "app/bench_comm_ops.h"
@@ -26,13 +27,15 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
       "beside plain MPI (latency us, GB/s)");
   add_run_options(command, options.common);
   command.add_option("--min-bytes", options.min_bytes, "Smallest message size")
+      ->check(integer_in(sizeof(float), kMaxCommBytes))
       ->capture_default_str();
   command
       .add_option("--max-bytes", options.max_bytes,
                   "Largest message size (sizes grow 4x; at most 256 MiB)")
+      ->check(integer_in(sizeof(float), kMaxCommBytes))
       ->capture_default_str();
   command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
-      ->check(at_least(1))
+      ->check(integer_in(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
   return command;
 }
@@ -157,18 +160,19 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
     }
     device = resolve_device(options.common.device);
     prepare_run(options.common, world);
-    return fmt::format("bench comm {} {} {}", kernels::to_string(device), options.min_bytes,
-                       options.max_bytes);
+    return fmt::format("bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {}",
+                       kernels::to_string(device), options.min_bytes, options.max_bytes,
+                       options.max_iterations);
   });
   const bool print = world.rank() == 0;
   if (print) {
     fmt::print(
-        "bench comm: {}, {} float32 buffers; time = median of 5 rounds of the slowest rank "
-        "per call (send/recv: "
-        "one way of a ping-pong of rank pairs); GB/s = 1e9 bytes/s; bus GB/s = mpitron's, "
-        "nccl-tests convention\n"
-        "{:<15} {:>8} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",
-        nn::counted(world.size(), "rank"), kernels::to_string(device), "op", "bytes", "iters",
+        "bench comm: {}, {} float32 buffers; time = median of {} of the slowest rank per call "
+        "(send/recv: one way of a ping-pong of rank pairs); iters = timed calls per path; "
+        "GB/s = 1e9 bytes/s; bus GB/s = mpitron's, nccl-tests convention\n"
+        "{:<15} {:>11} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",
+        nn::counted(world.size(), "rank"), kernels::to_string(device),
+        nn::counted(std::min(kRounds, options.max_iterations), "round"), "op", "bytes", "iters",
         "mpitron us", "MPI us", "ratio", "mpitron GB/s", "MPI GB/s", "bus GB/s");
   }
   nlohmann::json results = nlohmann::json::array();
@@ -194,14 +198,14 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
       const double bus = bus_factor(op, world.size());
       if (print) {
         fmt::print(
-            "{:<15} {:>8} {:>6} {:>12.1f} {:>12.1f} {:>7.2f} {:>12.2f} {:>10.2f} {:>10.2f}{}\n",
-            to_string(op), size_text(bytes), iterations, t.mpitron_s * 1e6, t.mpi_s * 1e6,
+            "{:<15} {:>11} {:>6} {:>12.1f} {:>12.1f} {:>7.2f} {:>12.2f} {:>10.2f} {:>10.2f}{}\n",
+            to_string(op), size_text(bytes), t.iterations, t.mpitron_s * 1e6, t.mpi_s * 1e6,
             t.mpitron_s / t.mpi_s, gbps_mpitron, gbps_mpi, gbps_mpitron * bus,
             match ? "" : "  RESULTS DIFFER");
       }
       results.push_back({{"op", to_string(op)},
                          {"bytes", bytes},
-                         {"iterations", iterations},
+                         {"iterations", t.iterations},
                          {"results_match", match},
                          {"mpitron_us", t.mpitron_s * 1e6},
                          {"mpi_us", t.mpi_s * 1e6},

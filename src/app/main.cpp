@@ -61,7 +61,10 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& error, 
     }
     return command + " does not take" + extras + " (see " + command + " --help)";
   }
-  return std::string(error.what()) + " (see --help)";
+  const std::string what = error.what();
+  if (what.ends_with(" missing") && what.find(": 1 required ") != std::string::npos)
+    return what.substr(0, what.find(':')) + " needs a value (see --help)";
+  return what + " (see --help)";
 }
 
 }  // namespace
@@ -71,6 +74,9 @@ int main(int argc, char** argv) {
       "mpitron: tensor-, pipeline- and data-parallel training checked against dense models"};
   app.set_version_flag("--version", mpitron::app::version_text);
   app.require_subcommand(1);
+  // An option given twice keeps its last value, as with Python's argparse (torchrun,
+  // Megatron-LM): a launch script's defaults can be overridden by appending flags.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   mpitron::app::ValidateOptions validate;
   CLI::App& validate_command = mpitron::app::add_validate_command(app, validate);
   mpitron::app::BenchOptions bench;

@@ -4,10 +4,12 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "comm/errors.h"
 #include "comm/placement.h"
@@ -41,11 +43,7 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::IsMember({"a", "w"}))
       ->capture_default_str();
   command.add_option("--seed", options.seed, "Seed of every generated weight and input")
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            return text.starts_with('-') ? std::string("must be a non-negative integer") : "";
-          },
-          ""))
+      ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()))
       ->capture_default_str();
   command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
   command.add_option("--init-timeout")
@@ -62,9 +60,37 @@ CLI::Validator at_least(double minimum) {
         const double value = std::strtod(text.c_str(), &end);
         const bool number = !text.empty() && *end == '\0' && std::isfinite(value);
         if (number && value >= minimum) return std::string();
-        return fmt::format("must be a number >= {:g}, got {}", minimum, text);
+        return fmt::format("must be a finite number >= {:g}, got {}", minimum, text);
       },
-      fmt::format("{:g} OR MORE", minimum));
+      "");
+}
+
+namespace {
+
+// `text` as a whole decimal integer in [minimum, maximum].
+bool integer_within(const std::string& text, std::int64_t minimum, std::uint64_t maximum) {
+  const char* first = text.data();
+  const char* last = first + text.size();
+  if (text.starts_with('-')) {
+    std::int64_t value = 0;
+    const auto [end, error] = std::from_chars(first, last, value);
+    return error == std::errc() && end == last && value >= minimum;
+  }
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(first, last, value);
+  return error == std::errc() && end == last && value <= maximum &&
+         (minimum <= 0 || value >= static_cast<std::uint64_t>(minimum));
+}
+
+}  // namespace
+
+CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum) {
+  return CLI::Validator(
+      [minimum, maximum](const std::string& text) {
+        if (integer_within(text, minimum, maximum)) return std::string();
+        return fmt::format("must be an integer in [{}, {}], got {}", minimum, maximum, text);
+      },
+      "");
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {

@@ -4,6 +4,7 @@
 
 #include <spdlog/logger.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,9 +39,14 @@ void add_common_options(CLI::App& command, CommonOptions& options);
 void add_run_options(CLI::App& command, CommonOptions& options);
 
 /// A CLI11 check that an option's value is a finite number >= `minimum`; otherwise parsing fails
-/// with e.g. "--max-iterations: must be a number >= 1, got 0" (CLI11's own range checks print the
-/// whole range of a double).
+/// with e.g. "--peak-gflops: must be a finite number >= 0, got inf" (CLI11's own range checks
+/// print the whole range of a double).
 CLI::Validator at_least(double minimum);
+
+/// A CLI11 check that an option's value is an integer in [minimum, maximum], written in decimal;
+/// otherwise parsing fails with e.g. "--max-bytes: must be an integer in [4, 268435456], got -1"
+/// (CLI11 would wrap a negative value, or saturate a large one, into an unsigned option).
+CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum);
 
 /// The (tp, pp, dp) degrees.
 struct ParallelSizes {

@@ -38,10 +38,24 @@ cli_bad_test(unknown_subcommand 2 "unknown subcommand 'trian' (run mpitron --hel
 cli_bad_test(bench_comm_topology 2
              "mpitron bench comm does not take --tp 2 (see mpitron bench comm --help)"
              bench comm --tp 2)
-cli_bad_test(bench_comm_iterations_zero 2 "--max-iterations: must be a number >= 1, got 0 (see --help)"
+cli_bad_test(bench_comm_iterations_zero 2 "--max-iterations: must be an integer in [1, 2147483647], got 0 (see --help)"
              bench comm --max-iterations 0)
-cli_bad_test(train_peak_negative 2 "--peak-gflops: must be a number >= 0, got -1 (see --help)"
+cli_bad_test(bench_comm_bytes_negative 2 "--max-bytes: must be an integer in [4, 268435456], got -1 (see --help)"
+             bench comm --max-bytes -1)
+cli_bad_test(validate_seed_too_large 1
+             "--seed: must be an integer in [0, 18446744073709551615], got 99999999999999999999 (see --help)"
+             validate --seed 99999999999999999999)
+cli_bad_test(train_peak_negative 2 "--peak-gflops: must be a finite number >= 0, got -1 (see --help)"
              train --peak-gflops -1)
+
+# An option given twice keeps its last value (as argparse does); a missing value is named.
+mpitron_add_expect_test(cli_option_twice_last_wins TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS bench comm --max-bytes 64 --max-bytes 4096 --min-bytes 4096 --max-iterations 5 ${cli_logs}
+  EXPECT_EXIT 0 EXPECT_OUTPUT "all-reduce +4 KiB +5 ")
+mpitron_add_expect_test(cli_bad_value_missing TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS bench comm --max-iterations
+  EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: --max-iterations needs a value \\(see --help\\)\n"
+                              "rank 1: error: --max-iterations needs a value")
 
 # --dp omitted: dp = world / (tp*pp) (Megatron-LM's rule); --dp given: an omitted --tp/--pp is 1.
 mpitron_add_expect_test(cli_validate_tp_only_fills_dp TARGET mpitron NP 4 TIMEOUT 240
