@@ -14,24 +14,28 @@ import sys
 
 
 def summarize(runs):
-    """Rows of {ranks, op, bytes, runs, mpitron_us, mpi_us, ratio, low, high}: one per world size,
-    op and size, in the order the runs first list them, grouped by world size. `ratio` is the
-    median of the runs' mpitron_us / mpi_us, `low` and `high` their range; the latencies are the
-    medians of each path's own times."""
-    times = {}  # (ranks, op, bytes) -> [(mpitron_us, mpi_us)], in first-seen order
+    """Rows of {device, ranks, op, bytes, runs, mpitron_us, mpi_us, ratio, low, high, differ}: one
+    per device, world size, op and size, in the order the runs first list them, grouped by device
+    and world size. `ratio` is the median of the runs' mpitron_us / mpi_us, `low` and `high` their
+    range; the latencies are the medians of each path's own times; `differ` counts the runs whose
+    two paths gave different results. Raises KeyError or TypeError for a bench comm run that
+    lacks a field."""
+    times = {}  # (device, ranks, op, bytes) -> [(mpitron_us, mpi_us, match)], first-seen order
     for run in runs:
         if run.get("bench") != "comm":
             continue
         for r in run["results"]:
-            times.setdefault((run["world_size"], r["op"], r["bytes"]), []).append(
-                (r["mpitron_us"], r["mpi_us"]))
+            key = (run["device"], run["world_size"], r["op"], r["bytes"])
+            times.setdefault(key, []).append(
+                (r["mpitron_us"], r["mpi_us"], r.get("results_match", True)))
     rows = []
-    for (ranks, op, nbytes), pairs in sorted(times.items(), key=lambda item: item[0][0]):
-        ratios = [a / b for a, b in pairs]
-        rows.append({"ranks": ranks, "op": op, "bytes": nbytes, "runs": len(pairs),
-                     "mpitron_us": statistics.median(a for a, _ in pairs),
-                     "mpi_us": statistics.median(b for _, b in pairs),
-                     "ratio": statistics.median(ratios), "low": min(ratios), "high": max(ratios)})
+    for (device, ranks, op, nbytes), found in sorted(times.items(), key=lambda i: i[0][:2]):
+        ratios = [a / b for a, b, _ in found]
+        rows.append({"device": device, "ranks": ranks, "op": op, "bytes": nbytes,
+                     "runs": len(found), "mpitron_us": statistics.median(a for a, _, _ in found),
+                     "mpi_us": statistics.median(b for _, b, _ in found),
+                     "ratio": statistics.median(ratios), "low": min(ratios), "high": max(ratios),
+                     "differ": sum(1 for _, _, match in found if not match)})
     return rows
 
 
@@ -47,16 +51,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("jsonl", help="file that bench comm --json appended its runs to")
     args = parser.parse_args()
-    with open(args.jsonl) as f:
-        rows = summarize(json.loads(line) for line in f if line.strip())
+    try:
+        with open(args.jsonl) as f:
+            rows = summarize(json.loads(line) for line in f if line.strip())
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        print(f"summarize_bench_comm: {args.jsonl}: {type(error).__name__}: {error}",
+              file=sys.stderr)
+        sys.exit(2)
     if not rows:
-        sys.exit(f"{args.jsonl}: no bench comm runs")
-    print(f"{'ranks':>5} {'op':<15} {'bytes':>8} {'runs':>4} {'mpitron us':>11} {'MPI us':>9} "
-          f"{'ratio':>6} {'range':>11}")
+        print(f"summarize_bench_comm: {args.jsonl}: no bench comm runs", file=sys.stderr)
+        sys.exit(2)
+    print(f"{'device':<6} {'ranks':>5} {'op':<15} {'bytes':>11} {'runs':>4} {'mpitron us':>11} "
+          f"{'MPI us':>9} {'ratio':>6} {'range':>11}")
     for row in rows:
-        print(f"{row['ranks']:>5} {row['op']:<15} {size_text(row['bytes']):>8} {row['runs']:>4} "
-              f"{row['mpitron_us']:>11.1f} {row['mpi_us']:>9.1f} {row['ratio']:>6.2f} "
-              f"{row['low']:>5.2f}-{row['high']:.2f}")
+        differ = f"  RESULTS DIFFERED in {row['differ']} of them" if row["differ"] else ""
+        print(f"{row['device']:<6} {row['ranks']:>5} {row['op']:<15} {size_text(row['bytes']):>11} "
+              f"{row['runs']:>4} {row['mpitron_us']:>11.1f} {row['mpi_us']:>9.1f} "
+              f"{row['ratio']:>6.2f} {row['low']:>5.2f}-{row['high']:.2f}{differ}")
 
 
 if __name__ == "__main__":
