@@ -51,7 +51,11 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
   std::vector<std::size_t> members;
   const auto close_bucket = [&] {
     Bucket bucket;
-    bucket.parameters = static_cast<int>(members.size());
+    // Only the parameters that get a hook (below) are waited for: a frozen one never reports.
+    bucket.parameters =
+        static_cast<int>(std::count_if(members.begin(), members.end(), [&](std::size_t i) {
+          return parameters_[i].tensor.requires_grad();
+        }));
     bucket.buffer = kernels::Buffer::view(flat_.buffer(), bucket_start,
                                           static_cast<std::size_t>(offset) - bucket_start);
     for (std::size_t first = 0; first < bucket.buffer.numel(); first += kPieceElements) {

@@ -25,9 +25,11 @@ namespace mpitron::nn {
 /// parameter gets a post-accumulate hook: once a parameter has received `backward_passes`
 /// gradients since `zero` (one per micro-batch), it is final, and when every parameter of a
 /// bucket is final the bucket's all-reduce (sum) starts, overlapping the rest of backward.
-/// `finish` starts the buckets that did not start (parameters no backward reached, and buckets
-/// holding a parameter that does not require grad: it gets no hook), waits for all and divides
-/// by the replica count. All parameters must share one dtype and device.
+/// A parameter that does not require grad when the object is made (a frozen one) gets no hook
+/// and is not waited for: its bucket starts when the others in it are final, averaging the
+/// frozen gradient's view as it is (zeros unless written in place). `finish` starts the buckets
+/// that did not start (parameters no backward reached), waits for all and divides by the
+/// replica count. All parameters must share one dtype and device.
 /// Replicas must run the same graphs, so buckets start in the same order on every DP rank.
 /// With dp > 1 a backward pass throws std::logic_error (from the hook) when a gradient grows
 /// after its bucket's all-reduce started: more backward passes than `set_backward_passes` said,

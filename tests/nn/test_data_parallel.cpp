@@ -73,6 +73,28 @@ TEST(DataParallelGradients, BucketsStartDuringBackwardAndAccumulateInPlace) {
   }
 }
 
+// A frozen parameter (no requires_grad, so no hook) in a bucket does not hold it back until
+// finish: the bucket starts as soon as backward has made the trainable one's gradient final.
+TEST(DataParallelGradients, AFrozenParameterDoesNotHoldItsBucketBack) {
+  const comm::Communicator& dp = test_world();
+  const double n = dp.size();
+  Tensor trainable = Tensor::zeros({4}, autograd::DType::f64).set_requires_grad();
+  Tensor frozen = Tensor::zeros({3}, autograd::DType::f64);
+  DataParallelGradients gradients({{"trainable", trainable}, {"frozen", frozen}}, dp);
+  ASSERT_EQ(gradients.bucket_count(), 1u);
+  gradients.zero();
+  const Tensor x = Tensor::full({4}, dp.rank() + 1.0, autograd::DType::f64);
+  const Tensor y = Tensor::full({3}, 1.0, autograd::DType::f64);
+  autograd::add(autograd::sum(autograd::mul(trainable, x)), autograd::sum(autograd::mul(frozen, y)))
+      .backward();
+  EXPECT_EQ(gradients.buckets_started(), n > 1 ? 1u : 0u);
+  gradients.finish();
+  for (double g : trainable.grad().to_vector())
+    EXPECT_EQ(g, (n + 1) / 2);  // mean of 1..n
+  for (double g : frozen.grad().to_vector())
+    EXPECT_EQ(g, 0.0);
+}
+
 // A bucket larger than one all-reduce piece: its pieces (two whole, one ragged) and the next
 // bucket's run at most kMaxInFlight at a time; every element gets the mean of
 // (rank + 1) * (j % 7 + 1), which is exact in float64.
