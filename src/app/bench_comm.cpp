@@ -31,7 +31,8 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
       ->capture_default_str();
   command
       .add_option("--max-bytes", options.max_bytes,
-                  "Largest message size (sizes grow 4x; at most 256 MiB)")
+                  "Largest message size (sizes grow 4x; at most 256 MiB; each rank holds at "
+                  "least one float, so a size may round up)")
       ->check(integer_in(sizeof(float), kMaxCommBytes))
       ->capture_default_str();
   command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
