@@ -1,6 +1,7 @@
 #include "app/bench_comm.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -37,6 +38,10 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
       ->capture_default_str();
   command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
       ->check(integer_in(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  command.add_option("--ops", options.ops, "Operations to time, in this order")
+      ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "send/recv"}))
+      ->delimiter(',')
       ->capture_default_str();
   return command;
 }
@@ -161,9 +166,10 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
     }
     device = resolve_device(options.common.device);
     prepare_run(options.common, world);
-    return fmt::format("bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {}",
-                       kernels::to_string(device), options.min_bytes, options.max_bytes,
-                       options.max_iterations);
+    return fmt::format(
+        "bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {} --ops {}",
+        kernels::to_string(device), options.min_bytes, options.max_bytes, options.max_iterations,
+        fmt::join(options.ops, ","));
   });
   const bool print = world.rank() == 0;
   if (print) {
@@ -178,8 +184,8 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   }
   nlohmann::json results = nlohmann::json::array();
   bool all_match = true;
-  for (CommOp op :
-       {CommOp::all_reduce, CommOp::all_gather, CommOp::reduce_scatter, CommOp::send_recv}) {
+  for (const std::string& name : options.ops) {
+    const CommOp op = comm_op_named(name);
     if (op == CommOp::send_recv && world.size() < 2) continue;
     std::size_t previous_n = 0;  // sizes that round to the same count are timed once
     for (std::size_t size = options.min_bytes; size <= options.max_bytes;

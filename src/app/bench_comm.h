@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -24,10 +25,12 @@ struct BenchCommOptions {
   std::size_t budget_bytes = std::size_t{512} << 20;
   int min_iterations = 5;
   int max_iterations = 1000;
+  /// The operations to time, by to_string(CommOp) name, in this order; all four by default.
+  std::vector<std::string> ops{"all-reduce", "all-gather", "reduce-scatter", "send/recv"};
 };
 
-/// Adds the `comm` subcommand and its flags (--min-bytes --max-bytes --max-iterations and the
-/// common ones except --tp --pp --dp) to `bench`.
+/// Adds the `comm` subcommand and its flags (--min-bytes --max-bytes --max-iterations --ops and
+/// the common ones except --tp --pp --dp) to `bench`.
 CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options);
 
 /// The error for options of `bench` itself (its MLP step's, e.g. --recompute, --hidden, --tp)
@@ -35,12 +38,12 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options);
 /// take --X (...)", naming the first; empty when none was given. Call after parsing.
 std::string bench_step_options_given(const CLI::App& bench);
 
-/// Times every operation at sizes min_bytes, 4*min_bytes, ... up to max_bytes on every rank of
-/// `world`, through comm and through plain MPI, after one untimed run of each
-/// whose results must be identical (inputs are small integers, so sums are exact). The calls
-/// run in up to 5 rounds, each timing comm then plain MPI; a round's time per call is the
-/// slowest rank's, and each path reports its median round ("iterations": calls per path). Rank 0
-/// prints the table and, with --json, appends
+/// Times every operation of options.ops at sizes min_bytes, 4*min_bytes, ... up to max_bytes on
+/// every rank of `world`, through comm and through plain MPI, after one untimed run of each whose
+/// results must be identical (inputs are small integers, so sums are exact). The calls run in up to
+/// 5 rounds, each timing comm then plain MPI; a round's time per call is the slowest rank's, and
+/// each path reports its median round ("iterations": calls per path). Rank 0 prints the table and,
+/// with --json, appends
 /// {"tool", "bench": "comm", "world_size", "device", "results": [{"op", "bytes", "iterations",
 /// "mpitron_us", "mpi_us", "mpitron_gbps", "mpi_gbps", "mpitron_bus_gbps", "mpi_bus_gbps"}]}
 /// (GB/s = 1e9 bytes/s of the reported size; bus GB/s per bench_comm_ops.h). Returns 1 when a

@@ -30,6 +30,14 @@ std::string to_string(CommOp op) {
   return "?";
 }
 
+CommOp comm_op_named(const std::string& name) {
+  for (CommOp op :
+       {CommOp::all_reduce, CommOp::all_gather, CommOp::reduce_scatter, CommOp::send_recv}) {
+    if (to_string(op) == name) return op;
+  }
+  throw std::invalid_argument("bench comm: no operation named '" + name + "'");
+}
+
 double bus_factor(CommOp op, int size) {
   const double n = size;
   switch (op) {

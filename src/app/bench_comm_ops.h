@@ -16,6 +16,9 @@ enum class CommOp { all_reduce, all_gather, reduce_scatter, send_recv };
 /// "all-reduce", "all-gather", "reduce-scatter", "send/recv".
 std::string to_string(CommOp op);
 
+/// The CommOp whose to_string is `name`; throws std::invalid_argument for another name.
+CommOp comm_op_named(const std::string& name);
+
 /// Bus bandwidth per algorithm bandwidth (bytes/time) on `size` ranks, the nccl-tests
 /// convention: 2(size-1)/size for all-reduce, (size-1)/size for all-gather and reduce-scatter,
 /// 1 for send/recv.
