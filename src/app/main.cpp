@@ -26,17 +26,21 @@
 
 namespace {
 
-// The value of `--init-timeout V` or `--init-timeout=V` in argv (read before MPI starts; the
-// subcommands also list the flag, so the parser accepts it later).
+// The value of the last `--init-timeout V` or `--init-timeout=V` in argv, as the parser keeps the
+// last of a repeated option (read before MPI starts; the subcommands also list the flag, so the
+// parser accepts it later).
 std::optional<std::string> init_timeout_flag(int argc, char** argv) {
   constexpr std::string_view kFlag = "--init-timeout";
+  std::optional<std::string> value;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if (arg == kFlag && i + 1 < argc) return std::string(argv[i + 1]);
-    if (arg.starts_with(kFlag) && arg.size() > kFlag.size() && arg[kFlag.size()] == '=')
-      return std::string(arg.substr(kFlag.size() + 1));
+    if (arg == kFlag && i + 1 < argc) {
+      value = argv[++i];
+    } else if (arg.starts_with(kFlag) && arg.size() > kFlag.size() && arg[kFlag.size()] == '=') {
+      value = std::string(arg.substr(kFlag.size() + 1));
+    }
   }
-  return std::nullopt;
+  return value;
 }
 
 // The parse error to report: a first argument that is neither a flag nor a subcommand is named as
