@@ -42,6 +42,7 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
   command.add_option("--ops", options.ops, "Operations to time, in this order")
       ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "send/recv"}))
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->capture_default_str();
   return command;
 }
@@ -186,7 +187,10 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   bool all_match = true;
   for (const std::string& name : options.ops) {
     const CommOp op = comm_op_named(name);
-    if (op == CommOp::send_recv && world.size() < 2) continue;
+    if (op == CommOp::send_recv && world.size() < 2) {
+      if (print) fmt::print("{:<15} skipped: it needs at least 2 ranks\n", to_string(op));
+      continue;
+    }
     std::size_t previous_n = 0;  // sizes that round to the same count are timed once
     for (std::size_t size = options.min_bytes; size <= options.max_bytes;
          size = size > options.max_bytes / 4 ? options.max_bytes + 1 : size * 4) {
