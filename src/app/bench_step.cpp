@@ -176,9 +176,8 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
       s.intermediate, s.batch, s.seq, s.layers, s.micro_batches,
       options.recompute ? ", recomputing activations" : "", ms_per_step,
-      tokens / (ms_per_step / 1e3), achieved, gflop,
-      mfu ? fmt::format(", MFU {:.1f}%", 100.0 * *mfu) : std::string(), peak,
-      *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
+      tokens / (ms_per_step / 1e3), achieved, gflop, mfu ? ", " + mfu_text(mfu) : std::string(),
+      peak, *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
       *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()),
       percentages(wait_share));
   if (!options.common.json.empty()) {

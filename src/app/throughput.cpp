@@ -1,5 +1,7 @@
 #include "app/throughput.h"
 
+#include <fmt/format.h>
+
 #include "app/options.h"
 
 namespace mpitron::app {
@@ -16,6 +18,13 @@ std::optional<double> model_flops_utilisation(double achieved_gflops, double pea
                                               int world_size) {
   if (peak_gflops <= 0.0) return std::nullopt;
   return achieved_gflops / (peak_gflops * world_size);
+}
+
+std::string mfu_text(std::optional<double> mfu) {
+  if (!mfu) return "";
+  return fmt::format(
+      "MFU {:.1f}%{}", 100.0 * *mfu,
+      *mfu > 1.0 ? " (above 100 %: --peak-gflops is below what a rank achieved)" : "");
 }
 
 }  // namespace mpitron::app

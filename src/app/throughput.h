@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -16,5 +17,9 @@ void add_peak_option(CLI::App& command, double& peak_gflops);
 /// [0, 1] for honest figures; nothing when peak_gflops is 0.
 std::optional<double> model_flops_utilisation(double achieved_gflops, double peak_gflops,
                                               int world_size);
+
+/// "MFU 83.7%" for `mfu` = 0.837, with " (above 100 %: --peak-gflops is below what a rank
+/// achieved)" appended past 1, which no honest peak gives; "" without a value.
+std::string mfu_text(std::optional<double> mfu);
 
 }  // namespace mpitron::app

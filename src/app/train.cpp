@@ -141,7 +141,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
         "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.4f} {:.1f} ms {:.0f} tokens/s {:.1f} "
         "GFLOP/s{}",
         step, o.steps, result.loss, lr, result.grad_norm, ms, tokens_per_s, gflops,
-        mfu ? fmt::format(" MFU {:.1f}%", 100.0 * *mfu) : std::string());
+        mfu ? " " + mfu_text(mfu) : std::string());
     nlohmann::json line{{"step", step},    {"loss", result.loss},
                         {"lr", lr},        {"grad_norm", result.grad_norm},
                         {"ms", ms},        {"tokens_per_s", tokens_per_s},
