@@ -40,7 +40,7 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
       ->check(integer_in(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
   command.add_option("--ops", options.ops, "Operations to time, in this order")
-      ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "send/recv"}))
+      ->check(CLI::IsMember(comm_op_names()))
       ->delimiter(',')
       ->allow_extra_args(false)
       ->capture_default_str();

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "app/bench_comm_ops.h"
 #include "app/options.h"
 
 namespace mpitron::app {
@@ -26,7 +27,7 @@ struct BenchCommOptions {
   int min_iterations = 5;
   int max_iterations = 1000;
   /// The operations to time, by to_string(CommOp) name, in this order; all four by default.
-  std::vector<std::string> ops{"all-reduce", "all-gather", "reduce-scatter", "send/recv"};
+  std::vector<std::string> ops = comm_op_names();
 };
 
 /// Adds the `comm` subcommand and its flags (--min-bytes --max-bytes --max-iterations --ops and

@@ -30,9 +30,15 @@ std::string to_string(CommOp op) {
   return "?";
 }
 
+std::vector<std::string> comm_op_names() {
+  std::vector<std::string> names;
+  for (CommOp op : kCommOps)
+    names.push_back(to_string(op));
+  return names;
+}
+
 CommOp comm_op_named(const std::string& name) {
-  for (CommOp op :
-       {CommOp::all_reduce, CommOp::all_gather, CommOp::reduce_scatter, CommOp::send_recv}) {
+  for (CommOp op : kCommOps) {
     if (to_string(op) == name) return op;
   }
   throw std::invalid_argument("bench comm: no operation named '" + name + "'");

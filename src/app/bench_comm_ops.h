@@ -3,8 +3,10 @@
 // the MPI call on host memory and the copy back).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "kernels/device.h"
@@ -13,8 +15,15 @@ namespace mpitron::app {
 
 enum class CommOp { all_reduce, all_gather, reduce_scatter, send_recv };
 
+/// Every CommOp, in the order bench comm times them by default.
+inline constexpr std::array<CommOp, 4> kCommOps{CommOp::all_reduce, CommOp::all_gather,
+                                                CommOp::reduce_scatter, CommOp::send_recv};
+
 /// "all-reduce", "all-gather", "reduce-scatter", "send/recv".
 std::string to_string(CommOp op);
+
+/// to_string of every op of kCommOps, in that order (the names --ops accepts).
+std::vector<std::string> comm_op_names();
 
 /// The CommOp whose to_string is `name`; throws std::invalid_argument for another name.
 CommOp comm_op_named(const std::string& name);
