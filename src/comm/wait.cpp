@@ -113,6 +113,10 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
   const WaitClock clock(start);
   Backoff backoff(op.bytes);
   std::string doing;  // built once another rank asks, or the deadline passes
+  const auto describe = [&]() -> const std::string& {
+    if (doing.empty()) doing = operation_text(comm, op);
+    return doing;
+  };
   for (;;) {
     bool done = true, progressed = false;
     for (MPI_Request& request : requests) {
@@ -130,14 +134,8 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
     if (progressed) backoff = Backoff(op.bytes);  // the pauses count from the last completion
     const auto now = std::chrono::steady_clock::now();
     if (!Backoff::spins(now - start)) {  // a short wait polls nothing else
-      answer_stall_queries([&] {
-        if (doing.empty()) doing = operation_text(comm, op);
-        return doing;
-      });
-      if (now >= deadline) {
-        if (doing.empty()) doing = operation_text(comm, op);
-        expire(comm, op, doing);
-      }
+      answer_stall_queries(describe);
+      if (now >= deadline) expire(comm, op, describe());
     }
     backoff.pause();
   }
