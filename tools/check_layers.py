@@ -2,9 +2,12 @@
 """Checks mpitron's layering: kernels -> (autograd, comm) -> nn -> app.
 
 Every C++/CUDA file under SRC may include its own layer and the layers below it only, and
-<mpi.h> only from comm and above (DESIGN.md). Quoted includes are resolved against SRC, then
-against the including file's folder. Prints one line per violation, "<file>:<line>: <layer>
-includes <path> (<layer>)", and exits 1 when there is any, else 0.
+<mpi.h> only from comm and above (docs/architecture.md). Inside nn and app the subfolders are
+layered too (SUBLAYERS): a file may include its own subfolder and the subfolders of a lower
+rank, never one of the same rank beside it or one above. Quoted includes are resolved against
+SRC, then against the including file's folder. Prints one line per violation, "<file>:<line>:
+<layer> includes <path> (<layer>)" or "... <layer>/<sub> includes <path> (<layer>/<sub>)", and
+exits 1 when there is any, else 0.
 
 Usage: check_layers.py SRC
 """
@@ -21,6 +24,13 @@ ALLOWED = {
     "app": {"kernels", "autograd", "comm", "nn", "app"},
 }
 MPI_LAYERS = {"comm", "nn", "app"}
+# The rank of each part of a layered layer: its subfolders, "" for the files at its root, and
+# root files named on their own. A part not listed is an error, so a new folder is placed here.
+SUBLAYERS = {
+    "nn": {"": 0, "layers": 1, "parallel": 1, "optim": 1, "data": 1, "checkpoint": 1,
+           "models": 2, "train": 3},
+    "app": {"": 0, "validate": 1, "train": 1, "bench": 1, "model": 1, "main.cpp": 2},
+}
 SUFFIXES = {".h", ".hpp", ".cpp", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -31,6 +41,30 @@ def layer_of(path, src):
         return path.resolve().relative_to(src).parts[0]
     except ValueError:
         return None
+
+
+def part_of(path, src):
+    """(layer, part) of a file under src: part is its subfolder, or its name or "" at the root."""
+    parts = path.resolve().relative_to(src).parts
+    table = SUBLAYERS.get(parts[0], {})
+    if len(parts) > 2:
+        return parts[0], parts[1]
+    return parts[0], parts[1] if parts[1] in table else ""
+
+
+def sublayer_violation(file, target, src):
+    """A message when `file` may not include `target` of the same layered layer, else None."""
+    layer, own = part_of(file, src)
+    table = SUBLAYERS.get(layer)
+    if table is None:
+        return None
+    _, other = part_of(target, src)
+    for part in (own, other):
+        if part not in table:
+            return f"{layer}/{part} is not in check_layers.py's SUBLAYERS"
+    if other == own or table[other] < table[own]:
+        return None
+    return f"{layer}/{own} includes {target.relative_to(src)} ({layer}/{other})"
 
 
 def violations(src):
@@ -54,6 +88,10 @@ def violations(src):
                     target = layer_of(candidate, src)
                     if target in ALLOWED and target not in ALLOWED[own]:
                         yield f"{where}: {own} includes {name} ({target})"
+                    elif target == own:
+                        message = sublayer_violation(file, candidate.resolve(), src)
+                        if message:
+                            yield f"{where}: {message}"
                     break
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Goldens for the GPT export (src/nn/gpt_names.h): a tiny GPT (2 layers, hidden 8, 2 heads,
+"""Goldens for the GPT export (src/nn/models/gpt_names.h): a tiny GPT (2 layers, hidden 8, 2 heads,
 context 16, vocabulary 256) under mpitron's parameter names, and the nanoGPT state dict that the
 PyTorch peer's GPT class accepts for it.
 
@@ -58,7 +58,7 @@ def mpitron_tensors():
 
 
 def write_safetensors(path, tensors):
-    """The safetensors layout of src/nn/safetensors.h, tensors in dictionary order."""
+    """The safetensors layout of src/nn/checkpoint/safetensors.h, tensors in dictionary order."""
     header, data = {}, b""
     for name, t in tensors.items():
         chunk = t.detach().contiguous().numpy().astype("<f4").tobytes()

@@ -12,8 +12,8 @@
 #include "comm/agreement.h"
 #include "comm/environment.h"
 #include "comm/guard.h"
-#include "nn/mlp.h"
-#include "nn/sgd.h"
+#include "nn/layers/mlp.h"
+#include "nn/optim/sgd.h"
 
 namespace {
 

@@ -10,8 +10,8 @@
 
 #include <cstddef>
 
-#include "comm/collectives.h"
 #include "comm/communicator.h"
+#include "comm/reduce_op.h"
 #include "comm/wait.h"
 #include "kernels/device.h"
 

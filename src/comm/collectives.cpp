@@ -13,20 +13,6 @@ namespace mpitron::comm {
 
 using kernels::Buffer;
 
-std::string to_string(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum:
-      return "sum";
-    case ReduceOp::avg:
-      return "avg";
-    case ReduceOp::max:
-      return "max";
-    case ReduceOp::min:
-      return "min";
-  }
-  return "unknown";
-}
-
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
   const MPI_Op reduction = mpi_op(op, buffer.dtype());  // throws for avg of integers

@@ -22,17 +22,10 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "comm/reduce_op.h"
 #include "kernels/device.h"
 
 namespace mpitron::comm {
-
-/// The element-wise reduction of all_reduce / reduce_scatter. `avg` is the sum multiplied by
-/// 1/size (kernels::scale on the result), which is exact when size is a power of two; avg of an
-/// integer buffer throws std::invalid_argument on every rank before any message.
-enum class ReduceOp { sum, avg, max, min };
-
-/// "sum" / "avg" / "max" / "min".
-std::string to_string(ReduceOp op);
 
 /// In place: buffer[i] becomes op over every rank's buffer[i]. buffer: any shape, [n].
 void all_reduce(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op);

@@ -7,8 +7,8 @@
 #include <cstddef>
 
 #include "comm/chunking.h"
-#include "comm/collectives.h"
 #include "comm/communicator.h"
+#include "comm/reduce_op.h"
 #include "comm/wait.h"
 #include "kernels/device.h"
 

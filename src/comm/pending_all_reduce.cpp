@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "comm/collectives.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
 

@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "comm/collectives.h"
 #include "comm/communicator.h"
+#include "comm/reduce_op.h"
 #include "kernels/device.h"
 
 namespace mpitron::comm {

@@ -9,8 +9,8 @@
 
 #include <cstddef>
 
-#include "comm/collectives.h"
 #include "comm/communicator.h"
+#include "comm/reduce_op.h"
 #include "kernels/device.h"
 
 namespace mpitron::comm {

@@ -11,7 +11,7 @@
 
 #include "autograd/ops.h"
 #include "comm/topology.h"
-#include "nn/gpt_config.h"
+#include "nn/models/gpt_config.h"
 #include "nn_test_support.h"
 #include "support/golden_file.h"
 

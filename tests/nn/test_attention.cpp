@@ -8,7 +8,7 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "nn/attention.h"
+#include "nn/layers/attention.h"
 #include "nn_test_support.h"
 
 namespace mpitron::nn {

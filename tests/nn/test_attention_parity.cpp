@@ -9,7 +9,7 @@
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
-#include "nn/attention.h"
+#include "nn/layers/attention.h"
 #include "nn_test_support.h"
 
 namespace mpitron::nn {

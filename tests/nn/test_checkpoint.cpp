@@ -1,7 +1,7 @@
 // Checkpoint directories: saving a fake model's shards at one (tp, pp) layout and rebuilding the
 // exact full tensors at others, crash safety (DONE, latest), and the messages for damaged,
 // missing and mismatched files. One process: every "rank" is a loop iteration.
-#include "nn/checkpoint.h"
+#include "nn/checkpoint/checkpoint.h"
 
 #include <gtest/gtest.h>
 

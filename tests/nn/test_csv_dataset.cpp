@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "nn/csv_dataset.h"
+#include "nn/data/csv_dataset.h"
 
 namespace mpitron::nn {
 namespace {

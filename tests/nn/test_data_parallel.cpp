@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "autograd/checkpoint.h"
 #include "autograd/ops.h"
-#include "nn/data_parallel.h"
-#include "nn/sgd.h"
+#include "autograd/recompute.h"
+#include "nn/optim/sgd.h"
+#include "nn/parallel/data_parallel.h"
 #include "nn_test_support.h"
 
 namespace mpitron::nn {
@@ -159,23 +159,23 @@ TEST(DataParallelGradients, TakesBackGradientsReplacedBySetGrad) {
   }
 }
 
-// A parameter used by two checkpointed regions receives its gradient in two inner backward
+// A parameter used by two recomputed regions receives its gradient in two inner backward
 // passes, so its hook fires twice per pass (PyTorch DDP with reentrant checkpointing fails the
 // same way): the second firing must be an error that names the cause, not a silent average of
 // half a gradient.
-TEST(DataParallelGradients, AParameterSharedByTwoCheckpointsIsAnErrorNamingTheCause) {
+TEST(DataParallelGradients, AParameterSharedByTwoRecomputedRegionsIsAnErrorNamingTheCause) {
   const comm::Communicator& dp = test_world();
   if (dp.size() == 1) GTEST_SKIP() << "one replica reduces nothing";
   Tensor w = Tensor::full({2, 2}, 0.5, autograd::DType::f64).set_requires_grad();
   DataParallelGradients gradients({{"w", w}}, dp);
   const autograd::Recomputable layer = [&](const Tensor& in) { return autograd::linear(in, w); };
   const Tensor x = Tensor::full({1, 2}, 1.0, autograd::DType::f64);
-  const Tensor loss = autograd::sum(autograd::checkpoint(layer, autograd::checkpoint(layer, x)));
+  const Tensor loss = autograd::sum(autograd::recompute(layer, autograd::recompute(layer, x)));
   try {
     loss.backward();
     ADD_FAILURE() << "no error";
   } catch (const std::logic_error& e) {
-    EXPECT_NE(std::string(e.what()).find("checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("recompute"), std::string::npos) << e.what();
   }
   gradients.finish();
 }

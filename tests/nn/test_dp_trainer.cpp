@@ -8,7 +8,7 @@
 
 #include "comm/agreement.h"
 #include "kernels/ops.h"
-#include "nn/dp_trainer.h"
+#include "nn/train/dp_trainer.h"
 #include "nn_test_support.h"
 
 namespace mpitron::nn {

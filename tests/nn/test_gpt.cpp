@@ -1,5 +1,5 @@
 // The GPT on every topology of the test world: loss and every parameter shard's gradient after
-// finalize_gradients against the dense single-process model (nn/gpt_reference.h) and against
+// finalize_gradients against the dense single-process model (nn/models/gpt_reference.h) and against
 // PyTorch (tests/data/gpt.json from tools/make_golden_gpt.py), also with activation recomputation.
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 
 #include "autograd/random.h"
 #include "gpt_test_support.h"
-#include "nn/gpt_reference.h"
-#include "nn/gpt_trainer.h"
+#include "nn/models/gpt_reference.h"
+#include "nn/train/gpt_trainer.h"
 
 namespace mpitron::nn {
 namespace {

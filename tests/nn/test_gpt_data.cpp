@@ -9,9 +9,9 @@
 #include <numbers>
 #include <set>
 
-#include "nn/byte_corpus.h"
-#include "nn/generate.h"
-#include "nn/lr_schedule.h"
+#include "nn/data/byte_corpus.h"
+#include "nn/models/generate.h"
+#include "nn/optim/lr_schedule.h"
 #include "nn/wording.h"
 
 namespace mpitron::nn {

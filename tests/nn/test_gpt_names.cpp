@@ -1,7 +1,7 @@
 // The GPT export: names and shapes against the layout in the PyTorch peer's docstring, and the
 // exported tensors against the state dict the peer's GPT holds after strict loading
 // (tools/make_gpt_export_golden.py).
-#include "nn/gpt_names.h"
+#include "nn/models/gpt_names.h"
 
 #include <gtest/gtest.h>
 

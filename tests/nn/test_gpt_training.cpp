@@ -7,8 +7,8 @@
 
 #include "gpt_test_support.h"
 #include "nn/fault_injection.h"
-#include "nn/gpt_trainer.h"
-#include "nn/lr_schedule.h"
+#include "nn/optim/lr_schedule.h"
+#include "nn/train/gpt_trainer.h"
 
 namespace mpitron::nn {
 namespace {

@@ -16,8 +16,8 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "comm/topology.h"
-#include "nn/mlp.h"
-#include "nn/pipeline.h"
+#include "nn/layers/mlp.h"
+#include "nn/parallel/pipeline.h"
 #include "nn_test_support.h"
 
 namespace mpitron::nn {

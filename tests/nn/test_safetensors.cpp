@@ -1,6 +1,6 @@
 // The safetensors reader and writer: round trip, the exact bytes of a tiny file, a file written by
 // Python (tools/make_safetensors_sample.py), and one message for each kind of damage.
-#include "nn/safetensors.h"
+#include "nn/checkpoint/safetensors.h"
 
 #include <gtest/gtest.h>
 

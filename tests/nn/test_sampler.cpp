@@ -10,8 +10,8 @@
 #include <string>
 
 #include "autograd/random.h"
-#include "nn/dataset.h"
-#include "nn/distributed_sampler.h"
+#include "nn/data/dataset.h"
+#include "nn/data/distributed_sampler.h"
 
 namespace mpitron::nn {
 namespace {

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "nn/schedule.h"
+#include "nn/parallel/schedule.h"
 
 namespace mpitron::nn {
 namespace {

@@ -5,9 +5,9 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "nn/linear.h"
-#include "nn/mlp.h"
-#include "nn/tp_mappings.h"
+#include "nn/layers/linear.h"
+#include "nn/layers/mlp.h"
+#include "nn/layers/tp_mappings.h"
 #include "nn_test_support.h"
 
 namespace mpitron::nn {

@@ -1,0 +1,241 @@
+#include "app/bench/comm.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "app/bench/comm_ops.h"
+#include "comm/agreement.h"
+#include "comm/collectives.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
+#include "comm/guard.h"
+#include "comm/watchdog.h"
+#include "nn/wording.h"
+
+namespace mpitron::app {
+
+CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
+  CLI::App& command = *bench.add_subcommand(
+      "comm",
+      "Time all-reduce, all-gather, reduce-scatter and send/recv through mpitron's comm layer "
+      "beside plain MPI (latency us, GB/s)");
+  add_run_options(command, options.common);
+  command.add_option("--min-bytes", options.min_bytes, "Smallest message size")
+      ->check(integer_in(sizeof(float), kMaxCommBytes))
+      ->capture_default_str();
+  command
+      .add_option("--max-bytes", options.max_bytes,
+                  "Largest message size (sizes grow 4x; at most 256 MiB; each rank holds at "
+                  "least one float, so a size may round up)")
+      ->check(integer_in(sizeof(float), kMaxCommBytes))
+      ->capture_default_str();
+  command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
+      ->check(integer_in(1, std::numeric_limits<int>::max()))
+      ->capture_default_str();
+  command.add_option("--ops", options.ops, "Operations to time, in this order")
+      ->check(CLI::IsMember(comm_op_names()))
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->capture_default_str();
+  return command;
+}
+
+std::string bench_step_options_given(const CLI::App& bench) {
+  for (const CLI::Option* option : bench.get_options()) {
+    if (option->count() > 0) {
+      return fmt::format(
+          "bench comm does not take {} (an option of bench's MLP step given before 'comm')",
+          option->get_name());
+    }
+  }
+  return "";
+}
+
+namespace {
+
+struct Timing {
+  int iterations = 0;
+  double mpitron_s = 0.0, mpi_s = 0.0;  // per iteration, slowest rank
+};
+
+// Seconds per run of `run`, the slowest rank's, after the ranks line up.
+template <class Run>
+double time_runs(const comm::Communicator& world, int iterations, Run&& run) {
+  comm::barrier(world);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i)
+    run();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return comm::all_reduce_scalar(world, seconds, comm::ReduceOp::max) / iterations;
+}
+
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0)
+    return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+// `run()`, which makes `calls` plain blocking MPI calls of `op`. They have no deadline of their
+// own, so a watchdog ends the job with one line when they take longer than the timeout per call
+// (a rank stalled or died) instead of leaving it hanging.
+template <class Run>
+auto with_mpi_deadline(const comm::Communicator& world, CommOp op, std::size_t bytes, int calls,
+                       Run&& run) {
+  const double seconds = world.timeout() * calls;
+  const comm::Watchdog watchdog(
+      seconds,
+      [rank = world.world_rank(), op, bytes, calls, seconds] {
+        return comm::error_line(
+            rank,
+            fmt::format("bench comm: {} of plain MPI {} on {} did not complete within {:g} s "
+                        "(--timeout-seconds per call): a rank stalled or died",
+                        nn::counted(calls, "call"), to_string(op), size_text(bytes), seconds));
+      },
+      comm::kDeadlineExitCode);
+  return run();
+}
+
+// One untimed run each way on fresh inputs; true when every rank got identical results.
+bool results_match(CommOp op, const comm::Communicator& world, std::size_t n,
+                   kernels::Device device) {
+  CommBuffers through_comm = make_comm_buffers(op, n, world.size(), world.rank(), device);
+  CommBuffers plain = make_comm_buffers(op, n, world.size(), world.rank(), device);
+  run_mpitron(op, world, through_comm);
+  with_mpi_deadline(world, op, n * sizeof(float), 1, [&] { run_mpi(op, world, plain); });
+  const kernels::Buffer a = comm_result(op, through_comm).to(kernels::Device::cpu);
+  const kernels::Buffer b = comm_result(op, plain).to(kernels::Device::cpu);
+  const bool same = std::memcmp(a.data(), b.data(), a.bytes()) == 0;
+  return comm::all_reduce_scalar(world, same ? 0.0 : 1.0, comm::ReduceOp::max) == 0.0;
+}
+
+// The median of `values` (not empty).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+// The iterations are run in kRounds rounds, each timing comm and then plain MPI, and each path's
+// time is its median round: a burst of load from other processes on a shared machine then spoils
+// one round of both paths, not the whole of one.
+constexpr int kRounds = 5;
+
+Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int iterations,
+               kernels::Device device) {
+  CommBuffers buffers = make_comm_buffers(op, n, world.size(), world.rank(), device);
+  run_mpitron(op, world, buffers);  // warm-up: staging workspaces, MPI connections
+  with_mpi_deadline(world, op, n * sizeof(float), 1, [&] { run_mpi(op, world, buffers); });
+  const int rounds = std::min(kRounds, iterations);
+  const int per_round = iterations / rounds;
+  std::vector<double> mpitron_s, mpi_s;
+  for (int round = 0; round < rounds; ++round) {
+    mpitron_s.push_back(time_runs(world, per_round, [&] { run_mpitron(op, world, buffers); }));
+    mpi_s.push_back(with_mpi_deadline(world, op, n * sizeof(float), per_round, [&] {
+      return time_runs(world, per_round, [&] { run_mpi(op, world, buffers); });
+    }));
+  }
+  Timing timing;
+  timing.iterations = rounds * per_round;
+  timing.mpitron_s = median(mpitron_s);
+  timing.mpi_s = median(mpi_s);
+  if (op == CommOp::send_recv) {  // one run is a round trip: report one way
+    timing.mpitron_s /= 2.0;
+    timing.mpi_s /= 2.0;
+  }
+  return timing;
+}
+
+}  // namespace
+
+int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
+  kernels::Device device{};
+  comm::agree_on_configuration(world, [&] {
+    if (options.min_bytes < sizeof(float) || options.max_bytes < options.min_bytes ||
+        options.max_bytes > kMaxCommBytes) {
+      throw comm::ConfigError(fmt::format(
+          "--min-bytes and --max-bytes must satisfy 4 <= min <= max <= {} ({} MiB), got {} and {}",
+          kMaxCommBytes, kMaxCommBytes >> 20, options.min_bytes, options.max_bytes));
+    }
+    device = resolve_device(options.common.device);
+    prepare_run(options.common, world);
+    return fmt::format(
+        "bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {} --ops {}",
+        kernels::to_string(device), options.min_bytes, options.max_bytes, options.max_iterations,
+        fmt::join(options.ops, ","));
+  });
+  const bool print = world.rank() == 0;
+  if (print) {
+    fmt::print(
+        "bench comm: {}, {} float32 buffers; time = median of {} of the slowest rank per call "
+        "(send/recv: one way of a ping-pong of rank pairs); iters = timed calls per path; "
+        "GB/s = 1e9 bytes/s; bus GB/s = mpitron's, nccl-tests convention\n"
+        "{:<15} {:>11} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",
+        nn::counted(world.size(), "rank"), kernels::to_string(device),
+        nn::counted(std::min(kRounds, options.max_iterations), "round"), "op", "bytes", "iters",
+        "mpitron us", "MPI us", "ratio", "mpitron GB/s", "MPI GB/s", "bus GB/s");
+  }
+  nlohmann::json results = nlohmann::json::array();
+  bool all_match = true;
+  for (const std::string& name : options.ops) {
+    const CommOp op = comm_op_named(name);
+    if (op == CommOp::send_recv && world.size() < 2) {
+      if (print) fmt::print("{:<15} skipped: it needs at least 2 ranks\n", to_string(op));
+      continue;
+    }
+    std::size_t previous_n = 0;  // sizes that round to the same count are timed once
+    for (std::size_t size = options.min_bytes; size <= options.max_bytes;
+         size = size > options.max_bytes / 4 ? options.max_bytes + 1 : size * 4) {
+      const std::size_t n = comm_elements(op, size, world.size());
+      if (n == previous_n) continue;
+      previous_n = n;
+      const std::size_t bytes = n * sizeof(float);
+      const bool match = results_match(op, world, n, device);
+      all_match = all_match && match;
+      const int iterations = static_cast<int>(std::min<std::size_t>(
+          std::max<std::size_t>(options.budget_bytes / bytes, options.min_iterations),
+          static_cast<std::size_t>(options.max_iterations)));
+      const Timing t = measure(op, world, n, iterations, device);
+      const double gbps_mpitron = static_cast<double>(bytes) / t.mpitron_s / 1e9;
+      const double gbps_mpi = static_cast<double>(bytes) / t.mpi_s / 1e9;
+      const double bus = bus_factor(op, world.size());
+      if (print) {
+        fmt::print(
+            "{:<15} {:>11} {:>6} {:>12.1f} {:>12.1f} {:>7.2f} {:>12.2f} {:>10.2f} {:>10.2f}{}\n",
+            to_string(op), size_text(bytes), t.iterations, t.mpitron_s * 1e6, t.mpi_s * 1e6,
+            t.mpitron_s / t.mpi_s, gbps_mpitron, gbps_mpi, gbps_mpitron * bus,
+            match ? "" : "  RESULTS DIFFER");
+      }
+      results.push_back({{"op", to_string(op)},
+                         {"bytes", bytes},
+                         {"iterations", t.iterations},
+                         {"results_match", match},
+                         {"mpitron_us", t.mpitron_s * 1e6},
+                         {"mpi_us", t.mpi_s * 1e6},
+                         {"mpitron_gbps", gbps_mpitron},
+                         {"mpi_gbps", gbps_mpi},
+                         {"mpitron_bus_gbps", gbps_mpitron * bus},
+                         {"mpi_bus_gbps", gbps_mpi * bus}});
+    }
+  }
+  if (print && !options.common.json.empty()) {
+    write_json(options.common.json,
+               nlohmann::json{{"tool", "mpitron"},
+                              {"bench", "comm"},
+                              {"world_size", world.size()},
+                              {"device", kernels::to_string(device)},
+                              {"results", results}},
+               /*append=*/true);
+  }
+  return all_match ? 0 : 1;
+}
+
+}  // namespace mpitron::app

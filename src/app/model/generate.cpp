@@ -1,0 +1,87 @@
+#include "app/model/generate.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+
+#include "app/model/checkpoint_loading.h"
+#include "comm/errors.h"
+#include "comm/topology.h"
+#include "nn/models/generate.h"
+
+namespace mpitron::app {
+
+CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
+  CLI::App& c = *app.add_subcommand("generate", "Sample text from a trained checkpoint");
+  add_common_options(c, o.common);
+  c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
+  c.add_option("--prompt", o.prompt, "Text to continue")->required();
+  c.add_option("--tokens", o.tokens,
+               fmt::format("Bytes to generate (at most {})", kMaxGenerateTokens))
+      ->capture_default_str();
+  c.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")
+      ->capture_default_str();
+  c.add_option("--top-k", o.top_k, "Sample among the k most likely bytes (0: all)")
+      ->capture_default_str();
+  return c;
+}
+
+namespace {
+
+// One message per offending option, naming it and its value.
+void check_sampling_options(const GenerateOptions& o) {
+  if (o.tokens < 0 || o.tokens > kMaxGenerateTokens) {
+    throw comm::ConfigError(
+        fmt::format("--tokens must be in [0, {}], got {}", kMaxGenerateTokens, o.tokens));
+  }
+  if (o.top_k < 0) throw comm::ConfigError(fmt::format("--top-k must be >= 0, got {}", o.top_k));
+  if (!(o.temperature >= 0.0) || !std::isfinite(o.temperature)) {
+    throw comm::ConfigError(
+        fmt::format("--temperature must be a finite number >= 0, got {}", o.temperature));
+  }
+}
+
+}  // namespace
+
+int run_generate(const GenerateOptions& o, comm::Communicator world) {
+  LoadedRun run = load_checkpoint_agreed(
+      "generate", o.common, o.load, world,
+      [&](const nn::GptCheckpoint&, const ParallelSizes& sizes) {
+        if (sizes.pp != 1) {
+          throw comm::ConfigError("generate runs the whole model on one stage: --pp must be 1");
+        }
+        if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
+        check_sampling_options(o);
+        return fmt::format("tokens={} temperature={} top_k={} seed={} prompt=\"{}\"", o.tokens,
+                           o.temperature, o.top_k, o.common.seed, o.prompt);
+      });
+  const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
+  const nn::GptStage stage(run.checkpoint.config,
+                           nn::checkpoint_init(run.checkpoint, autograd::DType::f32, run.device),
+                           topology);
+  std::vector<std::int64_t> prompt;
+  for (const char ch : o.prompt)
+    prompt.push_back(static_cast<unsigned char>(ch));
+  const std::vector<std::int64_t> ids = nn::generate(stage, topology.tp_comm(), prompt, o.tokens,
+                                                     {o.temperature, o.top_k, o.common.seed});
+  if (world.rank() == 0) {
+    std::string text;
+    for (const std::int64_t id : ids)
+      text.push_back(static_cast<char>(id));
+    std::cout << text << std::endl;
+    // The bytes as numbers: a sample need not be valid UTF-8, which JSON text must be.
+    if (!o.common.json.empty()) {
+      write_json(o.common.json, {{"load", o.load},
+                                 {"step", run.checkpoint.step},
+                                 {"prompt_bytes", prompt.size()},
+                                 {"bytes", ids},
+                                 {"temperature", o.temperature},
+                                 {"top_k", o.top_k},
+                                 {"seed", o.common.seed}});
+    }
+  }
+  return 0;
+}
+
+}  // namespace mpitron::app

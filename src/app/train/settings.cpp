@@ -1,0 +1,166 @@
+#include "app/train/settings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "app/progress.h"
+#include "app/throughput.h"
+#include "comm/errors.h"
+
+namespace mpitron::app {
+
+namespace {
+
+using O = TrainOptions;
+using Check = SettingCheck;
+
+// The rule of SettingCheck `check` for `value` (an integer or a number): the message of a
+// failure, or empty.
+template <class T>
+std::string check_failure(const char* flag, Check check, T value) {
+  switch (check) {
+    case Check::none:
+      return {};
+    case Check::at_least_one:
+      return value >= 1 ? std::string() : fmt::format("--{} must be >= 1, got {}", flag, value);
+    case Check::at_least_zero:
+      return value >= 0 ? std::string() : fmt::format("--{} must be >= 0, got {}", flag, value);
+    case Check::finite_positive:
+      return std::isfinite(value) && value > 0.0
+                 ? std::string()
+                 : fmt::format("--{} must be a finite positive number, got {}", flag, value);
+    case Check::finite_at_least_zero:
+      return std::isfinite(value) && value >= 0.0
+                 ? std::string()
+                 : fmt::format("--{} must be finite and >= 0, got {}", flag, value);
+  }
+  return {};
+}
+
+std::string config_key(const char* flag) {
+  std::string key = flag;
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+// The value of `setting` in `options` as JSON.
+nlohmann::json value_of(const TrainSetting& setting, const TrainOptions& options) {
+  return std::visit([&options](auto member) { return nlohmann::json(options.*member); },
+                    setting.member);
+}
+
+}  // namespace
+
+const std::vector<TrainSetting>& train_settings() {
+  static const std::vector<TrainSetting> table{
+      {"data", &O::data, "Training text, any file read as bytes (default: built-in corpus)",
+       Check::none, false, "/data"},
+      {"vocab", &O::vocab, "Vocabulary size (bytes use 0..255)", Check::none, true},
+      {"layers", &O::layers, "Transformer blocks", Check::none, true},
+      {"hidden", &O::hidden, "Hidden size", Check::none, true},
+      {"heads", &O::heads, "Attention heads", Check::none, true},
+      {"seq", &O::seq, "Sequence length (also the position table's length)", Check::none, true},
+      {"global-batch", &O::global_batch, "Sequences per optimizer step, all replicas",
+       Check::at_least_one, true, "/sampler/global_batch"},
+      {"micro-batch", &O::micro_batch, "Sequences per micro-batch per replica", Check::at_least_one,
+       true},
+      {"steps", &O::steps, "Optimizer steps", Check::at_least_one, true,
+       "/lr_schedule/total_steps"},
+      {"schedule", &O::schedule, "Pipeline schedule: 1f1b or afab", Check::none, true},
+      {"optimizer", &O::optimizer, "adamw (betas 0.9/0.95, eps 1e-8) or sgd", Check::none, true,
+       "/optimizer"},
+      {"dtype", &O::dtype, "float32, or float64 (CPU checks)", Check::none, true, "/dtype"},
+      {"lr", &O::lr, "Peak learning rate", Check::finite_positive, true, "/lr_schedule/lr"},
+      {"min-lr", &O::min_lr, "Learning rate at the last step", Check::finite_positive, true,
+       "/lr_schedule/min_lr"},
+      {"warmup-steps", &O::warmup_steps, "Linear warmup steps, then cosine decay",
+       Check::at_least_zero, true, "/lr_schedule/warmup_steps"},
+      {"weight-decay", &O::weight_decay, "AdamW weight decay (not on biases/LayerNorm)",
+       Check::finite_at_least_zero, true},
+      {"grad-clip", &O::grad_clip, "Global gradient-norm clipping threshold",
+       Check::finite_positive, true},
+      {"recompute", &O::recompute,
+       "Keep only each transformer block's input and recompute its activations in backward "
+       "(less memory, one more forward pass)",
+       Check::none, true},
+      {"eval-interval", &O::eval_interval, "Validation loss every N steps (0: at the end)",
+       Check::at_least_zero, true},
+      {"eval-iters", &O::eval_iters, "Validation windows to use (0: all)", Check::at_least_zero,
+       true},
+      {"metrics", &O::metrics, "Append one JSON object per step / eval to this file"},
+      {"save", &O::save, "Write checkpoints into this folder (DIR/step_<k>/)", Check::none, true},
+      {"save-interval", &O::save_interval, "Save every N steps (0: after the last step)",
+       Check::at_least_zero, true},
+      {"load", &O::load, "Resume from the newest checkpoint in this folder"},
+      {"stop-after", &O::stop_after,
+       "Stop after this step (saving it with --save), keeping the schedule of --steps "
+       "(0: run to --steps)",
+       Check::at_least_zero, true},
+  };
+  return table;
+}
+
+CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
+  CLI::App& c = *app.add_subcommand(
+      "train", "Train a GPT-2-style byte-level language model with TP, PP (1F1B) and DP");
+  add_common_options(c, o.common);
+  for (const TrainSetting& s : train_settings()) {
+    const std::string flag = std::string("--") + s.flag;
+    std::visit(
+        [&](auto member) {
+          using T = std::remove_cvref_t<decltype(o.*member)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            c.add_flag(flag, o.*member, s.help);
+          } else {
+            CLI::Option* option = c.add_option(flag, o.*member, s.help);
+            if constexpr (std::is_same_v<T, std::string>) {
+              if (!(o.*member).empty()) option->capture_default_str();
+            } else {
+              option->capture_default_str();
+            }
+          }
+        },
+        s.member);
+  }
+  add_peak_option(c, o.peak_gflops);
+  add_progress_option(c, o.progress);
+  c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
+  return c;
+}
+
+void check_train_settings(const TrainOptions& options) {
+  for (const TrainSetting& s : train_settings()) {
+    const std::string failure = std::visit(
+        [&](auto member) {
+          using T = std::remove_cvref_t<decltype(options.*member)>;
+          if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+            return check_failure(s.flag, s.check, options.*member);
+          } else {
+            return std::string();
+          }
+        },
+        s.member);
+    if (!failure.empty()) throw comm::ConfigError(failure);
+  }
+}
+
+nlohmann::json train_config(const TrainOptions& options) {
+  nlohmann::json config = nlohmann::json::object();
+  for (const TrainSetting& s : train_settings()) {
+    if (s.in_config) config[config_key(s.flag)] = value_of(s, options);
+  }
+  return config;
+}
+
+nlohmann::json train_checkpoint_settings(const TrainOptions& options) {
+  nlohmann::json settings = nlohmann::json::object();
+  for (const TrainSetting& s : train_settings()) {
+    if (s.checkpoint_pointer)
+      settings[nlohmann::json::json_pointer(s.checkpoint_pointer)] = value_of(s, options);
+  }
+  return settings;
+}
+
+}  // namespace mpitron::app

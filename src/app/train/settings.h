@@ -1,0 +1,96 @@
+// The settings of `mpitron train`, and the one table that says for each of them its flag, its
+// member, its --help line, its check, its key in the run's configuration (the metrics file's
+// config line and the start-up agreement) and where a checkpoint records it (so that a resumed
+// run can say which of them differ from the run that saved it).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "app/options.h"
+
+namespace mpitron::app {
+
+/// Every flag of `mpitron train`, as parsed.
+struct TrainOptions {
+  CommonOptions common;
+  std::string data;  ///< any file, read as bytes; empty: the built-in corpus
+  std::int64_t vocab = 256;
+  std::int64_t layers = 4;
+  std::int64_t hidden = 256;
+  std::int64_t heads = 8;
+  std::int64_t seq = 128;
+  std::int64_t global_batch = 32;  ///< sequences per optimizer step, all replicas
+  std::int64_t micro_batch = 4;    ///< sequences per micro-batch per replica
+  std::int64_t steps = 200;
+  std::string schedule = "1f1b";
+  std::string optimizer = "adamw";
+  std::string dtype = "float32";
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  std::int64_t warmup_steps = 20;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;
+  bool recompute = false;           ///< --recompute: recompute each block's activations in backward
+  std::int64_t eval_interval = 50;  ///< validation loss every N steps (and after the last)
+  std::int64_t eval_iters = 0;      ///< validation windows used (0: all)
+  std::string metrics;              ///< JSONL file appended by rank 0
+  std::string save;                 ///< checkpoint folder to write (empty: none)
+  std::int64_t save_interval = 0;   ///< save every N steps (0: only after the last step)
+  std::string load;                 ///< checkpoint folder to resume from (its newest step)
+  double peak_gflops = 0.0;         ///< one rank's peak, for MFU (0: unknown)
+  std::string progress = "auto";    ///< --progress: auto (in place on a terminal, else off),
+                                    ///< in-place, lines or off
+  std::int64_t stop_after = 0;      ///< stop after this step, as if interrupted (0: run to --steps)
+  std::string fault;                ///< test only: an nn::Fault name
+};
+
+/// The check a setting's value must pass before the run starts (every rank alike).
+enum class SettingCheck {
+  none,
+  at_least_one,         ///< "--steps must be >= 1, got 0"
+  at_least_zero,        ///< "--eval-iters must be >= 0, got -1"
+  finite_positive,      ///< "--lr must be a finite positive number, got nan"
+  finite_at_least_zero  ///< "--weight-decay must be finite and >= 0, got -1"
+};
+
+/// One row of train's settings table.
+struct TrainSetting {
+  const char* flag;  ///< without the leading "--"
+  std::variant<std::int64_t TrainOptions::*, double TrainOptions::*, std::string TrainOptions::*,
+               bool TrainOptions::*>
+      member;
+  const char* help;
+  SettingCheck check = SettingCheck::none;
+  /// In the run's configuration under the flag's name with '_' for '-' (e.g. "global_batch").
+  bool in_config = false;
+  /// Where a checkpoint's run settings (meta.json) record the value, as a JSON pointer (e.g.
+  /// "/lr_schedule/lr"), or nullptr: a resumed run warns when its value differs from the one
+  /// recorded there.
+  const char* checkpoint_pointer = nullptr;
+};
+
+/// The table: train's own settings in --help order (the common flags, --peak-gflops,
+/// --progress and the hidden --inject-fault are registered by their shared helpers).
+const std::vector<TrainSetting>& train_settings();
+
+/// Adds the `train` subcommand and its flags to `app`.
+CLI::App& add_train_command(CLI::App& app, TrainOptions& options);
+
+/// Throws comm::ConfigError with the row's message for the first setting that fails its check.
+void check_train_settings(const TrainOptions& options);
+
+/// The settings marked in_config, as {"global_batch": 32, ...}.
+nlohmann::json train_config(const TrainOptions& options);
+
+/// The settings a checkpoint records (those with a checkpoint_pointer), each at its pointer:
+/// {"dtype", "optimizer", "lr_schedule": {"lr", "min_lr", "warmup_steps", "total_steps"},
+/// "sampler": {"global_batch"}, "data"}.
+nlohmann::json train_checkpoint_settings(const TrainOptions& options);
+
+}  // namespace mpitron::app

@@ -1,0 +1,200 @@
+#include "app/train/setup.h"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/throughput.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
+#include "nn/fault_injection.h"
+#include "nn/wording.h"
+
+namespace mpitron::app {
+
+namespace {
+
+void check_options(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
+  check_train_settings(o);
+  if (const auto error = nn::gpt_size_error(config, s.tp, s.pp)) throw comm::ConfigError(*error);
+  if (o.global_batch % (o.micro_batch * s.dp) != 0) {
+    throw comm::ConfigError(
+        fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
+                    o.global_batch, o.micro_batch, s.dp));
+  }
+  if (o.vocab < 256) {
+    throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
+  }
+  if (o.min_lr > o.lr) {
+    throw comm::ConfigError(fmt::format("--min-lr {} is above --lr {}", o.min_lr, o.lr));
+  }
+  if (o.stop_after > o.steps) {
+    throw comm::ConfigError(
+        fmt::format("--stop-after {} is beyond --steps {}", o.stop_after, o.steps));
+  }
+}
+
+// Rejects a step that cannot fit in this node's memory (gpt_step_memory_bytes, with every
+// micro-batch in flight under AFAB and at most pp under 1F1B) before anything is allocated.
+void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node) {
+  const std::int64_t micro = o.global_batch / (o.micro_batch * run.sizes.dp);
+  const std::int64_t in_flight = run.train.schedule == nn::ScheduleKind::afab
+                                     ? micro
+                                     : std::min<std::int64_t>(micro, run.sizes.pp);
+  const double need =
+      nn::gpt_step_memory_bytes(run.config, run.sizes.tp, run.sizes.pp, o.micro_batch, o.seq,
+                                in_flight, kernels::dtype_size(run.train.dtype), o.recompute);
+  const double node =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (need * ranks_on_node > node) {
+    throw comm::ConfigError(fmt::format(
+        "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
+        "activations), {} on this node have {:.1f} GiB: use fewer layers, a smaller "
+        "--hidden, --seq or --micro-batch, {}or more ranks",
+        need / (1 << 30), nn::counted(ranks_on_node, "rank"), node / (1 << 30),
+        o.recompute ? "" : "--recompute, "));
+  }
+}
+
+// The folder --save writes and the file --metrics appends to must be writable before the first
+// step, not found out after the last.
+void check_outputs(const TrainOptions& o) {
+  if (!o.save.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(o.save, error);
+    if (error || !std::filesystem::is_directory(o.save)) {
+      throw comm::ConfigError(fmt::format("--save {}: cannot create the folder{}", o.save,
+                                          error ? ": " + error.message() : std::string()));
+    }
+  }
+  if (!o.metrics.empty()) {
+    std::ofstream probe(o.metrics, std::ios::app);
+    if (!probe) {
+      throw comm::ConfigError(
+          fmt::format("--metrics {}: cannot open for appending: {}", o.metrics,
+                      std::error_code(errno, std::generic_category()).message()));
+    }
+  }
+}
+
+template <class T>
+T parse_choice(const char* flag, const std::string& text,
+               std::initializer_list<std::pair<const char*, T>> choices) {
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+  }
+  std::string names;
+  for (const auto& choice : choices)
+    names += (names.empty() ? "" : ", ") + std::string(choice.first);
+  throw comm::ConfigError(fmt::format("--{} '{}' is not one of: {}", flag, text, names));
+}
+
+// Rank 0 warns about each setting of this run that differs from the one the --load checkpoint
+// was trained with (the resumed run is then not the continuation of that run): run_settings of
+// this run against the checkpoint's meta.json, entry by entry.
+void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settings,
+                             const nlohmann::json& meta, spdlog::logger& log) {
+  for (const TrainSetting& s : train_settings()) {
+    if (!s.checkpoint_pointer) continue;
+    const nlohmann::json::json_pointer at(s.checkpoint_pointer);
+    if (meta.contains(at) && meta.at(at) != settings.at(at)) {
+      log.warn("warning: --{} is {} in this run but was {} in the run that saved --load {}", s.flag,
+               settings.at(at).dump(), meta.at(at).dump(), o.load);
+    }
+  }
+  if (o.common.seed != 0 && meta.value("seed", o.common.seed) != o.common.seed) {
+    log.warn("warning: --seed {} is ignored: a resumed run keeps the checkpoint's seed {}",
+             o.common.seed, meta.value("seed", o.common.seed));
+  }
+}
+
+}  // namespace
+
+nlohmann::json run_settings(const TrainOptions& o, const TrainRun& run) {
+  nlohmann::json settings = train_checkpoint_settings(o);
+  settings["data"] = run.corpus->source();
+  settings["seed"] = run.seed;
+  settings["mpitron_version"] = MPITRON_VERSION;
+  return settings;
+}
+
+TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
+  TrainRun run;
+  run.description = comm::agree_on_configuration(world, [&] {
+    run.sizes = resolve_parallel_sizes(o.common, world.size());
+    run.config = {o.vocab, o.seq, o.layers, o.hidden, o.heads};
+    check_options(o, run.config, run.sizes);
+    run.train.schedule = parse_choice<nn::ScheduleKind>(
+        "schedule", o.schedule,
+        {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});
+    run.train.optimizer = parse_choice<nn::OptimizerKind>(
+        "optimizer", o.optimizer,
+        {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});
+    run.train.dtype = parse_choice<kernels::DType>(
+        "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
+    run.train.lr = o.lr;
+    run.train.adamw.weight_decay = o.weight_decay;
+    run.train.grad_clip = o.grad_clip;
+    run.train.recompute = o.recompute;
+    run.device = resolve_device(o.common.device);
+    run.train.device = run.device;
+    if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
+    run.seed = o.common.seed;
+    try {
+      // The per-step lines are the run's record; the progress line only adds a live view, so
+      // `auto` shows it in place on a terminal and not at all elsewhere.
+      run.progress = parse_progress_mode(o.progress);
+      if (run.progress == ProgressMode::automatic) {
+        run.progress = stdout_is_terminal() ? ProgressMode::in_place : ProgressMode::off;
+      }
+      if (!o.load.empty()) {
+        run.checkpoint =
+            nn::load_gpt_checkpoint(o.load, run.train.optimizer == nn::OptimizerKind::adamw);
+        if (const auto error = nn::checkpoint_config_error(*run.checkpoint, run.config)) {
+          throw comm::ConfigError(fmt::format("--load {}: {}", o.load, *error));
+        }
+        run.seed = run.checkpoint->meta.value("seed", run.seed);
+      }
+      run.corpus = o.data.empty() ? nn::ByteCorpus::builtin() : nn::ByteCorpus::from_file(o.data);
+      nn::WindowSampler(static_cast<std::int64_t>(run.corpus->split()), o.seq, o.global_batch,
+                        run.sizes.dp, 0, run.seed);
+      const std::size_t validation = run.corpus->bytes().size() - run.corpus->split();
+      if (validation < static_cast<std::size_t>(o.seq) + 1) {
+        throw comm::ConfigError(
+            fmt::format("the validation part of the data (its last 10 %, {}) is shorter than one "
+                        "window of --seq + 1 = {} bytes",
+                        nn::counted(static_cast<std::int64_t>(validation), "byte"), o.seq + 1));
+      }
+      check_memory(o, run, world.node().size);
+      if (world.rank() == 0) check_outputs(o);
+    } catch (const comm::ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw comm::ConfigError(e.what());
+    }
+    run.log = prepare_run(o.common, world);
+    if (run.checkpoint) {
+      warn_resume_differences(o, run_settings(o, run), run.checkpoint->meta, *run.log);
+    }
+    nlohmann::json config = train_config(o);
+    config.update({{"mpitron", MPITRON_VERSION},
+                   {"tp", run.sizes.tp},
+                   {"pp", run.sizes.pp},
+                   {"dp", run.sizes.dp},
+                   {"device", kernels::to_string(run.device)},
+                   {"seed", run.seed},
+                   {"data", run.corpus->source()},
+                   {"data_bytes", run.corpus->bytes().size()},
+                   {"data_fnv", fmt::format("{:016x}", run.corpus->fingerprint())}});
+    return config.dump();
+  });
+  return run;
+}
+
+}  // namespace mpitron::app

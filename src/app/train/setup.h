@@ -1,0 +1,51 @@
+// Setting up a `mpitron train` run: its flags, their checks, and everything the ranks agree on
+// before the first step (sizes, topology, device, optimizer settings, data, the checkpoint to
+// resume from).
+#pragma once
+
+#include <spdlog/spdlog.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/options.h"
+#include "app/progress.h"
+#include "app/train/settings.h"
+#include "comm/communicator.h"
+#include "nn/data/byte_corpus.h"
+#include "nn/train/gpt_checkpoint.h"
+#include "nn/train/gpt_trainer.h"
+
+namespace mpitron::app {
+
+/// What every rank of a training run knows before its first step.
+struct TrainRun {
+  ParallelSizes sizes;
+  kernels::Device device{};
+  nn::GptConfig config;
+  nn::GptTrainOptions train;
+  std::optional<nn::ByteCorpus> corpus;
+  std::optional<nn::GptCheckpoint> checkpoint;  ///< the --load step, until it is applied
+  std::uint64_t seed = 0;                       ///< --seed, or the checkpoint's
+  ProgressMode progress = ProgressMode::off;    ///< `auto` already resolved
+  std::shared_ptr<spdlog::logger> log;
+  std::string description;  ///< the run's settings as a JSON object (the metrics' config line)
+};
+
+/// The run's settings a checkpoint records beside the model in meta.json (and a resumed run
+/// compares with its own): seed, dtype, optimizer, lr_schedule {lr, min_lr, warmup_steps,
+/// total_steps}, sampler {global_batch}, data (the corpus's source) and mpitron_version. The
+/// positions of a saved step (lr_schedule.next_step, sampler.next_step) are added by the saver.
+nlohmann::json run_settings(const TrainOptions& options, const TrainRun& run);
+
+/// Checks `options` against the world and loads the data and the --load checkpoint, agreed
+/// over all ranks: throws comm::ConfigError on every rank alike for sizes that do not divide,
+/// non-finite or non-positive rates or clip, unknown names, unreadable, empty or too short
+/// data, or a checkpoint that is missing, damaged or of other model sizes.
+TrainRun configure_train(const TrainOptions& options, comm::Communicator& world);
+
+}  // namespace mpitron::app

@@ -1,0 +1,189 @@
+#include "app/train/train.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "app/throughput.h"
+#include "app/train/setup.h"
+#include "comm/agreement.h"
+#include "comm/topology.h"
+#include "kernels/allocator.h"
+#include "nn/optim/lr_schedule.h"
+#include "nn/wording.h"
+
+namespace mpitron::app {
+
+namespace {
+
+std::vector<nn::TokenBatch> micro_batches(const nn::ByteCorpus& corpus,
+                                          const std::vector<std::int64_t>& starts,
+                                          std::int64_t micro_batch, std::int64_t seq,
+                                          kernels::Device device) {
+  std::vector<nn::TokenBatch> batches;
+  for (std::size_t i = 0; i < starts.size(); i += static_cast<std::size_t>(micro_batch)) {
+    const std::vector<std::int64_t> part(
+        starts.begin() + static_cast<std::ptrdiff_t>(i),
+        starts.begin() + static_cast<std::ptrdiff_t>(i) + micro_batch);
+    batches.push_back(nn::make_token_batch(corpus.bytes(), part, seq, device));
+  }
+  return batches;
+}
+
+class MetricsFile {
+ public:
+  MetricsFile(std::string path, bool writer) : path_(writer ? std::move(path) : std::string()) {}
+  void write(const nlohmann::json& line) const {
+    if (!path_.empty()) write_json(path_, line, /*append=*/true);
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+int run_train(const TrainOptions& o, comm::Communicator world) {
+  TrainRun run = configure_train(o, world);
+  const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
+  const nn::MasterInit init =
+      run.checkpoint ? nn::checkpoint_init(*run.checkpoint, run.train.dtype, run.device)
+                     : nn::gpt2_init(run.seed, o.layers, run.train.dtype, run.device);
+  nn::GptTrainer trainer(run.config, init, topology, run.train);
+  std::int64_t first_step = 1;
+  if (run.checkpoint) {
+    if (run.train.optimizer == nn::OptimizerKind::adamw) {
+      nn::restore_optimizer(trainer, *run.checkpoint, topology);
+    }
+    first_step = run.checkpoint->step + 1;
+    run.log->info("resuming from {} step {} (saved by tp={} pp={} dp={}), seed {}", o.load,
+                  run.checkpoint->step, run.checkpoint->meta["topology"]["tp"].get<int>(),
+                  run.checkpoint->meta["topology"]["pp"].get<int>(),
+                  run.checkpoint->meta["topology"]["dp"].get<int>(), run.seed);
+    run.checkpoint.reset();
+  }
+  kernels::release_cached_blocks();  // the master weights' blocks: the steps never reuse them
+  const nn::ByteCorpus& corpus = *run.corpus;
+  nn::WindowSampler sampler(static_cast<std::int64_t>(corpus.split()), o.seq, o.global_batch,
+                            run.sizes.dp, topology.dp_rank(), run.seed);
+  const nn::LrSchedule schedule{o.lr, o.min_lr, o.warmup_steps, o.steps};
+  const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
+  const double flops_per_token = nn::gpt_flops_per_token(run.config, o.seq);
+  const std::vector<double> counts = comm::all_gather_scalar(
+      world, static_cast<double>(nn::parameter_count(trainer.parameters())));
+  run.log->info(
+      "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {}, seq "
+      "{}, vocab {}; parameters per rank {}; {} of {} per replica per "
+      "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
+      "validation)",
+      run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
+      kernels::to_string(run.device), o.dtype, nn::counted(o.layers, "layer"), o.hidden,
+      nn::counted(o.heads, "head"), o.seq, o.vocab, fmt::join(counts, ", "),
+      nn::counted(micro_per_step, "micro-batch", "micro-batches"),
+      nn::counted(o.micro_batch, "sequence"), o.schedule,
+      o.recompute ? ", recomputing activations" : "", o.global_batch,
+      nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
+      nn::counted(static_cast<std::int64_t>(corpus.bytes().size()), "byte"), corpus.split(),
+      corpus.bytes().size() - corpus.split());
+
+  const MetricsFile metrics(o.metrics, world.rank() == 0);
+  const nlohmann::json config = nlohmann::json::parse(run.description);
+  metrics.write({{"config", config}});
+  const auto validation = [&]() {
+    std::vector<nn::TokenBatch> windows;
+    for (const std::int64_t start :
+         nn::evaluation_starts(static_cast<std::int64_t>(corpus.bytes().size() - corpus.split()),
+                               o.seq, o.eval_iters, run.sizes.dp, topology.dp_rank())) {
+      windows.push_back(nn::make_token_batch(
+          corpus.bytes(), {static_cast<std::int64_t>(corpus.split()) + start}, o.seq, run.device));
+    }
+    return trainer.evaluate(windows);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const auto save = [&](std::int64_t step) {
+    nlohmann::json settings = run_settings(o, run);
+    settings["lr_schedule"]["next_step"] = step + 1;
+    settings["sampler"]["next_step"] = step;
+    nn::save_gpt_checkpoint(o.save, step, trainer, topology, settings);
+    run.log->info("saved checkpoint {}/step_{}", o.save, step);
+  };
+  const std::int64_t last_step = o.stop_after > 0 ? std::min(o.stop_after, o.steps) : o.steps;
+  ProgressLine progress(first_step == 1 ? "train" : fmt::format("train from step {}", first_step),
+                        std::max<std::int64_t>(last_step - first_step + 1, 1), "tokens/s",
+                        run.progress, world.rank() == 0);
+  nlohmann::json summary{{"config", config},
+                         {"first_step", first_step},
+                         {"last_step", last_step},
+                         {"loss", nullptr},
+                         {"val_loss", nullptr}};
+  double step_ms = 0.0;
+  for (std::int64_t step = first_step; step <= last_step; ++step) {
+    const auto batches =
+        micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);
+    const double lr = schedule.at(step);
+    const auto t0 = std::chrono::steady_clock::now();
+    const nn::StepResult result = trainer.step(batches, lr);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double tokens_per_s = static_cast<double>(o.global_batch * o.seq) / (ms / 1000.0);
+    const double gflops = flops_per_token * tokens_per_s / 1e9;
+    const std::optional<double> mfu = model_flops_utilisation(gflops, o.peak_gflops, world.size());
+    progress.suspend();
+    if (!std::isfinite(result.loss)) {
+      run.log->error("error: training diverged at step {}: the loss is {} (lower --lr)", step,
+                     result.loss);
+      return 1;
+    }
+    run.log->info(
+        "step {}/{} loss {:.4f} lr {:.3e} grad_norm {:.4f} {:.1f} ms {:.0f} tokens/s {:.1f} "
+        "GFLOP/s{}",
+        step, o.steps, result.loss, lr, result.grad_norm, ms, tokens_per_s, gflops,
+        mfu ? " " + mfu_text(mfu) : std::string());
+    nlohmann::json line{{"step", step},    {"loss", result.loss},
+                        {"lr", lr},        {"grad_norm", result.grad_norm},
+                        {"ms", ms},        {"tokens_per_s", tokens_per_s},
+                        {"gflops", gflops}};
+    if (mfu) line["mfu"] = *mfu;
+    metrics.write(line);
+    summary["loss"] = result.loss;
+    step_ms += ms;
+    if ((o.eval_interval > 0 && step % o.eval_interval == 0) || step == o.steps) {
+      const double val_loss = validation();
+      run.log->info("step {} val_loss {:.4f} ({:.4f} bits per byte)", step, val_loss,
+                    val_loss / std::log(2.0));
+      metrics.write({{"step", step}, {"val_loss", val_loss}});
+      summary["val_loss"] = val_loss;
+    }
+    if (!o.save.empty() &&
+        ((o.save_interval > 0 && step % o.save_interval == 0) || step == last_step)) {
+      save(step);
+    }
+    progress.update(step - first_step + 1, result.loss, tokens_per_s);
+  }
+  progress.suspend();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (first_step > last_step) {
+    run.log->info("train: nothing to do, the checkpoint is at step {} and the run stops at {} ({})",
+                  first_step - 1, last_step, last_step < o.steps ? "--stop-after" : "--steps");
+  } else if (last_step < o.steps) {
+    run.log->info("train stopped: steps {}..{} of {} in {:.1f} s", first_step, last_step, o.steps,
+                  seconds);
+  } else {
+    run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);
+  }
+  if (world.rank() == 0 && !o.common.json.empty()) {
+    const auto steps = static_cast<double>(std::max<std::int64_t>(last_step - first_step + 1, 0));
+    summary["seconds"] = seconds;
+    summary["ms_per_step"] = steps > 0 ? step_ms / steps : 0.0;
+    summary["tokens_per_s"] =
+        step_ms > 0 ? static_cast<double>(o.global_batch * o.seq) * steps / (step_ms / 1e3) : 0.0;
+    write_json(o.common.json, summary);
+  }
+  return 0;
+}
+
+}  // namespace mpitron::app

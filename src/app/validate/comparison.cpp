@@ -1,0 +1,84 @@
+#include "app/validate/comparison.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "comm/agreement.h"
+
+namespace mpitron::app {
+
+void Comparison::fail() {
+  passed_ = false;
+  max_abs_error_ = std::numeric_limits<double>::infinity();
+  max_rel_error_ = std::numeric_limits<double>::infinity();
+}
+
+void Comparison::expect_close(const autograd::Tensor& actual, const autograd::Tensor& expected) {
+  if (!actual.defined() || !expected.defined() || actual.shape() != expected.shape()) {
+    fail();
+    return;
+  }
+  expect_close(actual.to_vector(), expected.to_vector());
+}
+
+void Comparison::expect_close(const std::vector<double>& a, const std::vector<double>& e) {
+  if (a.size() != e.size()) {
+    fail();
+    return;
+  }
+  double tensor_error = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double error = std::abs(a[i] - e[i]);
+    if (!(error <= tolerance_.atol + tolerance_.rtol * std::abs(e[i]))) passed_ = false;
+    tensor_error =
+        std::isnan(error) ? std::numeric_limits<double>::infinity() : std::max(tensor_error, error);
+    scale = std::max(scale, std::abs(e[i]));
+  }
+  const double normalised = scale > 0.0 ? tensor_error / scale : tensor_error;
+  if (!(normalised <= tolerance_.max_rel_error)) passed_ = false;
+  max_abs_error_ = std::max(max_abs_error_, tensor_error);
+  max_rel_error_ = std::max(max_rel_error_, normalised);
+}
+
+void Comparison::merge(const Comparison& other) {
+  passed_ = passed_ && other.passed_;
+  max_abs_error_ = std::max(max_abs_error_, other.max_abs_error_);
+  max_rel_error_ = std::max(max_rel_error_, other.max_rel_error_);
+}
+
+CheckResult agree(const comm::Communicator& world, const std::string& name, const Comparison& local,
+                  const std::string& trivial) {
+  const double passed =
+      comm::all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);
+  const double error = comm::all_reduce_scalar(world, local.max_abs_error(), comm::ReduceOp::max);
+  const double normalised =
+      comm::all_reduce_scalar(world, local.max_rel_error(), comm::ReduceOp::max);
+  return {name, passed == 1.0, error, normalised, local.tolerance(), trivial};
+}
+
+std::string format_result(const CheckResult& result) {
+  const std::string verdict = !result.passed ? "FAIL"
+                              : result.trivial.empty()
+                                  ? "PASS"
+                                  : fmt::format("PASS ({}: trivially equal)", result.trivial);
+  return fmt::format(
+      "{}  {}  max_abs_error={:.3e} max_rel_error={:.3e} (rtol={:g}, atol={:g}, "
+      "max_rel_error={:g})",
+      verdict, result.name, result.max_abs_error, result.max_rel_error, result.tolerance.rtol,
+      result.tolerance.atol, result.tolerance.max_rel_error);
+}
+
+nlohmann::json to_json(const CheckResult& result) {
+  return {{"name", result.name},
+          {"passed", result.passed},
+          {"trivial", !result.trivial.empty()},
+          {"max_abs_error", result.max_abs_error},
+          {"max_rel_error", result.max_rel_error},
+          {"rtol", result.tolerance.rtol},
+          {"atol", result.tolerance.atol},
+          {"max_rel_error_limit", result.tolerance.max_rel_error}};
+}
+
+}  // namespace mpitron::app

@@ -1,0 +1,69 @@
+// What the `validate` checks share: the run context, the dense MLP-stack reference and
+// shard-aware gradient comparison.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/model_sizes.h"
+#include "app/validate/comparison.h"
+#include "comm/topology.h"
+#include "nn/models/mlp_stack.h"
+#include "nn/parallel/schedule.h"
+
+namespace mpitron::app {
+
+/// Everything a check needs.
+struct ValidateContext {
+  const comm::ParallelTopology& topology;
+  ModelSizes sizes;
+  kernels::Device device;
+  std::uint64_t seed;
+  Tolerance tolerance;
+  spdlog::logger& log;
+  nn::ScheduleKind schedule = nn::ScheduleKind::afab;  ///< of the pipelined checks
+};
+
+/// A named, not yet agreed, check result of this rank.
+struct LocalCheck {
+  std::string name;
+  Comparison comparison;
+  /// Why this check cannot fail at this topology (e.g. "dp 1"), or empty; see CheckResult.
+  std::string trivial;
+};
+
+/// "<axis> 1" when `degree` is 1 (a check of that axis is then trivially equal), else "".
+std::string trivial_at(const char* axis, int degree);
+
+/// The micro-batch counts the pipelined checks run with by default: 1, and the smallest divisor
+/// of `batch` that is >= max(2, pp) (none when batch < max(2, pp)), so that more than one
+/// micro-batch is in flight and every stage holds one at some point.
+std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp);
+
+/// "PP (1 micro-batch): " for prefix "PP" and 1; "PP (4 micro-batches, 1f1b): " for 4 and
+/// 1F1B (with one micro-batch every schedule is the same, so none is named).
+std::string micro_batch_prefix(const std::string& prefix, int micro_batches,
+                               nn::ScheduleKind schedule);
+
+/// The MLP stack of a check (ctx's hidden and intermediate sizes, float32 on ctx's device):
+/// layer i has fc1 from seed + fc1_seed + i and fc2 from seed + fc2_seed + i.
+nn::MlpStackInit stack_init(const ValidateContext& ctx, std::uint64_t fc1_seed,
+                            std::uint64_t fc2_seed);
+
+/// An activation-shaped [batch, seq, hidden] tensor ~ N(0, std^2) from seed + `seed_offset`.
+autograd::Tensor make_activation(const ValidateContext& ctx, std::uint64_t seed_offset, double std);
+
+/// Compares the gradient of each parameter of `local` (possibly this TP rank's shard) with the
+/// gradient of the parameter of the same name in `dense` times `scale`, sliced to shard
+/// `tp_rank` of `tp` along the local parameter's split_dim (nn::tp_slice). Throws
+/// std::logic_error when `dense` has no parameter of that name.
+void expect_gradients(Comparison& comparison, const nn::Parameters& local,
+                      const nn::Parameters& dense, int tp_rank, int tp, double scale);
+
+/// Logs "<what>: name [shape], ..." for a parameter list.
+void log_parameters(spdlog::logger& log, const std::string& what, const nn::Parameters& params);
+
+}  // namespace mpitron::app

@@ -1,0 +1,148 @@
+#include "app/validate/gpt_checks.h"
+
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "nn/models/gpt_reference.h"
+#include "nn/train/gpt_trainer.h"
+
+namespace mpitron::app {
+
+using autograd::Tensor;
+
+namespace {
+
+constexpr std::int64_t kVocab = 256;
+
+nn::GptConfig gpt_config(const ValidateContext& ctx) {
+  const std::int64_t hidden = ctx.sizes.hidden, tp = ctx.topology.tp();
+  const std::int64_t heads = hidden % (2 * tp) == 0 ? 2 * tp : tp;
+  return {kVocab, ctx.sizes.seq, ctx.sizes.layers, hidden, heads};
+}
+
+// Seeded ids [rows, seq] in [0, kVocab).
+Tensor random_ids(const ValidateContext& ctx, std::int64_t rows, std::uint64_t seed_offset) {
+  std::vector<std::int64_t> ids;
+  const auto values = autograd::uniform({rows, ctx.sizes.seq}, ctx.seed + seed_offset, 0.0, 1.0,
+                                        autograd::DType::f64)
+                          .to_vector();
+  for (const double u : values)
+    ids.push_back(static_cast<std::int64_t>(u * kVocab));
+  return Tensor::from_indices(ids, {rows, ctx.sizes.seq}, ctx.device);
+}
+
+// Every parameter shard's gradient against the dense gradient of the same name, sliced. The
+// attention k bias's gradient is exactly zero in exact arithmetic (q . b_k is added to every
+// score of a row, which leaves its softmax unchanged), so both sides, rounding noise, are
+// compared with zero instead of with each other.
+void expect_gradients(Comparison& comparison, const nn::Parameters& local,
+                      const nn::TensorMap& dense, const comm::ParallelTopology& topo) {
+  for (const nn::Parameter& p : local) {
+    const Tensor expected =
+        nn::tp_slice(dense.at(p.name).grad(), p.split_dim, topo.tp_rank(), topo.tp());
+    if (p.name.ends_with("attn.k.bias")) {
+      const Tensor zero = Tensor::zeros(expected.shape(), expected.dtype(), expected.device());
+      comparison.expect_close(p.tensor.grad(), zero);
+      comparison.expect_close(expected, zero);
+    } else {
+      comparison.expect_close(p.tensor.grad(), expected);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const nn::GptConfig config = gpt_config(ctx);
+  const nn::MasterInit init = nn::random_init(ctx.seed + 900, autograd::DType::f32, ctx.device);
+  const nn::TransformerBlock block(config, 0, init, topo.tp_comm());
+  const nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
+  log_parameters(ctx.log, "tp transformer block shards", block.parameters());
+  const Tensor input = make_activation(ctx, 91, 1.0), target = make_activation(ctx, 92, 0.5);
+  Tensor parallel_input = input.clone().set_requires_grad();
+  Tensor dense_input = input.clone().set_requires_grad();
+  const Tensor output = block.forward(parallel_input);
+  const Tensor reference = nn::dense_gpt_block(dense, 0, config.heads, dense_input);
+  const Tensor loss = autograd::mse_loss(output, target);
+  const Tensor reference_loss = autograd::mse_loss(reference, target);
+  loss.backward();
+  reference_loss.backward();
+
+  LocalCheck check{"TP: transformer block forward and gradients match dense reference",
+                   Comparison(ctx.tolerance), trivial_at("tp", topo.tp())};
+  check.comparison.expect_close(output.detach(), reference.detach());
+  check.comparison.expect_close(loss.detach(), reference_loss.detach());
+  check.comparison.expect_close(parallel_input.grad(), dense_input.grad());
+  expect_gradients(check.comparison, block.parameters(), dense, topo);
+  return {check};
+}
+
+std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const std::int64_t hidden = ctx.sizes.hidden, slice = kVocab / topo.tp();
+  const Tensor master =
+      autograd::randn({kVocab, hidden}, ctx.seed + 950, 0.5, autograd::DType::f32, ctx.device);
+  const nn::VocabParallelEmbedding embedding(master, topo.tp_comm());
+  const Tensor dense_weight = master.clone().set_requires_grad();
+  // Tokens walk through every slice; targets sit on slice boundaries (first and last ids).
+  std::vector<std::int64_t> tokens, targets;
+  const std::int64_t n = ctx.sizes.batch * ctx.sizes.seq;
+  for (std::int64_t i = 0; i < n; ++i) {
+    tokens.push_back((i * 37 + 5) % kVocab);
+    const std::int64_t boundary = (i % topo.tp()) * slice;
+    targets.push_back(i % 2 == 0 ? boundary : (boundary + kVocab - 1) % kVocab);
+  }
+  const autograd::Shape shape{ctx.sizes.batch, ctx.sizes.seq};
+  const Tensor ids = Tensor::from_indices(tokens, shape, ctx.device);
+  const Tensor labels = Tensor::from_indices(targets, shape, ctx.device);
+
+  const Tensor x = embedding.forward(ids);
+  const Tensor logits = embedding.logits(x);
+  const Tensor loss = nn::vocab_parallel_cross_entropy(logits, labels, topo.tp_comm());
+  const Tensor dense_x = autograd::embedding(dense_weight, ids);
+  const Tensor dense_logits = autograd::linear(dense_x, dense_weight);
+  const Tensor dense_loss = autograd::cross_entropy(dense_logits, labels);
+  loss.backward();
+  dense_loss.backward();
+
+  LocalCheck check{"TP: vocab-parallel embedding and cross-entropy match dense reference",
+                   Comparison(ctx.tolerance), trivial_at("tp", topo.tp())};
+  check.comparison.expect_close(x.detach(), dense_x.detach());
+  check.comparison.expect_close(logits.detach(),
+                                nn::tp_slice(dense_logits.detach(), 2, topo.tp_rank(), topo.tp()));
+  check.comparison.expect_close(loss.detach(), dense_loss.detach());
+  check.comparison.expect_close(embedding.weight().grad(),
+                                nn::tp_slice(dense_weight.grad(), 0, topo.tp_rank(), topo.tp()));
+  return {check};
+}
+
+std::vector<LocalCheck> check_gpt(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const nn::GptConfig config = gpt_config(ctx);
+  const nn::MasterInit init = nn::random_init(ctx.seed + 1000, autograd::DType::f32, ctx.device);
+  // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
+  const std::int64_t rows = ctx.sizes.batch * topo.dp();
+  const nn::TokenBatch batch{random_ids(ctx, rows, 1001), random_ids(ctx, rows, 1002)};
+  const nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
+  const Tensor dense_loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets);
+  dense_loss.backward();
+
+  nn::GptTrainOptions options;
+  options.device = ctx.device;
+  options.schedule = ctx.schedule;
+  nn::GptTrainer trainer(config, init, topo, options);
+  log_parameters(ctx.log, "gpt shards", trainer.parameters());
+  const nn::StepResult result = trainer.forward_backward(
+      nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
+
+  const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule);
+  const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
+  LocalCheck check{prefix + "GPT loss and gradients match dense reference",
+                   Comparison(ctx.tolerance), trivial ? "tp 1, pp 1, dp 1" : ""};
+  check.comparison.expect_close(Tensor::full({}, result.loss, autograd::DType::f64),
+                                dense_loss.detach().to(kernels::Device::cpu));
+  expect_gradients(check.comparison, trainer.parameters(), dense, topo);
+  return {check};
+}
+
+}  // namespace mpitron::app

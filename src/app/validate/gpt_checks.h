@@ -1,0 +1,30 @@
+// The GPT checks of `mpitron validate`: the transformer block, the vocab-parallel embedding and
+// cross-entropy, and the whole GPT over TP+PP+DP, each against the dense model written with
+// plain autograd ops (nn/models/gpt_reference.h).
+#pragma once
+
+#include <vector>
+
+#include "app/validate/context.h"
+
+namespace mpitron::app {
+
+/// "TP: transformer block forward and gradients match dense reference": one causal GPT block
+/// (LayerNorms, attention with 2*tp or tp heads, MLP) over the TP group vs the dense block:
+/// output, MSE loss, input gradient and every parameter shard's gradient.
+std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx);
+
+/// "TP: vocab-parallel embedding and cross-entropy match dense reference": the vocab-parallel
+/// embedding, the tied head's logits and the vocab-parallel cross-entropy (vocab 256, tokens
+/// from every TP slice, targets on slice boundaries) vs dense embedding, logits and
+/// cross-entropy: embeddings, this rank's logits, the loss and the embedding shard's gradient.
+std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx);
+
+/// "COMBINED (M micro-batches, S): GPT loss and gradients match dense reference": a
+/// --layers-block GPT over the whole topology (tied embedding on the first and last stage),
+/// pipelined with ctx.sizes.micro_batches micro-batches per replica and ctx.schedule, vs the
+/// dense GPT on the global batch: loss and every parameter shard's gradient after
+/// finalize_gradients. Trivial only on one rank with one micro-batch.
+std::vector<LocalCheck> check_gpt(const ValidateContext& ctx);
+
+}  // namespace mpitron::app

@@ -1,0 +1,147 @@
+#include "app/validate/validate.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "app/validate/attention_checks.h"
+#include "app/validate/comm_checks.h"
+#include "app/validate/gpt_checks.h"
+#include "app/validate/kernel_checks.h"
+#include "app/validate/mlp_checks.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
+#include "nn/fault_injection.h"
+
+namespace mpitron::app {
+
+CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
+  CLI::App& command = *app.add_subcommand(
+      "validate", "Check tensor, pipeline, data and combined parallelism against dense models");
+  add_common_options(command, options.common);
+  ModelSizes& s = options.sizes;
+  command.add_option("--hidden", s.hidden, "Hidden size")->capture_default_str();
+  command.add_option("--intermediate", s.intermediate, "MLP intermediate size")
+      ->capture_default_str();
+  command.add_option("--batch", s.batch, "Batch size")->capture_default_str();
+  command.add_option("--seq", s.seq, "Sequence length")->capture_default_str();
+  command.add_option("--layers", s.layers, "MLP layers in the pipeline checks")
+      ->capture_default_str();
+  command.add_option("--micro-batches", options.micro_batches,
+                     "Pipeline micro-batch counts the PP and COMBINED checks run with, e.g. 1 4 "
+                     "(default: 1 and max(2, pp) rounded up to a divisor of --batch)");
+  command.add_option("--rtol", options.tolerance.rtol, "Relative tolerance")->capture_default_str();
+  command.add_option("--atol", options.tolerance.atol, "Absolute tolerance")->capture_default_str();
+  command
+      .add_option("--max-rel-error", options.tolerance.max_rel_error,
+                  "Largest max|actual - expected| / max|expected| of any compared tensor")
+      ->capture_default_str();
+  command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
+      ->group("");
+  return command;
+}
+
+namespace {
+
+void check_tolerance(const Tolerance& t) {
+  if (!(t.rtol >= 0.0 && t.atol >= 0.0 && std::isfinite(t.rtol) && std::isfinite(t.atol))) {
+    throw comm::ConfigError(
+        fmt::format("--rtol and --atol must be finite and >= 0, got {} and {}", t.rtol, t.atol));
+  }
+  if (!(t.max_rel_error >= 0.0 && std::isfinite(t.max_rel_error))) {
+    throw comm::ConfigError(
+        fmt::format("--max-rel-error must be finite and >= 0, got {}", t.max_rel_error));
+  }
+}
+
+std::string describe(const ValidateOptions& o, const nlohmann::json& config) {
+  return fmt::format("validate {} rtol={} atol={} max_rel_error={} fault={}", config.dump(),
+                     o.tolerance.rtol, o.tolerance.atol, o.tolerance.max_rel_error, o.fault);
+}
+
+}  // namespace
+
+int run_validate(const ValidateOptions& options, comm::Communicator world) {
+  const auto start = std::chrono::steady_clock::now();
+  ParallelSizes sizes;
+  std::vector<int> micro_batch_runs;
+  nlohmann::json config;
+  kernels::Device device{};
+  std::shared_ptr<spdlog::logger> log;
+  comm::agree_on_configuration(world, [&] {
+    sizes = resolve_parallel_sizes(options.common, world.size());
+    micro_batch_runs = options.micro_batches.empty()
+                           ? default_micro_batch_runs(options.sizes.batch, sizes.pp)
+                           : options.micro_batches;
+    for (const int m : micro_batch_runs) {
+      ModelSizes run = options.sizes;
+      run.micro_batches = m;
+      check_divisibility(run, sizes.tp, sizes.pp);
+    }
+    check_tolerance(options.tolerance);
+    device = resolve_device(options.common.device);
+    inject_fault(options.fault);
+    log = prepare_run(options.common, world);
+    config = config_json(options.sizes, sizes, device, options.common.seed, world.size());
+    config["micro_batches"] = micro_batch_runs;
+    return describe(options, config);
+  });
+  const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
+  log->debug("rank {} of {}: (t, p, d) = ({}, {}, {}); {}", world.rank(), world.size(),
+             topology.tp_rank(), topology.pp_rank(), topology.dp_rank(), config.dump());
+  log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
+            sizes.dp, kernels::to_string(device));
+
+  const ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
+                            options.tolerance, *log};
+  std::vector<CheckResult> results;
+  const auto report = [&](const std::vector<LocalCheck>& checks) {
+    for (const LocalCheck& local : checks) {
+      results.push_back(agree(world, local.name, local.comparison, local.trivial));
+      log->info(format_result(results.back()));
+    }
+  };
+  // Each pipelined check once per micro-batch count, and with more than one micro-batch once
+  // per schedule (with one, every schedule is the same sequence).
+  const auto per_micro_batch_run = [&](auto check) {
+    for (const int m : micro_batch_runs) {
+      for (const nn::ScheduleKind schedule :
+           {nn::ScheduleKind::afab, nn::ScheduleKind::one_f_one_b}) {
+        if (m == 1 && schedule != nn::ScheduleKind::afab) continue;
+        ValidateContext run = ctx;
+        run.sizes.micro_batches = m;
+        run.schedule = schedule;
+        report(check(run));
+      }
+    }
+  };
+  report(check_kernels(ctx));
+  report(check_communication(ctx));
+  report(check_tensor_parallel(ctx));
+  report(check_tensor_parallel_attention(ctx));
+  report(check_transformer_block(ctx));
+  report(check_vocab_parallel(ctx));
+  per_micro_batch_run(check_pipeline_parallel);
+  report(check_data_parallel(ctx));
+  per_micro_batch_run(check_combined);
+  per_micro_batch_run(check_gpt);
+  const bool passed =
+      std::all_of(results.begin(), results.end(), [](const CheckResult& r) { return r.passed; });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log->info("{} ({} checks, {:.2f} s)",
+            passed ? "all parallel validations passed" : "one or more parallel validations FAILED",
+            results.size(), seconds);
+
+  if (!options.common.json.empty() && world.rank() == 0) {
+    nlohmann::json checks = nlohmann::json::array();
+    for (const CheckResult& r : results)
+      checks.push_back(to_json(r));
+    write_json(options.common.json,
+               {{"config", config}, {"checks", checks}, {"passed", passed}, {"seconds", seconds}});
+  }
+  return passed ? 0 : 1;
+}
+
+}  // namespace mpitron::app

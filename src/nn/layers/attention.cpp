@@ -1,0 +1,142 @@
+#include "nn/layers/attention.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "nn/fault_injection.h"
+
+namespace mpitron::nn {
+
+namespace {
+
+void check_embed(std::int64_t embed) {
+  if (embed < 1) throw std::invalid_argument(fmt::format("embed_dim must be >= 1, got {}", embed));
+}
+
+// A tensor of `shape` holding index + offset (computed in double, then rounded to dtype).
+Tensor arange_plus(const Shape& shape, double offset, DType dtype, Device device) {
+  std::vector<double> values(static_cast<std::size_t>(autograd::numel_of(shape)));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<double>(i) + offset;
+  return Tensor::from_vector(values, shape, dtype, device);
+}
+
+Parameters named(const Parameters& q, const Parameters& k, const Parameters& v,
+                 const Parameters& out) {
+  Parameters all;
+  append_parameters(all, "q", q);
+  append_parameters(all, "k", k);
+  append_parameters(all, "v", v);
+  append_parameters(all, "out", out);
+  return all;
+}
+
+// heads / tp after checking the sizes; throws std::invalid_argument with the size error.
+std::int64_t heads_per_rank(std::int64_t embed, std::int64_t heads, int tp) {
+  if (const auto error = attention_size_error(embed, heads, tp)) {
+    throw std::invalid_argument(*error);
+  }
+  return heads / tp;
+}
+
+}  // namespace
+
+AttentionWeights make_attention_weights_normal(std::int64_t embed, std::uint64_t seed, DType dtype,
+                                               Device device) {
+  check_embed(embed);
+  const double std = 1.0 / std::sqrt(static_cast<double>(embed));
+  LinearWeights layers[4];
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    layers[i] = {autograd::randn({embed, embed}, seed + i, std, dtype, device),
+                 autograd::randn({embed}, seed + 100 + i, 0.1, dtype, device)};
+  }
+  return {layers[0], layers[1], layers[2], layers[3]};
+}
+
+AttentionWeights make_attention_weights_arange(std::int64_t embed, DType dtype, Device device) {
+  check_embed(embed);
+  const auto layer = [&](double offset) {
+    return LinearWeights{arange_plus({embed, embed}, offset, dtype, device),
+                         arange_plus({embed}, offset, dtype, device)};
+  };
+  return {layer(0.1), layer(-0.2), layer(0.3), layer(-0.4)};
+}
+
+std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t heads, int tp) {
+  if (embed < 1) return fmt::format("embed_dim must be >= 1, got {}", embed);
+  if (heads < 1) return fmt::format("num_heads must be >= 1, got {}", heads);
+  if (tp < 1) return fmt::format("tp must be >= 1, got {}", tp);
+  if (heads % tp != 0) return fmt::format("num_heads {} is not divisible by tp {}", heads, tp);
+  if (embed % heads != 0) {
+    return fmt::format("embed_dim {} is not divisible by num_heads {}", embed, heads);
+  }
+  return std::nullopt;
+}
+
+Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 std::int64_t heads, bool causal) {
+  autograd::check_same_shape("multi_head_attention_core", q, k);
+  autograd::check_same_shape("multi_head_attention_core", q, v);
+  if (q.ndim() != 3 || heads < 1 || q.size(2) % heads != 0) {
+    throw std::invalid_argument(
+        fmt::format("multi_head_attention_core: q {} is not [batch, seq, width] with width "
+                    "divisible by {} heads",
+                    autograd::to_string(q.shape()), heads));
+  }
+  const std::int64_t batch = q.size(0), seq = q.size(1), width = q.size(2);
+  const std::int64_t head_dim = width / heads;
+  // [batch, seq, heads*head_dim] -> [batch, heads, seq, head_dim].
+  const auto per_head = [&](const Tensor& t) {
+    return autograd::transpose(autograd::reshape(t, {batch, seq, heads, head_dim}), 1, 2);
+  };
+  const Tensor scores = autograd::matmul(per_head(q), per_head(k), false, /*trans_b=*/true);
+  const double scale = fault_active(Fault::attention_scale_head_dim)
+                           ? 1.0 / static_cast<double>(head_dim)
+                           : 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const Tensor context = autograd::matmul(autograd::softmax(scores, causal, scale), per_head(v));
+  return autograd::reshape(autograd::transpose(context, 1, 2), {batch, seq, width});
+}
+
+MultiHeadAttention::MultiHeadAttention(const AttentionWeights& weights, std::int64_t heads,
+                                       bool causal)
+    : heads_(heads_per_rank(weights.q.weight.size(0), heads, 1)),
+      causal_(causal),
+      q_(weights.q),
+      k_(weights.k),
+      v_(weights.v),
+      out_(weights.out) {}
+
+Tensor MultiHeadAttention::forward(const Tensor& x) const {
+  return out_.forward(
+      multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x), heads_, causal_));
+}
+
+Parameters MultiHeadAttention::parameters() const {
+  return named(q_.parameters(), k_.parameters(), v_.parameters(), out_.parameters());
+}
+
+ParallelMultiHeadAttention::ParallelMultiHeadAttention(const AttentionWeights& master,
+                                                       std::int64_t heads,
+                                                       const comm::Communicator& tp, bool causal)
+    : local_heads_(heads_per_rank(master.q.weight.size(0), heads, tp.size())),
+      causal_(causal),
+      q_(master.q, tp, /*gather_output=*/false),
+      k_(master.k, tp, /*gather_output=*/false),
+      v_(master.v, tp, /*gather_output=*/false),
+      out_(master.out, tp, /*input_is_parallel=*/true) {}
+
+Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
+  return out_.forward(multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x),
+                                                local_heads_, causal_));
+}
+
+Parameters ParallelMultiHeadAttention::parameters() const {
+  return named(q_.parameters(), k_.parameters(), v_.parameters(), out_.parameters());
+}
+
+}  // namespace mpitron::nn

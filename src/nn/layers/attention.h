@@ -1,0 +1,88 @@
+// Multi-head self-attention, dense and tensor-parallel. Vaswani et al., "Attention Is All You
+// Need", arXiv:1706.03762, sec. 3.2; the tensor-parallel split follows Shoeybi et al.,
+// "Megatron-LM", arXiv:1909.08053, sec. 3: q, k and v projections are column-parallel (each TP
+// rank owns heads/tp whole heads), the output projection is row-parallel.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "comm/communicator.h"
+#include "nn/layers/linear.h"
+#include "nn/parameter.h"
+
+namespace mpitron::nn {
+
+/// The full (unsharded) weights of one attention block, each [embed, embed] with bias [embed].
+struct AttentionWeights {
+  LinearWeights q, k, v, out;
+};
+
+/// Seeded weights: projection i (q, k, v, out = 0..3) has weight ~ N(0, 1/embed) from
+/// seed + i and bias ~ N(0, 0.1^2) from seed + 100 + i, so activations stay O(1).
+/// Throws std::invalid_argument when embed < 1.
+AttentionWeights make_attention_weights_normal(std::int64_t embed, std::uint64_t seed, DType dtype,
+                                               Device device);
+
+/// The reference program's deterministic weights: weight = arange(embed*embed) reshaped
+/// [embed, embed] + offset, bias = arange(embed) + offset, with offsets 0.1, -0.2, 0.3, -0.4
+/// for q, k, v, out. Values reach embed^2 (exact in float32 up to embed 4096), so outputs are
+/// huge and are compared with relative tolerances. Throws std::invalid_argument when embed < 1.
+AttentionWeights make_attention_weights_arange(std::int64_t embed, DType dtype, Device device);
+
+/// The message of the first violated size rule, or nothing when `embed`, `heads` and `tp` fit:
+/// a "must be >= 1" message, "num_heads H is not divisible by tp T", or "embed_dim E is not
+/// divisible by num_heads H", checked in that order.
+std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t heads, int tp);
+
+/// Scaled dot-product attention of projected activations, for `heads` heads:
+/// q, k, v [batch, seq, heads*head_dim] -> softmax(q_h k_h^T / sqrt(head_dim)) v_h per head,
+/// reassembled as [batch, seq, heads*head_dim]. The softmax subtracts the row max (stable) and
+/// applies the 1/sqrt(head_dim) scale itself (autograd::softmax). With `causal`, position i
+/// attends to positions j <= i only (a decoder; Vaswani et al. sec. 3.2.3), without a mask tensor.
+/// Throws std::invalid_argument when the last dim is not divisible by heads or shapes differ.
+Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 std::int64_t heads, bool causal = false);
+
+/// Dense multi-head attention owning copies of `weights`: x [batch, seq, embed] ->
+/// out(attention(q(x), k(x), v(x))) [batch, seq, embed], causal when constructed so.
+class MultiHeadAttention {
+ public:
+  /// Throws std::invalid_argument when attention_size_error(embed, heads, 1) reports one.
+  MultiHeadAttention(const AttentionWeights& weights, std::int64_t heads, bool causal = false);
+  Tensor forward(const Tensor& x) const;
+  /// q.weight, q.bias, k.weight, k.bias, v.weight, v.bias, out.weight, out.bias.
+  Parameters parameters() const;
+
+ private:
+  std::int64_t heads_;
+  bool causal_;
+  Linear q_, k_, v_, out_;
+};
+
+/// Tensor-parallel multi-head attention over `tp`: rank t owns heads
+/// [t heads/tp, (t+1) heads/tp), i.e. rows [t embed/tp, (t+1) embed/tp) of the q, k and v
+/// weights and biases, and the same columns of the output weight; the output bias is
+/// replicated and added once after the all-reduce. The output equals the dense block's on every
+/// TP rank; `causal` as in MultiHeadAttention (heads are independent, so masking is local).
+class ParallelMultiHeadAttention {
+ public:
+  /// Throws std::invalid_argument when attention_size_error(embed, heads, tp.size()) reports
+  /// one (before any communication).
+  ParallelMultiHeadAttention(const AttentionWeights& master, std::int64_t heads,
+                             const comm::Communicator& tp, bool causal = false);
+  /// x [batch, seq, embed] (the same on every TP rank) -> [batch, seq, embed].
+  Tensor forward(const Tensor& x) const;
+  /// q/k/v.weight [embed/tp, embed], q/k/v.bias [embed/tp], out.weight [embed, embed/tp],
+  /// out.bias [embed], in MultiHeadAttention's order.
+  Parameters parameters() const;
+
+ private:
+  std::int64_t local_heads_;
+  bool causal_;
+  ColumnParallelLinear q_, k_, v_;
+  RowParallelLinear out_;
+};
+
+}  // namespace mpitron::nn

@@ -1,0 +1,59 @@
+#include "nn/layers/linear.h"
+
+#include "autograd/ops.h"
+#include "nn/fault_injection.h"
+#include "nn/layers/tp_mappings.h"
+
+namespace mpitron::nn {
+
+Linear::Linear(const LinearWeights& weights)
+    : weight_(replicate(weights.weight)), bias_(replicate(weights.bias)) {}
+
+Tensor Linear::forward(const Tensor& x) const {
+  return autograd::linear(x, weight_, bias_);
+}
+
+Parameters Linear::parameters() const {
+  return {{"weight", weight_}, {"bias", bias_}};
+}
+
+ColumnParallelLinear::ColumnParallelLinear(const LinearWeights& master,
+                                           const comm::Communicator& tp, bool gather_output)
+    : tp_(tp),
+      gather_output_(gather_output),
+      weight_(shard(master.weight, 0, tp.rank(), tp.size(), "ColumnParallelLinear out_features")),
+      bias_(shard(master.bias, 0, tp.rank(), tp.size(), "ColumnParallelLinear out_features")) {}
+
+Tensor ColumnParallelLinear::forward(const Tensor& x) const {
+  Tensor y = autograd::linear(copy_to_tp(x, tp_), weight_, bias_);
+  return gather_output_ ? gather_from_tp(y, tp_) : y;
+}
+
+Parameters ColumnParallelLinear::parameters() const {
+  return {{"weight", weight_, 0}, {"bias", bias_, 0}};
+}
+
+RowParallelLinear::RowParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
+                                     bool input_is_parallel)
+    : tp_(tp),
+      input_is_parallel_(input_is_parallel),
+      weight_(shard(master.weight, 1, tp.rank(), tp.size(), "RowParallelLinear in_features")),
+      bias_(replicate(master.bias)) {}
+
+Tensor RowParallelLinear::forward(const Tensor& x) const {
+  const Tensor input = input_is_parallel_ ? x : scatter_to_tp(x, tp_);
+  return reduce_and_add_bias(autograd::linear(input, weight_));
+}
+
+Tensor RowParallelLinear::reduce_and_add_bias(const Tensor& partial) const {
+  if (fault_active(Fault::row_bias_every_rank)) {
+    return reduce_from_tp(autograd::add(partial, bias_), tp_);
+  }
+  return autograd::add(reduce_from_tp(partial, tp_), bias_);
+}
+
+Parameters RowParallelLinear::parameters() const {
+  return {{"weight", weight_, 1}, {"bias", bias_, kReplicated}};
+}
+
+}  // namespace mpitron::nn

@@ -1,0 +1,49 @@
+#include "nn/layers/mlp.h"
+
+#include "autograd/ops.h"
+#include "nn/layers/tp_mappings.h"
+
+namespace mpitron::nn {
+
+MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std::uint64_t fc1_seed,
+                            std::uint64_t fc2_seed, DType dtype, Device device) {
+  return {make_linear_weights(intermediate, hidden, fc1_seed, dtype, device),
+          make_linear_weights(hidden, intermediate, fc2_seed, dtype, device)};
+}
+
+namespace {
+Parameters named(const Parameters& fc1, const Parameters& fc2) {
+  Parameters all;
+  append_parameters(all, "fc1", fc1);
+  append_parameters(all, "fc2", fc2);
+  return all;
+}
+}  // namespace
+
+Mlp::Mlp(const MlpWeights& weights) : fc1_(weights.fc1), fc2_(weights.fc2) {}
+
+Tensor Mlp::forward(const Tensor& x) const {
+  return autograd::add(autograd::fused_mlp(x, fc1_.weight(), fc1_.bias(), fc2_.weight()),
+                       fc2_.bias());
+}
+
+Parameters Mlp::parameters() const {
+  return named(fc1_.parameters(), fc2_.parameters());
+}
+
+ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp)
+    : tp_(tp),
+      fc1_(master.fc1, tp, /*gather_output=*/false),
+      fc2_(master.fc2, tp, /*input_is_parallel=*/true) {}
+
+Tensor ParallelMlp::forward(const Tensor& x) const {
+  const Tensor partial =
+      autograd::fused_mlp(copy_to_tp(x, tp_), fc1_.weight(), fc1_.bias(), fc2_.weight());
+  return fc2_.reduce_and_add_bias(partial);
+}
+
+Parameters ParallelMlp::parameters() const {
+  return named(fc1_.parameters(), fc2_.parameters());
+}
+
+}  // namespace mpitron::nn

@@ -1,0 +1,56 @@
+// The transformer MLP block: Linear(hidden -> intermediate), GELU, Linear(intermediate -> hidden),
+// dense and tensor-parallel (column-parallel -> GELU -> row-parallel, Megatron-LM sec. 3).
+#pragma once
+
+#include <cstdint>
+
+#include "comm/communicator.h"
+#include "nn/layers/linear.h"
+#include "nn/parameter.h"
+
+namespace mpitron::nn {
+
+/// The full weights of one MLP: fc1 [intermediate, hidden] (+ bias), fc2 [hidden, intermediate]
+/// (+ bias).
+struct MlpWeights {
+  LinearWeights fc1;
+  LinearWeights fc2;
+};
+
+/// Master MLP weights: fc1 from `fc1_seed`, fc2 from `fc2_seed` (see make_linear_weights).
+MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std::uint64_t fc1_seed,
+                            std::uint64_t fc2_seed, DType dtype, Device device);
+
+/// Dense MLP: x [..., hidden] -> fc2(gelu(fc1(x))) [..., hidden]; exact (erf) GELU. Computed
+/// by autograd::fused_mlp (then + fc2 bias), which saves x and the fc1 output for backward.
+class Mlp {
+ public:
+  explicit Mlp(const MlpWeights& weights);
+  Tensor forward(const Tensor& x) const;
+  /// fc1.weight, fc1.bias, fc2.weight, fc2.bias.
+  Parameters parameters() const;
+
+ private:
+  Linear fc1_, fc2_;
+};
+
+/// Tensor-parallel MLP over `tp`: rank t holds fc1 rows and fc2 columns
+/// [t intermediate/tp, (t+1) intermediate/tp); the output is identical on every TP rank.
+/// Forward: copy-to-TP, autograd::fused_mlp on this rank's shards, reduce-from-TP, + fc2 bias.
+/// Throws std::invalid_argument when intermediate is not divisible by tp.
+class ParallelMlp {
+ public:
+  ParallelMlp(const MlpWeights& master, const comm::Communicator& tp);
+  /// x [..., hidden] (same on every TP rank) -> [..., hidden].
+  Tensor forward(const Tensor& x) const;
+  /// fc1.weight [intermediate/tp, hidden], fc1.bias [intermediate/tp],
+  /// fc2.weight [hidden, intermediate/tp], fc2.bias [hidden].
+  Parameters parameters() const;
+
+ private:
+  comm::Communicator tp_;
+  ColumnParallelLinear fc1_;
+  RowParallelLinear fc2_;
+};
+
+}  // namespace mpitron::nn

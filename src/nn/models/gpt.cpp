@@ -1,0 +1,114 @@
+#include "nn/models/gpt.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "autograd/ops.h"
+#include "autograd/recompute.h"
+
+namespace mpitron::nn {
+
+namespace {
+
+const ParameterSpec& spec_named(const std::vector<ParameterSpec>& specs, const std::string& name) {
+  for (const ParameterSpec& spec : specs) {
+    if (spec.name == name) return spec;
+  }
+  throw std::logic_error("GptStage: no parameter named " + name);
+}
+
+// Positions 0..seq-1 for every sequence: int64 [batch, seq].
+Tensor positions(std::int64_t batch, std::int64_t seq, Device device) {
+  std::vector<std::int64_t> values(static_cast<std::size_t>(batch * seq));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<std::int64_t>(i) % seq;
+  return Tensor::from_indices(values, {batch, seq}, device);
+}
+
+}  // namespace
+
+GptStage::GptStage(const GptConfig& config, const MasterInit& init,
+                   const comm::ParallelTopology& topology)
+    : config_(config),
+      device_(Device::cpu),
+      tp_(topology.tp_comm()),
+      first_(topology.is_first_stage()),
+      last_(topology.is_last_stage()) {
+  if (const auto error = gpt_size_error(config, topology.tp(), topology.pp())) {
+    throw std::invalid_argument(*error);
+  }
+  const std::vector<ParameterSpec> specs = gpt_parameter_specs(config);
+  const auto master = [&](const std::string& name) { return init(spec_named(specs, name)); };
+  if (first_) {
+    wte_.emplace(master("transformer.wte.weight"), tp_);
+    wpe_ = replicate(master("transformer.wpe.weight"));
+  }
+  const std::int64_t per_stage = config.layers / topology.pp();
+  for (std::int64_t i = 0; i < per_stage; ++i) {
+    blocks_.emplace_back(config, topology.pp_rank() * per_stage + i, init, tp_);
+  }
+  if (last_) {
+    ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"));
+    if (!first_) head_.emplace(master("transformer.wte.weight"), tp_);
+  }
+  device_ = parameters().front().tensor.device();
+}
+
+Tensor GptStage::forward(const Tensor& input) const {
+  Tensor x = input;
+  if (first_) {
+    if (input.ndim() != 2) {
+      throw std::invalid_argument(
+          fmt::format("GPT: tokens {} are not [batch, seq]", autograd::to_string(input.shape())));
+    }
+    const std::int64_t batch = input.size(0), seq = input.size(1);
+    if (seq > config_.block_size) {
+      throw std::invalid_argument(
+          fmt::format("GPT: sequence length {} is longer than the position table (block size {})",
+                      seq, config_.block_size));
+    }
+    x = autograd::add(wte_->forward(input),
+                      autograd::embedding(wpe_, positions(batch, seq, input.device())));
+  }
+  for (const TransformerBlock& block : blocks_) {
+    x = recompute_
+            ? autograd::recompute([&block](const Tensor& in) { return block.forward(in); }, x)
+            : block.forward(x);
+  }
+  return x;
+}
+
+Tensor GptStage::logits(const Tensor& hidden) const {
+  return head().logits(ln_f_->forward(hidden));
+}
+
+Tensor GptStage::loss(const Tensor& hidden, const Tensor& targets) const {
+  return vocab_parallel_cross_entropy(logits(hidden), targets, tp_);
+}
+
+Parameters GptStage::parameters() const {
+  Parameters all;
+  if (first_) {
+    all.push_back({"transformer.wte.weight", wte_->weight(), 0});
+    all.push_back({"transformer.wpe.weight", wpe_});
+  }
+  for (const TransformerBlock& block : blocks_) {
+    const Parameters mine = block.parameters();
+    all.insert(all.end(), mine.begin(), mine.end());
+  }
+  if (last_) {
+    append_parameters(all, "transformer.ln_f", ln_f_->parameters());
+    if (head_) all.push_back({"transformer.wte.weight", head_->weight(), 0, /*tied_copy=*/true});
+  }
+  return all;
+}
+
+std::int64_t parameter_count(const Parameters& parameters) {
+  std::int64_t total = 0;
+  for (const Parameter& p : parameters)
+    total += p.tensor.numel();
+  return total;
+}
+
+}  // namespace mpitron::nn

@@ -1,0 +1,76 @@
+// A GPT-2-style language model split over 3-D parallelism: the layers over pipeline stages
+// (first stage: embeddings and its blocks; last stage: its blocks, ln_f, the LM head tied to the
+// token embedding and the loss), every layer over the tensor-parallel group. See gpt_config.h for
+// the model. With pp > 1 the token embedding lives on the first and on the last stage; the two
+// copies start equal and stay equal because their gradients are summed over the embedding group
+// before each optimizer step (finalize_gradients), as in Megatron-LM.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "comm/topology.h"
+#include "nn/layers/vocab_parallel.h"
+#include "nn/models/gpt_config.h"
+#include "nn/models/transformer_block.h"
+
+namespace mpitron::nn {
+
+/// The layers of one pipeline stage, holding this rank's TP shards.
+class GptStage {
+ public:
+  /// Builds stage topology.pp_rank() of the model from the full tensors `init` returns (each
+  /// rank slices its shards, so the model does not depend on the topology). Throws
+  /// std::invalid_argument when gpt_size_error(config, tp, pp) reports one (before any
+  /// communication).
+  GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology);
+
+  /// First stage: token ids (int32/int64) [batch, seq] -> activations [batch, seq, hidden];
+  /// other stages: activations -> activations. Throws std::invalid_argument when seq exceeds the
+  /// position table ("sequence length S is longer than the position table (block size B)") or a
+  /// token id is outside [0, vocab).
+  Tensor forward(const Tensor& input) const;
+
+  /// Last stage: activations [batch, seq, hidden] -> this rank's logits [batch, seq, vocab/tp]
+  /// (ln_f, then the tied head x wte_shard^T).
+  Tensor logits(const Tensor& hidden) const;
+
+  /// Last stage: mean cross-entropy (nats per token) of logits(hidden) against targets
+  /// (int32/int64) [batch, seq], the same scalar on every TP rank.
+  Tensor loss(const Tensor& hidden, const Tensor& targets) const;
+
+  /// This rank's parameters with names and layouts: wte and wpe (first stage), its blocks, ln_f
+  /// and (pp > 1) the tied wte copy marked tied_copy (last stage).
+  Parameters parameters() const;
+
+  const GptConfig& config() const { return config_; }
+  /// With `on`, forward keeps only each transformer block's input and backward recomputes the
+  /// block's activations (autograd::recompute; Megatron-LM's full recompute): activation
+  /// memory per block drops to one [batch, seq, hidden] tensor, for one more forward pass of the
+  /// blocks (and their TP all-reduces) in backward. Same values and gradients either way.
+  void set_recompute(bool on) { recompute_ = on; }
+
+  /// The device every parameter of this stage lives on.
+  Device device() const { return device_; }
+  bool is_first() const { return first_; }
+  bool is_last() const { return last_; }
+
+ private:
+  const VocabParallelEmbedding& head() const { return head_ ? *head_ : *wte_; }
+
+  GptConfig config_;
+  Device device_;
+  comm::Communicator tp_;
+  bool first_, last_;
+  bool recompute_ = false;
+  std::optional<VocabParallelEmbedding> wte_;  // first stage
+  Tensor wpe_;                                 // first stage
+  std::vector<TransformerBlock> blocks_;
+  std::optional<LayerNorm> ln_f_;               // last stage
+  std::optional<VocabParallelEmbedding> head_;  // last stage when pp > 1: the tied copy
+};
+
+/// The number of elements of `parameters`, counting each tied copy too (what a rank holds).
+std::int64_t parameter_count(const Parameters& parameters);
+
+}  // namespace mpitron::nn

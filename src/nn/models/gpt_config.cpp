@@ -1,0 +1,136 @@
+#include "nn/models/gpt_config.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "autograd/function.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+
+namespace mpitron::nn {
+
+double gpt_flops_per_token(const GptConfig& c, std::int64_t seq) {
+  const auto layers = static_cast<double>(c.layers), hidden = static_cast<double>(c.hidden);
+  const double matmul_weights =
+      12.0 * layers * hidden * hidden + static_cast<double>(c.vocab) * hidden;
+  return 6.0 * matmul_weights + 12.0 * layers * hidden * static_cast<double>(seq);
+}
+
+double gpt_step_memory_bytes(const GptConfig& c, int tp, int pp, std::int64_t micro_batch,
+                             std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes,
+                             bool recompute) {
+  const double C = static_cast<double>(c.hidden), L = static_cast<double>(c.layers);
+  const double a = static_cast<double>(c.heads), s = static_cast<double>(seq);
+  const double b = static_cast<double>(micro_batch), bytes = static_cast<double>(dtype_bytes);
+  const double parameters = L * (12.0 * C * C + 13.0 * C) / (tp * pp) +
+                            static_cast<double>(c.vocab + c.block_size) * C / tp;
+  const double activations_per_block = s * b * C * (34.0 + 5.0 * a * s / C) * (bytes / 2.0) / tp;
+  const double blocks_in_flight = (L / pp) * static_cast<double>(in_flight);
+  if (recompute) {
+    return 4.0 * parameters * bytes + s * b * C * bytes * blocks_in_flight + activations_per_block;
+  }
+  return 4.0 * parameters * bytes + activations_per_block * blocks_in_flight;
+}
+
+std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp) {
+  const std::pair<const char*, std::int64_t> sizes[] = {{"vocab", c.vocab},
+                                                        {"block size", c.block_size},
+                                                        {"layers", c.layers},
+                                                        {"hidden", c.hidden},
+                                                        {"heads", c.heads},
+                                                        {"tp", tp},
+                                                        {"pp", pp}};
+  for (const auto& [name, value] : sizes) {
+    if (value < 1) return fmt::format("{} must be >= 1, got {}", name, value);
+  }
+  if (c.hidden % c.heads != 0) {
+    return fmt::format("hidden {} is not divisible by heads {}", c.hidden, c.heads);
+  }
+  if (c.heads % tp != 0) return fmt::format("heads {} is not divisible by tp {}", c.heads, tp);
+  if (c.vocab % tp != 0) return fmt::format("vocab {} is not divisible by tp {}", c.vocab, tp);
+  if (c.layers % pp != 0) return fmt::format("layers {} is not divisible by pp {}", c.layers, pp);
+  return std::nullopt;
+}
+
+std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& c) {
+  const std::int64_t h = c.hidden, f = 4 * c.hidden;
+  std::vector<ParameterSpec> specs = {{"transformer.wte.weight", {c.vocab, h}, 0},
+                                      {"transformer.wpe.weight", {c.block_size, h}, kReplicated}};
+  const struct {
+    const char* name;
+    Shape shape;
+    int split_dim;
+  } block[] = {
+      {"ln_1.weight", {h}, kReplicated}, {"ln_1.bias", {h}, kReplicated},
+      {"attn.q.weight", {h, h}, 0},      {"attn.q.bias", {h}, 0},
+      {"attn.k.weight", {h, h}, 0},      {"attn.k.bias", {h}, 0},
+      {"attn.v.weight", {h, h}, 0},      {"attn.v.bias", {h}, 0},
+      {"attn.c_proj.weight", {h, h}, 1}, {"attn.c_proj.bias", {h}, kReplicated},
+      {"ln_2.weight", {h}, kReplicated}, {"ln_2.bias", {h}, kReplicated},
+      {"mlp.c_fc.weight", {f, h}, 0},    {"mlp.c_fc.bias", {f}, 0},
+      {"mlp.c_proj.weight", {h, f}, 1},  {"mlp.c_proj.bias", {h}, kReplicated},
+  };
+  for (std::int64_t layer = 0; layer < c.layers; ++layer) {
+    for (const auto& p : block) {
+      specs.push_back(
+          {fmt::format("transformer.h.{}.{}", layer, p.name), p.shape, p.split_dim, true, layer});
+    }
+  }
+  specs.push_back({"transformer.ln_f.weight", {h}, kReplicated});
+  specs.push_back({"transformer.ln_f.bias", {h}, kReplicated});
+  return specs;
+}
+
+namespace {
+
+bool ends_with(const std::string& text, const std::string& suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_layer_norm(const std::string& name) {
+  return name.find(".ln_") != std::string::npos;
+}
+
+// A stream per parameter: the seed mixed with the FNV-1a hash of the name.
+std::uint64_t stream_seed(std::uint64_t seed, const std::string& name) {
+  std::uint64_t hash = 1469598103934665603ull;
+  for (const char ch : name) {
+    hash = (hash ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  }
+  return seed ^ hash;
+}
+
+}  // namespace
+
+MasterInit gpt2_init(std::uint64_t seed, std::int64_t layers, DType dtype, Device device) {
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(layers));
+  return [=](const ParameterSpec& spec) {
+    const std::string& name = spec.name;
+    if (is_layer_norm(name)) {
+      return Tensor::full(spec.full_shape, ends_with(name, ".weight") ? 1.0 : 0.0, dtype, device);
+    }
+    if (ends_with(name, ".bias")) return Tensor::zeros(spec.full_shape, dtype, device);
+    const double std = ends_with(name, "c_proj.weight") ? residual_std : 0.02;
+    return autograd::randn(spec.full_shape, stream_seed(seed, name), std, dtype, device);
+  };
+}
+
+MasterInit random_init(std::uint64_t seed, DType dtype, Device device) {
+  return [=](const ParameterSpec& spec) {
+    const std::string& name = spec.name;
+    const std::uint64_t stream = stream_seed(seed, name);
+    if (is_layer_norm(name) && ends_with(name, ".weight")) {
+      autograd::NoGradGuard no_grad;
+      return autograd::add(autograd::randn(spec.full_shape, stream, 0.1, dtype, device),
+                           Tensor::full(spec.full_shape, 1.0, dtype, device));
+    }
+    // Matrices N(0, 1/columns) (LeCun normal), so activations keep their scale at any width.
+    const double std =
+        spec.full_shape.size() < 2 ? 0.1 : 1.0 / std::sqrt(static_cast<double>(spec.full_shape[1]));
+    return autograd::randn(spec.full_shape, stream, std, dtype, device);
+  };
+}
+
+}  // namespace mpitron::nn

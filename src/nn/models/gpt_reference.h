@@ -1,0 +1,31 @@
+// The dense GPT, written directly with autograd ops from the full parameter tensors: the
+// single-process reference that the tensor- and pipeline-parallel model (gpt.h) is checked
+// against. It shares no layer class with the parallel model, only the differentiable ops.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "nn/models/gpt_config.h"
+
+namespace mpitron::nn {
+
+/// Full tensors by the names of gpt_parameter_specs.
+using TensorMap = std::map<std::string, Tensor>;
+
+/// `init`'s full tensor for every parameter of `config`, as leaves that require grad.
+TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init);
+
+/// Dense block `layer` of `parameters` (names transformer.h.{layer}.*): x [batch, seq, hidden] ->
+/// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads.
+Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int64_t heads,
+                       const Tensor& x);
+
+/// Mean cross-entropy (nats per token) of the dense model: tokens and targets (int32/int64)
+/// [batch, seq] -> scalar. Backward fills the gradients of `parameters`. Throws
+/// std::out_of_range when a parameter is missing, std::invalid_argument for bad token ids.
+Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& parameters, const Tensor& tokens,
+                      const Tensor& targets);
+
+}  // namespace mpitron::nn

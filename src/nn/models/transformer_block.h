@@ -1,0 +1,61 @@
+// One GPT-2 transformer block, tensor-parallel: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)),
+// with causal multi-head attention (heads split over TP) and the TP MLP (column-parallel c_fc,
+// exact GELU, row-parallel c_proj). Radford et al. 2019 (pre-LayerNorm residual blocks);
+// Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3. LayerNorm parameters are replicated
+// on every TP rank; their gradients come out equal on every TP rank without any reduction,
+// because their inputs and output gradients are.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "comm/communicator.h"
+#include "nn/layers/attention.h"
+#include "nn/layers/mlp.h"
+#include "nn/models/gpt_config.h"
+
+namespace mpitron::nn {
+
+/// LayerNorm over the last dim with weight and bias [hidden], eps 1e-5, replicated over TP
+/// (Ba, Kiros & Hinton, arXiv:1607.06450).
+class LayerNorm {
+ public:
+  /// Copies of the full `weight` and `bias` [hidden] as parameters.
+  LayerNorm(const Tensor& weight, const Tensor& bias);
+  /// x [..., hidden] -> [..., hidden].
+  Tensor forward(const Tensor& x) const;
+  /// "weight", "bias" (replicated).
+  Parameters parameters() const;
+
+ private:
+  Tensor weight_, bias_;
+};
+
+/// Block `layer` of a GPT over the TP communicator `tp`.
+class TransformerBlock {
+ public:
+  /// Builds the block from the full tensors `init` returns for its parameters (the
+  /// transformer.h.{layer}.* specs of gpt_parameter_specs) and keeps this rank's shards. Throws
+  /// std::invalid_argument when gpt_size_error(config, tp.size(), 1) reports one.
+  TransformerBlock(const GptConfig& config, std::int64_t layer, const MasterInit& init,
+                   const comm::Communicator& tp);
+  /// x [batch, seq, hidden] (identical on every TP rank) -> [batch, seq, hidden].
+  Tensor forward(const Tensor& x) const;
+  /// This rank's shards named as in gpt_parameter_specs ("transformer.h.0.attn.q.weight", ...),
+  /// in that order, with their layouts.
+  Parameters parameters() const;
+
+ private:
+  using Masters = std::map<std::string, Tensor>;
+  TransformerBlock(std::int64_t layer, std::int64_t heads, Masters masters,
+                   const comm::Communicator& tp);
+
+  std::int64_t layer_;
+  LayerNorm ln_1_;
+  ParallelMultiHeadAttention attn_;
+  LayerNorm ln_2_;
+  ParallelMlp mlp_;
+};
+
+}  // namespace mpitron::nn

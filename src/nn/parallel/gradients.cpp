@@ -1,0 +1,58 @@
+#include "nn/parallel/gradients.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "comm/collectives.h"
+#include "kernels/ops.h"
+#include "nn/fault_injection.h"
+
+namespace mpitron::nn {
+
+namespace {
+
+constexpr const char* kTiedEmbedding = "transformer.wte.weight";
+
+}  // namespace
+
+void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
+                        DataParallelGradients& gradients) {
+  gradients.finish();
+  if (topology.pp() > 1 && !fault_active(Fault::embedding_group_not_reduced)) {
+    for (const Parameter& p : parameters) {
+      if (p.name != kTiedEmbedding) continue;
+      Tensor grad = p.tensor.grad();  // a view of the DP gradient buffer: always defined
+      comm::all_reduce(topology.embedding_comm(), grad.buffer(), comm::ReduceOp::sum);
+    }
+  }
+}
+
+double global_gradient_norm(const Parameters& parameters, const comm::ParallelTopology& topology) {
+  const bool count_replicated =
+      topology.tp_rank() == 0 || fault_active(Fault::norm_counts_replicas_per_rank);
+  kernels::Buffer total(1, kernels::DType::f64, kernels::Device::cpu);
+  double sum = 0.0;
+  for (const Parameter& p : parameters) {
+    const Tensor grad = p.tensor.grad();
+    if (!grad.defined() || p.tied_copy) continue;
+    if (p.split_dim == kReplicated && !count_replicated) continue;
+    Tensor squares = Tensor::empty({}, grad.dtype(), grad.device());
+    kernels::sum_squares(grad.buffer(), squares.buffer());
+    sum += squares.item();
+  }
+  total.data_as<double>()[0] = sum;
+  comm::all_reduce(topology.tp_comm(), total, comm::ReduceOp::sum);
+  comm::all_reduce(topology.pp_comm(), total, comm::ReduceOp::sum);
+  return std::sqrt(total.data_as<double>()[0]);
+}
+
+void clip_gradients(const Parameters& parameters, double norm, double max_norm) {
+  if (max_norm <= 0.0) return;
+  const double coefficient = std::min(1.0, max_norm / (norm + 1e-6));
+  for (const Parameter& p : parameters) {
+    Tensor grad = p.tensor.grad();
+    if (grad.defined()) kernels::scale(grad.buffer(), coefficient, grad.buffer());
+  }
+}
+
+}  // namespace mpitron::nn

@@ -1,0 +1,33 @@
+// What happens to gradients between backward and the optimizer step: the one place that
+// reduces them across groups (Megatron-LM's finalize_model_grads), and global-norm clipping.
+#pragma once
+
+#include "comm/topology.h"
+#include "nn/parallel/data_parallel.h"
+#include "nn/parameter.h"
+
+namespace mpitron::nn {
+
+/// Every cross-group gradient reduction after backward, in this order:
+/// 1. Data parallel: every gradient is averaged over the DP group (`gradients.finish()`: the
+///    buckets whose all-reduce did not start during backward start, and all are waited for).
+/// 2. Tied embedding: with pp > 1 the token embedding's gradient on the first stage and that of
+///    its tied copy on the last stage are summed over the embedding group, so both copies get
+///    the gradient of the tied weight and stay equal (parameters named "transformer.wte.weight").
+/// TP needs no reduction here: split parameters own their slice's gradient, and replicated ones
+/// (LayerNorms, row-parallel biases, wpe) get identical gradients on every TP rank.
+/// Collective over the embedding group and the DP group; call it on every rank.
+void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
+                        DataParallelGradients& gradients);
+
+/// The L2 norm of the whole model's gradient, the same on every rank: each element counted
+/// once, i.e. TP-split shards summed over TP, replicated parameters taken once, tied copies
+/// skipped, summed over the stages. Call after finalize_gradients (DP replicas are then equal).
+/// Collective over the TP and PP groups.
+double global_gradient_norm(const Parameters& parameters, const comm::ParallelTopology& topology);
+
+/// torch.nn.utils.clip_grad_norm_: multiplies every gradient by min(1, max_norm / (norm + 1e-6)),
+/// where `norm` is global_gradient_norm. Does nothing when max_norm <= 0.
+void clip_gradients(const Parameters& parameters, double norm, double max_norm);
+
+}  // namespace mpitron::nn

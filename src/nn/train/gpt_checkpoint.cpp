@@ -1,0 +1,163 @@
+#include "nn/train/gpt_checkpoint.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include <algorithm>
+
+#include <stdexcept>
+
+#include "comm/collectives.h"
+#include "kernels/ops.h"
+#include "nn/checkpoint/checkpoint.h"
+
+namespace mpitron::nn {
+
+namespace {
+
+AdamW* adamw_of(GptTrainer& trainer) {
+  return dynamic_cast<AdamW*>(&trainer.optimizer());
+}
+
+}  // namespace
+
+nlohmann::json to_json(const GptConfig& c) {
+  return {{"vocab", c.vocab},
+          {"block_size", c.block_size},
+          {"layers", c.layers},
+          {"hidden", c.hidden},
+          {"heads", c.heads}};
+}
+
+GptConfig gpt_config_from_json(const nlohmann::json& j) {
+  return {j.at("vocab").get<std::int64_t>(), j.at("block_size").get<std::int64_t>(),
+          j.at("layers").get<std::int64_t>(), j.at("hidden").get<std::int64_t>(),
+          j.at("heads").get<std::int64_t>()};
+}
+
+void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, GptTrainer& trainer,
+                         const comm::ParallelTopology& topology, nlohmann::json meta) {
+  if (topology.dp_rank() == 0) {
+    std::vector<ShardTensor> tensors;
+    AdamW* adamw = adamw_of(trainer);
+    const Parameters& parameters = trainer.parameters();
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const Parameter& p = parameters[i];
+      if (p.tied_copy) continue;
+      tensors.push_back({p.name, p.tensor, p.split_dim});
+      if (adamw != nullptr) {
+        tensors.push_back({p.name + kExpAvgSuffix, adamw->exp_avg()[i], p.split_dim});
+        tensors.push_back({p.name + kExpAvgSqSuffix, adamw->exp_avg_sq()[i], p.split_dim});
+      }
+    }
+    write_shard(dir, step, topology.tp_rank(), topology.pp_rank(), tensors);
+  }
+  comm::barrier(topology.world());
+  if (topology.world().rank() == 0) {
+    meta["topology"] = {{"tp", topology.tp()}, {"pp", topology.pp()}, {"dp", topology.dp()}};
+    meta["step"] = step;
+    meta["config"] = to_json(trainer.stage().config());
+    meta["optimizer_steps"] = adamw_of(trainer) ? adamw_of(trainer)->steps() : step;
+    meta["moments"] = adamw_of(trainer) != nullptr;
+    finish_step(dir, step, meta);
+  }
+  comm::barrier(topology.world());
+}
+
+GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments) {
+  const std::optional<StepLocation> location = locate_step(path);
+  if (!location) throw CheckpointError(no_complete_step_message(path));
+  const std::filesystem::path& dir = location->dir;
+  const std::optional<std::int64_t> step = location->step;
+  GptCheckpoint checkpoint;
+  checkpoint.step = *step;
+  checkpoint.meta = read_meta(dir, *step);
+  try {
+    checkpoint.config = gpt_config_from_json(checkpoint.meta.at("config"));
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError(fmt::format("{}/meta.json: no model sizes: {}",
+                                      step_directory(dir, *step).string(), e.what()));
+  }
+  if (with_moments && !checkpoint.meta.value("moments", false)) {
+    throw CheckpointError(fmt::format("{}/meta.json: the checkpoint holds no AdamW moments",
+                                      step_directory(dir, *step).string()));
+  }
+  std::vector<TensorRecord> wanted;
+  for (const ParameterSpec& spec : gpt_parameter_specs(checkpoint.config)) {
+    wanted.push_back({spec.name, spec.split_dim, spec.full_shape, DType::f32});
+    if (!with_moments) continue;
+    for (const char* suffix : {kExpAvgSuffix, kExpAvgSqSuffix}) {
+      wanted.push_back({spec.name + suffix, spec.split_dim, spec.full_shape, DType::f32});
+    }
+  }
+  // The dtype of the saved run: every tensor of one checkpoint shares it.
+  if (checkpoint.meta.value("dtype", std::string("float32")) == "float64") {
+    for (TensorRecord& record : wanted)
+      record.dtype = DType::f64;
+  }
+  checkpoint.full = load_full_tensors(dir, *step, wanted);
+  // A damaged value loads as well as a good one; a NaN or infinity would train or evaluate to
+  // NaN, so it is named here.
+  for (const auto& [name, tensor] : checkpoint.full) {
+    const std::vector<double> values = tensor.to_vector();
+    const auto bad =
+        std::find_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); });
+    if (bad != values.end()) {
+      throw CheckpointError(fmt::format("{}: tensor {} holds {} at element {}",
+                                        step_directory(dir, *step).string(), name, *bad,
+                                        bad - values.begin()));
+    }
+  }
+  return checkpoint;
+}
+
+std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoint,
+                                                   const GptConfig& config) {
+  const GptConfig& saved = checkpoint.config;
+  const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> sizes[] = {
+      {"vocab", {saved.vocab, config.vocab}},
+      {"block size (seq)", {saved.block_size, config.block_size}},
+      {"layers", {saved.layers, config.layers}},
+      {"hidden", {saved.hidden, config.hidden}},
+      {"heads", {saved.heads, config.heads}}};
+  for (const auto& [name, values] : sizes) {
+    if (values.first != values.second) {
+      return fmt::format("the checkpoint has {} {}, this run {}", name, values.first,
+                         values.second);
+    }
+  }
+  return std::nullopt;
+}
+
+MasterInit checkpoint_init(const GptCheckpoint& checkpoint, DType dtype, Device device) {
+  return [&checkpoint, dtype, device](const ParameterSpec& spec) {
+    const Tensor& full = checkpoint.full.at(spec.name);
+    if (full.dtype() == dtype) return full.to(device);
+    return Tensor::from_vector(full.to_vector(), full.shape(), dtype, device);
+  };
+}
+
+void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
+                       const comm::ParallelTopology& topology) {
+  AdamW* adamw = adamw_of(trainer);
+  if (adamw == nullptr ||
+      !checkpoint.full.contains(trainer.parameters().front().name + std::string(kExpAvgSuffix))) {
+    throw std::invalid_argument("restore_optimizer: needs AdamW and a checkpoint with moments");
+  }
+  const Parameters& parameters = trainer.parameters();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Parameter& p = parameters[i];
+    for (auto [suffix, moments] : {std::pair{kExpAvgSuffix, &adamw->exp_avg()},
+                                   std::pair{kExpAvgSqSuffix, &adamw->exp_avg_sq()}}) {
+      const Tensor slice = tp_slice(checkpoint.full.at(p.name + suffix), p.split_dim,
+                                    topology.tp_rank(), topology.tp());
+      Tensor& moment = (*moments)[i];
+      moment =
+          Tensor::from_vector(slice.to_vector(), slice.shape(), moment.dtype(), moment.device());
+    }
+  }
+  adamw->set_steps(checkpoint.meta.value("optimizer_steps", checkpoint.step));
+}
+
+}  // namespace mpitron::nn

@@ -1,0 +1,60 @@
+// Checkpoints of a GPT training run on top of checkpoint.h: who writes what when saving, and
+// how a run of any topology rebuilds its parameters and AdamW moments from a checkpoint of any
+// other (full tensors from the saved shards and their recorded layouts, then this rank's slice).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "comm/topology.h"
+#include "nn/train/gpt_trainer.h"
+
+namespace mpitron::nn {
+
+/// Saves `trainer`'s state after step `step` into DIR/step_<step>/: dp rank 0 of every (tp, pp)
+/// writes its shard (parameters, except tied copies, and, for AdamW, "<name>.exp_avg" and
+/// "<name>.exp_avg_sq"); after a barrier, world rank 0 writes meta.json (`meta` plus "topology",
+/// "step", "config" and "optimizer_steps"), DONE and DIR/latest; a last barrier. Collective over
+/// the world. Throws std::runtime_error naming the path on I/O failure.
+void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, GptTrainer& trainer,
+                         const comm::ParallelTopology& topology, nlohmann::json meta);
+
+/// A loaded checkpoint: the full (unsharded) tensors of every parameter (and moment) and its
+/// meta.json.
+struct GptCheckpoint {
+  std::int64_t step = 0;
+  nlohmann::json meta;
+  GptConfig config;
+  std::map<std::string, Tensor> full;
+};
+
+/// Reads the complete step `path` names (checkpoint.h's locate_step: a folder's newest step, or
+/// a step folder DIR/step_<k> itself): its meta.json (whose
+/// "config" gives the model sizes) and the full tensors of every parameter, and of the AdamW
+/// moments when `with_moments`. No communication: every rank reads the files. Throws
+/// CheckpointError (one line naming the file and what differs) when there is no complete step,
+/// a file is damaged or missing, or a tensor does not fit the recorded model sizes.
+GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments);
+
+/// The message of the first model size in which `checkpoint` differs from `config`
+/// ("the checkpoint has hidden 256, this run 128"), or nothing.
+std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoint,
+                                                   const GptConfig& config);
+
+/// A MasterInit that returns the checkpoint's full parameter tensors, in `dtype` on `device`.
+MasterInit checkpoint_init(const GptCheckpoint& checkpoint, DType dtype, Device device);
+
+/// Sets `trainer`'s AdamW moments (this rank's slices of the saved full moments) and step count
+/// from `checkpoint`. Throws std::invalid_argument when the trainer's optimizer is not AdamW or
+/// the checkpoint holds no moments.
+void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
+                       const comm::ParallelTopology& topology);
+
+/// The config as JSON ({"vocab", "block_size", "layers", "hidden", "heads"}) and back.
+nlohmann::json to_json(const GptConfig& config);
+GptConfig gpt_config_from_json(const nlohmann::json& json);
+
+}  // namespace mpitron::nn

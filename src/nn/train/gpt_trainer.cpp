@@ -1,0 +1,111 @@
+#include "nn/train/gpt_trainer.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <stdexcept>
+
+#include "autograd/function.h"
+#include "autograd/ops.h"
+#include "comm/collectives.h"
+#include "nn/optim/sgd.h"
+#include "nn/parallel/gradients.h"
+#include "nn/parallel/pipeline.h"
+
+namespace mpitron::nn {
+
+namespace {
+
+std::unique_ptr<Optimizer> make_optimizer(const Parameters& parameters,
+                                          const GptTrainOptions& options) {
+  if (options.optimizer == OptimizerKind::sgd) {
+    return std::make_unique<Sgd>(parameters, options.lr);
+  }
+  return std::make_unique<AdamW>(parameters, options.lr, options.adamw);
+}
+
+// In place: values[i] summed over `comm`.
+void sum_over(const comm::Communicator& comm, std::vector<double>& values) {
+  kernels::Buffer buffer(values.size(), kernels::DType::f64, kernels::Device::cpu);
+  std::copy(values.begin(), values.end(), buffer.data_as<double>());
+  comm::all_reduce(comm, buffer, comm::ReduceOp::sum);
+  std::copy_n(buffer.data_as<double>(), values.size(), values.begin());
+}
+
+}  // namespace
+
+GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
+                       const comm::ParallelTopology& topology, const GptTrainOptions& options)
+    : topology_(topology),
+      options_(options),
+      stage_(config, init, topology),
+      parameters_(stage_.parameters()),
+      optimizer_(make_optimizer(parameters_, options)),
+      gradients_(parameters_, topology.dp_comm()) {
+  stage_.set_recompute(options.recompute);
+}
+
+double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool train) {
+  const auto count = static_cast<int>(batches.size());
+  std::vector<double> loss = {0.0};
+  if (count > 0) {
+    const std::int64_t rows = batches.front().inputs.size(0);
+    const std::int64_t seq = batches.front().inputs.size(1);
+    for (const TokenBatch& b : batches) {
+      if (b.inputs.shape() != autograd::Shape{rows, seq} || b.targets.shape() != b.inputs.shape()) {
+        throw std::invalid_argument(
+            fmt::format("GPT step: micro-batch inputs {} / targets {} are not [{}, {}]",
+                        autograd::to_string(b.inputs.shape()),
+                        autograd::to_string(b.targets.shape()), rows, seq));
+      }
+    }
+    const double weight = train ? 1.0 / count : 1.0;
+    PipelineStage stage{[&](int i, const Tensor& input) {
+      const TokenBatch& b = batches[static_cast<std::size_t>(i)];
+      const Tensor x = stage_.forward(stage_.is_first() ? b.inputs : input);
+      return stage_.is_last() ? autograd::scale(stage_.loss(x, b.targets), weight) : x;
+    }};
+    const PipelineSpec spec{{rows, seq, stage_.config().hidden},
+                            count,
+                            options_.schedule,
+                            options_.dtype,
+                            options_.device};
+    const std::vector<Tensor> losses = train ? run_pipeline_step(topology_, spec, stage)
+                                             : run_pipeline_forward(topology_, spec, stage);
+    for (const Tensor& l : losses)
+      loss[0] += l.item();
+  }
+  if (!stage_.is_last()) loss[0] = 0.0;
+  sum_over(topology_.pp_comm(), loss);
+  return loss[0];
+}
+
+StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_batches) {
+  gradients_.zero();
+  gradients_.set_backward_passes(static_cast<int>(micro_batches.size()));
+  StepResult result;
+  std::vector<double> loss = {run_pipeline(micro_batches, /*train=*/true)};
+  sum_over(topology_.dp_comm(), loss);
+  result.loss = loss[0] / topology_.dp();
+  finalize_gradients(parameters_, topology_, gradients_);
+  result.grad_norm = global_gradient_norm(parameters_, topology_);
+  return result;
+}
+
+StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double lr) {
+  const StepResult result = forward_backward(micro_batches);
+  clip_gradients(parameters_, result.grad_norm, options_.grad_clip);
+  optimizer_->set_lr(lr);
+  optimizer_->step();
+  return result;
+}
+
+double GptTrainer::evaluate(const std::vector<TokenBatch>& windows) {
+  autograd::NoGradGuard no_grad;
+  std::vector<double> totals = {run_pipeline(windows, /*train=*/false),
+                                static_cast<double>(windows.size())};
+  sum_over(topology_.dp_comm(), totals);
+  return totals[1] > 0 ? totals[0] / totals[1] : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace mpitron::nn

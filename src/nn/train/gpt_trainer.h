@@ -1,0 +1,80 @@
+// The training step of a GPT over 3-D parallelism: micro-batches through the pipeline schedule
+// (gradients accumulating, each micro-batch loss weighted 1/micro-batches), finalize_gradients
+// (embedding group, DP average), global-norm clipping, the optimizer update. `mpitron train`,
+// `validate` and the tests all run this one step.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm/topology.h"
+#include "nn/data/byte_corpus.h"
+#include "nn/models/gpt.h"
+#include "nn/optim/adamw.h"
+#include "nn/parallel/data_parallel.h"
+#include "nn/parallel/schedule.h"
+
+namespace mpitron::nn {
+
+enum class OptimizerKind { adamw, sgd };
+
+struct GptTrainOptions {
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  double lr = 1e-3;  ///< the optimizer's initial rate; each step passes its own
+  AdamWOptions adamw;
+  double grad_clip = 1.0;  ///< global-norm clipping threshold; <= 0 disables clipping
+  bool recompute = false;  ///< recompute each block's activations in backward (GptStage)
+  DType dtype = DType::f32;
+  Device device = Device::cpu;
+};
+
+/// What one step reports; the same on every rank.
+struct StepResult {
+  double loss = 0.0;       ///< mean cross-entropy over the global batch (nats per token)
+  double grad_norm = 0.0;  ///< global gradient norm before clipping
+};
+
+/// This rank's part of a GPT training run.
+class GptTrainer {
+ public:
+  /// Builds this rank's stage from `init` and the optimizer over its parameters. Throws
+  /// std::invalid_argument for sizes that do not fit the topology or bad optimizer settings.
+  GptTrainer(const GptConfig& config, const MasterInit& init,
+             const comm::ParallelTopology& topology, const GptTrainOptions& options);
+
+  /// Forward and backward of this replica's micro-batches (each with inputs and targets
+  /// [micro_batch, seq], in order; every stage of a replica passes the same ones) by the
+  /// pipeline schedule, then finalize_gradients and the global norm: the parameters' gradients
+  /// are those of the global batch's mean loss (cleared first). Throws std::invalid_argument
+  /// when the micro-batches differ in shape. Collective over the whole world.
+  StepResult forward_backward(const std::vector<TokenBatch>& micro_batches);
+
+  /// forward_backward, clipping to the global norm, then the optimizer update at learning rate
+  /// `lr`. The (clipped) gradients stay readable until the next step.
+  StepResult step(const std::vector<TokenBatch>& micro_batches, double lr);
+
+  /// Mean cross-entropy over every replica's `windows` (each inputs and targets [1, seq]; the
+  /// count may differ between replicas and be 0), without gradients: one window per
+  /// micro-batch through the pipeline, then summed over DP. Returns the same value on every rank
+  /// (NaN when no replica has a window). Collective over the whole world.
+  double evaluate(const std::vector<TokenBatch>& windows);
+
+  GptStage& stage() { return stage_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  const Parameters& parameters() const { return parameters_; }
+
+ private:
+  // The pipeline's run over `batches` (training when `train`), returning the sum of the
+  // last stage's micro-batch losses on every stage of the replica (0 without micro-batches).
+  double run_pipeline(const std::vector<TokenBatch>& batches, bool train);
+
+  const comm::ParallelTopology& topology_;
+  GptTrainOptions options_;
+  GptStage stage_;
+  Parameters parameters_;
+  std::unique_ptr<Optimizer> optimizer_;
+  DataParallelGradients gradients_;
+};
+
+}  // namespace mpitron::nn
