@@ -10,8 +10,9 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcsv-dev
   clang-format
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  python3
+  python3 python3-matplotlib  # matplotlib: tools/plot_metrics.py and its ctest
 )
+# Not python3-torch: only the PyTorch peers in tools/ need it (see tools/README.md).
 
 missing=()
 for package in "${packages[@]}"; do

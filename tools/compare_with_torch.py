@@ -1,15 +1,16 @@
 #!/usr/bin/python3
-"""mpitron beside its PyTorch peers (shared/peers), same hour, same model, one Markdown table.
+"""mpitron beside its PyTorch peers (tools/torch_peer_*.py): same hour, same model, one table.
 
   --workload gpt: `mpitron train` against torch_peer_gpt.py (DDP at the same rank count, per-rank
       batch 32 / ranks) on the README example's model and batch (4 layers, hidden 256, 8 heads,
       seq 128, global batch 32, GPL-3 text). mpitron's figure is the mean of its per-step `ms`
       (the `--metrics` lines) after --skip steps; the peer's is its own report.
-  --workload mlp: `mpitron bench` against torch_peer_step.py at the same (tp, pp, dp) (hidden 512,
+  --workload mlp: `mpitron bench` against torch_peer_mlp.py at the same (tp, pp, dp) (hidden 512,
       intermediate 2048, batch 8, seq 128, 4 layers), both with --skip warm-up steps, plus each
       side's peak RSS per rank, and mpitron once more with --recompute (ms/step, peak RSS).
-MFU is the whole job's model GFLOP/s over ranks x --peak-gflops (one rank's peak). The peers
-need Debian's python3-torch with OpenBLAS at one thread per rank (OPENBLAS_NUM_THREADS=1, set).
+MFU is the whole job's model GFLOP/s over ranks x --peak-gflops (one rank's peak). Both sides
+run under `mpirun --oversubscribe -np N` (one process when N is 1). The peers need Debian's
+python3-torch and libopenblas0-pthread, at one thread per rank (OPENBLAS_NUM_THREADS=1, set).
 
     /usr/bin/python3 tools/compare_with_torch.py --workload gpt --peak-gflops 243
 """
@@ -31,19 +32,16 @@ MLP_MODEL = ["--hidden", "512", "--intermediate", "2048", "--batch", "8", "--seq
              "--layers", "4"]
 TOPOLOGIES = {"gpt": [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 1, 2), (2, 2, 2)],
               "mlp": [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 1, 2)]}
+TOOLS = os.path.dirname(os.path.abspath(__file__))
 
 
 def mpirun(np: int) -> list[str]:
     return ["mpirun", "--oversubscribe", "-np", str(np)] if np > 1 else []
 
 
-def torchrun(args, ranks: int, peer: str, always: bool = False) -> list[str]:
-    """The peer's command line: torchrun through the shim, or plain python3 for one rank of a
-    peer that runs without a process group (torch_peer_gpt.py; not torch_peer_step.py)."""
-    if ranks == 1 and not always:
-        return ["/usr/bin/python3", peer]
-    shim = os.path.join(args.peers, "torchrun311.py")
-    return ["/usr/bin/python3", shim, "--standalone", f"--nproc_per_node={ranks}", peer]
+def peer(name: str, ranks: int, report: str) -> list[str]:
+    """The command line of tools/`name` on `ranks` ranks, appending its JSON line to `report`."""
+    return mpirun(ranks) + ["/usr/bin/python3", os.path.join(TOOLS, name), "--json", report]
 
 
 def run(cmd: list[str], env: dict[str, str]) -> str:
@@ -54,8 +52,9 @@ def run(cmd: list[str], env: dict[str, str]) -> str:
     return done.stdout
 
 
-def last_json(text: str) -> dict:
-    return json.loads([line for line in text.splitlines() if line.startswith("{")][-1])
+def last_json(path: str) -> dict:
+    with open(path) as f:
+        return json.loads(f.readlines()[-1])
 
 
 def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
@@ -69,12 +68,12 @@ def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
              "0", "--eval-iters", "1", "--metrics", metrics, "--log-dir", scratch], env)
         with open(metrics) as f:
             ms = [line["ms"] for line in map(json.loads, f) if "ms" in line][args.skip:]
-    if ranks not in peer_cache:
-        peer = os.path.join(args.peers, "torch_peer_gpt.py")
-        out = run(torchrun(args, ranks, peer) + ["--data", args.data, *GPT_MODEL, "--batch",
-                  str(GPT_BATCH // ranks), "--steps", str(args.steps), "--warmup",
-                  str(args.skip)], env)
-        peer_cache[ranks] = last_json(out)["ms_per_step"]
+        if ranks not in peer_cache:
+            report = os.path.join(scratch, "peer.jsonl")
+            run(peer("torch_peer_gpt.py", ranks, report) + [
+                "--data", args.data, *GPT_MODEL, "--batch", str(GPT_BATCH // ranks), "--steps",
+                str(args.steps + args.skip), "--skip", str(args.skip)], env)
+            peer_cache[ranks] = last_json(report)["ms_per_step"]
     return sum(ms) / len(ms), peer_cache[ranks], []
 
 
@@ -86,8 +85,7 @@ def bench(args, topology, env, flags, extra) -> dict:
         run(mpirun(tp * pp * dp) + [args.mpitron, "bench", *flags, *extra, "--steps",
              str(args.steps), "--warmup", str(args.skip), "--json", report, "--log-dir", scratch],
             env)
-        with open(report) as f:
-            return json.loads(f.readlines()[-1])
+        return last_json(report)
 
 
 def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
@@ -95,9 +93,11 @@ def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
     flags = ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp), *MLP_MODEL]
     ours = bench(args, topology, env, flags, [])
     recomputing = bench(args, topology, env, flags, ["--recompute"])
-    peer = os.path.join(args.peers, "torch_peer_step.py")
-    theirs = last_json(run(torchrun(args, tp * pp * dp, peer, always=True) + flags + ["--steps",
-                           str(args.steps), "--warmup", str(args.skip)], env))
+    with tempfile.TemporaryDirectory() as scratch:
+        report = os.path.join(scratch, "peer.jsonl")
+        run(peer("torch_peer_mlp.py", tp * pp * dp, report) + flags + [
+            "--steps", str(args.steps), "--warmup", str(args.skip)], env)
+        theirs = last_json(report)
     rss = lambda r: f"{max(r['peak_rss_mib_by_rank']):.0f}"  # noqa: E731
     return ours["ms_per_step"], theirs["ms_per_step"], [
         rss(ours), rss(theirs), f"{recomputing['ms_per_step']:.0f}", rss(recomputing)]
@@ -107,13 +107,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workload", choices=["gpt", "mlp"], default="gpt")
     p.add_argument("--mpitron", default="build/mpitron")
-    p.add_argument("--peers", default="../shared/peers", help="folder of the PyTorch peers")
     p.add_argument("--data", default="/usr/share/common-licenses/GPL-3")
     p.add_argument("--steps", type=int, default=6, help="timed steps per run")
     p.add_argument("--skip", type=int, default=2, help="untimed first steps per run")
     p.add_argument("--peak-gflops", type=float, default=0.0, help="one rank's peak, for MFU")
     args = p.parse_args()
-    args.peers = os.path.abspath(args.peers)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                OMPI_MCA_mpi_yield_when_idle="1")
     if args.workload == "gpt":

@@ -9,7 +9,8 @@ change there would break the golden without anything being wrong. The committed 
 weights, and also prove that checkpoints written by this version keep loading. They are small
 (2 layers, hidden 16, 4 heads, context 16, SGD so no optimizer moments: about 65 KB).
 
-What it does (needs a built `mpitron`, mpiexec and the peer, which needs torch):
+What it does (needs a built `mpitron`, mpiexec, and torch for the PyTorch peer
+tools/torch_peer_gpt.py or the one --peer names):
   1. `mpitron train` on 4 ranks, (tp, pp, dp) = (2, 2, 1), 1000 SGD steps on the built-in corpus
      (validation loss about 1.6 nats per byte, so that greedy sampling is not one repeated byte),
      saving only the last step into tests/data/checkpoint_tiny/ (so the tests also rebuild full
@@ -20,8 +21,7 @@ What it does (needs a built `mpitron`, mpiexec and the peer, which needs torch):
   4. tests/data/checkpoint_golden.json: those numbers and the train command.
 tests/app/checkpoint.cmake runs `mpitron eval` on the committed checkpoint and compares.
 
-    /usr/bin/python3 tools/make_checkpoint_golden.py --mpitron build/mpitron \
-        --peer /work/shared/peers/torch_peer_gpt.py
+    /usr/bin/python3 tools/make_checkpoint_golden.py --mpitron build/mpitron
 """
 import argparse
 import json
@@ -31,7 +31,8 @@ import shutil
 import subprocess
 import tempfile
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(TOOLS, ".."))
 DATA = os.path.join(ROOT, "tests", "data")
 CHECKPOINT = "checkpoint_tiny"
 TEXT = "checkpoint_eval.txt"
@@ -50,7 +51,8 @@ def run(command):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--mpitron", required=True, help="the built mpitron executable")
-    p.add_argument("--peer", required=True, help="path of torch_peer_gpt.py")
+    p.add_argument("--peer", default=os.path.join(TOOLS, "torch_peer_gpt.py"),
+                   help="path of torch_peer_gpt.py")
     p.add_argument("--mpiexec", default="mpiexec --oversubscribe --allow-run-as-root",
                    help="launcher command, before -n 4")
     args = p.parse_args()

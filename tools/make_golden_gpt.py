@@ -2,7 +2,7 @@
 """Writes the PyTorch golden values of the GPT (issues 9 and 11).
 
 Run with Debian's interpreter (python3-torch): /usr/bin/python3 tools/make_golden_gpt.py
-The model is the GPT-2 layout of src/nn/models/gpt_config.h (the same as shared/peers/torch_peer_gpt.py),
+The model is the GPT-2 layout of src/nn/models/gpt_config.h (the same as tools/torch_peer_gpt.py),
 written here in plain torch ops and computed in float64. Parameters use mpitron's names (q, k
 and v kept apart); inputs come from torch's seeded generator and are stored with the outputs.
 

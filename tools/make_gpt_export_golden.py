@@ -17,7 +17,7 @@ Writes, with struct + json only (no safetensors package):
                                             16-byte windows of a fixed text (windows_loss).
 tests/nn/test_gpt_names.cpp exports the first file and compares with the second exactly.
 
-    /usr/bin/python3 tools/make_gpt_export_golden.py --peer /work/shared/peers/torch_peer_gpt.py
+    /usr/bin/python3 tools/make_gpt_export_golden.py   # the peer: tools/torch_peer_gpt.py or --peer
 """
 import argparse
 import importlib.util
@@ -30,7 +30,8 @@ import torch
 
 LAYERS, C, HEADS, BLOCK, VOCAB = 2, 8, 2, 16, 256
 TEXT = b"mpitron writes checkpoints that PyTorch can load; this text is the eval golden."
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data")
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(TOOLS, "..", "tests", "data")
 
 
 def mpitron_shapes():
@@ -91,7 +92,8 @@ def nanogpt_names(tensors):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--peer", required=True, help="path of torch_peer_gpt.py")
+    p.add_argument("--peer", default=os.path.join(TOOLS, "torch_peer_gpt.py"),
+                   help="path of torch_peer_gpt.py")
     args = p.parse_args()
     spec = importlib.util.spec_from_file_location("torch_peer_gpt", args.peer)
     peer = importlib.util.module_from_spec(spec)

@@ -29,7 +29,7 @@ std::map<std::string, Tensor> read_map(const std::string& path) {
   return tensors;
 }
 
-/// The state-dict names and shapes listed at the top of shared/peers/torch_peer_gpt.py, in
+/// The state-dict names and shapes listed at the top of tools/torch_peer_gpt.py, in
 /// nanoGPT's order, for `layers` blocks of hidden size c, vocabulary 256 and context `block`.
 std::vector<std::pair<std::string, Shape>> docstring_layout(int layers, std::int64_t c,
                                                             std::int64_t block) {

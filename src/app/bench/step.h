@@ -1,6 +1,6 @@
 // `mpitron bench`: times the combined TP+PP+DP MLP training step (forward, backward, DP gradient
-// average; no optimizer update) — the same work as the PyTorch peer in shared/peers — and prints
-// ms/step, tokens/s, achieved GFLOP/s and peak memory per rank.
+// average; no optimizer update) — the same work as the PyTorch peer tools/torch_peer_mlp.py —
+// and prints ms/step, tokens/s, achieved GFLOP/s and peak memory per rank.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -19,7 +19,7 @@ struct ExportOptions {
 CLI::App& add_export_command(CLI::App& app, ExportOptions& options);
 
 /// World rank 0 rebuilds the full parameters of the newest step of --load (any saved topology)
-/// and writes them to --out under the state-dict names of shared/peers/torch_peer_gpt.py
+/// and writes them to --out under the state-dict names of tools/torch_peer_gpt.py
 /// (c_attn with q, k, v stacked; float32), atomically. Throws comm::ConfigError (agreed) for a
 /// missing or damaged checkpoint; std::runtime_error when --out cannot be written.
 int run_export(const ExportOptions& options, comm::Communicator world);

@@ -60,7 +60,7 @@ struct ParameterSpec {
 
 /// Every parameter in canonical order (wte, wpe, then per block ln_1, attn.q/k/v, attn.c_proj,
 /// ln_2, mlp.c_fc, mlp.c_proj, then ln_f): names and full shapes as in
-/// shared/peers/torch_peer_gpt.py except that c_attn is kept as separate q, k and v [C, C].
+/// tools/torch_peer_gpt.py except that c_attn is kept as separate q, k and v [C, C].
 /// Column-parallel weights and biases (q, k, v, c_fc) and the vocab-parallel wte split dim 0,
 /// row-parallel weights (c_proj) dim 1; LayerNorms, wpe and row-parallel biases are replicated.
 std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& config);

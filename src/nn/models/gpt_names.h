@@ -1,5 +1,5 @@
 // Export of mpitron's GPT parameters under the nanoGPT / GPT-2 state-dict names and shapes (the
-// layout documented at the top of shared/peers/torch_peer_gpt.py), so PyTorch code can load a
+// layout documented at the top of tools/torch_peer_gpt.py), so PyTorch code can load a
 // trained model with `GPT.load_state_dict`.
 #pragma once
 

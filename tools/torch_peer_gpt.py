@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""PyTorch peer of `mpitron train`: the same GPT-2-style byte-level model, AdamW, DDP over Gloo.
+
+The model (src/nn/models/gpt_config.h; nanoGPT's layout, biases everywhere, no dropout), vocabulary V
+(256 bytes), L blocks of hidden size C, context `block_size`:
+    x = wte[idx] + wpe[pos]
+    per block: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x))
+        attn: q, k, v = split(c_attn(x)), causal softmax(q k^T / sqrt(C / heads)) v per head,
+              then c_proj;  mlp: c_proj(gelu(c_fc(x))) with the exact (erf) GELU, 4C wide
+    logits = ln_f(x) wte^T (the LM head is the token embedding); mean cross-entropy
+LayerNorms have eps 1e-5. Its state dict, the names and shapes `mpitron export` writes
+(weights are [out, in]; there is no separate lm_head entry):
+    transformer.wte.weight [V, C], transformer.wpe.weight [block_size, C], and per block i
+    transformer.h.{i}.ln_1.weight, .bias [C]; .attn.c_attn.weight [3C, C] (rows q, k, v), .bias
+    [3C]; .attn.c_proj.weight [C, C], .bias [C]; .ln_2.weight, .bias [C]; .mlp.c_fc.weight
+    [4C, C], .bias [4C]; .mlp.c_proj.weight [C, 4C], .bias [C]; then transformer.ln_f.weight,
+    .bias [C].
+
+Training follows `mpitron train`: the first 90 % of --data trains and the rest validates; each
+step reads random windows of seq + 1 bytes (inputs and targets shifted by one), --batch per rank;
+GPT-2 initialisation (N(0, 0.02), residual projections N(0, 0.02 / sqrt(2 L)), biases 0);
+AdamW (betas 0.9/0.95, eps 1e-8, --weight-decay on tensors of two or more dims only); the
+learning rate rises linearly to --lr over --warmup-steps, then follows a cosine to --min-lr at
+--steps; the gradients' global norm is clipped to --grad-clip. Rank 0 prints each step and, at
+the end, the validation loss and ms/step over the steps after --skip; --json FILE appends them as
+one JSON line. With several ranks (launched by Open MPI, which sets OMPI_COMM_WORLD_RANK and
+_SIZE) the model is wrapped in DistributedDataParallel; the ranks meet at --rendezvous.
+
+    mpirun --oversubscribe -np 2 /usr/bin/python3 tools/torch_peer_gpt.py \
+        --data /usr/share/common-licenses/GPL-3 --batch 16 --steps 200
+
+--eval FILE.safetensors instead loads an exported model (sizes from its tensors, --heads given)
+and prints {"windows", "loss", "layers", "hidden"}: the mean cross-entropy in nats per byte over
+the non-overlapping windows of --data whose targets fit (what `mpitron eval` computes):
+
+    /usr/bin/python3 tools/torch_peer_gpt.py --eval model.safetensors --data FILE --seq 64 --heads 4
+
+Needs Debian's python3-torch (numpy comes with it) and libopenblas0-pthread; OpenBLAS runs one
+thread per rank unless OPENBLAS_NUM_THREADS says otherwise.
+"""
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import resource  # noqa: E402
+import struct  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(c, 3 * c)
+        self.c_proj = nn.Linear(c, c)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (part.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+                   for part in self.c_attn(x).split(c, dim=2))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        future = torch.ones(t, t, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+        y = F.softmax(scores, dim=-1) @ v
+        return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class Mlp(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c_fc = nn.Linear(c, 4 * c)
+        self.c_proj = nn.Linear(4 * c, c)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(c)
+        self.attn = CausalSelfAttention(c, heads)
+        self.ln_2 = nn.LayerNorm(c)
+        self.mlp = Mlp(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, layers, c, heads, block_size, vocab=256):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, c), wpe=nn.Embedding(block_size, c),
+            h=nn.ModuleList([Block(c, heads) for _ in range(layers)]),
+            ln_f=nn.LayerNorm(c)))
+        for name, param in self.named_parameters():
+            if name.endswith("bias"):
+                nn.init.zeros_(param)
+            elif ".ln_" not in name:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith("c_proj.weight") else 0.02
+                nn.init.normal_(param, 0.0, std)
+
+    def forward(self, idx, targets):
+        """Mean cross-entropy of `targets` [B, T] after `idx` [B, T]."""
+        tr = self.transformer
+        x = tr.wte(idx) + tr.wpe(torch.arange(idx.shape[1]))
+        for block in tr.h:
+            x = block(x)
+        logits = F.linear(tr.ln_f(x), tr.wte.weight)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def windows(data, starts, seq):
+    """Inputs data[s, s + seq) and targets data[s + 1, s + seq + 1) for each start s."""
+    rows = torch.stack([data[s:s + seq + 1] for s in starts])
+    return rows[:, :-1], rows[:, 1:]
+
+
+@torch.no_grad()
+def windows_loss(model, data, seq):
+    """Mean cross-entropy over the non-overlapping windows 0, seq, 2 seq, ... of `data` (a 1-D
+    int64 array or tensor) whose targets fit, in batches of about 32768 tokens."""
+    data = torch.as_tensor(data, dtype=torch.int64)
+    starts = range(0, len(data) - seq, seq)
+    per_batch = max(1, 32768 // seq)
+    total = 0.0
+    for first in range(0, len(starts), per_batch):
+        part = starts[first:first + per_batch]
+        total += model(*windows(data, part, seq)).item() * len(part)
+    return total / len(starts)
+
+
+def read_safetensors(path):
+    """The float32 tensors of a safetensors file, by name, in the file's header order."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+        data = f.read()
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        if entry["dtype"] != "F32":
+            raise SystemExit(f"{path}: {name} is {entry['dtype']}, only F32 is read")
+        begin, end = entry["data_offsets"]
+        values = np.frombuffer(data[begin:end], dtype="<f4").reshape(entry["shape"])
+        tensors[name] = torch.from_numpy(values.copy())
+    return tensors
+
+
+def evaluate(args):
+    state = read_safetensors(args.eval)
+    vocab, c = state["transformer.wte.weight"].shape
+    block_size = state["transformer.wpe.weight"].shape[0]
+    layers = len({name.split(".")[2] for name in state if name.startswith("transformer.h.")})
+    model = GPT(layers, c, args.heads, block_size, vocab)
+    model.load_state_dict(state, strict=True)
+    seq = args.seq or block_size
+    data = np.fromfile(args.data, dtype=np.uint8).astype(np.int64)
+    count = (len(data) - 1) // seq
+    if seq > block_size or count < 1:
+        raise SystemExit(f"torch_peer_gpt: --seq {seq} must be at most the context {block_size} "
+                         f"and --data must hold one window of {seq + 1} bytes")
+    print(json.dumps({"windows": count, "loss": windows_loss(model, data, seq),
+                      "layers": layers, "hidden": c}))
+
+
+def learning_rate(args, step):
+    """Linear warmup to --lr over --warmup-steps, then cosine to --min-lr at --steps (step >= 1)."""
+    if step <= args.warmup_steps:
+        return args.lr * step / max(1, args.warmup_steps)
+    progress = min(1.0, (step - args.warmup_steps) / max(1, args.steps - args.warmup_steps))
+    return args.min_lr + 0.5 * (args.lr - args.min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def train(args):
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    torch.manual_seed(args.seed)
+    model = GPT(args.layers, args.hidden, args.heads, args.seq)
+    ddp = model
+    if world > 1:
+        dist.init_process_group("gloo", init_method=args.rendezvous, rank=rank, world_size=world)
+        ddp = nn.parallel.DistributedDataParallel(model)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    data = torch.from_numpy(np.fromfile(args.data, dtype=np.uint8).astype(np.int64))
+    split = len(data) * 9 // 10
+    if len(data) - split <= args.seq:
+        raise SystemExit(f"torch_peer_gpt: {args.data}: its last tenth, the validation data, is "
+                         f"shorter than one window of {args.seq + 1} bytes")
+    sampler = torch.Generator().manual_seed(args.seed)
+    flop_per_token = 6 * (12 * args.layers * args.hidden ** 2 + 256 * args.hidden) \
+        + 12 * args.layers * args.hidden * args.seq
+    tokens = world * args.batch * args.seq
+    times = []
+    for step in range(1, args.steps + 1):
+        # One global batch from the same generator on every rank; rank r takes rows r, r + world..
+        starts = torch.randint(0, split - args.seq, (world * args.batch,), generator=sampler)
+        inputs, targets = windows(data, starts[rank::world].tolist(), args.seq)
+        lr = learning_rate(args, step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        begin = time.perf_counter()
+        optimizer.zero_grad(set_to_none=True)
+        loss = ddp(inputs, targets)
+        loss.backward()
+        grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip).item()
+        optimizer.step()
+        loss = loss.detach()
+        if world > 1:
+            dist.all_reduce(loss)
+            loss /= world
+        ms = 1e3 * (time.perf_counter() - begin)
+        if step > args.skip:
+            times.append(ms)
+        if rank == 0:
+            print(f"step {step}/{args.steps} loss {loss.item():.4f} lr {lr:.3e} grad_norm "
+                  f"{grad_norm:.4f} {ms:.1f} ms {tokens / (ms / 1e3):.0f} tokens/s", flush=True)
+
+    rss = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])
+    rss_by_rank = [rss]
+    if world > 1:
+        rss_by_rank = [torch.zeros(1) for _ in range(world)]
+        dist.all_gather(rss_by_rank, rss)
+    if rank != 0:
+        return
+    val_loss = windows_loss(model, data[split:], args.seq)
+    ms = sum(times) / max(1, len(times))
+    report = {"tool": "pytorch", "torch": torch.__version__, "world_size": world,
+              "layers": args.layers, "hidden": args.hidden, "heads": args.heads, "seq": args.seq,
+              "batch_per_rank": args.batch, "steps": args.steps, "timed_steps": len(times),
+              "loss": loss.item(), "val_loss": val_loss, "ms_per_step": ms,
+              "tokens_per_s": tokens / (ms / 1e3),
+              "achieved_gflops": flop_per_token * tokens / (ms / 1e3) / 1e9,
+              "peak_rss_mib_by_rank": [r.item() for r in rss_by_rank]}
+    print(f"val_loss {val_loss:.4f}; {ms:.1f} ms/step over steps {args.skip + 1}..{args.steps}, "
+          f"{report['tokens_per_s']:.0f} tokens/s, {report['achieved_gflops']:.1f} GFLOP/s, "
+          f"peak RSS {max(report['peak_rss_mib_by_rank']):.0f} MiB/rank (max)")
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps(report) + "\n")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="/usr/share/common-licenses/GPL-3",
+                        help="any file, read as bytes")
+    parser.add_argument("--eval", help="evaluate this exported .safetensors model instead")
+    for name, default in [("layers", 4), ("hidden", 256), ("heads", 8), ("batch", 8),
+                          ("steps", 200), ("warmup-steps", 20), ("skip", 2), ("seed", 1234)]:
+        parser.add_argument(f"--{name}", type=int, default=default)
+    parser.add_argument("--seq", type=int, help="sequence length and context (train: 128; "
+                        "--eval: the model's context)")
+    for name, default in [("lr", 1e-3), ("min-lr", 1e-4), ("weight-decay", 0.1),
+                          ("grad-clip", 1.0)]:
+        parser.add_argument(f"--{name}", type=float, default=default)
+    parser.add_argument("--rendezvous", default=os.environ.get("TORCH_PEER_RENDEZVOUS",
+                                                               "tcp://127.0.0.1:29511"))
+    parser.add_argument("--json", help="append the run's figures as one JSON line (rank 0)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.eval:
+        evaluate(args)
+    else:
+        args.seq = args.seq or 128
+        train(args)
+
+
+if __name__ == "__main__":
+    main()
