@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's training picture in one command: trains the README example's GPT on the GPL-3
-# text at (1,1,1) on one rank and at (2,2,2) on eight, with --metrics, then draws both runs with
-# tools/plot_metrics.py (Debian's python3-matplotlib) into docs/train_gpl3.png. About 8 minutes
-# on a 2-core machine. Expects a built build/mpitron (scripts/build.sh).
+# The training picture of docs/performance.md in one command: trains the GPT of docs/train.md's
+# example on the GPL-3 text at (1,1,1) on one rank and at (2,2,2) on eight, with --metrics, then
+# draws both runs with tools/plot_metrics.py (Debian's python3-matplotlib) into
+# docs/train_gpl3.png. About 8 minutes on a 2-core machine. Expects a built build/mpitron
+# (scripts/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
