@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mpitron needs, only those that are missing (idempotent, and a
 # no-op taking well under a second when everything is there). Needs root or sudo for apt-get.
+#   bash scripts/setup.sh          what building and running the mpitron command needs
+#   bash scripts/setup.sh --test   that, and what the test suite and the benchmarks need
 set -euo pipefail
 
 packages=(
@@ -8,10 +10,14 @@ packages=(
   openmpi-bin libopenmpi-dev
   libeigen3-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcsv-dev
-  clang-format
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-matplotlib  # matplotlib: tools/plot_metrics.py and its ctest
 )
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(
+    clang-format
+    googletest libgtest-dev libgmock-dev libbenchmark-dev
+    python3 python3-matplotlib  # matplotlib: tools/plot_metrics.py and its ctest
+  )
+fi
 # Not python3-torch: only the PyTorch peers in tools/ need it (see tools/README.md).
 
 missing=()

@@ -9,6 +9,7 @@
 
 #include "app/bench/comm.h"
 #include "app/bench/step.h"
+#include "app/help.h"
 #include "app/model/eval.h"
 #include "app/model/export.h"
 #include "app/model/generate.h"
@@ -77,6 +78,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "mpitron: tensor-, pipeline- and data-parallel training checked against dense models"};
   app.set_version_flag("--version", mpitron::app::version_text);
+  app.formatter(mpitron::app::help_formatter());
+  app.footer(mpitron::app::common_flags_help() +
+             "\nExample:\n  mpirun -np 4 mpitron validate --tp 2 --pp 2 --dp 1");
   app.require_subcommand(1);
   // An option given twice keeps its last value, as with Python's argparse (torchrun,
   // Megatron-LM): a launch script's defaults can be overridden by appending flags.

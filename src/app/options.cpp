@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 
+#include "app/help.h"
 #include "comm/errors.h"
 #include "comm/placement.h"
 #include "nn/fault_injection.h"
@@ -18,39 +19,47 @@
 namespace mpitron::app {
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
-  command.add_option("--tp", options.tp, "Tensor-parallel degree");
-  command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)");
-  command.add_option("--dp", options.dp, "Data-parallel degree (replicas)");
+  command.add_option("--tp", options.tp, "Tensor-parallel degree")->group(kCommonGroup);
+  command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)")->group(kCommonGroup);
+  command.add_option("--dp", options.dp, "Data-parallel degree (replicas)")->group(kCommonGroup);
   add_run_options(command, options);
 }
 
 void add_run_options(CLI::App& command, CommonOptions& options) {
   command.add_option("--device", options.device, "Compute device")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kCommonGroup);
   command
       .add_option("--comm", options.comm_mode,
                   "How CUDA buffers reach MPI: staged through host memory, direct, or auto")
       ->check(CLI::IsMember({"auto", "staged", "direct"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kCommonGroup);
   command
       .add_option("--timeout-seconds", options.timeout_seconds,
                   "Deadline of every communication operation, in seconds")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kCommonGroup);
   command.add_option("--log-dir", options.log_dir, "Directory for rank_<N>.log files")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kCommonGroup);
   command.add_option("--filemode", options.filemode, "Log file mode: a (append) or w (overwrite)")
       ->check(CLI::IsMember({"a", "w"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kCommonGroup);
   command.add_option("--seed", options.seed, "Seed of every generated weight and input")
       ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()))
-      ->capture_default_str();
-  command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)");
+      ->capture_default_str()
+      ->group(kCommonGroup);
+  command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)")
+      ->group(kCommonGroup);
   command.add_option("--init-timeout")
       ->description(
           "Deadline of MPI_Init in seconds (default: MPITRON_INIT_TIMEOUT, else 120); read "
           "before MPI starts")
-      ->type_name("SECONDS");
+      ->type_name("SECONDS")
+      ->group(kCommonGroup);
 }
 
 CLI::Validator at_least(double minimum) {

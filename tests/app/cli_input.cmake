@@ -67,9 +67,10 @@ cli_bad_test(validate_tp_not_dividing 4
              validate --tp 3)
 cli_bad_test(validate_dp_only 4 "tp*pp*dp = 1*1*2 = 2, but the world size is 4" validate --dp 2)
 
-# --help names the type of --seed once (its check adds no second name).
+# --help, which describes the common flags, names the type of --seed once (its check adds no
+# second name).
 mpitron_add_expect_test(cli_help_seed_type TARGET mpitron NP 1 TIMEOUT 60
-  ARGS train --help EXPECT_EXIT 0 EXPECT_OUTPUT "--seed UINT=0 " REJECT_OUTPUT "UINT:UINT")
+  ARGS --help EXPECT_EXIT 0 EXPECT_OUTPUT "--seed UINT=0 " REJECT_OUTPUT "UINT:UINT")
 
 # --json reports of generate and export: the file holds the report's keys (check_json.py).
 function(cli_json_test subcommand keys)
@@ -93,3 +94,16 @@ cli_json_test(export "out;load;step;config"
 mpitron_add_expect_test(cli_eval_load_step_folder TARGET mpitron NP 1 TIMEOUT 60
   ARGS eval --load ${cli_ckpt}/step_1000 --data ${cli_text} ${cli_logs}
   EXPECT_EXIT 0 EXPECT_OUTPUT "eval: [^\n]*step_1000 step 1000 on [^\n]*loss 4\\.0431")
+
+# Every help screen fits on one screen and ends with one example; a line too wide, too many
+# lines or a missing example fail.
+foreach(command "" validate train eval generate export bench "bench comm" train-dp attention)
+  string(REPLACE " " "_" name "help_screen_mpitron_${command}")
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -DMPITRON=$<TARGET_FILE:mpitron>
+                                "-DCOMMAND=${command}" -P ${CMAKE_CURRENT_SOURCE_DIR}/HelpScreen.cmake)
+endforeach()
+# The check itself fails on a help text without an example (coreutils' cat).
+add_test(NAME help_screen_catches_a_missing_example
+         COMMAND ${CMAKE_COMMAND} -DEXPECT_EXIT=nonzero "-DEXPECT_OUTPUT=does not end with one example"
+                 -P ${PROJECT_SOURCE_DIR}/cmake/ExpectRun.cmake -- ${CMAKE_COMMAND}
+                 -DMPITRON=cat -DCOMMAND= -P ${CMAKE_CURRENT_SOURCE_DIR}/HelpScreen.cmake)

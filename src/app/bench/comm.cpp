@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/bench/comm_ops.h"
+#include "app/help.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
@@ -24,8 +25,7 @@ namespace mpitron::app {
 CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
   CLI::App& command = *bench.add_subcommand(
       "comm",
-      "Time all-reduce, all-gather, reduce-scatter and send/recv through mpitron's comm layer "
-      "beside plain MPI (latency us, GB/s)");
+      "Time mpitron's all-reduce, all-gather, reduce-scatter and send/recv beside plain MPI");
   add_run_options(command, options.common);
   command.add_option("--min-bytes", options.min_bytes, "Smallest message size")
       ->check(integer_in(sizeof(float), kMaxCommBytes))
@@ -39,11 +39,16 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
   command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
       ->check(integer_in(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
-  command.add_option("--ops", options.ops, "Operations to time, in this order")
+  command
+      .add_option("--ops", options.ops,
+                  "Operations to time, in this order (default: all-reduce, all-gather, "
+                  "reduce-scatter, send/recv)")
       ->check(CLI::IsMember(comm_op_names()))
       ->delimiter(',')
       ->allow_extra_args(false)
-      ->capture_default_str();
+      ->type_name("OP,...");
+  add_example(command,
+              "mpirun -np 4 mpitron bench comm --ops all-reduce,all-gather --max-bytes 16777216");
   return command;
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "app/help.h"
 #include "app/progress.h"
 #include "app/throughput.h"
 #include "autograd/random.h"
@@ -32,6 +33,9 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   add_peak_option(command, options.peak_gflops);
   command.add_flag("--recompute", options.recompute,
                    "Keep only each layer's input and recompute its activations in backward");
+  add_example(
+      command,
+      "mpirun -np 4 mpitron bench --tp 2 --pp 2 --hidden 512 --intermediate 2048 --seq 128");
   return command;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "app/help.h"
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
@@ -21,6 +22,8 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--data", o.data, "Text to evaluate, any file read as bytes")->required();
   c.add_option("--seq", o.seq, "Window length (default: the checkpoint's block size)");
+  add_example(
+      c, "mpirun -np 2 mpitron eval --tp 2 --load ckpt --data /usr/share/common-licenses/GPL-3");
   return c;
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "app/help.h"
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
 #include "nn/checkpoint/safetensors.h"
@@ -19,6 +20,7 @@ CLI::App& add_export_command(CLI::App& app, ExportOptions& o) {
   add_common_options(c, o.common);
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--out", o.out, "The .safetensors file to write")->required();
+  add_example(c, "mpitron export --load ckpt --out model.safetensors");
   return c;
 }
 

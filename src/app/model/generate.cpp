@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 
+#include "app/help.h"
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
@@ -24,6 +25,7 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
       ->capture_default_str();
   c.add_option("--top-k", o.top_k, "Sample among the k most likely bytes (0: all)")
       ->capture_default_str();
+  add_example(c, "mpitron generate --load ckpt --prompt \"The GNU General\" --tokens 200");
   return c;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/help.h"
 #include "app/progress.h"
 #include "app/throughput.h"
 #include "comm/errors.h"
@@ -127,6 +128,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   add_peak_option(c, o.peak_gflops);
   add_progress_option(c, o.progress);
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
+  add_example(c, "mpirun -np 8 mpitron train --tp 2 --pp 2 --dp 2 --data input.txt --save ckpt");
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string_view>
 
+#include "app/help.h"
 #include "app/progress.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
@@ -61,6 +62,7 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
   add_progress_option(command, options.progress);
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
+  add_example(command, "mpirun -np 4 mpitron train-dp --dp 4 --epochs 5");
   return command;
 }
 

@@ -1,4 +1,5 @@
 #include "app/validate/attention.h"
+#include "app/help.h"
 
 #include <fmt/format.h>
 
@@ -38,6 +39,7 @@ CLI::App& add_attention_command(CLI::App& app, AttentionOptions& options) {
       .add_option("--rtol", options.rtol,
                   "Pass when max |tp - dense| <= rtol * max |dense| (normwise)")
       ->capture_default_str();
+  add_example(command, "mpirun -np 2 mpitron attention --tp 2 --embed 64 --heads 8");
   return command;
 }
 

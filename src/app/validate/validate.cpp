@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "app/help.h"
 #include "app/validate/attention_checks.h"
 #include "app/validate/comm_checks.h"
 #include "app/validate/gpt_checks.h"
@@ -39,6 +40,7 @@ CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
       ->capture_default_str();
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
+  add_example(command, "mpirun -np 4 mpitron validate --tp 2 --pp 2 --dp 1");
   return command;
 }
 

@@ -1,0 +1,94 @@
+#include "app/help.h"
+
+#include <regex>
+#include <sstream>
+
+#include "app/options.h"
+
+namespace mpitron::app {
+
+namespace {
+
+// Lines of help text are kept within this many columns.
+constexpr std::size_t kHelpWidth = 100;
+
+// `text` with its spaces turned into line breaks where a line would pass `width` columns.
+std::string wrapped(const std::string& text, std::size_t width) {
+  std::string out;
+  std::size_t line_start = 0, last_space = std::string::npos;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    out += text[i];
+    if (text[i] == '\n') {
+      line_start = out.size();
+      last_space = std::string::npos;
+    } else if (text[i] == ' ') {
+      last_space = out.size() - 1;
+    }
+    if (out.size() - line_start >= width && last_space != std::string::npos) {
+      out[last_space] = '\n';
+      line_start = last_space + 1;
+      last_space = std::string::npos;
+    }
+  }
+  return out;
+}
+
+class HelpFormatter : public CLI::Formatter {
+ public:
+  // CLI11 separates some groups by one newline and others by two: every part of the help is
+  // separated from the next by exactly one blank line.
+  std::string make_help(const CLI::App* app, std::string name,
+                        CLI::AppFormatMode mode) const override {
+    std::string text = CLI::Formatter::make_help(app, std::move(name), mode);
+    text = std::regex_replace(text, std::regex("\n{3,}"), "\n\n");
+    return std::regex_replace(text, std::regex("([^\n])\nExample:"), "$1\n\nExample:");
+  }
+  std::string make_option_desc(const CLI::Option* option) const override {
+    return wrapped(CLI::Formatter::make_option_desc(option), kHelpWidth - get_column_width());
+  }
+  std::string make_subcommand(const CLI::App* sub) const override {
+    std::stringstream out;
+    CLI::detail::format_help(out, sub->get_name(),
+                             wrapped(sub->get_description(), kHelpWidth - get_column_width()),
+                             get_column_width());
+    return out.str();
+  }
+  std::string make_group(std::string group, bool is_positional,
+                         std::vector<const CLI::Option*> options) const override {
+    if (group != kCommonGroup) return CLI::Formatter::make_group(group, is_positional, options);
+    std::string text = group + ":\n";
+    std::string line = " ";
+    for (const CLI::Option* option : options) {
+      const std::string name = " " + option->get_name();
+      if (line.size() + name.size() > kHelpWidth) {
+        text += line + "\n";
+        line = " ";
+      }
+      line += name;
+    }
+    return text + line + "\n";
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<CLI::Formatter> help_formatter() {
+  return std::make_shared<HelpFormatter>();
+}
+
+std::string common_flags_help() {
+  CLI::App scratch;
+  CommonOptions unused;
+  add_common_options(scratch, unused);
+  const std::vector<CLI::Option*> common = scratch.get_options(
+      [](const CLI::Option* option) { return option->get_group() == kCommonGroup; });
+  return HelpFormatter().make_group(
+      "Common flags (every subcommand; bench comm takes all but --tp --pp --dp)", false,
+      {common.begin(), common.end()});
+}
+
+void add_example(CLI::App& command, const std::string& example) {
+  command.footer("Example:\n  " + example);
+}
+
+}  // namespace mpitron::app
