@@ -14,8 +14,10 @@
 #include "kernels/device.h"
 #include "support/device_dtype.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
 
+using autograd::Shape;
+using autograd::Tensor;
 using Inputs = std::vector<Tensor>;
 using Fn = std::function<Tensor(const Inputs&)>;
 
@@ -31,7 +33,8 @@ inline constexpr double kGradRtol = 1e-5;
 /// gradcheck(f, inputs) with the tolerances above, as a gtest assertion that prints the worst
 /// element on failure.
 inline ::testing::AssertionResult gradcheck_passes(const Fn& f, const Inputs& inputs) {
-  const GradcheckResult result = gradcheck(f, inputs, kGradEps, kGradAtol, kGradRtol);
+  const autograd::GradcheckResult result =
+      autograd::gradcheck(f, inputs, kGradEps, kGradAtol, kGradRtol);
   if (result.passed) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << result.worst << " (max abs error " << result.max_abs_error << ")";
@@ -39,12 +42,12 @@ inline ::testing::AssertionResult gradcheck_passes(const Fn& f, const Inputs& in
 
 /// Base of the autograd tests parameterized on tests/support's DeviceDtype (CUDA instances skip
 /// without a device), with seeded float64 inputs on the device under test.
-class AutogradTest : public ::mpitron::test::DeviceDtypeTest {
+class AutogradTest : public DeviceDtypeTest {
  protected:
   /// Standard normal float64 samples times `std` on this test's device.
   Tensor normal(const Shape& shape, std::uint64_t seed, double std = 1.0) const {
-    return randn(shape, seed, std, DType::f64, device());
+    return autograd::randn(shape, seed, std, autograd::DType::f64, device());
   }
 };
 
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

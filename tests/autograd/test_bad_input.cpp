@@ -10,7 +10,8 @@
 #include "autograd_test_support.h"
 #include "support/error_message.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 using mpitron::test::message_of;
@@ -182,4 +183,4 @@ TEST(BadInput, TensorFactoriesAndGradients) {
 }
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

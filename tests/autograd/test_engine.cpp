@@ -15,7 +15,8 @@
 #include "kernels/allocator.h"
 #include "kernels/ops.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 Tensor leaf(const std::vector<double>& values, const Shape& shape) {
@@ -217,4 +218,4 @@ TEST(Gradcheck, CatchesANaNGradient) {
 }
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

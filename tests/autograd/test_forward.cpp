@@ -15,7 +15,8 @@
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 using Index = std::vector<std::int64_t>;
@@ -175,4 +176,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, Forward, ::mpitron::test::all_devices(),
                          ::mpitron::test::device_dtype_name);
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

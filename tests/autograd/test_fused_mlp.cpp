@@ -15,7 +15,8 @@
 #include "kernels/allocator.h"
 #include "support/compare.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 using ::mpitron::test::expect_close;
@@ -210,4 +211,4 @@ TEST(FusedMlpMemory, KeepsOneRowsByMidTensorLessThanTheUnfusedComposition) {
 }
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

@@ -5,7 +5,8 @@
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 class GradcheckMath : public AutogradTest {};
@@ -107,4 +108,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, GradcheckMath, ::mpitron::test::all_devices(),
                          ::mpitron::test::device_dtype_name);
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

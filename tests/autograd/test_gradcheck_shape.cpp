@@ -8,7 +8,8 @@
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 class GradcheckShape : public AutogradTest {};
@@ -80,4 +81,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, GradcheckShape, ::mpitron::test::all_devices()
                          ::mpitron::test::device_dtype_name);
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

@@ -10,7 +10,8 @@
 
 #include "autograd_test_support.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 class IntegerTensors : public AutogradTest {};
@@ -69,4 +70,4 @@ TEST(IntegerTensors, FromVectorRejectsValuesTheDtypeCannotHold) {
 }
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

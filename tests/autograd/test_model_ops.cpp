@@ -11,7 +11,8 @@
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 class ModelOps : public AutogradTest {};
@@ -120,4 +121,4 @@ TEST(ModelOpsBadInput, MessagesNameTheOpAndTheValues) {
 }
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

@@ -17,7 +17,8 @@
 #include "autograd/random.h"
 #include "autograd_test_support.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 constexpr std::int64_t kSamples = 100000;
@@ -144,4 +145,4 @@ INSTANTIATE_TEST_SUITE_P(Devices, RandomOnDevice, ::mpitron::test::all_devices()
                          ::mpitron::test::device_dtype_name);
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

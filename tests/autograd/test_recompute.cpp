@@ -11,7 +11,8 @@
 #include "autograd_test_support.h"
 #include "kernels/allocator.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 // A two-layer MLP block with a residual: x + W2 gelu(W1 x).
@@ -101,4 +102,4 @@ TEST(Recompute, KeepsOnlyTheInputBetweenForwardAndBackward) {
 }
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

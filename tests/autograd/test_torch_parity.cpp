@@ -33,7 +33,8 @@
 #include "autograd_test_support.h"
 #include "support/golden_file.h"
 
-namespace mpitron::autograd::test {
+namespace mpitron::test {
+using namespace ::mpitron::autograd;
 namespace {
 
 using Goldens = mpitron::test::GoldenFile;
@@ -176,4 +177,4 @@ INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, TorchParity, ::mpitron::test::all_dev
                          ::mpitron::test::device_dtype_name);
 
 }  // namespace
-}  // namespace mpitron::autograd::test
+}  // namespace mpitron::test

@@ -5,7 +5,7 @@
 #include "support/compare.h"
 #include "support/device_dtype.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 
 using kernels::Buffer;
 using kernels::Device;
@@ -31,11 +31,11 @@ std::string kind_name(const ::testing::TestParamInfo<BufferKind>& info) {
 
 void BufferKindTest::SetUp() {
   if (test::device_missing(GetParam().device)) GTEST_SKIP() << "no CUDA device";
-  mpi_test::world().set_stage_host_buffers(GetParam().staged_host);
+  test::world().set_stage_host_buffers(GetParam().staged_host);
 }
 
 void BufferKindTest::TearDown() {
-  mpi_test::world().set_stage_host_buffers(false);
+  test::world().set_stage_host_buffers(false);
 }
 
 Buffer make_buffer(const std::vector<double>& values, const BufferKind& kind) {
@@ -74,4 +74,4 @@ std::vector<std::size_t> message_limits() {
   return {comm::kMaxMessageElements, 8, 3};
 }
 
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

@@ -13,7 +13,7 @@
 #include "kernels/device.h"
 #include "support/compare.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 
 using test::host_values;
 
@@ -77,4 +77,4 @@ class SettingsGuard {
 /// force several messages and, for gather/scatter, every tiling case.
 std::vector<std::size_t> message_limits();
 
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

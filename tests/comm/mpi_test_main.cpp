@@ -12,7 +12,7 @@
 #include "comm/environment.h"
 #include "comm/guard.h"
 
-namespace mpitron::mpi_test {
+namespace mpitron::test {
 
 namespace {
 
@@ -65,24 +65,24 @@ comm::Communicator& world() {
   return g_world;
 }
 
-}  // namespace mpitron::mpi_test
+}  // namespace mpitron::test
 
 int main(int argc, char** argv) {
   using namespace mpitron;
   comm::Environment environment(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
-  mpi_test::g_world = environment.world();
-  comm::Communicator& world = mpi_test::g_world;
-  world.set_timeout(mpi_test::timeout_from_environment());
+  test::g_world = environment.world();
+  comm::Communicator& world = test::g_world;
+  world.set_timeout(test::timeout_from_environment());
 
   ::testing::TestEventListeners& listeners = ::testing::UnitTest::GetInstance()->listeners();
   if (world.rank() != 0) delete listeners.Release(listeners.default_result_printer());
-  listeners.Append(new mpi_test::RankFailurePrinter(world.rank()));
+  listeners.Append(new test::RankFailurePrinter(world.rank()));
 
   const int code = comm::run_guarded(world, [&] {
     const bool failed = RUN_ALL_TESTS() != 0;
-    return mpi_test::agree_on_outcome(world, failed);
+    return test::agree_on_outcome(world, failed);
   });
-  mpi_test::g_world = comm::Communicator();
+  test::g_world = comm::Communicator();
   return code;
 }

@@ -9,9 +9,9 @@
 
 #include "comm/communicator.h"
 
-namespace mpitron::mpi_test {
+namespace mpitron::test {
 
 /// The world communicator of this test process.
 comm::Communicator& world();
 
-}  // namespace mpitron::mpi_test
+}  // namespace mpitron::test

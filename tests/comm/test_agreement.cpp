@@ -12,7 +12,7 @@ namespace mpitron::comm {
 namespace {
 
 TEST(Agreement, ScalarReductionsAndGatherAreExactOnRankValues) {
-  const Communicator& world = mpi_test::world();
+  const Communicator& world = test::world();
   const int n = world.size(), r = world.rank();
   EXPECT_EQ(all_reduce_scalar(world, r + 1.0, ReduceOp::sum), n * (n + 1) / 2.0);
   EXPECT_EQ(all_reduce_scalar(world, r, ReduceOp::max), n - 1.0);
@@ -24,7 +24,7 @@ TEST(Agreement, ScalarReductionsAndGatherAreExactOnRankValues) {
 }
 
 TEST(Agreement, RanksWhereListsWorldRanksInOrderOnEveryRank) {
-  const Communicator& world = mpi_test::world();
+  const Communicator& world = test::world();
   std::vector<int> odd;
   for (int r = 1; r < world.size(); r += 2)
     odd.push_back(r);

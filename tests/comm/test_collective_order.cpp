@@ -26,13 +26,13 @@
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 namespace {
 
 using comm::Communicator;
 using comm::ReduceOp;
 using kernels::DType;
-using mpi_test::world;
+using test::world;
 
 // Rank `rank`'s element i: floats of mixed signs and magnitudes (10-bit integers times 2^-30 ..
 // 2^40, wider than float64's 53 bits), so a sum's rounding depends on its order; integers
@@ -309,4 +309,4 @@ TEST(AllGatherGroups, EveryBlockLandsInItsColumns) {
 }
 
 }  // namespace
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

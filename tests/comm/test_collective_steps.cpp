@@ -17,12 +17,12 @@
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 namespace {
 
 using comm::ReduceOp;
 using kernels::DType;
-using mpi_test::world;
+using test::world;
 
 // Rank `rank`'s element i: floats of many magnitudes, so a misplaced operand shows, and every
 // third one a zero signed by the rank's parity, so max shows a swapped operand order (max of -0
@@ -73,4 +73,4 @@ TEST(ExchangeAndCombine, EveryPieceIsCombinedInTheRequestedOrder) {
 }
 
 }  // namespace
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

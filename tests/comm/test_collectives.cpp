@@ -15,12 +15,12 @@
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 namespace {
 
 using comm::Communicator;
 using comm::ReduceOp;
-using mpi_test::world;
+using test::world;
 
 // tp 2 when there are 2 ranks or more, pp 2 when 4 or more, dp the rest.
 comm::ParallelTopology topology_for_world() {
@@ -251,4 +251,4 @@ TEST(Collectives, DirectAndStagedCudaTransfersAgree) {
 }
 
 }  // namespace
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

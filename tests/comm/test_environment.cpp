@@ -8,10 +8,10 @@
 #include "comm/topology.h"
 #include "mpi_test_main.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 namespace {
 
-using mpi_test::world;
+using test::world;
 
 TEST(Environment, MpiErrorsAreReturnedAsExceptionsOnEveryCommunicator) {
   const comm::ParallelTopology topology(world(), world().size(), 1, 1);
@@ -126,4 +126,4 @@ TEST(Environment, InvalidSettingsAreRejected) {
 }
 
 }  // namespace
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

@@ -14,11 +14,11 @@
 #include "kernels/ops.h"
 #include "mpi_test_main.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 namespace {
 
 using comm::Communicator;
-using mpi_test::world;
+using test::world;
 
 // rank s sends values s * 100 + i.
 std::vector<double> payload_of(int rank, std::size_t count) {
@@ -266,4 +266,4 @@ TEST(PointToPoint, WaitingSleepsInsteadOfSpinning) {
 }
 
 }  // namespace
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

@@ -17,10 +17,10 @@
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 namespace {
 
-using mpi_test::world;
+using test::world;
 
 // Transfer k from rank s carries s * 1000 + k * 100 + i.
 std::vector<double> payload_of(int rank, int k, std::size_t count) {
@@ -199,4 +199,4 @@ TEST(RecvRequest, TagsOutsideTheRangeAreRejected) {
 }
 
 }  // namespace
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

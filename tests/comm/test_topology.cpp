@@ -12,11 +12,11 @@
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
-namespace mpitron::comm_test {
+namespace mpitron::test {
 namespace {
 
 using comm::Axis;
-using mpi_test::world;
+using test::world;
 
 struct Sizes {
   int tp;
@@ -106,4 +106,4 @@ TEST(Topology, GroupsShareTheWorldsSettings) {
 }
 
 }  // namespace
-}  // namespace mpitron::comm_test
+}  // namespace mpitron::test

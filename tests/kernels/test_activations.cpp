@@ -4,9 +4,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 using ActivationTest = KernelTest;
@@ -235,4 +236,4 @@ TEST_P(ActivationTest, MseForwardAndBackwardMatchNaiveLoops) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

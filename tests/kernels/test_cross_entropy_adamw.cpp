@@ -6,9 +6,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 constexpr std::size_t kRows = 6, kVocab = 37;
@@ -167,4 +168,4 @@ TEST_P(LossKernelTest, SumSquaresAccumulatesInDouble) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

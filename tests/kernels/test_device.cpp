@@ -4,10 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 #include "kernels/cuda_module.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 using DeviceTest = KernelTest;
@@ -137,4 +138,4 @@ TEST(Device, CpuThreadsAreConfigurable) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

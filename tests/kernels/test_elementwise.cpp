@@ -5,9 +5,10 @@
 #include <cstddef>
 #include <vector>
 
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 using ElementwiseTest = KernelTest;
@@ -119,4 +120,4 @@ TEST_P(ElementwiseTest, SumOfNothingIsZero) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

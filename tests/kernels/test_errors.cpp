@@ -8,7 +8,8 @@
 
 #include "kernels/ops.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 Buffer cpu(std::size_t n, DType dtype = DType::f32) {
@@ -111,4 +112,4 @@ TEST(Errors, ModelOpsCheckShapesIndicesAndHyperparameters) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

@@ -6,9 +6,10 @@
 #include <limits>
 #include <vector>
 
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 using GemmTest = KernelTest;
@@ -110,4 +111,4 @@ TEST_P(GemmTest, BatchedWithSharedLeftOperand) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

@@ -11,7 +11,8 @@
 #include "kernels/device.h"
 #include "kernels/ops.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 class IntegerBuffers : public ::testing::TestWithParam<Device> {
@@ -129,4 +130,4 @@ TEST(IntegerDtypes, ArithmeticOpsRejectIntegerBuffers) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

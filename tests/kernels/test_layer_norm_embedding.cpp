@@ -4,9 +4,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 using ModelKernelTest = KernelTest;
@@ -136,4 +137,4 @@ TEST_P(ModelKernelTest, EmbeddingBackwardAccumulatesRepeatedIndicesInTheSlice) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

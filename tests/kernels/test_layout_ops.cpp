@@ -3,9 +3,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
+using namespace ::mpitron::kernels;
 namespace {
 
 using LayoutTest = KernelTest;
@@ -62,4 +63,4 @@ TEST_P(LayoutTest, CopyRowsPastTheEndThrows) {
 }
 
 }  // namespace
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

@@ -15,7 +15,9 @@
 #include "nn_test_support.h"
 #include "support/golden_file.h"
 
-namespace mpitron::nn {
+namespace mpitron::test {
+
+using autograd::Tensor;
 
 /// Every (tp, pp, dp) with tp*pp*dp == world, for tp, pp, dp in {1, 2, 4}.
 inline std::vector<std::array<int, 3>> topologies_of(int world) {
@@ -40,23 +42,23 @@ inline double max_rel_error(const Tensor& a, const Tensor& b) {
 }
 
 /// This rank's slice of `full` for a parameter laid out like `p` over a TP group of `tp` ranks.
-inline Tensor slice_of(const Tensor& full, const Parameter& p, int tp_rank, int tp) {
-  return tp_slice(full, p.split_dim, tp_rank, tp);
+inline Tensor slice_of(const Tensor& full, const nn::Parameter& p, int tp_rank, int tp) {
+  return nn::tp_slice(full, p.split_dim, tp_rank, tp);
 }
 
 /// Parameters read from "param.<name>" entries of a golden file.
-inline MasterInit golden_init(const test::GoldenFile& golden, DType dtype) {
-  return [&golden, dtype](const ParameterSpec& spec) {
+inline nn::MasterInit golden_init(const GoldenFile& golden, autograd::DType dtype) {
+  return [&golden, dtype](const nn::ParameterSpec& spec) {
     return golden.tensor("param." + spec.name, dtype);
   };
 }
 
 /// Integer ids of a golden entry as an int64 tensor.
-inline Tensor golden_ids(const test::GoldenFile& golden, const std::string& name) {
+inline Tensor golden_ids(const GoldenFile& golden, const std::string& name) {
   std::vector<std::int64_t> ids;
   for (const double v : golden.values(name))
     ids.push_back(static_cast<std::int64_t>(v));
   return Tensor::from_indices(ids, golden.shape(name));
 }
 
-}  // namespace mpitron::nn
+}  // namespace mpitron::test

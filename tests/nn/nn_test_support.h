@@ -1,5 +1,5 @@
-// Shared helpers of the nn tests (multi-rank, linked with mpitron_mpi_test_main): the test world
-// and the tests/support helpers they use.
+// What the nn tests (multi-rank, linked with mpitron_mpi_test_main) share: the test world
+// (test::world()) and the tests/support helpers, all in namespace mpitron::test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,16 +9,3 @@
 #include "support/compare.h"
 #include "support/device_dtype.h"
 #include "support/golden_file.h"
-
-namespace mpitron::nn {
-
-/// The world communicator of this test job.
-inline const comm::Communicator& test_world() {
-  return mpi_test::world();
-}
-
-using test::DeviceDtypeTest;
-using test::expect_close;
-using test::GoldenFile;
-
-}  // namespace mpitron::nn

@@ -79,7 +79,8 @@ TEST(MultiHeadAttention, DenseMatchesNaiveLoops) {
   const Tensor y = MultiHeadAttention(w, heads).forward(x);
   ASSERT_EQ(y.shape(), x.shape());
   // float64, O(1) values, sums of <= 12 terms: differences are a few ulps (~1e-15).
-  expect_close(y, Tensor::from_vector(naive_attention(x, w, heads), x.shape(), DType::f64), 1e-12);
+  test::expect_close(y, Tensor::from_vector(naive_attention(x, w, heads), x.shape(), DType::f64),
+                     1e-12);
 }
 
 TEST(MultiHeadAttention, CausalDenseMatchesNaiveLoops) {
@@ -88,8 +89,8 @@ TEST(MultiHeadAttention, CausalDenseMatchesNaiveLoops) {
   const Tensor x = autograd::randn({2, 6, embed}, 10, 1.0, DType::f64);
   const Tensor y = MultiHeadAttention(w, heads, /*causal=*/true).forward(x);
   // As the non-causal case: a few ulps. Position 0 sees only itself: its output is out(v(x_0)).
-  expect_close(y, Tensor::from_vector(naive_attention(x, w, heads, true), x.shape(), DType::f64),
-               1e-12);
+  test::expect_close(
+      y, Tensor::from_vector(naive_attention(x, w, heads, true), x.shape(), DType::f64), 1e-12);
   const Tensor full = MultiHeadAttention(w, heads).forward(x);
   EXPECT_GT(std::abs(y.to_vector()[embed] - full.to_vector()[embed]), 1e-6);  // the mask acts
 }
@@ -129,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, ParallelAttention, ::testing::Values(DType::f64
                          [](const auto& info) { return kernels::to_string(info.param); });
 
 void ParallelAttention::check_parallel_matches_dense(bool causal) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   const DType dtype = GetParam();
   const double tolerance = dtype == DType::f64 ? 1e-11 : 2e-5;
   const std::int64_t heads = 2 * tp.size(), embed = 4 * heads;
@@ -142,10 +143,10 @@ void ParallelAttention::check_parallel_matches_dense(bool causal) {
 
   const Tensor y_parallel = parallel.forward(x_parallel);
   const Tensor y_dense = dense.forward(x_dense);
-  expect_close(y_parallel, y_dense, tolerance);
+  test::expect_close(y_parallel, y_dense, tolerance);
   autograd::sum(autograd::mul(y_parallel, dy)).backward();
   autograd::sum(autograd::mul(y_dense, dy)).backward();
-  expect_close(x_parallel.grad(), x_dense.grad(), tolerance);
+  test::expect_close(x_parallel.grad(), x_dense.grad(), tolerance);
 
   const Parameters mine = parallel.parameters(), full = dense.parameters();
   ASSERT_EQ(mine.size(), 8u);
@@ -159,7 +160,7 @@ void ParallelAttention::check_parallel_matches_dense(bool causal) {
     } else if (i == 6) {  // out.weight: this rank's columns
       expected = autograd::narrow(expected, 1, tp.rank() * width, width);
     }  // out.bias: replicated, the full gradient on every rank
-    expect_close(mine[i].tensor.grad(), expected, tolerance);
+    test::expect_close(mine[i].tensor.grad(), expected, tolerance);
   }
 }
 
@@ -171,7 +172,7 @@ TEST(AttentionSizes, ReportsTheFirstRuleThatFails) {
   const AttentionWeights w = make_attention_weights_normal(12, 0, DType::f32, Device::cpu);
   EXPECT_THROW(MultiHeadAttention(w, 5), std::invalid_argument);
   // heads = tp + 1 is never divisible by tp > 1; on one rank 13 heads do not divide 12.
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   EXPECT_THROW(ParallelMultiHeadAttention(w, tp.size() == 1 ? 13 : tp.size() + 1, tp),
                std::invalid_argument);
 }

@@ -45,14 +45,14 @@ void expect_normwise_close(const Tensor& actual, const Tensor& expected, double 
 // terms per projection is 3e-5 (1e-4 used). The arange case saturates the softmax (score gaps
 // are >= 1e-4 of the scores, far above f32 rounding), so it is a one-hot lookup whose value
 // carries the same relative error.
-class AttentionParity : public DeviceDtypeTest {
+class AttentionParity : public test::DeviceDtypeTest {
  protected:
   double rtol() const { return dtype() == DType::f64 ? 1e-11 : 1e-4; }
-  GoldenFile golden_{"attention.json"};
+  test::GoldenFile golden_{"attention.json"};
 };
 
 TEST_P(AttentionParity, NormalWeightsForwardAndGradients) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   const auto layer = [&](const std::string& name) {
     return LinearWeights{golden_.tensor("normal." + name + ".weight", dtype(), device()),
                          golden_.tensor("normal." + name + ".bias", dtype(), device())};
@@ -81,7 +81,7 @@ TEST_P(AttentionParity, ArangeWeightsForward) {
   const AttentionWeights w = make_attention_weights_arange(64, dtype(), device());
   autograd::NoGradGuard no_grad;
   const Tensor y =
-      ParallelMultiHeadAttention(w, kHeads, test_world()).forward(golden_.tensor("x", dtype()));
+      ParallelMultiHeadAttention(w, kHeads, test::world()).forward(golden_.tensor("x", dtype()));
   expect_normwise_close(y, golden_.tensor("arange.out"), rtol());
 }
 
@@ -90,7 +90,7 @@ TEST_P(AttentionParity, ArangeWeightsForward) {
 // causal softmax; forward, dx and every parameter's gradient. Same tolerances (sums of <= 16
 // terms here, fewer than the 64 above).
 TEST_P(AttentionParity, CausalForwardAndGradients) {
-  const GoldenFile golden("causal_attention.json");
+  const test::GoldenFile golden("causal_attention.json");
   const auto layer = [&](const std::string& name) {
     return LinearWeights{golden.tensor(name + ".weight", dtype(), device()),
                          golden.tensor(name + ".bias", dtype(), device())};

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "scratch_dir.h"
+#include "scratch_dir_test_support.h"
 #include "support/error_message.h"
 
 namespace mpitron::nn {
@@ -96,7 +96,7 @@ void expect_same(const Fulls& actual, const Fulls& expected) {
   }
 }
 
-class Checkpoint : public ScratchDirTest {
+class Checkpoint : public test::ScratchDirTest {
  protected:
   std::vector<FakeParameter> model = fake_model();
   Fulls fulls = known_fulls(model);
@@ -134,7 +134,7 @@ TEST_F(Checkpoint, RebuildsExactFullTensorsAcrossLayouts) {
 TEST_F(Checkpoint, MetaJsonRoundTrips) {
   save(dir, 3, 2, 1, model, fulls);
   EXPECT_EQ(read_meta(dir, 3), meta_of(2, 1));
-  EXPECT_EQ(file_bytes(dir / "latest"), "step_3\n");
+  EXPECT_EQ(test::file_bytes(dir / "latest"), "step_3\n");
 }
 
 TEST_F(Checkpoint, FullRecordMultipliesTheSplitDim) {
@@ -152,7 +152,7 @@ TEST_F(Checkpoint, IncompleteStepsAreNeverLoaded) {
   save(dir, 1, 2, 2, model, fulls);
   std::map<std::string, std::string> step1;
   for (const auto& e : std::filesystem::directory_iterator(dir / "step_1")) {
-    step1[e.path().filename().string()] = file_bytes(e.path());
+    step1[e.path().filename().string()] = test::file_bytes(e.path());
   }
 
   // A crash after writing step 2's shards, before finish_step.
@@ -168,12 +168,12 @@ TEST_F(Checkpoint, IncompleteStepsAreNeverLoaded) {
   // falls back to step 1 until the save finishes.
   write_shard(dir, 2, 0, 0, {});
   EXPECT_FALSE(step_complete(dir, 2));
-  EXPECT_EQ(file_bytes(dir / "latest"), "step_2\n");
+  EXPECT_EQ(test::file_bytes(dir / "latest"), "step_2\n");
   EXPECT_EQ(latest_step(dir), 1);
 
   // Step 1 was never touched.
   for (const auto& [name, bytes] : step1)
-    EXPECT_EQ(file_bytes(dir / "step_1" / name), bytes) << name;
+    EXPECT_EQ(test::file_bytes(dir / "step_1" / name), bytes) << name;
   expect_same(load_full_tensors(dir, 1, records_of(model)), fulls);
 }
 
@@ -184,7 +184,7 @@ TEST_F(Checkpoint, LatestFallsBackToTheNewestCompleteStep) {
   EXPECT_EQ(latest_step(dir), 8);
   std::filesystem::remove(dir / "latest");
   EXPECT_EQ(latest_step(dir), 12);
-  put_file_bytes(dir / "latest", "garbage");
+  test::put_file_bytes(dir / "latest", "garbage");
   EXPECT_EQ(latest_step(dir), 12);
   std::filesystem::remove(dir / "step_12" / "DONE");
   std::filesystem::create_directories(dir / "step_99");  // a crash before any shard was written
@@ -214,13 +214,13 @@ TEST_F(Checkpoint, LocateStepTakesAFolderOrOneOfItsSteps) {
 TEST_F(Checkpoint, NoCompleteStepIsExplained) {
   EXPECT_EQ(no_complete_step_message(dir / "nonexistent"),
             (dir / "nonexistent").string() + ": no such checkpoint folder");
-  put_file_bytes(dir / "file", "x");
+  test::put_file_bytes(dir / "file", "x");
   EXPECT_EQ(no_complete_step_message(dir / "file"), (dir / "file").string() + ": not a folder");
   EXPECT_EQ(no_complete_step_message(dir),
             dir.string() + ": no checkpoint step (no step_<k> folder)");
   write_all_shards(dir, 10, 1, 1, model, fulls);
   write_all_shards(dir, 9, 1, 1, model, fulls);
-  put_file_bytes(dir / "step_11", "not a folder");
+  test::put_file_bytes(dir / "step_11", "not a folder");
   EXPECT_EQ(no_complete_step_message(dir),
             (dir / "step_10").string() +
                 ": incomplete checkpoint (no DONE marker), and no other step is complete");
@@ -230,7 +230,7 @@ TEST_F(Checkpoint, SavingAgainReplacesAPartialStepOfAnotherLayout) {
   // A crash while step 3 was saved at tp 4: two of four shards and a writer's temporary file.
   write_shard(dir, 3, 0, 0, {{"stale", Tensor::zeros({2})}});
   write_shard(dir, 3, 3, 0, {{"stale", Tensor::zeros({2})}});
-  put_file_bytes(dir / "step_3" / ".shard_tp1_pp0.safetensors.tmp.123.0", "partial");
+  test::put_file_bytes(dir / "step_3" / ".shard_tp1_pp0.safetensors.tmp.123.0", "partial");
   save(dir, 3, 2, 1, model, fulls);
   std::set<std::string> names;
   for (const auto& e : std::filesystem::directory_iterator(dir / "step_3")) {
@@ -244,8 +244,8 @@ TEST_F(Checkpoint, SavingAgainReplacesAPartialStepOfAnotherLayout) {
 TEST_F(Checkpoint, MissingAndDamagedFilesAreNamed) {
   save(dir, 5, 2, 2, model, fulls);
   const std::filesystem::path shard = shard_path(dir, 5, 1, 1);
-  const std::string bytes = file_bytes(shard);
-  put_file_bytes(shard, bytes.substr(0, bytes.size() - 4));
+  const std::string bytes = test::file_bytes(shard);
+  test::put_file_bytes(shard, bytes.substr(0, bytes.size() - 4));
   EXPECT_THAT(load_error(5, records_of(model)), names(shard.string(), ": short data: tensor '"));
   std::filesystem::remove(shard);
   EXPECT_THAT(load_error(5, records_of(model)), names(shard.string(), ": missing shard file"));
@@ -265,7 +265,7 @@ TEST_F(Checkpoint, MissingAndDamagedFilesAreNamed) {
 
   std::filesystem::remove(dir / "step_5" / "meta.json");
   EXPECT_THAT(load_error(5, records_of(model)), names("step_5/meta.json: missing"));
-  put_file_bytes(dir / "step_5" / "meta.json", R"({"topology": {"tp": 2}})");
+  test::put_file_bytes(dir / "step_5" / "meta.json", R"({"topology": {"tp": 2}})");
   EXPECT_THAT(load_error(5, records_of(model)),
               names("meta.json: has topology {\"tp\":2} without a positive integer \"pp\""));
 }

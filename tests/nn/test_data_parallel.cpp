@@ -16,7 +16,7 @@ namespace {
 using autograd::Tensor;
 
 TEST(DataParallelGradients, AveragesTheGradientsItFindsAndLeavesViews) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   const double n = dp.size();
   Tensor a = Tensor::zeros({2, 3}).set_requires_grad();
   Tensor b = Tensor::zeros({5}).set_requires_grad();
@@ -39,7 +39,7 @@ TEST(DataParallelGradients, AveragesTheGradientsItFindsAndLeavesViews) {
 // loss = sum_i sum(w_i * x_i) with x_i = (rank + 1) * (i + 1) * pass: d loss / d w_i = x_i, so
 // after passes 1..P the averaged gradient of w_i is (i + 1) * (n + 1) / 2 * P (P + 1) / 2.
 TEST(DataParallelGradients, BucketsStartDuringBackwardAndAccumulateInPlace) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   const double n = dp.size();
   Parameters parameters;
   for (int i = 0; i < 4; ++i) {
@@ -76,7 +76,7 @@ TEST(DataParallelGradients, BucketsStartDuringBackwardAndAccumulateInPlace) {
 // A frozen parameter (no requires_grad, so no hook) in a bucket does not hold it back until
 // finish: the bucket starts as soon as backward has made the trainable one's gradient final.
 TEST(DataParallelGradients, AFrozenParameterDoesNotHoldItsBucketBack) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   const double n = dp.size();
   Tensor trainable = Tensor::zeros({4}, autograd::DType::f64).set_requires_grad();
   Tensor frozen = Tensor::zeros({3}, autograd::DType::f64);
@@ -99,7 +99,7 @@ TEST(DataParallelGradients, AFrozenParameterDoesNotHoldItsBucketBack) {
 // bucket's run at most kMaxInFlight at a time; every element gets the mean of
 // (rank + 1) * (j % 7 + 1), which is exact in float64.
 TEST(DataParallelGradients, BucketsLargerThanAPieceAverageEveryElement) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   const double n = dp.size();
   const auto big_numel = static_cast<std::int64_t>(2 * DataParallelGradients::kPieceElements + 7);
   Tensor big = Tensor::zeros({big_numel}, autograd::DType::f64).set_requires_grad();
@@ -123,7 +123,7 @@ TEST(DataParallelGradients, BucketsLargerThanAPieceAverageEveryElement) {
 }
 
 TEST(DataParallelGradients, MoreBackwardPassesThanSetIsAnError) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   if (dp.size() == 1) GTEST_SKIP() << "one replica reduces nothing";
   Tensor w = Tensor::zeros({2}).set_requires_grad();
   DataParallelGradients gradients({{"w", w}}, dp);
@@ -136,7 +136,7 @@ TEST(DataParallelGradients, MoreBackwardPassesThanSetIsAnError) {
 // still averaged: the bucket takes its values back into the flat buffer (PyTorch DDP's reducer
 // copies such a gradient into its bucket view the same way), and `zero` clears it.
 TEST(DataParallelGradients, TakesBackGradientsReplacedBySetGrad) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   const double n = dp.size();
   Tensor w = Tensor::zeros({3}, autograd::DType::f64).set_requires_grad();
   Tensor v = Tensor::zeros({2}, autograd::DType::f64).set_requires_grad();
@@ -164,7 +164,7 @@ TEST(DataParallelGradients, TakesBackGradientsReplacedBySetGrad) {
 // same way): the second firing must be an error that names the cause, not a silent average of
 // half a gradient.
 TEST(DataParallelGradients, AParameterSharedByTwoRecomputedRegionsIsAnErrorNamingTheCause) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   if (dp.size() == 1) GTEST_SKIP() << "one replica reduces nothing";
   Tensor w = Tensor::full({2, 2}, 0.5, autograd::DType::f64).set_requires_grad();
   DataParallelGradients gradients({{"w", w}}, dp);
@@ -181,7 +181,7 @@ TEST(DataParallelGradients, AParameterSharedByTwoRecomputedRegionsIsAnErrorNamin
 }
 
 TEST(DataParallelGradients, RejectsMixedDtypesAndZeroBuckets) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   Tensor a = Tensor::zeros({2}).set_requires_grad();
   Tensor b = Tensor::zeros({2}, autograd::DType::f64).set_requires_grad();
   EXPECT_THROW(DataParallelGradients({{"a", a}, {"b", b}}, dp), std::invalid_argument);

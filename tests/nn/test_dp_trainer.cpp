@@ -19,11 +19,11 @@ using autograd::Tensor;
 
 // A 1-process communicator of this rank alone, for the single-process reference run.
 comm::Communicator self() {
-  return test_world().split(test_world().rank(), 0, "self");
+  return test::world().split(test::world().rank(), 0, "self");
 }
 
 double average_over_world(double mine) {
-  return comm::all_reduce_scalar(test_world(), mine, comm::ReduceOp::avg);
+  return comm::all_reduce_scalar(test::world(), mine, comm::ReduceOp::avg);
 }
 
 struct Run {
@@ -53,8 +53,8 @@ TEST_P(DataParallelVsOneRank, EndsWithTheSameParameters) {
   options.lr = 0.05;
   options.momentum = GetParam().momentum;
   options.shuffle_seed = 33;
-  DataParallelTrainer replicas(initial, data, test_world(), options);
-  options.batch_size *= test_world().size();
+  DataParallelTrainer replicas(initial, data, test::world(), options);
+  options.batch_size *= test::world().size();
   DataParallelTrainer single(initial, data, self(), options);
   ASSERT_EQ(replicas.steps_per_epoch(), single.steps_per_epoch());
   for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
@@ -70,7 +70,7 @@ TEST_P(DataParallelVsOneRank, EndsWithTheSameParameters) {
   ASSERT_EQ(mine.size(), expected.size());
   for (std::size_t i = 0; i < mine.size(); ++i) {
     SCOPED_TRACE(mine[i].name);
-    expect_close(mine[i].tensor, expected[i].tensor, 1e-5);
+    test::expect_close(mine[i].tensor, expected[i].tensor, 1e-5);
   }
 }
 
@@ -82,14 +82,14 @@ INSTANTIATE_TEST_SUITE_P(Models, DataParallelVsOneRank,
                          });
 
 TEST(DataParallelTrainer, EveryRankRunsTheSameStepsWhenSamplesDoNotDivide) {
-  const int n = test_world().size();
+  const int n = test::world().size();
   const Dataset data = make_synthetic_dataset(4 * n + 1, 3, 1, 41);  // one padded index per rank
   TrainerOptions options;
   options.batch_size = 3;
   for (bool drop_last : {false, true}) {
     options.drop_last = drop_last;
     DataParallelTrainer trainer(make_regressor_weights(3, 0, 1, 42, DType::f32, Device::cpu), data,
-                                test_world(), options);
+                                test::world(), options);
     // 5 (padded), or 4 (dropped; 5 on one rank) samples per rank in batches of 3: two steps.
     EXPECT_EQ(trainer.steps_per_epoch(), 2);
     EXPECT_EQ(trainer.train_epoch(0).size(), 2u);
@@ -100,17 +100,17 @@ TEST(DataParallelTrainer, EveryRankRunsTheSameStepsWhenSamplesDoNotDivide) {
 // reads rows r, r + N, ..., so with batch 8/N per rank the replicas' batches make up exactly
 // torch's. f64: rounding only (~1e-15 per step; 1e-12 used). f32: inputs and updates rounded to
 // 2^-24 relative; over five steps of 10-term sums 1e-5 leaves a ~10x margin.
-class TrainDpParity : public DeviceDtypeTest {};
+class TrainDpParity : public test::DeviceDtypeTest {};
 
 TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
-  const GoldenFile golden("train_dp.json");
+  const test::GoldenFile golden("train_dp.json");
   const double tolerance = dtype() == DType::f64 ? 1e-12 : 1e-5;
   const Tensor x = golden.tensor("x"), y = golden.tensor("y");
   const Dataset data{x.size(0), x.size(1), y.size(1), x.to_vector(), y.to_vector()};
   for (const std::string run : {"plain", "momentum"}) {
     SCOPED_TRACE(run);
     TrainerOptions options;
-    options.batch_size = static_cast<std::int64_t>(golden.scalar("batch")) / test_world().size();
+    options.batch_size = static_cast<std::int64_t>(golden.scalar("batch")) / test::world().size();
     options.lr = golden.scalar("lr");
     options.momentum = golden.scalar(run + ".momentum");
     options.shuffle = false;
@@ -118,7 +118,7 @@ TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
     options.device = device();
     DataParallelTrainer trainer(
         {{golden.tensor("weight", dtype(), device()), golden.tensor("bias", dtype(), device())}},
-        data, test_world(), options);
+        data, test::world(), options);
     const std::vector<double> losses = trainer.train_epoch(0);
     const std::vector<double> expected = golden.tensor(run + ".losses").to_vector();
     ASSERT_EQ(losses.size(), expected.size());
@@ -126,8 +126,8 @@ TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
       EXPECT_NEAR(average_over_world(losses[step]), expected[step], tolerance) << "step " << step;
     }
     const Parameters params = trainer.model().parameters();
-    expect_close(params[0].tensor, golden.tensor(run + ".weight"), tolerance);
-    expect_close(params[1].tensor, golden.tensor(run + ".bias"), tolerance);
+    test::expect_close(params[0].tensor, golden.tensor(run + ".weight"), tolerance);
+    test::expect_close(params[1].tensor, golden.tensor(run + ".bias"), tolerance);
   }
 }
 
@@ -135,7 +135,7 @@ INSTANTIATE_TEST_SUITE_P(Devices, TrainDpParity, test::all_devices_and_dtypes(),
                          test::device_dtype_name);
 
 TEST(ReplicaDifference, IsZeroInSyncAndSeesADriftOnTheLastRank) {
-  const comm::Communicator& dp = test_world();
+  const comm::Communicator& dp = test::world();
   Tensor a = Tensor::full({3}, 1.5).set_requires_grad();
   Tensor b = Tensor::full({2, 2}, -2.0).set_requires_grad();
   const Parameters params{{"a", a}, {"b", b}};

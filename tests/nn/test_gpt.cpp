@@ -31,7 +31,7 @@ void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp
                          DType dtype, double tolerance, bool recompute = false) {
   SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} micro-batches, {}{}", tp, pp, dp, micro_batches,
                            to_string(schedule), recompute ? ", recomputing activations" : ""));
-  const comm::ParallelTopology topology(test_world(), tp, pp, dp);
+  const comm::ParallelTopology topology(test::world(), tp, pp, dp);
   GptTrainOptions options;
   options.schedule = schedule;
   options.dtype = dtype;
@@ -50,8 +50,8 @@ void expect_step_matches(const GptConfig& config, const MasterInit& init, int tp
         EXPECT_LE(std::abs(g), 1e-6);
       continue;
     }
-    const Tensor expected = slice_of(expected_grad(p.name), p, topology.tp_rank(), tp);
-    EXPECT_LE(max_rel_error(p.tensor.grad(), expected), tolerance);
+    const Tensor expected = test::slice_of(expected_grad(p.name), p, topology.tp_rank(), tp);
+    EXPECT_LE(test::max_rel_error(p.tensor.grad(), expected), tolerance);
   }
 }
 
@@ -66,7 +66,7 @@ TEST(Gpt, LossAndGradientsMatchTheDenseModelOnEveryTopology) {
   const TensorMap dense = dense_gpt_parameters(config, init);
   const Tensor loss = dense_gpt_loss(config, dense, tokens, targets);
   loss.backward();
-  for (const auto& [tp, pp, dp] : topologies_of(test_world().size())) {
+  for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
     for (const ScheduleKind schedule : {ScheduleKind::afab, ScheduleKind::one_f_one_b}) {
       for (const std::int64_t micro_batches : {1, 2}) {
         expect_step_matches(
@@ -88,13 +88,14 @@ TEST(Gpt, LossAndGradientsMatchTheDenseModelOnEveryTopology) {
 TEST(Gpt, LossAndGradientsMatchPyTorchOnEveryTopology) {
   const test::GoldenFile golden("gpt.json");
   const GptConfig config{256, 16, 2, 32, 4};
-  const Tensor tokens = golden_ids(golden, "tokens"), targets = golden_ids(golden, "targets");
+  const Tensor tokens = test::golden_ids(golden, "tokens"),
+               targets = test::golden_ids(golden, "targets");
   for (const auto& [dtype, tolerance] : {std::pair{DType::f64, 1e-9}, {DType::f32, 2e-4}}) {
-    for (const auto& [tp, pp, dp] : topologies_of(test_world().size())) {
+    for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
       if (config.layers % pp != 0) continue;
       expect_step_matches(
-          config, golden_init(golden, dtype), tp, pp, dp, ScheduleKind::one_f_one_b, 1, tokens,
-          targets, golden.scalar("loss"),
+          config, test::golden_init(golden, dtype), tp, pp, dp, ScheduleKind::one_f_one_b, 1,
+          tokens, targets, golden.scalar("loss"),
           [&](const std::string& name) { return golden.tensor("grad." + name); }, dtype, tolerance);
     }
   }
@@ -102,8 +103,8 @@ TEST(Gpt, LossAndGradientsMatchPyTorchOnEveryTopology) {
 
 TEST(Gpt, ParametersCarryTheirNamesAndLayouts) {
   const GptConfig config{256, 8, 4, 16, 4};
-  for (const auto& [tp, pp, dp] : topologies_of(test_world().size())) {
-    const comm::ParallelTopology topology(test_world(), tp, pp, dp);
+  for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
+    const comm::ParallelTopology topology(test::world(), tp, pp, dp);
     const GptStage stage(config, gpt2_init(1, config.layers, DType::f32, Device::cpu), topology);
     for (const Parameter& p : stage.parameters()) {
       SCOPED_TRACE(p.name);
@@ -124,7 +125,7 @@ TEST(Gpt, ParametersCarryTheirNamesAndLayouts) {
 }
 
 TEST(Gpt, BadSizesAndIdsAreOneLineErrors) {
-  const comm::ParallelTopology topology(test_world(), 1, 1, test_world().size());
+  const comm::ParallelTopology topology(test::world(), 1, 1, test::world().size());
   const auto init = gpt2_init(1, 2, DType::f32, Device::cpu);
   EXPECT_THROW(GptStage(GptConfig{256, 8, 2, 18, 4}, init, topology), std::invalid_argument);
   const GptStage stage(GptConfig{256, 8, 2, 16, 4}, init, topology);

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "scratch_dir.h"
+#include "scratch_dir_test_support.h"
 #include "support/error_message.h"
 
 namespace mpitron::nn {
@@ -56,7 +56,7 @@ std::vector<std::pair<std::string, Shape>> docstring_layout(int layers, std::int
   return layout;
 }
 
-class GptExport : public ScratchDirTest {
+class GptExport : public test::ScratchDirTest {
  protected:
   std::map<std::string, Tensor> input = read_map(kData + "/gpt_mpitron_names.safetensors");
 };
@@ -65,7 +65,7 @@ TEST_F(GptExport, NamesAndShapesAreThePeersLayout) {
   const std::vector<NamedTensor> exported = gpt_export_tensors(input);
   const auto layout = docstring_layout(2, 8, 16);
   const nlohmann::json golden =
-      nlohmann::json::parse(file_bytes(kData + "/gpt_export_golden.json"));
+      nlohmann::json::parse(test::file_bytes(kData + "/gpt_export_golden.json"));
   ASSERT_EQ(exported.size(), layout.size());
   ASSERT_EQ(golden["names"].size(), layout.size());
   for (std::size_t i = 0; i < layout.size(); ++i) {
@@ -95,8 +95,8 @@ TEST_F(GptExport, EqualsTheStateDictThePeerLoaded) {
   EXPECT_EQ(std::vector<double>(c_attn.begin() + 64, c_attn.begin() + 128), k);
   // Written with our writer, the file is byte for byte the one Python wrote of torch's state.
   write_safetensors(dir / "model.safetensors", exported);
-  EXPECT_EQ(file_bytes(dir / "model.safetensors"),
-            file_bytes(kData + "/gpt_export_expected.safetensors"));
+  EXPECT_EQ(test::file_bytes(dir / "model.safetensors"),
+            test::file_bytes(kData + "/gpt_export_expected.safetensors"));
 }
 
 TEST_F(GptExport, RejectsMissingUnexpectedAndMisshapenTensors) {

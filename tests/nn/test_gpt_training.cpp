@@ -56,7 +56,7 @@ std::vector<double> loss_curve(const comm::Communicator& world, int tp, int pp, 
 
 // The 1-rank run, on a communicator of this rank alone.
 std::vector<double> reference_curve(const Recipe& recipe) {
-  const comm::Communicator self = test_world().split(test_world().rank(), 0, "self");
+  const comm::Communicator self = test::world().split(test::world().rank(), 0, "self");
   return loss_curve(self, 1, 1, 1, recipe);
 }
 
@@ -70,9 +70,9 @@ double max_relative_deviation(const std::vector<double>& a, const std::vector<do
 // Topologies of this world worth a loss curve: all of them up to 4 ranks; at 8 ranks (on a
 // 2-core CI machine) the 3-D one only.
 std::vector<std::array<int, 3>> curve_topologies() {
-  const int world = test_world().size();
+  const int world = test::world().size();
   if (world == 8) return {{2, 2, 2}};
-  return topologies_of(world);
+  return test::topologies_of(world);
 }
 
 // Float32: the topologies sum in different orders (TP all-reduces, micro-batch accumulation),
@@ -90,7 +90,7 @@ TEST(GptTraining, EveryTopologyFollowsTheOneRankLossCurve) {
       SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} x{} micro-batches, {}", tp, pp, dp,
                                to_string(recipe.schedule), recipe.micro_batches,
                                recipe.optimizer == OptimizerKind::sgd ? "sgd" : "adamw"));
-      const std::vector<double> curve = loss_curve(test_world(), tp, pp, dp, recipe);
+      const std::vector<double> curve = loss_curve(test::world(), tp, pp, dp, recipe);
       EXPECT_LE(max_relative_deviation(curve, reference), 1e-5);
       EXPECT_LT(curve.back(), curve.front());  // it learns
     }
@@ -121,7 +121,7 @@ TEST(GptTraining, PlantedFaultsLeaveTheLossCurve) {
           fmt::format("tp {} pp {} dp {}, fault {}", tp, pp, dp, static_cast<int>(c.fault)));
       inject_fault(c.fault);
       const std::vector<double> curve =
-          loss_curve(test_world(), tp, pp, dp, c.with_sgd ? sgd : adamw);
+          loss_curve(test::world(), tp, pp, dp, c.with_sgd ? sgd : adamw);
       inject_fault(Fault::none);
       EXPECT_GT(max_relative_deviation(curve, c.with_sgd ? sgd_reference : adamw_reference), 1e-3);
     }
@@ -134,19 +134,19 @@ TEST(GptTraining, PlantedFaultsLeaveTheLossCurve) {
 TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
   const test::GoldenFile init("gpt.json"), golden("gpt_train.json");
   const GptConfig config{256, 16, 2, 32, 4};
-  for (const auto& [tp, pp, dp] : topologies_of(test_world().size())) {
+  for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
     if (config.layers % pp != 0) continue;
     SCOPED_TRACE(fmt::format("tp {} pp {} dp {}", tp, pp, dp));
-    const comm::ParallelTopology topology(test_world(), tp, pp, dp);
+    const comm::ParallelTopology topology(test::world(), tp, pp, dp);
     GptTrainOptions options;
     options.lr = 1e-2;
     options.grad_clip = 1.0;
     options.dtype = DType::f64;
-    GptTrainer trainer(config, golden_init(init, DType::f64), topology, options);
+    GptTrainer trainer(config, test::golden_init(init, DType::f64), topology, options);
     const LrSchedule schedule{1e-2, 1e-3, 2, 5};
     for (int step = 1; step <= 5; ++step) {
-      const TokenBatch batch{golden_ids(golden, fmt::format("tokens.{}", step)),
-                             golden_ids(golden, fmt::format("targets.{}", step))};
+      const TokenBatch batch{test::golden_ids(golden, fmt::format("tokens.{}", step)),
+                             test::golden_ids(golden, fmt::format("targets.{}", step))};
       const StepResult result =
           trainer.step(replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
       const double loss = golden.scalar(fmt::format("loss.{}", step));
@@ -156,8 +156,9 @@ TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
     }
     for (const Parameter& p : trainer.parameters()) {
       SCOPED_TRACE(p.name);
-      const Tensor expected = slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
-      EXPECT_LE(max_rel_error(p.tensor, expected), 1e-8);
+      const Tensor expected =
+          test::slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
+      EXPECT_LE(test::max_rel_error(p.tensor, expected), 1e-8);
     }
   }
 }

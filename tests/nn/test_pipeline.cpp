@@ -52,7 +52,7 @@ struct Model {
       const Parameters mine = stage[i].parameters(), reference = dense[first + i].parameters();
       for (std::size_t j = 0; j < mine.size(); ++j) {
         SCOPED_TRACE(mine[j].name);
-        expect_close(mine[j].tensor.grad(), reference[j].tensor.grad(), kTolerance);
+        test::expect_close(mine[j].tensor.grad(), reference[j].tensor.grad(), kTolerance);
       }
     }
   }
@@ -65,7 +65,7 @@ struct Model {
 };
 
 comm::ParallelTopology pipeline_world() {
-  return comm::ParallelTopology(test_world(), 1, test_world().size(), 1);
+  return comm::ParallelTopology(test::world(), 1, test::world().size(), 1);
 }
 
 class Pipeline : public ::testing::TestWithParam<std::tuple<ScheduleKind, int>> {};
@@ -85,9 +85,9 @@ TEST_P(Pipeline, MseTrainStepMatchesTheDenseStack) {
   expected_loss.backward();
 
   if (topology.is_last_stage()) {
-    expect_close(result.output, expected.detach(), kTolerance);
-    expect_close(inference, expected.detach(), kTolerance);
-    expect_close(result.loss, expected_loss.detach(), kTolerance);
+    test::expect_close(result.output, expected.detach(), kTolerance);
+    test::expect_close(inference, expected.detach(), kTolerance);
+    test::expect_close(result.loss, expected_loss.detach(), kTolerance);
   } else {
     EXPECT_FALSE(result.output.defined());
     EXPECT_FALSE(inference.defined());
@@ -140,7 +140,7 @@ TEST_P(Pipeline, StepReturnsMicroBatchLossesAndReleasesActivations) {
     reference.backward();
     if (topology.is_last_stage()) {
       EXPECT_FALSE(losses[static_cast<std::size_t>(i)].requires_grad());
-      expect_close(losses[static_cast<std::size_t>(i)], reference.detach(), kTolerance);
+      test::expect_close(losses[static_cast<std::size_t>(i)], reference.detach(), kTolerance);
     }
   }
   model.expect_gradients_of_the_dense_stack();
@@ -179,9 +179,9 @@ TEST(PipelineGradients, AnInputBackwardDidNotReachSendsZeros) {
     run_pipeline_step(topology, PipelineSpec{{2, 3}, 2, schedule, DType::f64}, stage);
     if (topology.is_last_stage()) {
       // d/dw of mean(w^2) = 2w/6 per micro-batch, two micro-batches.
-      expect_close(last.grad(), Tensor::full({2, 3}, 4.0 / 3.0, DType::f64), kTolerance);
+      test::expect_close(last.grad(), Tensor::full({2, 3}, 4.0 / 3.0, DType::f64), kTolerance);
     } else if (topology.is_first_stage()) {
-      expect_close(first.grad(), Tensor::zeros({2, 3}, DType::f64), 0.0);
+      test::expect_close(first.grad(), Tensor::zeros({2, 3}, DType::f64), 0.0);
     }
   }
 }

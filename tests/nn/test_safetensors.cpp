@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "scratch_dir.h"
+#include "scratch_dir_test_support.h"
 #include "support/error_message.h"
 
 namespace mpitron::nn {
@@ -30,11 +30,11 @@ std::string raw_file(const std::string& header, const std::string& data,
   return bytes + header + data;
 }
 
-class Safetensors : public ScratchDirTest {
+class Safetensors : public test::ScratchDirTest {
  protected:
   /// The CheckpointError message of opening a file made of `bytes`.
   std::string damage(const std::string& bytes) {
-    put_file_bytes(dir / "bad.safetensors", bytes);
+    test::put_file_bytes(dir / "bad.safetensors", bytes);
     return message_of<CheckpointError>([&] { SafetensorsReader reader(dir / "bad.safetensors"); });
   }
 };
@@ -82,7 +82,7 @@ TEST_F(Safetensors, TinyFileHasTheHandComputedBytes) {
                                std::string("\0\0\x80\x3f\0\0\0\xc0", 8) +  // 1.0f, -2.0f
                                std::string("\x05\0\0\0\0\0\0\0", 8);       // int64 5
   ASSERT_EQ(header.size(), 136u);
-  EXPECT_EQ(file_bytes(dir / "tiny.safetensors"), expected);
+  EXPECT_EQ(test::file_bytes(dir / "tiny.safetensors"), expected);
 }
 
 TEST_F(Safetensors, ReadsTheFileWrittenByPython) {
@@ -150,7 +150,7 @@ TEST_F(Safetensors, EachKindOfDamageHasItsMessage) {
 
 TEST_F(Safetensors, TruncatedWrittenFileIsShortData) {
   write_safetensors(dir / "bad.safetensors", {{"w", Tensor::zeros({4, 4})}});
-  const std::string bytes = file_bytes(dir / "bad.safetensors");
+  const std::string bytes = test::file_bytes(dir / "bad.safetensors");
   EXPECT_THAT(damage(bytes.substr(0, bytes.size() - 1)),
               names("short data: tensor 'w' needs data bytes [0, 64) but the file holds 63"));
 }

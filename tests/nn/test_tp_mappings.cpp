@@ -17,7 +17,7 @@ using autograd::DType;
 using autograd::Tensor;
 
 TEST(TpMappings, CopyToTpSumsInputGradientsOverTheGroup) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   Tensor x = Tensor::full({2, 3}, 1.0).set_requires_grad();
   const Tensor y = copy_to_tp(x, tp);
   EXPECT_EQ(y.to_vector(), x.to_vector());
@@ -29,7 +29,7 @@ TEST(TpMappings, CopyToTpSumsInputGradientsOverTheGroup) {
 }
 
 TEST(TpMappings, ReduceFromTpSumsForwardAndPassesGradientThrough) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   Tensor x = Tensor::full({4}, tp.rank() + 1.0).set_requires_grad();
   const Tensor y = reduce_from_tp(x, tp);
   const double n = tp.size();
@@ -41,7 +41,7 @@ TEST(TpMappings, ReduceFromTpSumsForwardAndPassesGradientThrough) {
 }
 
 TEST(TpMappings, GatherAndScatterAreInversesAlongTheLastDim) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   const int n = tp.size();
   Tensor shard = Tensor::full({2, 3}, tp.rank()).set_requires_grad();
   const Tensor full = gather_from_tp(shard, tp);
@@ -76,7 +76,7 @@ TEST(TpMappings, GatherAndScatterAreInversesAlongTheLastDim) {
 }
 
 TEST(TpMappings, ScatterRejectsAnIndivisibleLastDim) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   if (tp.size() == 1) GTEST_SKIP() << "every size divides by 1";
   EXPECT_THROW(scatter_to_tp(Tensor::zeros({2, tp.size() + 1}), tp), std::invalid_argument);
 }
@@ -87,7 +87,7 @@ TEST(TpMappings, ScatterRejectsAnIndivisibleLastDim) {
 // bounded by ~K eps sum|x w| with K = 4 tp <= 16 terms of |x w| ~ 1 in float32 (eps 6e-8), so
 // 1e-5 absolute is ample, while a wrong shard or a missing partial sum is off by O(1).
 TEST(ParallelLinear, ColumnAndRowParallelMatchTheDenseLayer) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   const auto weights =
       make_linear_weights(8 * tp.size(), 4 * tp.size(), 7, DType::f32, autograd::Device::cpu);
   const Tensor x = autograd::randn({3, 5, 4 * tp.size()}, 8);
@@ -104,7 +104,7 @@ TEST(ParallelLinear, ColumnAndRowParallelMatchTheDenseLayer) {
 }
 
 TEST(ParallelLinear, IndivisibleFeaturesAreRejectedWithTheNumbers) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   if (tp.size() == 1) GTEST_SKIP() << "every size divides by 1";
   const auto weights = make_linear_weights(tp.size() + 1, 4, 1, DType::f32, autograd::Device::cpu);
   try {
@@ -131,19 +131,19 @@ TEST(Mlp, IsLinearGeluLinearOfItsWeights) {
   const Tensor dy = autograd::randn({2, 3, 8}, 6, 1.0, DType::f64);
   y1.backward(dy);
   y2.backward(dy);
-  expect_close(y1, y2, 1e-12);
-  expect_close(x1.grad(), x2.grad(), 1e-12);
+  test::expect_close(y1, y2, 1e-12);
+  test::expect_close(x1.grad(), x2.grad(), 1e-12);
   const Parameters p = mlp.parameters();
   ASSERT_EQ(p.size(), 4u);
-  expect_close(p[0].tensor.grad(), w1.grad(), 1e-12);
-  expect_close(p[1].tensor.grad(), b1.grad(), 1e-12);
-  expect_close(p[2].tensor.grad(), w2.grad(), 1e-12);
-  expect_close(p[3].tensor.grad(), b2.grad(), 1e-12);
+  test::expect_close(p[0].tensor.grad(), w1.grad(), 1e-12);
+  test::expect_close(p[1].tensor.grad(), b1.grad(), 1e-12);
+  test::expect_close(p[2].tensor.grad(), w2.grad(), 1e-12);
+  test::expect_close(p[3].tensor.grad(), b2.grad(), 1e-12);
 }
 
 // Float64 so the TP and dense gradients agree to summation-order rounding (~1e-15 relative).
 TEST(ParallelMlp, ForwardAndGradientsMatchTheDenseMlp) {
-  const comm::Communicator& tp = test_world();
+  const comm::Communicator& tp = test::world();
   const auto weights = make_mlp_weights(8, 4 * tp.size(), 3, 4, DType::f64, autograd::Device::cpu);
   const ParallelMlp parallel(weights, tp);
   const Mlp dense(weights);
@@ -152,17 +152,17 @@ TEST(ParallelMlp, ForwardAndGradientsMatchTheDenseMlp) {
   const Tensor target = autograd::randn({2, 3, 8}, 6, 1.0, DType::f64);
   autograd::mse_loss(parallel.forward(x1), target).backward();
   autograd::mse_loss(dense.forward(x2), target).backward();
-  expect_close(x1.grad(), x2.grad(), 1e-12);
+  test::expect_close(x1.grad(), x2.grad(), 1e-12);
   const Parameters p = parallel.parameters(), d = dense.parameters();
   const int t = tp.rank(), width = 4;
   autograd::NoGradGuard no_grad;
-  expect_close(p[0].tensor.grad(), autograd::narrow(d[0].tensor.grad(), 0, t * width, width),
-               1e-12);
-  expect_close(p[1].tensor.grad(), autograd::narrow(d[1].tensor.grad(), 0, t * width, width),
-               1e-12);
-  expect_close(p[2].tensor.grad(), autograd::narrow(d[2].tensor.grad(), 1, t * width, width),
-               1e-12);
-  expect_close(p[3].tensor.grad(), d[3].tensor.grad(), 1e-12);
+  test::expect_close(p[0].tensor.grad(), autograd::narrow(d[0].tensor.grad(), 0, t * width, width),
+                     1e-12);
+  test::expect_close(p[1].tensor.grad(), autograd::narrow(d[1].tensor.grad(), 0, t * width, width),
+                     1e-12);
+  test::expect_close(p[2].tensor.grad(), autograd::narrow(d[2].tensor.grad(), 1, t * width, width),
+                     1e-12);
+  test::expect_close(p[3].tensor.grad(), d[3].tensor.grad(), 1e-12);
 }
 
 }  // namespace

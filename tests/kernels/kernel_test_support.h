@@ -13,12 +13,13 @@
 #include "support/compare.h"
 #include "support/device_dtype.h"
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
 
-using ::mpitron::test::expect_close;
-using ::mpitron::test::host_values;
+using kernels::Buffer;
+using kernels::Device;
+using kernels::DType;
 
-class KernelTest : public ::mpitron::test::DeviceDtypeTest {
+class KernelTest : public DeviceDtypeTest {
  protected:
   /// Machine epsilon of the dtype under test (2^-23 or 2^-52).
   double eps() const;
@@ -41,7 +42,7 @@ class KernelTest : public ::mpitron::test::DeviceDtypeTest {
   Buffer empty(std::size_t n) const { return Buffer(n, dtype(), device()); }
 };
 
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test
 
 /// Runs `suite` (a KernelTest alias) on cpu and cuda, float64 and float32.
 #define MPITRON_KERNEL_TEST_SUITE(suite)                                             \

@@ -1,8 +1,8 @@
-#include "kernel_test.h"
+#include "kernel_test_support.h"
 
 #include <random>
 
-namespace mpitron::kernels::test {
+namespace mpitron::test {
 
 double KernelTest::eps() const {
   return dtype() == DType::f64 ? 0x1p-52 : 0x1p-23;
@@ -36,4 +36,4 @@ Buffer KernelTest::make_indices(const std::vector<std::int64_t>& values, DType i
   return host.to(device());
 }
 
-}  // namespace mpitron::kernels::test
+}  // namespace mpitron::test

@@ -10,7 +10,7 @@
 #include <iterator>
 #include <string>
 
-namespace mpitron::nn {
+namespace mpitron::test {
 
 /// Test fixture: `dir` is an empty directory named after the test and the process id.
 class ScratchDirTest : public ::testing::Test {
@@ -39,4 +39,4 @@ inline void put_file_bytes(const std::filesystem::path& path, const std::string&
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 }
 
-}  // namespace mpitron::nn
+}  // namespace mpitron::test
