@@ -46,7 +46,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
-import resource  # noqa: E402
 import struct  # noqa: E402
 import time  # noqa: E402
 
@@ -55,6 +54,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
+from torch_peer_ranks import peak_rss_mib_by_rank, start_ranks  # noqa: E402
 
 
 class CausalSelfAttention(nn.Module):
@@ -186,14 +186,10 @@ def learning_rate(args, step):
 
 
 def train(args):
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    rank, world = start_ranks(args.rendezvous)
     torch.manual_seed(args.seed)
     model = GPT(args.layers, args.hidden, args.heads, args.seq)
-    ddp = model
-    if world > 1:
-        dist.init_process_group("gloo", init_method=args.rendezvous, rank=rank, world_size=world)
-        ddp = nn.parallel.DistributedDataParallel(model)
+    ddp = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
@@ -233,11 +229,7 @@ def train(args):
             print(f"step {step}/{args.steps} loss {loss.item():.4f} lr {lr:.3e} grad_norm "
                   f"{grad_norm:.4f} {ms:.1f} ms {tokens / (ms / 1e3):.0f} tokens/s", flush=True)
 
-    rss = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])
-    rss_by_rank = [rss]
-    if world > 1:
-        rss_by_rank = [torch.zeros(1) for _ in range(world)]
-        dist.all_gather(rss_by_rank, rss)
+    rss_by_rank = peak_rss_mib_by_rank(world)
     if rank != 0:
         return
     val_loss = windows_loss(model, data[split:], args.seq)
@@ -248,7 +240,7 @@ def train(args):
               "loss": loss.item(), "val_loss": val_loss, "ms_per_step": ms,
               "tokens_per_s": tokens / (ms / 1e3),
               "achieved_gflops": flop_per_token * tokens / (ms / 1e3) / 1e9,
-              "peak_rss_mib_by_rank": [r.item() for r in rss_by_rank]}
+              "peak_rss_mib_by_rank": rss_by_rank}
     print(f"val_loss {val_loss:.4f}; {ms:.1f} ms/step over steps {args.skip + 1}..{args.steps}, "
           f"{report['tokens_per_s']:.0f} tokens/s, {report['achieved_gflops']:.1f} GFLOP/s, "
           f"peak RSS {max(report['peak_rss_mib_by_rank']):.0f} MiB/rank (max)")
@@ -274,6 +266,8 @@ def main():
                                                                "tcp://127.0.0.1:29511"))
     parser.add_argument("--json", help="append the run's figures as one JSON line (rank 0)")
     args = parser.parse_args()
+    if not args.eval and args.steps <= args.skip:
+        parser.error(f"--steps {args.steps} leaves no timed step after --skip {args.skip}")
     torch.set_num_threads(1)
     if args.eval:
         evaluate(args)

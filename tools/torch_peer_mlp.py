@@ -30,22 +30,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import resource  # noqa: E402
 import time  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-
-
-def start_ranks(rendezvous: str) -> tuple[int, int]:
-    """This process's rank and the world size from Open MPI's environment (one rank without
-    it); with more than one rank, joins the Gloo process group at `rendezvous`."""
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
-    if world > 1:
-        dist.init_process_group("gloo", init_method=rendezvous, rank=rank, world_size=world)
-    return rank, world
+from torch_peer_ranks import peak_rss_mib_by_rank, start_ranks  # noqa: E402
 
 
 class SumOverGroup(torch.autograd.Function):
@@ -185,11 +175,7 @@ def main():
         dist.barrier()
     seconds = time.perf_counter() - start
 
-    rss = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])
-    rss_by_rank = [rss]
-    if world > 1:
-        rss_by_rank = [torch.zeros(1) for _ in range(world)]
-        dist.all_gather(rss_by_rank, rss)
+    rss_by_rank = peak_rss_mib_by_rank(world)
     if rank != 0:
         return
     ms = 1e3 * seconds / args.steps
@@ -201,7 +187,7 @@ def main():
                             ("hidden", "intermediate", "batch", "seq", "layers")}},
               "ms_per_step": ms, "tokens_per_s": tokens / (ms / 1e3),
               "achieved_gflops": gflop / (ms / 1e3), "model_gflop_per_step": gflop,
-              "peak_rss_mib_by_rank": [r.item() for r in rss_by_rank]}
+              "peak_rss_mib_by_rank": rss_by_rank}
     print(f"torch_peer_mlp: world {world} = tp {tp} x pp {pp} x dp {dp} | hidden {args.hidden} "
           f"intermediate {args.intermediate} batch {args.batch} seq {args.seq} layers "
           f"{args.layers}\ntorch_peer_mlp: {ms:.1f} ms/step, {report['tokens_per_s']:.0f} "

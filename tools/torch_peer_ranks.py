@@ -1,0 +1,30 @@
+"""What the PyTorch peers (torch_peer_mlp.py, torch_peer_gpt.py) share about their ranks.
+
+The peers are launched by Open MPI (`mpirun -np N /usr/bin/python3 tools/torch_peer_X.py ...`),
+one process per rank, and talk over Gloo; run without mpirun they are one rank.
+"""
+import os
+import resource
+
+import torch
+import torch.distributed as dist
+
+
+def start_ranks(rendezvous: str) -> tuple[int, int]:
+    """This process's rank and the world size from Open MPI's environment (one rank without
+    it); with more than one rank, joins the Gloo process group at `rendezvous`."""
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    if world > 1:
+        dist.init_process_group("gloo", init_method=rendezvous, rank=rank, world_size=world)
+    return rank, world
+
+
+def peak_rss_mib_by_rank(world: int) -> list[float]:
+    """Every rank's peak resident set size in MiB (ru_maxrss), gathered on all ranks."""
+    rss = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0])
+    by_rank = [rss]
+    if world > 1:
+        by_rank = [torch.zeros(1) for _ in range(world)]
+        dist.all_gather(by_rank, rss)
+    return [r.item() for r in by_rank]
