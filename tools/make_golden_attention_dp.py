@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the PyTorch golden values of issue 5: multi-head attention and data-parallel SGD.
+"""Writes the PyTorch golden values of multi-head attention and data-parallel SGD.
 
 Run with Debian's interpreter (python3-torch): /usr/bin/python3 tools/make_golden_attention_dp.py
 Every value is computed in float64; inputs come from torch's seeded generator and are written

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the PyTorch golden values of issue 9's building blocks (float64, torch's seeded inputs).
+"""Writes the PyTorch golden values of the transformer's building blocks (float64, torch's seeded inputs).
 
 Run with Debian's interpreter (python3-torch): /usr/bin/python3 tools/make_golden_transformer.py
 Format as tools/make_golden.py (targets are stored as float64 integers).

@@ -1,4 +1,4 @@
-# Checkpoints through the real CLI (issue 12): resume on the same and on other topologies,
+# Checkpoints through the real CLI: resume on the same and on other topologies,
 # `eval` against the PyTorch peer and across topologies, `generate` on any topology, and damaged
 # checkpoints. checkpoint_cli.py runs mpitron through the test launcher and compares the numbers;
 # tests/data/checkpoint_tiny is a committed (2, 2, 1) checkpoint (tools/make_checkpoint_golden.py).

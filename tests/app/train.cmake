@@ -1,4 +1,4 @@
-# Real `mpitron train` runs (issue 11): a tiny 3-D parallel run with metrics, and bad input.
+# Real `mpitron train` runs: a tiny 3-D parallel run with metrics, and bad input.
 set(train_small --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
     --steps 3 --warmup-steps 1 --eval-interval 2 --eval-iters 4)
 

@@ -1,5 +1,5 @@
-# Real `mpitron train-dp` and `mpitron attention` runs, and the attention check of `validate`
-# (issue 5). Included from tests/app/CMakeLists.txt.
+# Real `mpitron train-dp` and `mpitron attention` runs, and the attention check of `validate`.
+# Included from tests/app/CMakeLists.txt.
 
 # train-dp: the reference's 2-rank job, 4 ranks for 3 epochs, and the optional paths.
 mpitron_add_expect_test(train_dp_np2 TARGET mpitron NP 2 TIMEOUT 120 MAX_SECONDS 60

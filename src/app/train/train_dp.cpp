@@ -17,7 +17,7 @@
 #include "comm/topology.h"
 #include "kernels/device.h"
 #include "nn/data/csv_dataset.h"
-#include "nn/train/dp_trainer.h"
+#include "nn/train/regressor_trainer.h"
 #include "nn/wording.h"
 
 namespace mpitron::app {
@@ -124,7 +124,7 @@ nn::Dataset load_dataset(const TrainDpOptions& o, const comm::Communicator& worl
 
 // What each rank really reads per epoch, e.g. "each rank reads 5 samples per epoch (1 repeated
 // to even out the ranks) in 3 steps of 2 samples, the last of 1".
-std::string per_rank_work(const nn::DataParallelTrainer& trainer, std::int64_t samples, int dp,
+std::string per_rank_work(const nn::RegressorTrainer& trainer, std::int64_t samples, int dp,
                           const TrainDpOptions& o) {
   const std::int64_t per_rank = trainer.samples_per_replica();
   const std::int64_t steps = trainer.steps_per_epoch();
@@ -192,7 +192,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   trainer_options.shuffle_seed = options.common.seed;
   trainer_options.drop_last = options.drop_last;
   trainer_options.device = device;
-  nn::DataParallelTrainer trainer(
+  nn::RegressorTrainer trainer(
       nn::make_regressor_weights(data.features, options.hidden, data.targets,
                                  options.common.seed + 1000, trainer_options.dtype, device),
       data, topology.dp_comm(), trainer_options);

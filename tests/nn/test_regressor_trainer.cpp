@@ -8,7 +8,7 @@
 
 #include "comm/agreement.h"
 #include "kernels/ops.h"
-#include "nn/train/dp_trainer.h"
+#include "nn/train/regressor_trainer.h"
 #include "nn_test_support.h"
 
 namespace mpitron::nn {
@@ -53,9 +53,9 @@ TEST_P(DataParallelVsOneRank, EndsWithTheSameParameters) {
   options.lr = 0.05;
   options.momentum = GetParam().momentum;
   options.shuffle_seed = 33;
-  DataParallelTrainer replicas(initial, data, test::world(), options);
+  RegressorTrainer replicas(initial, data, test::world(), options);
   options.batch_size *= test::world().size();
-  DataParallelTrainer single(initial, data, self(), options);
+  RegressorTrainer single(initial, data, self(), options);
   ASSERT_EQ(replicas.steps_per_epoch(), single.steps_per_epoch());
   for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
     const std::vector<double> losses = replicas.train_epoch(epoch);
@@ -81,15 +81,15 @@ INSTANTIATE_TEST_SUITE_P(Models, DataParallelVsOneRank,
                                   (info.param.momentum > 0 ? "_momentum" : "");
                          });
 
-TEST(DataParallelTrainer, EveryRankRunsTheSameStepsWhenSamplesDoNotDivide) {
+TEST(RegressorTrainer, EveryRankRunsTheSameStepsWhenSamplesDoNotDivide) {
   const int n = test::world().size();
   const Dataset data = make_synthetic_dataset(4 * n + 1, 3, 1, 41);  // one padded index per rank
   TrainerOptions options;
   options.batch_size = 3;
   for (bool drop_last : {false, true}) {
     options.drop_last = drop_last;
-    DataParallelTrainer trainer(make_regressor_weights(3, 0, 1, 42, DType::f32, Device::cpu), data,
-                                test::world(), options);
+    RegressorTrainer trainer(make_regressor_weights(3, 0, 1, 42, DType::f32, Device::cpu), data,
+                             test::world(), options);
     // 5 (padded), or 4 (dropped; 5 on one rank) samples per rank in batches of 3: two steps.
     EXPECT_EQ(trainer.steps_per_epoch(), 2);
     EXPECT_EQ(trainer.train_epoch(0).size(), 2u);
@@ -116,7 +116,7 @@ TEST_P(TrainDpParity, FiveSgdStepsMatchTorch) {
     options.shuffle = false;
     options.dtype = dtype();
     options.device = device();
-    DataParallelTrainer trainer(
+    RegressorTrainer trainer(
         {{golden.tensor("weight", dtype(), device()), golden.tensor("bias", dtype(), device())}},
         data, test::world(), options);
     const std::vector<double> losses = trainer.train_epoch(0);

@@ -36,12 +36,12 @@ struct TrainerOptions {
 /// number of steps and the same batch size at every step, so no replica leaves the loop while
 /// others wait in the all-reduce, and the average of the replicas' mean losses equals the mean
 /// loss of the union of their batches (its gradient is what every replica applies).
-class DataParallelTrainer {
+class RegressorTrainer {
  public:
   /// `data` must outlive the trainer. Throws std::invalid_argument for bad options (see
   /// DistributedSampler, Sgd) or when the model's input width differs from data.features.
-  DataParallelTrainer(const std::vector<LinearWeights>& initial, const Dataset& data,
-                      const comm::Communicator& dp, const TrainerOptions& options);
+  RegressorTrainer(const std::vector<LinearWeights>& initial, const Dataset& data,
+                   const comm::Communicator& dp, const TrainerOptions& options);
 
   /// Runs epoch `epoch` (0-based): for every batch, forward, MSE loss, backward, gradient
   /// average over dp, SGD step (then, under Fault::replica_drift after epoch 0, the last replica

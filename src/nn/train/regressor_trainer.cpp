@@ -1,4 +1,4 @@
-#include "nn/train/dp_trainer.h"
+#include "nn/train/regressor_trainer.h"
 
 #include <fmt/format.h>
 
@@ -21,7 +21,7 @@ const std::vector<LinearWeights>& checked(const std::vector<LinearWeights>& laye
   if (layers.empty() || layers.front().weight.size(1) != data.features ||
       layers.back().weight.size(0) != data.targets) {
     throw std::invalid_argument(
-        fmt::format("DataParallelTrainer: the model does not map {} features to {} targets",
+        fmt::format("RegressorTrainer: the model does not map {} features to {} targets",
                     data.features, data.targets));
   }
   return layers;
@@ -29,9 +29,8 @@ const std::vector<LinearWeights>& checked(const std::vector<LinearWeights>& laye
 
 }  // namespace
 
-DataParallelTrainer::DataParallelTrainer(const std::vector<LinearWeights>& initial,
-                                         const Dataset& data, const comm::Communicator& dp,
-                                         const TrainerOptions& options)
+RegressorTrainer::RegressorTrainer(const std::vector<LinearWeights>& initial, const Dataset& data,
+                                   const comm::Communicator& dp, const TrainerOptions& options)
     : data_(data),
       options_(options),
       model_(checked(initial, data)),
@@ -42,15 +41,15 @@ DataParallelTrainer::DataParallelTrainer(const std::vector<LinearWeights>& initi
       last_replica_(dp.rank() == dp.size() - 1) {
   if (options.batch_size < 1) {
     throw std::invalid_argument(
-        fmt::format("DataParallelTrainer: batch size {} < 1", options.batch_size));
+        fmt::format("RegressorTrainer: batch size {} < 1", options.batch_size));
   }
 }
 
-std::int64_t DataParallelTrainer::steps_per_epoch() const {
+std::int64_t RegressorTrainer::steps_per_epoch() const {
   return (sampler_.samples_per_replica() + options_.batch_size - 1) / options_.batch_size;
 }
 
-std::vector<double> DataParallelTrainer::train_epoch(
+std::vector<double> RegressorTrainer::train_epoch(
     std::int64_t epoch, const std::function<void(std::int64_t, double)>& on_step) {
   std::vector<double> losses;
   for (const auto& indices : make_batches(sampler_.indices(epoch), options_.batch_size)) {
