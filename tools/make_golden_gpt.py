@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the PyTorch golden values of the GPT (issues 9 and 11).
+"""Writes the PyTorch golden values of the GPT: its forward and gradients, and training steps.
 
 Run with Debian's interpreter (python3-torch): /usr/bin/python3 tools/make_golden_gpt.py
 The model is the GPT-2 layout of src/nn/models/gpt_config.h (the same as tools/torch_peer_gpt.py),
@@ -13,7 +13,10 @@ Files (tools/make_golden.py's format):
 - tests/data/gpt_train.json: five AdamW steps (betas 0.9/0.95, eps 1e-8, weight decay 0.1 on
   tensors of two or more dims, lr 1e-2 with 2 warmup steps then cosine to 1e-3 at step 5,
   global-norm clipping at 1.0) from gpt.json's parameters, step k on "tokens.<k>"/"targets.<k>"
-  (k = 1..5): "loss.<k>", "grad_norm.<k>" and the final "final.<name>".
+  (k = 1..5): "loss.<k>", "grad_norm.<k>" and the final "final.<name>". Every step's norm
+  (1.45-2.46) is above 1.0, so clipping scales every step.
+- tests/data/gpt_train_clip_inactive.json: the same five steps on the same batches with
+  clipping at 10.0, above every step's norm, so that it must leave every gradient as it is.
 """
 
 import math
@@ -26,6 +29,7 @@ from make_golden import DTYPE, write
 SEED = 20261201
 LAYERS, HIDDEN, HEADS, SEQ, VOCAB, BATCH = 2, 32, 4, 16, 256, 4
 STEPS, LR, MIN_LR, WARMUP, CLIP, WD = 5, 1e-2, 1e-3, 2, 1.0, 0.1
+CLIP_INACTIVE = 10.0
 
 
 def parameter_shapes():
@@ -104,6 +108,13 @@ def main():
     out.update({f"grad.{n}": t.grad for n, t in leaves.items()})
     write("gpt.json", out)
 
+    batches = [batch(gen) for _ in range(STEPS)]
+    write("gpt_train.json", train_steps(initial, batches, CLIP))
+    write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
+
+
+def train_steps(initial, batches, clip):
+    """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -111,19 +122,18 @@ def main():
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=LR, betas=(0.9, 0.95), eps=1e-8)
     train = {}
-    for step in range(1, STEPS + 1):
-        tokens, targets = batch(gen)
+    for step, (tokens, targets) in enumerate(batches, start=1):
         for group in opt.param_groups:
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
         loss = loss_of(params, tokens, targets)
         loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), CLIP)
+        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()
         train.update({f"tokens.{step}": tokens, f"targets.{step}": targets,
                       f"loss.{step}": loss, f"grad_norm.{step}": norm})
     train.update({f"final.{n}": t for n, t in params.items()})
-    write("gpt_train.json", train)
+    return train
 
 
 if __name__ == "__main__":

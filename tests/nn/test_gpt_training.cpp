@@ -128,37 +128,42 @@ TEST(GptTraining, PlantedFaultsLeaveTheLossCurve) {
   }
 }
 
-// Five AdamW steps with warmup and clipping from PyTorch's parameters and batches. Float64:
-// 1e-9 relative on losses and norms, 1e-8 of each final tensor's scale (two float64 AdamW
-// implementations; rounding grows a little through the steps).
+// Five AdamW steps with warmup from PyTorch's parameters and batches, with clipping at 1.0 (below
+// every step's norm, so it scales every step) and at 10.0 (above every norm, so it must change
+// nothing). Float64: 1e-9 relative on losses and norms, 1e-8 of each final tensor's scale (two
+// float64 AdamW implementations; rounding grows a little through the steps).
 TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
-  const test::GoldenFile init("gpt.json"), golden("gpt_train.json");
+  const test::GoldenFile init("gpt.json");
   const GptConfig config{256, 16, 2, 32, 4};
-  for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
-    if (config.layers % pp != 0) continue;
-    SCOPED_TRACE(fmt::format("tp {} pp {} dp {}", tp, pp, dp));
-    const comm::ParallelTopology topology(test::world(), tp, pp, dp);
-    GptTrainOptions options;
-    options.lr = 1e-2;
-    options.grad_clip = 1.0;
-    options.dtype = DType::f64;
-    GptTrainer trainer(config, test::golden_init(init, DType::f64), topology, options);
-    const LrSchedule schedule{1e-2, 1e-3, 2, 5};
-    for (int step = 1; step <= 5; ++step) {
-      const TokenBatch batch{test::golden_ids(golden, fmt::format("tokens.{}", step)),
-                             test::golden_ids(golden, fmt::format("targets.{}", step))};
-      const StepResult result =
-          trainer.step(replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
-      const double loss = golden.scalar(fmt::format("loss.{}", step));
-      const double norm = golden.scalar(fmt::format("grad_norm.{}", step));
-      EXPECT_LE(std::abs(result.loss - loss), 1e-9 * loss) << "step " << step;
-      EXPECT_LE(std::abs(result.grad_norm - norm), 1e-9 * norm) << "step " << step;
-    }
-    for (const Parameter& p : trainer.parameters()) {
-      SCOPED_TRACE(p.name);
-      const Tensor expected =
-          test::slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
-      EXPECT_LE(test::max_rel_error(p.tensor, expected), 1e-8);
+  for (const auto& [file, clip] : {std::pair<const char*, double>{"gpt_train.json", 1.0},
+                                   {"gpt_train_clip_inactive.json", 10.0}}) {
+    const test::GoldenFile golden(file);
+    for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
+      if (config.layers % pp != 0) continue;
+      SCOPED_TRACE(fmt::format("{}: tp {} pp {} dp {}", file, tp, pp, dp));
+      const comm::ParallelTopology topology(test::world(), tp, pp, dp);
+      GptTrainOptions options;
+      options.lr = 1e-2;
+      options.grad_clip = clip;
+      options.dtype = DType::f64;
+      GptTrainer trainer(config, test::golden_init(init, DType::f64), topology, options);
+      const LrSchedule schedule{1e-2, 1e-3, 2, 5};
+      for (int step = 1; step <= 5; ++step) {
+        const TokenBatch batch{test::golden_ids(golden, fmt::format("tokens.{}", step)),
+                               test::golden_ids(golden, fmt::format("targets.{}", step))};
+        const StepResult result = trainer.step(
+            replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
+        const double loss = golden.scalar(fmt::format("loss.{}", step));
+        const double norm = golden.scalar(fmt::format("grad_norm.{}", step));
+        EXPECT_LE(std::abs(result.loss - loss), 1e-9 * loss) << "step " << step;
+        EXPECT_LE(std::abs(result.grad_norm - norm), 1e-9 * norm) << "step " << step;
+      }
+      for (const Parameter& p : trainer.parameters()) {
+        SCOPED_TRACE(p.name);
+        const Tensor expected =
+            test::slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
+        EXPECT_LE(test::max_rel_error(p.tensor, expected), 1e-8);
+      }
     }
   }
 }
