@@ -41,6 +41,7 @@ set(train_bad_runs
   "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 bytes is shorter than one window"
   "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (its last 10 %, 10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
   "minlr|--min-lr 0.1|--min-lr 0.1 is above --lr 0.001"
+  "lrfloat32|--lr 1e39|--lr 1e+39 is not finite in float32 (at most 3.40282e+38)"
   "stopafter|--stop-after 2|--stop-after 2 is beyond --steps 1"
   "save|--save /proc/mpitron-no-such-folder|--save /proc/mpitron-no-such-folder: cannot create the folder"
   "metrics|--metrics /nonexistent-mpitron-dir/m.jsonl|--metrics /nonexistent-mpitron-dir/m.jsonl: cannot open for appending"
@@ -89,3 +90,22 @@ mpitron_add_expect_test(train_resume_warns_on_other_settings TARGET mpitron NP 1
 set_tests_properties(train_resume_save PROPERTIES FIXTURES_SETUP train_resume_ckpt)
 set_tests_properties(train_resume_warns_on_other_settings PROPERTIES
                      FIXTURES_REQUIRED train_resume_ckpt)
+
+# Only finite steps are saved: a rate finite in float32 that makes step 1's update overflow
+# (AdamW moves every weight by about lr) stops the run like a non-finite loss, on every rank, and
+# leaves no step folder behind; the same run with a sane rate saves step 1.
+set(train_nonfinite_dir ${CMAKE_CURRENT_BINARY_DIR}/train_nonfinite)
+file(REMOVE_RECURSE ${train_nonfinite_dir})
+mpitron_add_expect_test(train_non_finite_step_not_saved TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train --tp 2 --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
+       --steps 2 --warmup-steps 0 --eval-interval 0 --lr 3.4e38 --save-interval 1
+       --save ${train_nonfinite_dir} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
+  EXPECT_EXIT 1
+  EXPECT_OUTPUT "rank 0. error: step 1 is not saved: [0-9]+ of its 216 tensors \\(parameters and optimizer moments\\) hold NaN or infinite values"
+                "rank 1. error: step 1 is not saved")
+add_test(NAME train_non_finite_step_left_no_folder
+         COMMAND ${CMAKE_COMMAND} -DDIR=${train_nonfinite_dir} -P
+                 ${CMAKE_CURRENT_SOURCE_DIR}/ExpectNoStep.cmake)
+set_tests_properties(train_non_finite_step_not_saved PROPERTIES FIXTURES_SETUP train_nonfinite)
+set_tests_properties(train_non_finite_step_left_no_folder PROPERTIES
+                     FIXTURES_REQUIRED train_nonfinite)

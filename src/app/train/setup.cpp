@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
@@ -30,6 +31,13 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
   }
   if (o.vocab < 256) {
     throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
+  }
+  // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
+  for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
+    if (o.dtype == "float32" && rate > std::numeric_limits<float>::max()) {
+      throw comm::ConfigError(fmt::format("--{} {} is not finite in float32 (at most {:g})", flag,
+                                          rate, std::numeric_limits<float>::max()));
+    }
   }
   if (o.min_lr > o.lr) {
     throw comm::ConfigError(fmt::format("--min-lr {} is above --lr {}", o.min_lr, o.lr));

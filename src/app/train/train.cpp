@@ -159,7 +159,12 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     }
     if (!o.save.empty() &&
         ((o.save_interval > 0 && step % o.save_interval == 0) || step == last_step)) {
-      save(step);
+      try {
+        save(step);
+      } catch (const nn::NonFiniteStateError& e) {  // agreed: thrown on every rank alike
+        run.log->error("error: {}", e.what());
+        return 1;
+      }
     }
     progress.update(step - first_step + 1, result.loss, tokens_per_s);
   }

@@ -5,9 +5,11 @@
 #include <cmath>
 
 #include <algorithm>
+#include <numeric>
 
 #include <stdexcept>
 
+#include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "kernels/ops.h"
 #include "nn/checkpoint/checkpoint.h"
@@ -18,6 +20,49 @@ namespace {
 
 AdamW* adamw_of(GptTrainer& trainer) {
   return dynamic_cast<AdamW*>(&trainer.optimizer());
+}
+
+// What this rank's shard of a checkpoint holds: the parameters, except tied copies, and for
+// AdamW "<name>.exp_avg" and "<name>.exp_avg_sq".
+std::vector<ShardTensor> shard_tensors(GptTrainer& trainer) {
+  std::vector<ShardTensor> tensors;
+  AdamW* adamw = adamw_of(trainer);
+  const Parameters& parameters = trainer.parameters();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Parameter& p = parameters[i];
+    if (p.tied_copy) continue;
+    tensors.push_back({p.name, p.tensor, p.split_dim});
+    if (adamw != nullptr) {
+      tensors.push_back({p.name + kExpAvgSuffix, adamw->exp_avg()[i], p.split_dim});
+      tensors.push_back({p.name + kExpAvgSqSuffix, adamw->exp_avg_sq()[i], p.split_dim});
+    }
+  }
+  return tensors;
+}
+
+bool all_finite(const Tensor& tensor) {
+  const std::vector<double> values = tensor.to_vector();
+  return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
+// Throws NonFiniteStateError on every rank when a tensor of the step (`tensors` of every rank,
+// each shard counted once: on dp rank 0) holds a NaN or an infinity.
+void require_finite(const std::vector<ShardTensor>& tensors, std::int64_t step,
+                    const comm::ParallelTopology& topology) {
+  double bad = 0.0, all = 0.0;
+  if (topology.dp_rank() == 0) {
+    for (const ShardTensor& t : tensors)
+      bad += all_finite(t.tensor) ? 0.0 : 1.0;
+    all = static_cast<double>(tensors.size());
+  }
+  const std::vector<double> bad_by_rank = comm::all_gather_scalar(topology.world(), bad);
+  const std::vector<double> all_by_rank = comm::all_gather_scalar(topology.world(), all);
+  const double total_bad = std::accumulate(bad_by_rank.begin(), bad_by_rank.end(), 0.0);
+  if (total_bad == 0.0) return;
+  throw NonFiniteStateError(fmt::format(
+      "step {} is not saved: {} of its {} tensors (parameters and optimizer moments) hold NaN "
+      "or infinite values (lower --lr)",
+      step, total_bad, std::accumulate(all_by_rank.begin(), all_by_rank.end(), 0.0)));
 }
 
 }  // namespace
@@ -38,21 +83,10 @@ GptConfig gpt_config_from_json(const nlohmann::json& j) {
 
 void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, GptTrainer& trainer,
                          const comm::ParallelTopology& topology, nlohmann::json meta) {
-  if (topology.dp_rank() == 0) {
-    std::vector<ShardTensor> tensors;
-    AdamW* adamw = adamw_of(trainer);
-    const Parameters& parameters = trainer.parameters();
-    for (std::size_t i = 0; i < parameters.size(); ++i) {
-      const Parameter& p = parameters[i];
-      if (p.tied_copy) continue;
-      tensors.push_back({p.name, p.tensor, p.split_dim});
-      if (adamw != nullptr) {
-        tensors.push_back({p.name + kExpAvgSuffix, adamw->exp_avg()[i], p.split_dim});
-        tensors.push_back({p.name + kExpAvgSqSuffix, adamw->exp_avg_sq()[i], p.split_dim});
-      }
-    }
+  const std::vector<ShardTensor> tensors = shard_tensors(trainer);
+  require_finite(tensors, step, topology);
+  if (topology.dp_rank() == 0)
     write_shard(dir, step, topology.tp_rank(), topology.pp_rank(), tensors);
-  }
   comm::barrier(topology.world());
   if (topology.world().rank() == 0) {
     meta["topology"] = {{"tp", topology.tp()}, {"pp", topology.pp()}, {"dp", topology.dp()}};

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "comm/topology.h"
@@ -14,11 +15,21 @@
 
 namespace mpitron::nn {
 
+/// Thrown alike on every rank by save_gpt_checkpoint when a step's state is not finite.
+class NonFiniteStateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// Saves `trainer`'s state after step `step` into DIR/step_<step>/: dp rank 0 of every (tp, pp)
 /// writes its shard (parameters, except tied copies, and, for AdamW, "<name>.exp_avg" and
 /// "<name>.exp_avg_sq"); after a barrier, world rank 0 writes meta.json (`meta` plus "topology",
 /// "step", "config" and "optimizer_steps"), DONE and DIR/latest; a last barrier. Collective over
-/// the world. Throws std::runtime_error naming the path on I/O failure.
+/// the world. Only finite steps are saved: before anything is written every rank checks its
+/// shard, and when any tensor of any rank holds a NaN or an infinity nothing is written and
+/// NonFiniteStateError is thrown on every rank ("step 3 is not saved: 36 of its 108 tensors
+/// (parameters and optimizer moments) hold NaN or infinite values (lower --lr)"). Throws
+/// std::runtime_error naming the path on I/O failure.
 void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, GptTrainer& trainer,
                          const comm::ParallelTopology& topology, nlohmann::json meta);
 
