@@ -241,6 +241,19 @@ TEST_F(Checkpoint, SavingAgainReplacesAPartialStepOfAnotherLayout) {
   expect_same(load_full_tensors(dir, 3, records_of(model)), fulls);
 }
 
+TEST_F(Checkpoint, SavingAnyStepRemovesTheTemporaryFilesOfInterruptedSaves) {
+  // Crashes while step 3 and DIR/latest were written; then step 4 is saved.
+  save(dir, 3, 1, 1, model, fulls);
+  const std::filesystem::path leftovers[] = {
+      dir / "step_3" / ".shard_tp0_pp0.safetensors.tmp.123.0", dir / ".latest.tmp.77.1"};
+  for (const std::filesystem::path& leftover : leftovers)
+    test::put_file_bytes(leftover, "partial");
+  save(dir, 4, 1, 1, model, fulls);
+  for (const std::filesystem::path& leftover : leftovers)
+    EXPECT_FALSE(std::filesystem::exists(leftover)) << leftover;
+  expect_same(load_full_tensors(dir, 3, records_of(model)), fulls);  // step 3 itself is intact
+}
+
 TEST_F(Checkpoint, MissingAndDamagedFilesAreNamed) {
   save(dir, 5, 2, 2, model, fulls);
   const std::filesystem::path shard = shard_path(dir, 5, 1, 1);

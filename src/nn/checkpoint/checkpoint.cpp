@@ -12,6 +12,15 @@
 namespace mpitron::nn {
 namespace {
 
+// Removes the AtomicFile temporaries directly inside `folder`.
+void remove_temporary_files(const std::filesystem::path& folder) {
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (AtomicFile::is_temporary_name(entry.path().filename().string())) {
+      std::filesystem::remove(entry.path());
+    }
+  }
+}
+
 constexpr const char* kDone = "DONE";
 constexpr const char* kMeta = "meta.json";
 constexpr const char* kLatest = "latest";
@@ -166,8 +175,17 @@ void finish_step(const std::filesystem::path& dir, std::int64_t step, const nloh
   const std::filesystem::path step_dir = step_directory(dir, step);
   for (const auto& entry : std::filesystem::directory_iterator(step_dir)) {
     const std::string name = entry.path().filename().string();
-    const bool stale = is_shard_file_name(name) && shard_names.count(name) == 0;
-    if (stale || AtomicFile::is_temporary_name(name)) std::filesystem::remove(entry.path());
+    if (is_shard_file_name(name) && shard_names.count(name) == 0) {
+      std::filesystem::remove(entry.path());
+    }
+  }
+  // Every writer of this save has committed its files by now, so a temporary file anywhere in
+  // the folder is a leftover of an interrupted save (of this step or another).
+  remove_temporary_files(dir);
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_directory() && step_of(entry.path().filename().string())) {
+      remove_temporary_files(entry.path());
+    }
   }
   write_file_atomically(step_dir / kMeta, meta.dump(2) + "\n");
   write_file_atomically(step_dir / kDone, fmt::format("{}\n", step));

@@ -88,11 +88,12 @@ void write_shard(const std::filesystem::path& dir, std::int64_t step, int tp_ran
                  const std::vector<ShardTensor>& tensors);
 
 /// Completes step `step` after every shard has been written: checks that each shard file of
-/// meta["topology"] exists and has a valid header, removes files left in the step directory by
-/// an earlier, crashed save (other shard files, temporary files), then writes meta.json, DONE and
-/// DIR/latest, in that order. Throws std::invalid_argument when meta is not an object with
-/// "topology" {"tp": >= 1, "pp": >= 1, "dp": >= 1}; CheckpointError "<path>: ..." for a missing
-/// or damaged shard file; std::runtime_error on I/O failure.
+/// meta["topology"] exists and has a valid header, removes files left by earlier, interrupted
+/// saves (other shard files in this step's directory; temporary files in DIR and in every
+/// step_<k>/), then writes meta.json, DONE and DIR/latest, in that order. Throws
+/// std::invalid_argument when meta is not an object with "topology" {"tp": >= 1, "pp": >= 1, "dp":
+/// >= 1}; CheckpointError "<path>: ..." for a missing or damaged shard file; std::runtime_error on
+/// I/O failure.
 void finish_step(const std::filesystem::path& dir, std::int64_t step, const nlohmann::json& meta);
 
 /// True when DIR/step_<k>/DONE exists.
