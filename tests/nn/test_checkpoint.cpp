@@ -1,10 +1,12 @@
 // Checkpoint directories: saving a fake model's shards at one (tp, pp) layout and rebuilding the
-// exact full tensors at others, crash safety (DONE, latest), and the messages for damaged,
-// missing and mismatched files. One process: every "rank" is a loop iteration.
+// exact full tensors at others, crash safety (DONE, latest), the newest step that loads, and the
+// messages for damaged, missing and mismatched files. One process: every "rank" is a loop
+// iteration.
 #include "nn/checkpoint/checkpoint.h"
 
 #include <gtest/gtest.h>
 
+#include "nn/train/gpt_checkpoint.h"
 #include "scratch_dir_test_support.h"
 #include "support/error_message.h"
 
@@ -252,6 +254,29 @@ TEST_F(Checkpoint, SavingAnyStepRemovesTheTemporaryFilesOfInterruptedSaves) {
   for (const std::filesystem::path& leftover : leftovers)
     EXPECT_FALSE(std::filesystem::exists(leftover)) << leftover;
   expect_same(load_full_tensors(dir, 3, records_of(model)), fulls);  // step 3 itself is intact
+}
+
+// --load of a folder takes its newest step that loads and names the newer ones it skipped.
+TEST_F(Checkpoint, AFolderLoadsItsNewestStepThatLoads) {
+  std::filesystem::copy(std::filesystem::path(MPITRON_TEST_DATA_DIR) / "checkpoint_tiny", dir,
+                        std::filesystem::copy_options::recursive);
+  // A newer, complete step whose shard is damaged, named by latest.
+  std::filesystem::copy(dir / "step_1000", dir / "step_2000",
+                        std::filesystem::copy_options::recursive);
+  test::put_file_bytes(dir / "step_2000" / "shard_tp1_pp0.safetensors", "garbage");
+  test::put_file_bytes(dir / "latest", "step_2000\n");
+  const GptCheckpoint loaded = load_gpt_checkpoint(dir, /*with_moments=*/false);
+  EXPECT_EQ(loaded.step, 1000);
+  ASSERT_EQ(loaded.skipped.size(), 1u);
+  EXPECT_NE(loaded.skipped[0].find((dir / "step_2000").string()), std::string::npos)
+      << loaded.skipped[0];
+  // Naming the damaged step itself loads nothing else; with no step left the newest reason.
+  EXPECT_THROW(load_gpt_checkpoint(dir / "step_2000", false), CheckpointError);
+  test::put_file_bytes(dir / "step_1000" / "shard_tp0_pp0.safetensors", "garbage");
+  const std::string message = message_of<CheckpointError>([&] { load_gpt_checkpoint(dir, false); });
+  EXPECT_NE(message.find("step_2000"), std::string::npos) << message;
+  EXPECT_NE(message.find("and the 1 older complete steps do not load either"), std::string::npos)
+      << message;
 }
 
 TEST_F(Checkpoint, MissingAndDamagedFilesAreNamed) {

@@ -27,6 +27,10 @@ LoadedRun load_checkpoint_agreed(
     }
     const std::string settings = extra_checks(run.checkpoint, run.sizes);
     run.log = prepare_run(common, world);
+    if (world.rank() == 0) {
+      for (const std::string& why : run.checkpoint.skipped)
+        run.log->warn("warning: --load {}: skipped a newer step that does not load: {}", load, why);
+    }
     return fmt::format("mpitron {} {} tp={} pp={} dp={} load={} step={} {}", MPITRON_VERSION, what,
                        run.sizes.tp, run.sizes.pp, run.sizes.dp, load, run.checkpoint.step,
                        settings);

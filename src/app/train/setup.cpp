@@ -187,7 +187,10 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
       throw comm::ConfigError(e.what());
     }
     run.log = prepare_run(o.common, world);
-    if (run.checkpoint) {
+    if (run.checkpoint && world.rank() == 0) {
+      for (const std::string& why : run.checkpoint->skipped)
+        run.log->warn("warning: --load {}: skipped a newer step that does not load: {}", o.load,
+                      why);
       warn_resume_differences(o, run_settings(o, run), run.checkpoint->meta, *run.log);
     }
     nlohmann::json config = train_config(o);

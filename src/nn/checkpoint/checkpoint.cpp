@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <charconv>
 #include <fstream>
 #include <set>
@@ -208,6 +210,20 @@ std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
     if (step && (!newest || *step > *newest) && step_complete(dir, *step)) newest = step;
   }
   return newest;
+}
+
+std::vector<std::int64_t> complete_steps(const std::filesystem::path& dir) {
+  const std::optional<std::int64_t> latest = latest_step(dir);
+  if (!latest) return {};
+  std::vector<std::int64_t> others;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const auto step = step_of(entry.path().filename().string());
+    if (step && *step != *latest && step_complete(dir, *step)) others.push_back(*step);
+  }
+  std::sort(others.rbegin(), others.rend());
+  others.insert(others.begin(), *latest);
+  return others;
 }
 
 namespace {

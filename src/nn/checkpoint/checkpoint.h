@@ -104,6 +104,10 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 /// highest complete step_<k>; nullopt when there is none (or DIR does not exist).
 std::optional<std::int64_t> latest_step(const std::filesystem::path& dir);
 
+/// Every complete step of DIR, newest first: latest_step, then the other complete step_<k> from
+/// the highest k down; empty when there is none (or DIR does not exist).
+std::vector<std::int64_t> complete_steps(const std::filesystem::path& dir);
+
 /// A checkpoint folder and one of its steps.
 struct StepLocation {
   std::filesystem::path dir;  ///< the folder holding step_<k>/ and latest

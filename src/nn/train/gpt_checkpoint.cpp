@@ -99,23 +99,22 @@ void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, Gp
   comm::barrier(topology.world());
 }
 
-GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments) {
-  const std::optional<StepLocation> location = locate_step(path);
-  if (!location) throw CheckpointError(no_complete_step_message(path));
-  const std::filesystem::path& dir = location->dir;
-  const std::optional<std::int64_t> step = location->step;
+namespace {
+
+// Step `step` of checkpoint folder `dir` (see load_gpt_checkpoint).
+GptCheckpoint load_step(const std::filesystem::path& dir, std::int64_t step, bool with_moments) {
   GptCheckpoint checkpoint;
-  checkpoint.step = *step;
-  checkpoint.meta = read_meta(dir, *step);
+  checkpoint.step = step;
+  checkpoint.meta = read_meta(dir, step);
   try {
     checkpoint.config = gpt_config_from_json(checkpoint.meta.at("config"));
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("{}/meta.json: no model sizes: {}",
-                                      step_directory(dir, *step).string(), e.what()));
+                                      step_directory(dir, step).string(), e.what()));
   }
   if (with_moments && !checkpoint.meta.value("moments", false)) {
     throw CheckpointError(fmt::format("{}/meta.json: the checkpoint holds no AdamW moments",
-                                      step_directory(dir, *step).string()));
+                                      step_directory(dir, step).string()));
   }
   std::vector<TensorRecord> wanted;
   for (const ParameterSpec& spec : gpt_parameter_specs(checkpoint.config)) {
@@ -130,7 +129,7 @@ GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_m
     for (TensorRecord& record : wanted)
       record.dtype = DType::f64;
   }
-  checkpoint.full = load_full_tensors(dir, *step, wanted);
+  checkpoint.full = load_full_tensors(dir, step, wanted);
   // A damaged value loads as well as a good one; a NaN or infinity would train or evaluate to
   // NaN, so it is named here.
   for (const auto& [name, tensor] : checkpoint.full) {
@@ -139,11 +138,33 @@ GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_m
         std::find_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); });
     if (bad != values.end()) {
       throw CheckpointError(fmt::format("{}: tensor {} holds {} at element {}",
-                                        step_directory(dir, *step).string(), name, *bad,
+                                        step_directory(dir, step).string(), name, *bad,
                                         bad - values.begin()));
     }
   }
   return checkpoint;
+}
+
+}  // namespace
+
+GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments) {
+  const std::optional<StepLocation> location = locate_step(path);
+  if (!location) throw CheckpointError(no_complete_step_message(path));
+  if (location->dir != path) return load_step(location->dir, location->step, with_moments);
+  // A folder: its newest step that loads, the others named with why they did not.
+  std::vector<std::string> skipped;
+  for (const std::int64_t step : complete_steps(path)) {
+    try {
+      GptCheckpoint checkpoint = load_step(path, step, with_moments);
+      checkpoint.skipped = std::move(skipped);
+      return checkpoint;
+    } catch (const CheckpointError& e) {
+      skipped.push_back(e.what());
+    }
+  }
+  if (skipped.size() == 1) throw CheckpointError(skipped.front());
+  throw CheckpointError(fmt::format("{} (and the {} older complete steps do not load either)",
+                                    skipped.front(), skipped.size() - 1));
 }
 
 std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoint,

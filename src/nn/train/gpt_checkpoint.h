@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "comm/topology.h"
 #include "nn/train/gpt_trainer.h"
@@ -40,14 +41,19 @@ struct GptCheckpoint {
   nlohmann::json meta;
   GptConfig config;
   std::map<std::string, Tensor> full;
+  /// The newer complete steps of the folder that did not load, each as the CheckpointError
+  /// message saying why ("ckpt/step_20: tensor wte holds inf at element 3"); newest first.
+  std::vector<std::string> skipped;
 };
 
-/// Reads the complete step `path` names (checkpoint.h's locate_step: a folder's newest step, or
-/// a step folder DIR/step_<k> itself): its meta.json (whose
-/// "config" gives the model sizes) and the full tensors of every parameter, and of the AdamW
-/// moments when `with_moments`. No communication: every rank reads the files. Throws
-/// CheckpointError (one line naming the file and what differs) when there is no complete step,
-/// a file is damaged or missing, or a tensor does not fit the recorded model sizes.
+/// Reads the complete step `path` names: a step folder DIR/step_<k> itself, or of a checkpoint
+/// folder its newest complete step that loads (complete_steps' order; the newer ones that do not
+/// load are listed in `skipped`). Reads its meta.json (whose "config" gives the model sizes) and
+/// the full tensors of every parameter, and of the AdamW moments when `with_moments`. No
+/// communication: every rank reads the files. Throws CheckpointError (one line naming the file
+/// and what differs) when there is no complete step, or when no complete step loads (a file is
+/// damaged or missing, a tensor holds NaN or inf or does not fit the recorded model sizes): the
+/// newest step's reason.
 GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments);
 
 /// The message of the first model size in which `checkpoint` differs from `config`
