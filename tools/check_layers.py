@@ -96,9 +96,15 @@ def violations(src):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    found = list(violations(pathlib.Path(sys.argv[1])))
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if len(sys.argv) == 2 else 2
+    src = pathlib.Path(sys.argv[1])
+    if not all((src / layer).is_dir() for layer in ALLOWED):
+        print(f"check_layers: error: {src} is not a source tree (it needs the folders "
+              f"{', '.join(ALLOWED)})", file=sys.stderr)
+        return 2
+    found = list(violations(src))
     for line in found:
         print(line)
     print(f"check_layers: {len(found)} layering violation(s)")

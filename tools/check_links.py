@@ -141,9 +141,9 @@ def check(root):
 
 
 def main(argv):
-    if len(argv) > 2:
-        print("usage: check_links.py [ROOT]", file=sys.stderr)
-        return 2
+    if len(argv) > 2 or (len(argv) == 2 and argv[1] in ("-h", "--help")):
+        print(__doc__.strip(), file=sys.stderr if len(argv) > 2 else sys.stdout)
+        return 2 if len(argv) > 2 else 0
     root = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(__file__), "..")
     if not os.path.isdir(root):
         print(f"check_links: error: {root} is not a folder", file=sys.stderr)

@@ -104,7 +104,8 @@ def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workload", choices=["gpt", "mlp"], default="gpt")
     p.add_argument("--mpitron", default="build/mpitron")
     p.add_argument("--data", default="/usr/share/common-licenses/GPL-3")
@@ -112,6 +113,10 @@ def main() -> None:
     p.add_argument("--skip", type=int, default=2, help="untimed first steps per run")
     p.add_argument("--peak-gflops", type=float, default=0.0, help="one rank's peak, for MFU")
     args = p.parse_args()
+    if not os.access(args.mpitron, os.X_OK):
+        p.error(f"--mpitron {args.mpitron}: no such executable (build it: bash scripts/build.sh)")
+    if args.steps < 1 or args.skip < 0:
+        p.error(f"--steps must be >= 1 and --skip >= 0, got {args.steps} and {args.skip}")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
                OMPI_MCA_mpi_yield_when_idle="1")
     if args.workload == "gpt":

@@ -54,7 +54,8 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
-from torch_peer_ranks import peak_rss_mib_by_rank, start_ranks  # noqa: E402
+from torch_peer_common import (  # noqa: E402
+    integer_at_least, peak_rss_mib_by_rank, positive_number, start_ranks)  # noqa: E402
 
 
 class CausalSelfAttention(nn.Module):
@@ -255,19 +256,26 @@ def main():
                         help="any file, read as bytes")
     parser.add_argument("--eval", help="evaluate this exported .safetensors model instead")
     for name, default in [("layers", 4), ("hidden", 256), ("heads", 8), ("batch", 8),
-                          ("steps", 200), ("warmup-steps", 20), ("skip", 2), ("seed", 1234)]:
-        parser.add_argument(f"--{name}", type=int, default=default)
-    parser.add_argument("--seq", type=int, help="sequence length and context (train: 128; "
-                        "--eval: the model's context)")
-    for name, default in [("lr", 1e-3), ("min-lr", 1e-4), ("weight-decay", 0.1),
-                          ("grad-clip", 1.0)]:
-        parser.add_argument(f"--{name}", type=float, default=default)
+                          ("steps", 200)]:
+        parser.add_argument(f"--{name}", type=integer_at_least(1), default=default)
+    for name, default in [("warmup-steps", 20), ("skip", 2), ("seed", 1234)]:
+        parser.add_argument(f"--{name}", type=integer_at_least(0), default=default)
+    parser.add_argument("--seq", type=integer_at_least(1), help="sequence length and context "
+                        "(train: 128; --eval: the model's context)")
+    for name, default in [("lr", 1e-3), ("min-lr", 1e-4), ("grad-clip", 1.0)]:
+        parser.add_argument(f"--{name}", type=positive_number, default=default)
+    parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--rendezvous", default=os.environ.get("TORCH_PEER_RENDEZVOUS",
                                                                "tcp://127.0.0.1:29511"))
     parser.add_argument("--json", help="append the run's figures as one JSON line (rank 0)")
     args = parser.parse_args()
     if not args.eval and args.steps <= args.skip:
         parser.error(f"--steps {args.steps} leaves no timed step after --skip {args.skip}")
+    if args.hidden % args.heads:
+        parser.error(f"--hidden {args.hidden} is not divisible by --heads {args.heads}")
+    for flag, path in (("--data", args.data), ("--eval", args.eval)):
+        if path is not None and not os.path.isfile(path):
+            parser.error(f"{flag} {path}: no such file")
     torch.set_num_threads(1)
     if args.eval:
         evaluate(args)

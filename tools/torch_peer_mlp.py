@@ -35,7 +35,7 @@ import time  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch_peer_ranks import peak_rss_mib_by_rank, start_ranks  # noqa: E402
+from torch_peer_common import integer_at_least, peak_rss_mib_by_rank, start_ranks  # noqa: E402
 
 
 class SumOverGroup(torch.autograd.Function):
@@ -110,9 +110,10 @@ def groups(tp, pp, dp, rank):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in [("tp", 1), ("pp", 1), ("dp", 1), ("hidden", 512), ("intermediate", 2048),
-                          ("batch", 8), ("seq", 128), ("layers", 4), ("steps", 5), ("warmup", 2),
-                          ("seed", 1234)]:
-        parser.add_argument(f"--{name}", type=int, default=default)
+                          ("batch", 8), ("seq", 128), ("layers", 4), ("steps", 5)]:
+        parser.add_argument(f"--{name}", type=integer_at_least(1), default=default)
+    for name, default in [("warmup", 2), ("seed", 1234)]:
+        parser.add_argument(f"--{name}", type=integer_at_least(0), default=default)
     parser.add_argument("--rendezvous", default=os.environ.get("TORCH_PEER_RENDEZVOUS",
                                                           "tcp://127.0.0.1:29511"))
     parser.add_argument("--json", help="append the figures as one JSON line (rank 0)")
@@ -120,9 +121,11 @@ def main():
     torch.set_num_threads(1)
     rank, world = start_ranks(args.rendezvous)
     tp, pp, dp = args.tp, args.pp, args.dp
-    if tp * pp * dp != world or args.intermediate % tp or args.layers % pp:
-        raise SystemExit(f"torch_peer_mlp: tp*pp*dp must be the {world} ranks, intermediate "
-                         "divisible by tp and layers by pp")
+    if tp * pp * dp != world:
+        raise SystemExit(f"torch_peer_mlp: tp*pp*dp = {tp}*{pp}*{dp}, but there are {world} ranks")
+    if args.intermediate % tp or args.layers % pp:
+        raise SystemExit(f"torch_peer_mlp: --intermediate {args.intermediate} must divide by tp "
+                         f"{tp} and --layers {args.layers} by pp {pp}")
     t, s, d = rank % tp, rank // tp % pp, rank // (tp * pp)
     tp_group, dp_group = groups(tp, pp, dp, rank) if world > 1 else (None, None)
     prev_stage = rank - tp if s > 0 else None

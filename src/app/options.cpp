@@ -19,9 +19,16 @@
 namespace mpitron::app {
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
-  command.add_option("--tp", options.tp, "Tensor-parallel degree")->group(kCommonGroup);
+  command
+      .add_option("--tp", options.tp,
+                  "Tensor-parallel degree. With --tp, --pp and --dp all omitted, a world "
+                  "divisible by 4 runs (2, 2, world/4), an even one (2, 1, world/2), any other "
+                  "(1, 1, world); an omitted --tp or --pp alone is 1")
+      ->group(kCommonGroup);
   command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)")->group(kCommonGroup);
-  command.add_option("--dp", options.dp, "Data-parallel degree (replicas)")->group(kCommonGroup);
+  command
+      .add_option("--dp", options.dp, "Data-parallel degree (replicas; omitted: world / (tp pp))")
+      ->group(kCommonGroup);
   add_run_options(command, options);
 }
 
@@ -48,7 +55,9 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::IsMember({"a", "w"}))
       ->capture_default_str()
       ->group(kCommonGroup);
-  command.add_option("--seed", options.seed, "Seed of every generated weight and input")
+  command
+      .add_option("--seed", options.seed,
+                  "Seed of every generated weight and input, and of generate's sampling")
       ->check(integer_in(0, std::numeric_limits<std::uint64_t>::max()))
       ->capture_default_str()
       ->group(kCommonGroup);

@@ -1,8 +1,11 @@
-"""What the PyTorch peers (torch_peer_mlp.py, torch_peer_gpt.py) share about their ranks.
+"""What the PyTorch peers (torch_peer_mlp.py, torch_peer_gpt.py) share: their ranks, their
+memory report and their argument checks.
 
 The peers are launched by Open MPI (`mpirun -np N /usr/bin/python3 tools/torch_peer_X.py ...`),
 one process per rank, and talk over Gloo; run without mpirun they are one rank.
 """
+import argparse
+import math
 import os
 import resource
 
@@ -28,3 +31,27 @@ def peak_rss_mib_by_rank(world: int) -> list[float]:
         by_rank = [torch.zeros(1) for _ in range(world)]
         dist.all_gather(by_rank, rss)
     return [r.item() for r in by_rank]
+
+
+def integer_at_least(minimum: int):
+    """An argparse type: a whole number >= minimum, else the usual one-line usage error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text}")
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text}")
+        return value
+    return parse
+
+
+def positive_number(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite positive number, got {text}")
+    return value
