@@ -3,9 +3,13 @@
 
 Each file is one run: a first line {"config": {...}} whose config holds the topology (tp, pp,
 dp), then one line per training step {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s"}
-and one per evaluation {"step", "val_loss"}. The picture has two panels: training loss (solid)
-and validation loss (dashed, dots) against the step, or against the tokens seen (--x tokens),
-one colour per run labelled with its topology "(tp, pp, dp)"; and tokens/s per step.
+and one per evaluation {"step", "val_loss"}. A run resumed from a checkpoint of step k adds a
+line {"resume": {"from_step": k, "config": {...}}}: the file stays one continuous run, records of
+steps after k written before that line (by an interrupted run) are dropped, and the resume is
+marked with a dotted vertical line. The picture has two panels: training loss (solid) and
+validation loss (dashed, dots) against the step, or against the tokens seen (--x tokens), one
+colour per run labelled with its topology "(tp, pp, dp)" (or "(1, 1, 1) -> (2, 2, 2)" when a
+resume changed it); and tokens/s per step.
 
     /usr/bin/python3 tools/plot_metrics.py run_111.jsonl run_222.jsonl -o loss.png
 
@@ -23,7 +27,8 @@ class MetricsError(Exception):
 
 def read_run(path):
     """One run: {"label", "steps", "loss", "tokens", "tokens_per_s", "val_steps", "val_tokens",
-    "val_loss"} from a metrics JSONL file. Raises MetricsError for bad content."""
+    "val_loss", "resumes" (the from_step of each resume), "resume_tokens"} from a metrics JSONL
+    file. Raises MetricsError for bad content."""
     path = pathlib.Path(path)
     try:
         lines = path.read_text().splitlines()
@@ -39,34 +44,57 @@ def read_run(path):
             raise MetricsError(f"{path}:{number}: not JSON ({error.msg})") from error
     if not records or not isinstance(records[0][1], dict) or "config" not in records[0][1]:
         raise MetricsError(f'{path}:1: the first line must be {{"config": {{...}}}}')
-    config = records[0][1]["config"]
-    try:
-        label = f"({config['tp']}, {config['pp']}, {config['dp']})"
-    except (KeyError, TypeError) as error:
-        raise MetricsError(f"{path}:1: the config has no tp, pp and dp") from error
-    run = {"label": label, "steps": [], "loss": [], "tokens": [], "tokens_per_s": [],
-           "val_steps": [], "val_tokens": [], "val_loss": []}
-    seen = 0.0  # tokens trained on so far: tokens/s times the step's seconds, summed
+    topologies = [topology_of(records[0][1]["config"], path, 1)]
+    run = {"steps": [], "loss": [], "tokens": [], "tokens_per_s": [], "val_steps": [],
+           "val_tokens": [], "val_loss": [], "resumes": [], "resume_tokens": []}
     for number, record in records[1:]:
         try:
-            if "val_loss" in record:
+            if "resume" in record:
+                resume(run, int(record["resume"]["from_step"]))
+                topology = topology_of(record["resume"]["config"], path, number)
+                if topology != topologies[-1]:
+                    topologies.append(topology)
+            elif "val_loss" in record:
                 run["val_steps"].append(record["step"])
-                run["val_tokens"].append(seen)
+                run["val_tokens"].append(run["tokens"][-1] if run["tokens"] else 0.0)
                 run["val_loss"].append(float(record["val_loss"]))
             elif "loss" in record:
-                seen += float(record["tokens_per_s"]) * float(record["ms"]) / 1e3
+                seen = run["tokens"][-1] if run["tokens"] else 0.0
                 run["steps"].append(record["step"])
                 run["loss"].append(float(record["loss"]))
-                run["tokens"].append(seen)
+                # tokens trained on so far: tokens/s times the step's seconds, summed
+                run["tokens"].append(seen + float(record["tokens_per_s"]) * float(record["ms"]) / 1e3)
                 run["tokens_per_s"].append(float(record["tokens_per_s"]))
             else:
-                raise KeyError("loss or val_loss")
+                raise KeyError("loss, val_loss or resume")
         except (KeyError, TypeError, ValueError) as error:
             raise MetricsError(f"{path}:{number}: a step needs step, loss, ms and tokens_per_s, "
-                               f"an evaluation step and val_loss ({error!r})") from error
+                               f"an evaluation step and val_loss, a resume from_step and config "
+                               f"({error!r})") from error
+    run["label"] = " -> ".join(topologies)
     if not run["steps"]:
         raise MetricsError(f"{path}: no training steps")
     return run
+
+
+def topology_of(config, path, number):
+    """ "(tp, pp, dp)" of a config object, or MetricsError naming the line."""
+    try:
+        return f"({config['tp']}, {config['pp']}, {config['dp']})"
+    except (KeyError, TypeError) as error:
+        raise MetricsError(f"{path}:{number}: the config has no tp, pp and dp") from error
+
+
+def resume(run, from_step):
+    """Continues `run` after step `from_step`: drops its records of later steps."""
+    keep = sum(1 for step in run["steps"] if step <= from_step)
+    for key in ("steps", "loss", "tokens", "tokens_per_s"):
+        del run[key][keep:]
+    keep = sum(1 for step in run["val_steps"] if step <= from_step)
+    for key in ("val_steps", "val_tokens", "val_loss"):
+        del run[key][keep:]
+    run["resumes"].append(from_step)
+    run["resume_tokens"].append(run["tokens"][-1] if run["tokens"] else 0.0)
 
 
 def plot(runs, x_axis="step", title=None):
@@ -91,6 +119,10 @@ def plot(runs, x_axis="step", title=None):
             loss_axes.plot(val_x, run["val_loss"], "--o", color=line.get_color(), markersize=3,
                            linewidth=width, label=f"{label} val")
         rate_axes.plot(run["steps"], run["tokens_per_s"], color=line.get_color(), label=label)
+        resumes = run["resume_tokens"] if x_axis == "tokens" else run["resumes"]
+        for number, at in enumerate(resumes):
+            loss_axes.axvline(at, color=line.get_color(), linestyle=":", linewidth=1,
+                              label=f"{label} resumed" if number == 0 else None)
     loss_axes.set_xlabel("tokens" if x_axis == "tokens" else "step")
     loss_axes.set_ylabel("loss")
     loss_axes.set_title("loss (topology: tp, pp, dp)")

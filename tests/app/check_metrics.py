@@ -2,9 +2,11 @@
 {"config": {...}} holding the run's tp, pp and dp; then one line per step with "step" (1..N in
 order), "loss", "lr", "grad_norm", "ms", "tokens_per_s" and "gflops" ("mfu" too with --mfu), all
 finite numbers; and {"step",
-"val_loss"} lines at the given evaluation steps. Exit 1 with one line naming what differs.
+"val_loss"} lines at the given evaluation steps. With --resumed-from K: one {"resume":
+{"from_step": K, "config": {...}}} line right after the records of steps up to K, and still every
+step once. Exit 1 with one line naming what differs.
 
-    check_metrics.py FILE --topology 2 2 2 --steps 3 --eval-steps 2 3 [--mfu]
+    check_metrics.py FILE --topology 2 2 2 --steps 3 --eval-steps 2 3 [--mfu] [--resumed-from K]
 """
 import argparse
 import json
@@ -24,6 +26,7 @@ def main():
     p.add_argument("--steps", type=int, required=True)
     p.add_argument("--eval-steps", type=int, nargs="*", default=[])
     p.add_argument("--mfu", action="store_true", help="step lines carry mfu (--peak-gflops)")
+    p.add_argument("--resumed-from", type=int, help="the step the run was resumed from")
     args = p.parse_args()
     with open(args.file) as f:
         lines = [json.loads(line) for line in f]
@@ -36,8 +39,14 @@ def main():
     step_keys = {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s", "gflops"}
     if args.mfu:
         step_keys.add("mfu")
-    steps, evals = [], []
+    steps, evals, resumes = [], [], []
     for number, line in enumerate(lines[1:], 2):
+        if set(line) == {"resume"}:
+            resume = line["resume"]
+            if not isinstance(resume.get("config"), dict):
+                fail(f"{args.file}:{number}: the resume line has no config: {line}")
+            resumes.append((resume.get("from_step"), max(steps + evals, default=0)))
+            continue
         values = [v for k, v in line.items() if k != "step"]
         if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
             fail(f"{args.file}:{number}: a value is not a finite number: {line}")
@@ -47,6 +56,10 @@ def main():
             evals.append(line["step"])
         else:
             fail(f"{args.file}:{number}: unexpected keys {sorted(line)}")
+    expected_resumes = [] if args.resumed_from is None else [(args.resumed_from,) * 2]
+    if resumes != expected_resumes:
+        fail(f"{args.file}: resumes (from step, after records up to step) {resumes}, expected "
+             f"{expected_resumes}")
     if steps != list(range(1, args.steps + 1)):
         fail(f"{args.file}: steps {steps}, expected 1..{args.steps}")
     if evals != args.eval_steps:

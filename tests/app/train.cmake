@@ -109,3 +109,30 @@ add_test(NAME train_non_finite_step_left_no_folder
 set_tests_properties(train_non_finite_step_not_saved PROPERTIES FIXTURES_SETUP train_nonfinite)
 set_tests_properties(train_non_finite_step_left_no_folder PROPERTIES
                      FIXTURES_REQUIRED train_nonfinite)
+
+# A metrics file through a resume: an interrupted run (stopped after step 5, last save at 4)
+# leaves step 5's records; the run resumed from step 4 drops them, marks the resume, and the
+# file holds every step once.
+set(train_resume_dir ${CMAKE_CURRENT_BINARY_DIR}/train_resume)
+set(train_resume_metrics ${CMAKE_CURRENT_BINARY_DIR}/train_resume.jsonl)
+set(train_resume_flags --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
+    --steps 6 --eval-interval 2 --eval-iters 2 --save ${train_resume_dir} --metrics
+    ${train_resume_metrics} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train)
+add_test(NAME train_resume_metrics_clean
+         COMMAND ${CMAKE_COMMAND} -E rm -rf ${train_resume_dir} ${train_resume_metrics})
+mpitron_add_expect_test(train_resume_metrics_interrupted TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_resume_flags} --save-interval 2 --stop-after 5
+  EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint [^\n]*step_4" "train stopped: steps 1..5")
+mpitron_add_expect_test(train_resume_metrics_resumed TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_resume_flags} --load ${train_resume_dir}/step_4
+  EXPECT_EXIT 0 EXPECT_OUTPUT "resuming from [^\n]*step 4" "train done")
+add_test(NAME train_resume_metrics_format
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_metrics.py
+                 ${train_resume_metrics} --topology 2 1 1 --steps 6 --eval-steps 2 4 6
+                 --resumed-from 4)
+set_tests_properties(train_resume_metrics_clean PROPERTIES FIXTURES_SETUP train_resume_clean)
+set_tests_properties(train_resume_metrics_interrupted PROPERTIES
+                     FIXTURES_REQUIRED train_resume_clean FIXTURES_SETUP train_resume_stopped)
+set_tests_properties(train_resume_metrics_resumed PROPERTIES
+                     FIXTURES_REQUIRED train_resume_stopped FIXTURES_SETUP train_resume_done)
+set_tests_properties(train_resume_metrics_format PROPERTIES FIXTURES_REQUIRED train_resume_done)

@@ -57,6 +57,31 @@ class PlotMetricsTest(unittest.TestCase):
         self.assertEqual(run["tokens"], [50.0, 150.0, 300.0, 500.0])
         self.assertEqual(run["val_tokens"], [150.0, 500.0])
 
+    def test_a_resumed_run_is_one_continuous_curve_with_its_resume_marked(self):
+        # Steps 1-4 at (1, 1, 1); an interrupted run went on to steps 5-6 after its last save at
+        # step 4; the run resumed from step 4 at (2, 2, 2) wrote steps 5-6 again.
+        lines = [{"config": {"tp": 1, "pp": 1, "dp": 1}}]
+        step_line = lambda step, loss: {"step": step, "loss": loss, "lr": 1e-3, "grad_norm": 1.0,
+                                        "ms": 100.0, "tokens_per_s": 1000.0}
+        lines += [step_line(s, 5.0 - s) for s in range(1, 7)] + [{"step": 6, "val_loss": 9.0}]
+        lines.append({"resume": {"from_step": 4, "config": {"tp": 2, "pp": 2, "dp": 2}}})
+        lines += [step_line(5, 0.5), step_line(6, 0.25), {"step": 6, "val_loss": 1.0}]
+        path = pathlib.Path(self.folder.name) / "resumed.jsonl"
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        run = plot_metrics.read_run(path)
+        self.assertEqual(run["steps"], [1, 2, 3, 4, 5, 6])
+        self.assertEqual(run["loss"], [4.0, 3.0, 2.0, 1.0, 0.5, 0.25])
+        self.assertEqual(run["val_steps"], [6])
+        self.assertEqual(run["val_loss"], [1.0])
+        self.assertEqual(run["tokens"], [100.0, 200.0, 300.0, 400.0, 500.0, 600.0])
+        self.assertEqual(run["resumes"], [4])
+        self.assertEqual(run["resume_tokens"], [400.0])
+        self.assertEqual(run["label"], "(1, 1, 1) -> (2, 2, 2)")
+        figure = plot_metrics.plot([run])
+        marks = [line for line in figure.axes[0].get_lines() if line.get_linestyle() == ":"]
+        self.assertEqual(len(marks), 1)
+        self.assertEqual(list(marks[0].get_xdata()), [4, 4])
+
     def test_figure_has_one_curve_pair_per_run_labelled_by_topology(self):
         runs = [plot_metrics.read_run(self.one), plot_metrics.read_run(self.eight)]
         loss_axes, rate_axes = plot_metrics.plot(runs).axes

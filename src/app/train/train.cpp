@@ -8,8 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
+#include "app/train/metrics.h"
 #include "app/train/setup.h"
 #include "comm/agreement.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
 #include "comm/topology.h"
 #include "kernels/allocator.h"
 #include "nn/optim/lr_schedule.h"
@@ -32,17 +35,6 @@ std::vector<nn::TokenBatch> micro_batches(const nn::ByteCorpus& corpus,
   }
   return batches;
 }
-
-class MetricsFile {
- public:
-  MetricsFile(std::string path, bool writer) : path_(writer ? std::move(path) : std::string()) {}
-  void write(const nlohmann::json& line) const {
-    if (!path_.empty()) write_json(path_, line, /*append=*/true);
-  }
-
- private:
-  std::string path_;
-};
 
 }  // namespace
 
@@ -89,9 +81,19 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       nn::counted(static_cast<std::int64_t>(corpus.bytes().size()), "byte"), corpus.split(),
       corpus.bytes().size() - corpus.split());
 
-  const MetricsFile metrics(o.metrics, world.rank() == 0);
   const nlohmann::json config = nlohmann::json::parse(run.description);
-  metrics.write({{"config", config}});
+  // Agreed like the start-up checks: rank 0 prepares the file, and a file it cannot continue
+  // (unreadable, not JSON) ends every rank with one line.
+  std::optional<MetricsFile> metrics;
+  comm::agree_on_configuration(world, [&]() -> std::string {
+    try {
+      metrics.emplace(o.metrics, world.rank() == 0, config,
+                      first_step > 1 ? std::optional(first_step - 1) : std::nullopt);
+    } catch (const std::runtime_error& e) {
+      throw comm::ConfigError(e.what());
+    }
+    return "metrics";
+  });
   const auto validation = [&]() {
     std::vector<nn::TokenBatch> windows;
     for (const std::int64_t start :
@@ -147,14 +149,14 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                         {"ms", ms},        {"tokens_per_s", tokens_per_s},
                         {"gflops", gflops}};
     if (mfu) line["mfu"] = *mfu;
-    metrics.write(line);
+    metrics->write(line);
     summary["loss"] = result.loss;
     step_ms += ms;
     if ((o.eval_interval > 0 && step % o.eval_interval == 0) || step == o.steps) {
       const double val_loss = validation();
       run.log->info("step {} val_loss {:.4f} ({:.4f} bits per byte)", step, val_loss,
                     val_loss / std::log(2.0));
-      metrics.write({{"step", step}, {"val_loss", val_loss}});
+      metrics->write({{"step", step}, {"val_loss", val_loss}});
       summary["val_loss"] = val_loss;
     }
     if (!o.save.empty() &&
