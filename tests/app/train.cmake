@@ -136,3 +136,37 @@ set_tests_properties(train_resume_metrics_interrupted PROPERTIES
 set_tests_properties(train_resume_metrics_resumed PROPERTIES
                      FIXTURES_REQUIRED train_resume_stopped FIXTURES_SETUP train_resume_done)
 set_tests_properties(train_resume_metrics_format PROPERTIES FIXTURES_REQUIRED train_resume_done)
+
+# One owner per --save folder: a lock of a live process of this host (pid 1 is always alive)
+# stops the run at start with one line naming the owner; a lock of a process that is gone is
+# taken over with a warning, and released at the end.
+cmake_host_system_information(RESULT train_lock_host QUERY HOSTNAME)
+set(train_lock_flags --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
+    --steps 1 --eval-interval 0 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train)
+foreach(case "live|1" "stale|999999999")
+  string(REPLACE "|" ";" fields "${case}")
+  list(GET fields 0 name)
+  list(GET fields 1 pid)
+  add_test(NAME train_save_lock_${name}_setup
+           COMMAND ${CMAKE_COMMAND} -DPATH=${CMAKE_CURRENT_BINARY_DIR}/train_lock_${name}/.lock
+                   "-DTEXT={\"run_id\": \"other\", \"host\": \"${train_lock_host}\", \"pid\": ${pid}}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/WriteFile.cmake)
+  set_tests_properties(train_save_lock_${name}_setup PROPERTIES FIXTURES_SETUP lock_${name})
+endforeach()
+mpitron_add_expect_test(train_save_lock_live TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_lock_flags} --save ${CMAKE_CURRENT_BINARY_DIR}/train_lock_live
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: [^\n]*train_lock_live is in use by run other \\(host ${train_lock_host}, pid 1\\)"
+                "rank 1: error:")
+mpitron_add_expect_test(train_save_lock_stale TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_lock_flags} --save ${CMAKE_CURRENT_BINARY_DIR}/train_lock_stale
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "warning: --save [^\n]*train_lock_stale: took over the lock of run other \\(host ${train_lock_host}, pid 999999999\\), which is gone"
+                "saved checkpoint")
+add_test(NAME train_save_lock_released
+         COMMAND ${CMAKE_COMMAND} -E rm ${CMAKE_CURRENT_BINARY_DIR}/train_lock_stale/.lock)
+set_tests_properties(train_save_lock_live PROPERTIES FIXTURES_REQUIRED lock_live)
+set_tests_properties(train_save_lock_stale PROPERTIES FIXTURES_REQUIRED lock_stale
+                     FIXTURES_SETUP lock_stale_run)
+set_tests_properties(train_save_lock_released PROPERTIES FIXTURES_REQUIRED lock_stale_run
+                     WILL_FAIL TRUE)

@@ -129,6 +129,7 @@ nlohmann::json run_settings(const TrainOptions& o, const TrainRun& run) {
   settings["data"] = run.corpus->source();
   settings["seed"] = run.seed;
   settings["mpitron_version"] = MPITRON_VERSION;
+  settings["run_id"] = run.run_id;
   return settings;
 }
 
@@ -180,13 +181,21 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                         nn::counted(static_cast<std::int64_t>(validation), "byte"), o.seq + 1));
       }
       check_memory(o, run, world.node().size);
-      if (world.rank() == 0) check_outputs(o);
+      if (world.rank() == 0) {
+        check_outputs(o);
+        run.run_id = nn::new_run_id();
+        if (!o.save.empty()) run.save_lock = std::make_unique<nn::FolderLock>(o.save, run.run_id);
+      }
     } catch (const comm::ConfigError&) {
       throw;
     } catch (const std::exception& e) {
       throw comm::ConfigError(e.what());
     }
     run.log = prepare_run(o.common, world);
+    if (run.save_lock && run.save_lock->taken_over()) {
+      run.log->warn("warning: --save {}: took over the lock of {}, which is gone", o.save,
+                    *run.save_lock->taken_over());
+    }
     if (run.checkpoint && world.rank() == 0) {
       for (const std::string& why : run.checkpoint->skipped)
         run.log->warn("warning: --load {}: skipped a newer step that does not load: {}", o.load,

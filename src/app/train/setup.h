@@ -16,6 +16,7 @@
 #include "app/progress.h"
 #include "app/train/settings.h"
 #include "comm/communicator.h"
+#include "nn/checkpoint/folder_lock.h"
 #include "nn/data/byte_corpus.h"
 #include "nn/train/gpt_checkpoint.h"
 #include "nn/train/gpt_trainer.h"
@@ -34,12 +35,15 @@ struct TrainRun {
   ProgressMode progress = ProgressMode::off;    ///< `auto` already resolved
   std::shared_ptr<spdlog::logger> log;
   std::string description;  ///< the run's settings as a JSON object (the metrics' config line)
+  std::string run_id;       ///< this run's id, recorded in every step it saves (world rank 0)
+  std::unique_ptr<nn::FolderLock> save_lock;  ///< --save's folder, held by world rank 0
 };
 
 /// The run's settings a checkpoint records beside the model in meta.json (and a resumed run
 /// compares with its own): seed, dtype, optimizer, lr_schedule {lr, min_lr, warmup_steps,
-/// total_steps}, sampler {global_batch}, data (the corpus's source) and mpitron_version. The
-/// positions of a saved step (lr_schedule.next_step, sampler.next_step) are added by the saver.
+/// total_steps}, sampler {global_batch}, data (the corpus's source), mpitron_version and run_id
+/// (this run's; empty but on world rank 0, which writes meta.json). The positions of a saved step
+/// (lr_schedule.next_step, sampler.next_step) are added by the saver.
 nlohmann::json run_settings(const TrainOptions& options, const TrainRun& run);
 
 /// Checks `options` against the world and loads the data and the --load checkpoint, agreed
