@@ -42,6 +42,7 @@ set(train_bad_runs
   "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (its last 10 %, 10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
   "minlr|--min-lr 0.1|--min-lr 0.1 is above --lr 0.001"
   "lrfloat32|--lr 1e39|--lr 1e+39 is not finite in float32 (at most 3.40282e+38)"
+  "exitsignal|--exit-signal SIGUSR2,SIGFOO|--exit-signal 'SIGFOO' is not one of: SIGHUP, SIGINT"
   "stopafter|--stop-after 2|--stop-after 2 is beyond --steps 1"
   "save|--save /proc/mpitron-no-such-folder|--save /proc/mpitron-no-such-folder: cannot create the folder"
   "metrics|--metrics /nonexistent-mpitron-dir/m.jsonl|--metrics /nonexistent-mpitron-dir/m.jsonl: cannot open for appending"
@@ -170,3 +171,25 @@ set_tests_properties(train_save_lock_stale PROPERTIES FIXTURES_REQUIRED lock_sta
                      FIXTURES_SETUP lock_stale_run)
 set_tests_properties(train_save_lock_released PROPERTIES FIXTURES_REQUIRED lock_stale_run
                      WILL_FAIL TRUE)
+
+# A graceful stop on a real signal to a real launcher: SIGUSR1 to mpirun (which forwards it;
+# its own SIGTERM and SIGINT kill the ranks after odls_base_sigkill_timeout, docs/train.md), and
+# SIGTERM and SIGINT to mpitron run without a launcher (as srun's tasks receive them).
+_mpitron_mpiexec_command(stop_launch "{np}" mpitron)
+add_test(NAME train_stop_on_sigusr1_through_mpirun
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/stop_signal.py --signal USR1
+                 --ranks 2 --work ${CMAKE_CURRENT_BINARY_DIR}/stop_usr1 -- ${stop_launch})
+foreach(name TERM INT)
+  add_test(NAME train_stop_on_sig${name}
+           COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/stop_signal.py --signal ${name}
+                   --ranks 1 --work ${CMAKE_CURRENT_BINARY_DIR}/stop_${name} --
+                   $<TARGET_FILE:mpitron>)
+endforeach()
+set_tests_properties(train_stop_on_sigusr1_through_mpirun train_stop_on_sigTERM
+                     train_stop_on_sigINT PROPERTIES TIMEOUT 120)
+mpitron_add_expect_test(train_stop_after_exit_duration TARGET mpitron NP 2 TIMEOUT 120
+  ARGS train --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
+       --steps 1000000 --eval-interval 0 --exit-duration-in-mins 0.002
+       --save ${CMAKE_CURRENT_BINARY_DIR}/stop_duration --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+  EXPECT_EXIT 75
+  EXPECT_OUTPUT "stopping at step [0-9]+ on --exit-duration-in-mins 0.002: saved [^\n]*stop_duration/step_[0-9]+")

@@ -99,6 +99,13 @@ const std::vector<TrainSetting>& train_settings() {
        "Stop after this step (saving it with --save), keeping the schedule of --steps "
        "(0: run to --steps)",
        Check::at_least_zero, true},
+      {"exit-signal", &O::exit_signal,
+       "Also stop at the next step boundary, saving with --save, on these signals (e.g. SIGUSR2; "
+       "SIGTERM, SIGINT and SIGUSR1 always do)",
+       Check::none, true},
+      {"exit-duration-in-mins", &O::exit_duration_in_mins,
+       "Stop the same way after this many minutes (0: no limit)", Check::finite_at_least_zero,
+       true},
   };
   return table;
 }

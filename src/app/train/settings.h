@@ -47,7 +47,9 @@ struct TrainOptions {
   std::string progress = "auto";    ///< --progress: auto (in place on a terminal, else off),
                                     ///< in-place, lines or off
   std::int64_t stop_after = 0;      ///< stop after this step, as if interrupted (0: run to --steps)
-  std::string fault;                ///< test only: an nn::Fault name
+  std::string exit_signal;          ///< more signals that stop gracefully, comma-separated
+  double exit_duration_in_mins = 0.0;  ///< stop gracefully after this many minutes (0: never)
+  std::string fault;                   ///< test only: an nn::Fault name
 };
 
 /// The check a setting's value must pass before the run starts (every rank alike).

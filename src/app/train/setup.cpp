@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
+#include "app/train/stop.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/fault_injection.h"
@@ -42,6 +43,7 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
   if (o.min_lr > o.lr) {
     throw comm::ConfigError(fmt::format("--min-lr {} is above --lr {}", o.min_lr, o.lr));
   }
+  stop_signals(o.exit_signal);  // names an unknown --exit-signal
   if (o.stop_after > o.steps) {
     throw comm::ConfigError(
         fmt::format("--stop-after {} is beyond --steps {}", o.stop_after, o.steps));

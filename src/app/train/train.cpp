@@ -10,6 +10,7 @@
 #include "app/throughput.h"
 #include "app/train/metrics.h"
 #include "app/train/setup.h"
+#include "app/train/stop.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -122,6 +123,17 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                          {"loss", nullptr},
                          {"val_loss", nullptr}};
   double step_ms = 0.0;
+  const StopWatch stop(stop_signals(o.exit_signal), o.exit_duration_in_mins);
+  // Saves `step` with --save; false (after the error line) when the step is not finite.
+  const auto save_step = [&](std::int64_t step) {
+    try {
+      save(step);
+      return true;
+    } catch (const nn::NonFiniteStateError& e) {  // agreed: thrown on every rank alike
+      run.log->error("error: {}", e.what());
+      return false;
+    }
+  };
   for (std::int64_t step = first_step; step <= last_step; ++step) {
     const auto batches =
         micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);
@@ -159,14 +171,16 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       metrics->write({{"step", step}, {"val_loss", val_loss}});
       summary["val_loss"] = val_loss;
     }
-    if (!o.save.empty() &&
-        ((o.save_interval > 0 && step % o.save_interval == 0) || step == last_step)) {
-      try {
-        save(step);
-      } catch (const nn::NonFiniteStateError& e) {  // agreed: thrown on every rank alike
-        run.log->error("error: {}", e.what());
-        return 1;
-      }
+    const bool saved = !o.save.empty() &&
+                       ((o.save_interval > 0 && step % o.save_interval == 0) || step == last_step);
+    if (saved && !save_step(step)) return 1;
+    if (const std::string reason = stop.agreed_reason(world); !reason.empty()) {
+      progress.suspend();
+      if (!o.save.empty() && !saved && !save_step(step)) return 1;
+      run.log->info("stopping at step {} on {}: {}", step, reason,
+                    o.save.empty() ? std::string("nothing saved (no --save)")
+                                   : fmt::format("saved {}/step_{}", o.save, step));
+      return kStoppedExitCode;
     }
     progress.update(step - first_step + 1, result.loss, tokens_per_s);
   }
