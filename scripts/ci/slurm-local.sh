@@ -8,6 +8,8 @@
 #   - `srun --mpi=none -n 2`, where no task can reach the others, exits non-zero at once and
 #     starts no computation (MPI refuses, or mpitron's launch check reports the singletons);
 #   - `sbatch --wait scripts/slurm/validate.sbatch` passes;
+#   - `sbatch scripts/slurm/train.sbatch`, sent SIGUSR1 as before a time limit, saves, requeues
+#     itself and resumes to the uninterrupted run's last loss;
 #   - `salloc -n 4 mpirun mpitron validate` passes (mpirun finds the allocation by itself);
 #   - `srun -n 4` of the multi-rank GoogleTest binary test_comm_mpi passes on every rank;
 #   - the multi-rank ctest tests, configured with -DMPIEXEC_EXECUTABLE=srun
@@ -46,6 +48,7 @@ trap 'exit 130' INT TERM
 
 not_running() { ! kill -0 "$1" 2>/dev/null; }
 not_grep() { ! grep -q "$@"; }
+not_queued() { ! squeue -h -j "$job" 2>/dev/null | grep -q .; }
 
 # ---- install and start munge, slurmctld, slurmd -------------------------------------------------
 ci_install slurmctld slurmd slurm-client munge
@@ -180,6 +183,41 @@ check_output "sbatch --wait scripts/slurm/validate.sbatch (${seconds} s for both
 check_output "sbatch --wait scripts/slurm/train-dp.sbatch" "$train_status" 0 \
   "$(printf '%s\n' 'rank 3 epoch 2 loss' 'train-dp done: 2 epochs .* on 4 ranks.*replicas in sync')" \
   "$work/train-dp.out"
+
+# train.sbatch through an early warning: SIGUSR1 to the batch shell (what --signal=B:USR1@120
+# sends before the time limit) stops mpitron at a step boundary with a checkpoint and exit code
+# 75, the script requeues the job, and the same command line continues from that step; the last
+# loss must be the one of an uninterrupted run, to the last digit printed.
+train_args=(--tp 2 --pp 2 --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8
+            --micro-batch 2 --eval-interval 0 --lr 1e-3 --min-lr 1e-3 --warmup-steps 0 --steps 3000)
+job=$(MPITRON=$mpitron MPITRON_CHECKPOINT=$work/train-ckpt MPITRON_LOG_DIR=$work/logs \
+  sbatch --parsable --output="$work/train.out" --chdir="$work" scripts/slurm/train.sbatch \
+  "${train_args[@]}")
+start=$EPOCHREALTIME
+ci_wait_until 60 grep -q "step [0-9]*/3000 loss" "$work/train.out" || ci_die "train.sbatch printed no step"
+scancel --signal=USR1 --batch "$job"
+# Slurm holds a requeued job for a while before it may start again; a cluster's scheduler would
+# wait, this check lets it start at once.
+pending() { squeue -h -j "$job" -o %t 2>/dev/null | grep -q PD; }
+if ci_wait_until 120 pending; then
+  scontrol update JobId="$job" StartTime=now
+fi
+ci_wait_until 240 not_queued || true
+seconds=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+check_output "train.sbatch: SIGUSR1 to the batch shell, requeued, resumed (${seconds} s)" 0 0 \
+  "$(printf '%s\n' 'stopping at step [0-9]+ on SIGUSR1: saved .*train-ckpt/step_[0-9]+' \
+    'mpitron stopped early and saved; requeueing' 'start 1\)' 'resuming from .*train-ckpt step' \
+    'train done: steps [0-9]+\.\.3000')" "$work/train.out"
+check_run "srun -n 4 train, uninterrupted" 240 0 "train done" \
+  srun --mpi=pmix -n 4 "$mpitron" train "${train_args[@]}" --log-dir "$work/logs"
+same_last_loss() {
+  local resumed uninterrupted
+  resumed=$(grep -o 'step 3000/3000 loss [0-9.]*' "$1")
+  uninterrupted=$(grep -o 'step 3000/3000 loss [0-9.]*' "$2")
+  [[ -n $resumed && $resumed == "$uninterrupted" ]]
+}
+ci_expect "train.sbatch: the requeued run's last loss is the uninterrupted run's" \
+  same_last_loss "$work/train.out" "$out"
 
 check_run "salloc -n 4 mpirun validate" 120 0 "all parallel validations passed" \
   salloc --quiet -n 4 mpirun --allow-run-as-root "${validate[@]}"

@@ -193,3 +193,22 @@ mpitron_add_expect_test(train_stop_after_exit_duration TARGET mpitron NP 2 TIMEO
        --save ${CMAKE_CURRENT_BINARY_DIR}/stop_duration --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
   EXPECT_EXIT 75
   EXPECT_OUTPUT "stopping at step [0-9]+ on --exit-duration-in-mins 0.002: saved [^\n]*stop_duration/step_[0-9]+")
+
+# One command line for a job's first start and its restarts: --load and --save naming one folder
+# that holds no step yet starts fresh (and says so); a --load of another empty folder stays an
+# error.
+set(train_fresh_dir ${CMAKE_CURRENT_BINARY_DIR}/train_fresh)
+add_test(NAME train_load_save_fresh_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${train_fresh_dir})
+mpitron_add_expect_test(train_load_save_same_empty_folder_starts_fresh TARGET mpitron NP 2
+  TIMEOUT 60
+  ARGS train ${train_lock_flags} --load ${train_fresh_dir} --save ${train_fresh_dir}
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "--load [^\n]*train_fresh: no checkpoint there yet, so this run starts at step 1"
+                "saved checkpoint [^\n]*train_fresh/step_1")
+set_tests_properties(train_load_save_fresh_clean PROPERTIES FIXTURES_SETUP train_fresh)
+set_tests_properties(train_load_save_same_empty_folder_starts_fresh PROPERTIES
+                     FIXTURES_REQUIRED train_fresh)
+mpitron_add_expect_test(train_load_other_empty_folder_is_an_error TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_lock_flags} --load ${CMAKE_CURRENT_BINARY_DIR}
+       --save ${CMAKE_CURRENT_BINARY_DIR}/train_fresh_other
+  EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*no checkpoint step" "rank 1: error:")

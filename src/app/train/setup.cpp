@@ -15,6 +15,7 @@
 #include "app/train/stop.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "nn/checkpoint/checkpoint.h"
 #include "nn/fault_injection.h"
 #include "nn/wording.h"
 
@@ -93,6 +94,17 @@ void check_outputs(const TrainOptions& o) {
   }
 }
 
+// --load and --save naming one folder that holds no complete step yet: the first start of a
+// job that a scheduler may requeue (one command line for the first start and every restart, as
+// in Megatron-LM), which starts fresh.
+bool first_start_of_requeued_run(const TrainOptions& o) {
+  std::error_code error;
+  return !o.save.empty() &&
+         std::filesystem::weakly_canonical(o.load, error) ==
+             std::filesystem::weakly_canonical(o.save, error) &&
+         !nn::latest_step(o.load);
+}
+
 template <class T>
 T parse_choice(const char* flag, const std::string& text,
                std::initializer_list<std::pair<const char*, T>> choices) {
@@ -164,7 +176,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
       if (run.progress == ProgressMode::automatic) {
         run.progress = stdout_is_terminal() ? ProgressMode::in_place : ProgressMode::off;
       }
-      if (!o.load.empty()) {
+      if (!o.load.empty() && !first_start_of_requeued_run(o)) {
         run.checkpoint =
             nn::load_gpt_checkpoint(o.load, run.train.optimizer == nn::OptimizerKind::adamw);
         if (const auto error = nn::checkpoint_config_error(*run.checkpoint, run.config)) {
@@ -197,6 +209,9 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
     if (run.save_lock && run.save_lock->taken_over()) {
       run.log->warn("warning: --save {}: took over the lock of {}, which is gone", o.save,
                     *run.save_lock->taken_over());
+    }
+    if (!o.load.empty() && !run.checkpoint && world.rank() == 0) {
+      run.log->info("--load {}: no checkpoint there yet, so this run starts at step 1", o.load);
     }
     if (run.checkpoint && world.rank() == 0) {
       for (const std::string& why : run.checkpoint->skipped)
