@@ -212,3 +212,8 @@ mpitron_add_expect_test(train_load_other_empty_folder_is_an_error TARGET mpitron
   ARGS train ${train_lock_flags} --load ${CMAKE_CURRENT_BINARY_DIR}
        --save ${CMAKE_CURRENT_BINARY_DIR}/train_fresh_other
   EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*no checkpoint step" "rank 1: error:")
+# Two real runs into one --save folder at once: the second is refused, naming the first.
+add_test(NAME train_save_folder_two_runs_at_once
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/concurrent_save.py
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/two_runs -- $<TARGET_FILE:mpitron>)
+set_tests_properties(train_save_folder_two_runs_at_once PROPERTIES TIMEOUT 120)
