@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 19> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 20> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<const char*, Fault>, 19> kNames{{
     {"norm-counts-replicas-per-rank", Fault::norm_counts_replicas_per_rank},
     {"vocab-ce-local-max", Fault::vocab_ce_local_max},
     {"replica-drift", Fault::replica_drift},
+    {"save-pauses-before-finish", Fault::save_pauses_before_finish},
     {"layer-norm-dx-no-mean", Fault::layer_norm_dx_no_mean},
     {"causal-mask-one-late", Fault::causal_mask_one_late},
 }};

@@ -52,6 +52,9 @@ enum class Fault {
   layer_norm_dx_no_mean,
   /// the CPU causal softmax lets query position i see key i + 1 (the mask starts one late).
   causal_mask_one_late,
+  /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
+  /// completing the step, so that a test's signal arrives in the middle of a save.
+  save_pauses_before_finish,
 };
 
 /// Fault from its flag spelling ("none", or a fault's name with dashes, e.g.

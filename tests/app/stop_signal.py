@@ -2,12 +2,14 @@
 """Driver of the graceful-stop tests (tests/app/train.cmake): a real signal to a real launcher
 mid-run, waiting for a printed step rather than sleeping. Python standard library only.
 
-    stop_signal.py --signal USR1 --ranks 2 --work DIR -- <launcher with {np}> .../mpitron
+    stop_signal.py --signal USR1 --ranks 2 --work DIR [--mid-save] -- <launcher> .../mpitron
 
 1. `train` with --save and a constant learning rate runs until it prints a step line; the
    signal goes to the launcher's process (mpirun, or mpitron itself without a launcher). It must
    end with exit code 75 and one line "stopping at step k on SIG<NAME>: saved DIR/step_k", and
-   DIR/step_k must be complete.
+   DIR/step_k must be complete. With --mid-save every step is saved and each save pauses 2 s
+   before completing (the test-only fault save-pauses-before-finish), so the signal, sent when
+   a step line appears, arrives while that step is being saved: the save must still complete.
 2. `train --load DIR` continues to step k + 3; an uninterrupted run of k + 3 steps must give the
    same losses for steps k+1..k+3, bit for bit (same topology).
 Prints what it compared; exits 1 on any failure.
@@ -55,6 +57,7 @@ def main():
     p.add_argument("--signal", required=True, help="USR1, TERM, INT, ...")
     p.add_argument("--ranks", type=int, required=True)
     p.add_argument("--work", required=True)
+    p.add_argument("--mid-save", action="store_true", help="signal while a step is being saved")
     p.add_argument("launch", nargs="+")
     args = p.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
@@ -62,8 +65,9 @@ def main():
     save = os.path.join(args.work, "ckpt")
     stopped = os.path.join(args.work, "stopped.jsonl")
 
-    full = command(args, "--steps", "1000000", "--save", save, "--save-interval", "1000000",
-                   "--metrics", stopped)
+    saving = (["--save-interval", "1", "--inject-fault", "save-pauses-before-finish"]
+              if args.mid_save else ["--save-interval", "1000000"])
+    full = command(args, "--steps", "1000000", "--save", save, "--metrics", stopped, *saving)
     print("+", " ".join(full), flush=True)
     process = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = []

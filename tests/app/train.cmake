@@ -97,6 +97,13 @@ set_tests_properties(train_resume_warns_on_other_settings PROPERTIES
 # leaves no step folder behind; the same run with a sane rate saves step 1.
 set(train_nonfinite_dir ${CMAKE_CURRENT_BINARY_DIR}/train_nonfinite)
 file(REMOVE_RECURSE ${train_nonfinite_dir})
+# A temporary file an interrupted save left: the run takes the folder and removes it at start
+# (it saves nothing that would sweep it later).
+add_test(NAME train_non_finite_leftover_setup
+         COMMAND ${CMAKE_COMMAND} -DPATH=${train_nonfinite_dir}/.latest.tmp.77.0 -DTEXT=partial
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/WriteFile.cmake)
+set_tests_properties(train_non_finite_leftover_setup PROPERTIES FIXTURES_SETUP
+                     train_nonfinite_leftover)
 mpitron_add_expect_test(train_non_finite_step_not_saved TARGET mpitron NP 2 TIMEOUT 60
   ARGS train --tp 2 --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
        --steps 2 --warmup-steps 0 --eval-interval 0 --lr 3.4e38 --save-interval 1
@@ -107,7 +114,8 @@ mpitron_add_expect_test(train_non_finite_step_not_saved TARGET mpitron NP 2 TIME
 add_test(NAME train_non_finite_step_left_no_folder
          COMMAND ${CMAKE_COMMAND} -DDIR=${train_nonfinite_dir} -P
                  ${CMAKE_CURRENT_SOURCE_DIR}/ExpectNoStep.cmake)
-set_tests_properties(train_non_finite_step_not_saved PROPERTIES FIXTURES_SETUP train_nonfinite)
+set_tests_properties(train_non_finite_step_not_saved PROPERTIES FIXTURES_SETUP train_nonfinite
+                     FIXTURES_REQUIRED train_nonfinite_leftover)
 set_tests_properties(train_non_finite_step_left_no_folder PROPERTIES
                      FIXTURES_REQUIRED train_nonfinite)
 
@@ -185,8 +193,13 @@ foreach(name TERM INT)
                    --ranks 1 --work ${CMAKE_CURRENT_BINARY_DIR}/stop_${name} --
                    $<TARGET_FILE:mpitron>)
 endforeach()
+# The same with the signal arriving while a step is being saved: the save completes first.
+add_test(NAME train_stop_on_sigusr1_mid_save
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/stop_signal.py --signal USR1
+                 --ranks 2 --mid-save --work ${CMAKE_CURRENT_BINARY_DIR}/stop_mid_save --
+                 ${stop_launch})
 set_tests_properties(train_stop_on_sigusr1_through_mpirun train_stop_on_sigTERM
-                     train_stop_on_sigINT PROPERTIES TIMEOUT 120)
+                     train_stop_on_sigINT train_stop_on_sigusr1_mid_save PROPERTIES TIMEOUT 120)
 mpitron_add_expect_test(train_stop_after_exit_duration TARGET mpitron NP 2 TIMEOUT 120
   ARGS train --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
        --steps 1000000 --eval-interval 0 --exit-duration-in-mins 0.002

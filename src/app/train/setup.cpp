@@ -198,7 +198,11 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
       if (world.rank() == 0) {
         check_outputs(o);
         run.run_id = nn::new_run_id();
-        if (!o.save.empty()) run.save_lock = std::make_unique<nn::FolderLock>(o.save, run.run_id);
+        if (!o.save.empty()) {
+          run.save_lock = std::make_unique<nn::FolderLock>(o.save, run.run_id);
+          // The folder is this run's now: what an interrupted save left there can go.
+          nn::remove_interrupted_save_leftovers(o.save);
+        }
       }
     } catch (const comm::ConfigError&) {
       throw;

@@ -183,16 +183,20 @@ void finish_step(const std::filesystem::path& dir, std::int64_t step, const nloh
   }
   // Every writer of this save has committed its files by now, so a temporary file anywhere in
   // the folder is a leftover of an interrupted save (of this step or another).
+  remove_interrupted_save_leftovers(dir);
+  write_file_atomically(step_dir / kMeta, meta.dump(2) + "\n");
+  write_file_atomically(step_dir / kDone, fmt::format("{}\n", step));
+  sync_directory(dir);
+  write_file_atomically(dir / kLatest, fmt::format("{}{}\n", kStepPrefix, step));
+}
+
+void remove_interrupted_save_leftovers(const std::filesystem::path& dir) {
   remove_temporary_files(dir);
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.is_directory() && step_of(entry.path().filename().string())) {
       remove_temporary_files(entry.path());
     }
   }
-  write_file_atomically(step_dir / kMeta, meta.dump(2) + "\n");
-  write_file_atomically(step_dir / kDone, fmt::format("{}\n", step));
-  sync_directory(dir);
-  write_file_atomically(dir / kLatest, fmt::format("{}{}\n", kStepPrefix, step));
 }
 
 bool step_complete(const std::filesystem::path& dir, std::int64_t step) {

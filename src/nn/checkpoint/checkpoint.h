@@ -96,6 +96,11 @@ void write_shard(const std::filesystem::path& dir, std::int64_t step, int tp_ran
 /// I/O failure.
 void finish_step(const std::filesystem::path& dir, std::int64_t step, const nlohmann::json& meta);
 
+/// Removes the temporary files that interrupted saves left in DIR and in every DIR/step_<k>/.
+/// Only for the folder's owner (nn::FolderLock), as no other writer may be active there.
+/// Throws std::filesystem::filesystem_error when DIR cannot be read.
+void remove_interrupted_save_leftovers(const std::filesystem::path& dir);
+
 /// True when DIR/step_<k>/DONE exists.
 bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 

@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <numeric>
 
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 
 #include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "kernels/ops.h"
 #include "nn/checkpoint/checkpoint.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
@@ -87,6 +90,9 @@ void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, Gp
   require_finite(tensors, step, topology);
   if (topology.dp_rank() == 0)
     write_shard(dir, step, topology.tp_rank(), topology.pp_rank(), tensors);
+  if (fault_active(Fault::save_pauses_before_finish)) {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
   comm::barrier(topology.world());
   if (topology.world().rank() == 0) {
     meta["topology"] = {{"tp", topology.tp()}, {"pp", topology.pp()}, {"dp", topology.dp()}};
