@@ -31,7 +31,13 @@ set(train_bad_runs
   "batch|--global-batch 6 --micro-batch 2 --dp 2|--global-batch 6 is not divisible by --micro-batch 2 x dp 2"
   "heads|--heads 3 --hidden 48 --tp 2 --dp 1|heads 3 is not divisible by tp 2"
   "layers|--layers 3 --pp 2 --dp 1|layers 3 is not divisible by pp 2"
-  "vocab|--vocab 257 --tp 2 --dp 1|vocab 257 is not divisible by tp 2"
+  "vocab|--vocab 255|--vocab 255 cannot hold the 256 byte values"
+  "model|--model gpt5|--model 'gpt5' is not one of: gpt2, gpt2-medium, gpt2-large, gpt2-xl"
+  "gelu|--gelu relu|--gelu 'relu' is not one of: erf, tanh"
+  "decay|--lr-decay-style step|--lr-decay-style 'step' is not one of: cosine, linear, constant"
+  "beta|--adam-beta2 1|--adam-beta2 must be in "
+  "eps|--adam-eps 0|--adam-eps must be a finite positive number, got 0"
+  "blocksize|--block-size 8|--seq 16 is longer than --block-size 8"
   "lr|--lr nan|--lr must be a finite positive number, got nan"
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "stop|--stop-after -1|--stop-after must be >= 0, got -1"
@@ -230,3 +236,13 @@ add_test(NAME train_save_folder_two_runs_at_once
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/concurrent_save.py
                  --work ${CMAKE_CURRENT_BINARY_DIR}/two_runs -- $<TARGET_FILE:mpitron>)
 set_tests_properties(train_save_folder_two_runs_at_once PROPERTIES TIMEOUT 120)
+
+# --model gpt2 sets vocab 50257 (padded to 50304), block size 1024 and the tanh GELU; the size
+# flags given override it.
+mpitron_add_expect_test(train_model_gpt2_overrides TARGET mpitron NP 2 TIMEOUT 120 MAX_SECONDS 60
+  ARGS train --model gpt2 --tp 2 --layers 1 --hidden 64 --heads 2 --seq 16 --global-batch 4
+       --micro-batch 2 --steps 2 --eval-iters 2 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_gpt2
+       --json ${CMAKE_CURRENT_BINARY_DIR}/train_gpt2.json
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "1 layer x hidden 64 x 2 heads, seq 16 \\(positions 1024\\), vocab 50257 \\(padded to 50304\\), tanh GELU;"
+                "step 2/2 loss 10\\.[0-9]+")

@@ -69,15 +69,19 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
       "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {}, seq "
-      "{}, vocab {}{}; parameters per rank {}; {} of {} per replica per "
+      "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
       "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
       kernels::to_string(run.device), o.dtype, nn::counted(o.layers, "layer"), o.hidden,
-      nn::counted(o.heads, "head"), o.seq, o.vocab,
+      nn::counted(o.heads, "head"), o.seq,
+      run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
+                                     : std::string(),
+      o.vocab,
       run.config.vocab_rows() != o.vocab ? fmt::format(" (padded to {})", run.config.vocab_rows())
                                          : std::string(),
-      fmt::join(counts, ", "), nn::counted(micro_per_step, "micro-batch", "micro-batches"),
+      run.config.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "", fmt::join(counts, ", "),
+      nn::counted(micro_per_step, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.schedule,
       o.recompute ? ", recomputing activations" : "", o.global_batch,
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
