@@ -2,7 +2,8 @@
 # of scripts/setup.sh --test), and bad input: one line, exit 2.
 set(tokenize_texts /usr/share/common-licenses/GPL-3 ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/english.txt
     ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/unicode.txt
-    ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/whitespace.txt)
+    ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/whitespace.txt
+    ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/controls.txt)
 add_test(NAME tokenize_shards_match_js_tiktoken
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_tokenize.py
                  --mpitron $<TARGET_FILE:mpitron> "--node=${MPITRON_TEST_NODE}"

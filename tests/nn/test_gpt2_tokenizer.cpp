@@ -83,6 +83,18 @@ TEST(Gpt2Pretokenizer, CutsContractionsWordsNumbersAndWhitespaceAsGpt2) {
               ::testing::ElementsAre("caf\xc3\xa9", " \xe6\x97\xa5\xe6\x9c\xac"));
 }
 
+// Whitespace is Unicode's White_Space, as for Python's `regex` module that GPT-2's encoder.py
+// runs (the expected pieces are its findall, regex 2026.5.9): U+0085 is whitespace, U+FEFF,
+// U+180E and U+001C are not (JavaScript's \s and PCRE2's \s each differ on some of them).
+TEST(Gpt2Pretokenizer, TakesWhitespaceAsPythonsRegexModuleDoes) {
+  const auto text = [](const std::string& c) { return "a\n\n" + c + "b" + c + c + " c"; };
+  EXPECT_THAT(pieces_of(text("\xc2\x85")),
+              ::testing::ElementsAre("a", "\n\n", "\xc2\x85", "b", "\xc2\x85\xc2\x85", " c"));
+  for (const std::string c : {"\xef\xbb\xbf", "\xe1\xa0\x8e", "\x1c"}) {
+    EXPECT_THAT(pieces_of(text(c)), ::testing::ElementsAre("a", "\n", "\n", c, "b", c + c, " c"));
+  }
+}
+
 TEST(Gpt2Pretokenizer, CoversInvalidUtf8ByteForByte) {
   const std::string text = "ab\xff\xfe cd\xe6\x97 \xc3";
   const std::vector<std::string> pieces = pieces_of(text);
@@ -196,13 +208,15 @@ TEST_P(Gpt2Reference, IdsEqualJsTiktokenAndGpt3EncoderAndLlmcBin) {
   EXPECT_EQ(openai_tokenizer().decode(ours), text);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Texts, Gpt2Reference,
-    ::testing::Values(ReferenceText{"GPL3", kGpl3},
-                      ReferenceText{"English", text_file("english.txt")},
-                      ReferenceText{"Unicode", text_file("unicode.txt")},
-                      ReferenceText{"Whitespace", text_file("whitespace.txt")}),
-    [](const ::testing::TestParamInfo<ReferenceText>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Texts, Gpt2Reference,
+                         ::testing::Values(ReferenceText{"GPL3", kGpl3},
+                                           ReferenceText{"English", text_file("english.txt")},
+                                           ReferenceText{"Unicode", text_file("unicode.txt")},
+                                           ReferenceText{"Whitespace", text_file("whitespace.txt")},
+                                           ReferenceText{"Controls", text_file("controls.txt")}),
+                         [](const ::testing::TestParamInfo<ReferenceText>& info) {
+                           return info.param.name;
+                         });
 
 TEST(Gpt2Tokenizer, RoundTripsAnyBytesOnGpt2) {
   MPITRON_SKIP_WITHOUT_NPM_REFERENCE();

@@ -11,12 +11,16 @@ namespace mpitron::nn {
 /// GPT-2's pre-tokenization pattern, as in its encoder.py: contractions, an optional space then
 /// letters, an optional space then digits, an optional space then other non-space characters,
 /// whitespace not followed by a non-space (so a space before a word stays with the word), and any
-/// other whitespace.
+/// other whitespace. encoder.py writes `\s` and `\S` and runs Python's `regex` module, whose `\s`
+/// is Unicode's White_Space property; PCRE2's `\s` also matches U+180E, so they are spelled
+/// `\p{White_Space}` here. (JavaScript's `\s`, which js-tiktoken and gpt-3-encoder use, differs
+/// from both on U+0085 and U+FEFF.)
 inline constexpr std::string_view kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+)"
+    R"(|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
 
-/// kGpt2Pattern compiled by PCRE2 (UTF, Unicode properties for \s, JIT-compiled where PCRE2 has
-/// a JIT). Invalid UTF-8 is allowed (PCRE2_MATCH_INVALID_UTF): no piece matches across it, and a
+/// kGpt2Pattern compiled by PCRE2 (UTF, Unicode properties, JIT-compiled where PCRE2 has a
+/// JIT). Invalid UTF-8 is allowed (PCRE2_MATCH_INVALID_UTF): no piece matches across it, and a
 /// stretch of bytes the pattern does not match becomes a piece of its own, so the pieces always
 /// cover the text byte for byte. Holds a PCRE2 match buffer: use one object per thread.
 class Gpt2Pretokenizer {
