@@ -22,6 +22,7 @@ set(tokenize_bad_runs
   "missing_tokenizer|--tokenizer ${CMAKE_CURRENT_BINARY_DIR}/gpt2 --input ${gpl3}|--tokenizer [^\n]*gpt2: no such file or folder"
   "bad_fraction|--tokenizer ${gpl3} --input ${gpl3} --val-fraction 1.5|--val-fraction must be in .0, 1\\), got 1.5"
   "negative_fraction|--tokenizer ${gpl3} --input ${gpl3} --val-fraction -0.1|--val-fraction must be in .0, 1\\), got -0.1"
+  "output_file|--tokenizer ${gpl3} --input ${gpl3} --output ${gpl3}|--output ${gpl3}: exists and is not a folder"
   "shard_tokens|--tokenizer ${gpl3} --input ${gpl3} --shard-tokens 0|--shard-tokens: must be an integer in")
 foreach(run IN LISTS tokenize_bad_runs)
   string(REPLACE "|" ";" fields "${run}")
@@ -29,12 +30,13 @@ foreach(run IN LISTS tokenize_bad_runs)
   list(GET fields 1 args)
   list(GET fields 2 expected)
   separate_arguments(args UNIX_COMMAND "${args}")
-  # Run without a launcher (a singleton MPI process), so the whole output is that one line.
+  # Run without a launcher (a singleton MPI process), so the whole output is that one line; a
+  # flag in ${args} overrides the default --output (the last one counts).
   add_test(NAME tokenize_bad_${name}
            COMMAND ${CMAKE_COMMAND} -DEXPECT_EXIT=2
                    "-DEXPECT_OUTPUT=^rank 0: error: ${expected}[^\n]*\n$" -DMAX_SECONDS=30
                    -P ${PROJECT_SOURCE_DIR}/cmake/ExpectRun.cmake -- $<TARGET_FILE:mpitron>
-                   tokenize ${args} --output ${CMAKE_CURRENT_BINARY_DIR}/tokenize_bad_out
-                   --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_tokenize_bad)
+                   tokenize --output ${CMAKE_CURRENT_BINARY_DIR}/tokenize_bad_out
+                   --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_tokenize_bad ${args})
   set_tests_properties(tokenize_bad_${name} PROPERTIES TIMEOUT 60)
 endforeach()

@@ -63,6 +63,17 @@ void check_output(const std::string& output) {
     throw comm::ConfigError(fmt::format("--output {}: exists and is not a folder", output));
 }
 
+// Creates the folder `output` if missing; throws comm::ConfigError when it cannot be created or
+// written.
+void make_output(const std::string& output) {
+  std::error_code error;
+  fs::create_directories(output, error);
+  if (error || access(output.c_str(), W_OK) != 0) {
+    throw comm::ConfigError(fmt::format("--output {}: cannot create or write the folder: {}",
+                                        output, error ? error.message() : std::strerror(errno)));
+  }
+}
+
 std::string read_input(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -168,6 +179,7 @@ int run_tokenize(const TokenizeOptions& o, comm::Communicator world) {
           fmt::format("--tokenizer {}: vocabulary of {} does not fit llm.c's uint16 shards",
                       o.tokenizer, tokenizer->vocab_size()));
     }
+    make_output(o.output);
     log = prepare_run(o.common, world);
     return fmt::format("tokenize {} -> {}", fmt::join(o.inputs, " "), o.output);
   });
@@ -205,7 +217,6 @@ int run_tokenize(const TokenizeOptions& o, comm::Communicator world) {
   }
   progress.suspend();
 
-  fs::create_directories(o.output);
   const auto val = static_cast<std::size_t>(o.val_fraction * static_cast<double>(tokens.size()));
   const std::vector<Shard> shards =
       plan_shards(o.output, name, val, tokens.size(), static_cast<std::size_t>(o.shard_tokens));

@@ -18,7 +18,9 @@ struct TokenizeOptions {
   std::string output;
   /// The shards' name prefix; empty: the first input's file name without its extension.
   std::string name;
+  /// The share of the tokens, from the start, written as val shards: 0 <= F < 1.
   double val_fraction = 0.1;
+  /// The most tokens in one shard (llm.c's fineweb shards hold 10^8).
   std::int64_t shard_tokens = 100'000'000;
   std::string progress = "auto";
 };
@@ -36,8 +38,8 @@ CLI::App& add_tokenize_command(CLI::App& app, TokenizeOptions& options);
 /// summary line (files, bytes, tokens, shards, MB/s of encoding), a progress line while encoding
 /// 16 MiB or more (or as --progress forces), and with --json writes the summary as JSON.
 /// Throws comm::ConfigError (agreed, exit code 2) for a missing or unreadable input, a tokenizer
-/// that does not load, a --val-fraction outside [0, 1) or an --output that is not a folder;
-/// std::runtime_error when a shard cannot be written.
+/// that does not load, a --val-fraction outside [0, 1) or an --output that is not a writable
+/// folder; std::runtime_error when a shard cannot be written.
 int run_tokenize(const TokenizeOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app
