@@ -9,6 +9,7 @@
 
 #include "app/bench/comm.h"
 #include "app/bench/step.h"
+#include "app/data/tokenize.h"
 #include "app/help.h"
 #include "app/model/eval.h"
 #include "app/model/export.h"
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
   CLI::App& attention_command = mpitron::app::add_attention_command(app, attention);
+  mpitron::app::TokenizeOptions tokenize;
+  CLI::App& tokenize_command = mpitron::app::add_tokenize_command(app, tokenize);
 
   double init_timeout = 0.0;
   try {
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
     if (export_command) return mpitron::app::run_export(export_options, world);
     if (train_dp_command) return mpitron::app::run_train_dp(train_dp, world);
     if (attention_command) return mpitron::app::run_attention(attention, world);
+    if (tokenize_command) return mpitron::app::run_tokenize(tokenize, world);
     return 1;
   });
 }

