@@ -23,9 +23,9 @@ cli_bad_test(generate_temperature 2 "--temperature must be a finite number >= 0,
              generate --load ${cli_ckpt} --prompt x --temperature nan)
 cli_bad_test(eval_seq_zero 2 "--seq must be in [1, 16] (the checkpoint's block size), got 0"
              eval --load ${cli_ckpt} --data ${cli_text} --seq 0)
-cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: is a directory"
+cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"
              eval --load ${cli_ckpt} --data ${CMAKE_CURRENT_BINARY_DIR})
-cli_bad_test(train_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: is a directory"
+cli_bad_test(train_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"
              train --seq 16 --steps 1 --data ${CMAKE_CURRENT_BINARY_DIR})
 # Options of bench's MLP step given before `comm` would be silently ignored by bench comm.
 cli_bad_test(bench_step_option_before_comm 2

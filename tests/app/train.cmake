@@ -44,8 +44,8 @@ set(train_bad_runs
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of: 1f1b, afab"
   "missing|--data ${CMAKE_CURRENT_BINARY_DIR}/missing.txt|missing.txt: cannot read: No such file"
   "empty|--data ${CMAKE_CURRENT_BINARY_DIR}/empty.txt|empty.txt: empty file"
-  "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 bytes is shorter than one window"
-  "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (its last 10 %, 10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
+  "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 tokens is shorter than one window"
+  "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
   "minlr|--min-lr 0.1|--min-lr 0.1 is above --lr 0.001"
   "lrfloat32|--lr 1e39|--lr 1e+39 is not finite in float32 (at most 3.40282e+38)"
   "exitsignal|--exit-signal SIGUSR2,SIGFOO|--exit-signal 'SIGFOO' is not one of: SIGHUP, SIGINT"
@@ -246,3 +246,31 @@ mpitron_add_expect_test(train_model_gpt2_overrides TARGET mpitron NP 2 TIMEOUT 1
   EXPECT_EXIT 0
   EXPECT_OUTPUT "1 layer x hidden 64 x 2 heads, seq 16 \\(positions 1024\\), vocab 50257 \\(padded to 50304\\), tanh GELU;"
                 "step 2/2 loss 10\\.[0-9]+")
+
+# Training on llm.c token shards (tests/app/make_shards.py): GPT-2's vocabulary over a folder of
+# train and val shards, llm.c's sequential order, tp 2; and a bad shard is one line, exit 2.
+set(shards_dir ${CMAKE_CURRENT_BINARY_DIR}/shards)
+add_test(NAME train_shards_make
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/make_shards.py ${shards_dir})
+set_tests_properties(train_shards_make PROPERTIES FIXTURES_SETUP train_shards)
+set(train_shards_small --model gpt2 --layers 1 --hidden 32 --heads 2 --seq 16 --global-batch 4
+    --micro-batch 2 --eval-iters 4)
+mpitron_add_expect_test(train_shards_tp2_sequential TARGET mpitron NP 2 TIMEOUT 120 MAX_SECONDS 60
+  ARGS train --tp 2 --data ${shards_dir}/good --data-order sequential ${train_shards_small}
+       --steps 3 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_shards
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "vocab 50257 \\(padded to 50304\\)" "data [^\n]*/shards/good \\(6600 tokens: 6000 train, 600 validation\\)"
+                "step 3/3 loss" "step 3 val_loss [0-9.]+ \\([0-9.]+ bits per token\\)")
+set_tests_properties(train_shards_tp2_sequential PROPERTIES FIXTURES_REQUIRED train_shards)
+foreach(case "bad_magic|not an llm.c token shard \\(magic 20240521, expected 20240520\\)"
+             "truncated|header says 100 tokens"
+             "big_token|token 50300 at position 7 is >= vocab 50257")
+  string(REPLACE "|" ";" fields "${case}")
+  list(GET fields 0 name)
+  list(GET fields 1 message)
+  mpitron_add_expect_test(train_shards_bad_${name} TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+    ARGS train --data ${shards_dir}/${name}.bin ${train_shards_small} --steps 1
+         --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_shards_bad
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${name}.bin: ${message}" "rank 1: error:")
+  set_tests_properties(train_shards_bad_${name} PROPERTIES FIXTURES_REQUIRED train_shards)
+endforeach()

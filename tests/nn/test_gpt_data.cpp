@@ -10,7 +10,8 @@
 #include <set>
 
 #include "autograd/ops.h"
-#include "nn/data/byte_corpus.h"
+#include "nn/data/token_corpus.h"
+#include "nn/data/token_shard.h"
 #include "nn/models/generate.h"
 #include "nn/models/gpt_config.h"
 #include "nn/optim/lr_schedule.h"
@@ -127,14 +128,52 @@ TEST(WindowSampler, BadSizesHaveTheirMessages) {
     ADD_FAILURE();
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(),
-                 "training data of 10 bytes is shorter than one window of seq + 1 = 17 bytes");
+                 "training data of 10 tokens is shorter than one window of seq + 1 = 17 tokens");
   }
   EXPECT_THROW(WindowSampler(100, 16, 6, 4, 0, 0), std::invalid_argument);
   EXPECT_THROW(WindowSampler(20, 16, 8, 1, 0, 0), std::invalid_argument);  // 4 windows < batch 8
 }
 
+// llm.c's DataLoader: step k reads the G T + 1 tokens from k G T, sequence i starting at
+// (k G + i) T; replicas take every dp-th sequence; the epoch wraps to token 0.
+TEST(WindowSampler, SequentialOrderIsLlmcsBatchGeometry) {
+  const std::int64_t tokens = 1000, seq = 16, global = 4;  // floor(999 / 64) = 15 steps
+  WindowSampler one(tokens, seq, global, 1, 0, 7, DataOrder::sequential);
+  EXPECT_EQ(one.steps_per_epoch(), 15);
+  EXPECT_EQ(one.starts(0), (std::vector<std::int64_t>{0, 16, 32, 48}));
+  EXPECT_EQ(one.starts(2), (std::vector<std::int64_t>{128, 144, 160, 176}));
+  EXPECT_EQ(one.starts(15), one.starts(0));
+  WindowSampler second(tokens, seq, global, 2, 1, 7, DataOrder::sequential);
+  EXPECT_EQ(second.starts(2), (std::vector<std::int64_t>{144, 176}));
+  // The last step's last window ends inside the tokens.
+  EXPECT_LE(one.starts(14).back() + seq + 1, tokens);
+}
+
+TEST(TokenCorpus, ShardsTrainThenValidateAndBinFilesAreShards) {
+  const auto dir = std::filesystem::temp_directory_path() / "mpitron_token_corpus_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::vector<std::int32_t> a = {1, 2, 3}, b = {50000, 5}, val = {7, 8};
+  write_token_shard((dir / "x_train_000001.bin").string(), b);
+  write_token_shard((dir / "x_train_000000.bin").string(), a);
+  write_token_shard((dir / "x_val_000000.bin").string(), val);
+  const TokenCorpus corpus = TokenCorpus::from_data(dir.string(), 50257);
+  EXPECT_EQ(corpus.tokens(), (std::vector<std::uint16_t>{1, 2, 3, 50000, 5, 7, 8}));
+  EXPECT_EQ(corpus.split(), 5u);
+  EXPECT_FALSE(corpus.is_bytes());
+  EXPECT_STREQ(corpus.unit(), "token");
+  // One train shard alone: its first 90 % trains.
+  const TokenCorpus one = TokenCorpus::from_data((dir / "x_train_000000.bin").string(), 50257);
+  EXPECT_EQ(one.tokens().size(), 3u);
+  EXPECT_EQ(one.split(), 2u);
+  EXPECT_THROW(TokenCorpus::from_data(dir.string(), 50000), std::runtime_error);  // 50000 >= V
+  std::ofstream((dir / "text.bin").string()) << "plain text, not a shard";
+  EXPECT_THROW(TokenCorpus::from_data((dir / "text.bin").string(), 50257), std::runtime_error);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TokenBatch, TargetsAreInputsShiftedByOneByte) {
-  const std::vector<std::uint8_t> bytes = {'a', 'b', 'c', 'd', 'e', 'f'};
+  const std::vector<std::uint16_t> bytes = {'a', 'b', 'c', 'd', 'e', 'f'};
   const TokenBatch b = make_token_batch(bytes, {0, 2}, 3, Device::cpu);
   EXPECT_EQ(b.inputs.shape(), (autograd::Shape{2, 3}));
   EXPECT_EQ(b.inputs.to_vector(), (std::vector<double>{'a', 'b', 'c', 'c', 'd', 'e'}));
@@ -154,27 +193,27 @@ TEST(EvaluationWindows, NonOverlappingWindowsWhoseTargetsFit) {
   EXPECT_TRUE(evaluation_starts(5, 8, 0, 1, 0).empty());
 }
 
-TEST(ByteCorpus, BuiltinIsDeterministicTextAndFilesAreReadWhole) {
-  const ByteCorpus a = ByteCorpus::builtin(), b = ByteCorpus::builtin();
+TEST(TokenCorpus, BuiltinIsDeterministicTextAndFilesAreReadWhole) {
+  const TokenCorpus a = TokenCorpus::builtin(), b = TokenCorpus::builtin();
   EXPECT_EQ(a.fingerprint(), b.fingerprint());
-  EXPECT_GE(a.bytes().size(), 65536u);
-  EXPECT_EQ(a.split(), a.bytes().size() * 9 / 10);
+  EXPECT_GE(a.tokens().size(), 65536u);
+  EXPECT_EQ(a.split(), a.tokens().size() * 9 / 10);
   const auto path = std::filesystem::temp_directory_path() / "mpitron_corpus_test.txt";
   std::ofstream(path, std::ios::binary) << std::string("hello\0world", 11);
-  EXPECT_EQ(ByteCorpus::from_file(path.string()).bytes().size(), 11u);
+  EXPECT_EQ(TokenCorpus::from_file(path.string()).tokens().size(), 11u);
   std::filesystem::remove(path);
   try {
-    ByteCorpus::from_file(path.string());
+    TokenCorpus::from_file(path.string());
     ADD_FAILURE();
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), path.string() + ": cannot read: No such file or directory");
   }
 }
 
-TEST(ByteCorpus, ADirectoryIsNamedInItsError) {
+TEST(TokenCorpus, ADirectoryIsNamedInItsError) {
   const auto dir = std::filesystem::temp_directory_path();
   try {
-    ByteCorpus::from_file(dir.string());
+    TokenCorpus::from_file(dir.string());
     ADD_FAILURE() << "a directory was read as a corpus";
   } catch (const std::runtime_error& e) {
     EXPECT_EQ(std::string(e.what()), dir.string() + ": is a directory");

@@ -41,7 +41,7 @@ std::vector<double> loss_curve(const comm::Communicator& world, int tp, int pp, 
   config.gelu = recipe.gelu;
   GptTrainer trainer(config, gpt2_init(3, config.layers, DType::f32, Device::cpu), topology,
                      options);
-  static const ByteCorpus corpus = ByteCorpus::builtin();
+  static const TokenCorpus corpus = TokenCorpus::builtin();
   WindowSampler sampler(static_cast<std::int64_t>(corpus.split()), kSeq, kGlobalBatch, dp,
                         topology.dp_rank(), 5);
   const LrSchedule schedule{lr, lr / 10, 5, kSteps};
@@ -52,7 +52,7 @@ std::vector<double> loss_curve(const comm::Communicator& world, int tp, int pp, 
     std::vector<TokenBatch> batches;
     for (std::int64_t i = 0; i < recipe.micro_batches; ++i) {
       batches.push_back(make_token_batch(
-          corpus.bytes(), {starts.begin() + i * micro, starts.begin() + (i + 1) * micro}, kSeq,
+          corpus.tokens(), {starts.begin() + i * micro, starts.begin() + (i + 1) * micro}, kSeq,
           Device::cpu));
     }
     losses.push_back(trainer.step(batches, schedule.at(step)).loss);

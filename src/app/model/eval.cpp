@@ -17,7 +17,7 @@ namespace mpitron::app {
 
 CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
   CLI::App& c = *app.add_subcommand(
-      "eval", "Mean cross-entropy (nats and bits per byte) of a checkpoint over a text file");
+      "eval", "Mean cross-entropy of a checkpoint over a text file or llm.c token shards");
   add_common_options(c, o.common);
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--data", o.data, "Text to evaluate, any file read as bytes")->required();
@@ -28,7 +28,7 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
 }
 
 int run_eval(const EvalOptions& o, comm::Communicator world) {
-  std::optional<nn::ByteCorpus> corpus;
+  std::optional<nn::TokenCorpus> corpus;
   std::int64_t seq = 0;
   LoadedRun run = load_checkpoint_agreed(
       "eval", o.common, o.load, world, [&](const nn::GptCheckpoint& ckpt, const ParallelSizes&) {
@@ -39,16 +39,17 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
                           ckpt.config.block_size, seq));
         }
         try {
-          corpus = nn::ByteCorpus::from_file(o.data);
+          corpus = nn::TokenCorpus::from_data(o.data, ckpt.config.vocab);
         } catch (const std::exception& e) {
           throw comm::ConfigError(e.what());
         }
-        if (static_cast<std::int64_t>(corpus->bytes().size()) < seq + 1) {
+        if (static_cast<std::int64_t>(corpus->tokens().size()) < seq + 1) {
           throw comm::ConfigError(fmt::format(
               "{}: {}, shorter than one window of seq + 1 = {}", o.data,
-              nn::counted(static_cast<std::int64_t>(corpus->bytes().size()), "byte"), seq + 1));
+              nn::counted(static_cast<std::int64_t>(corpus->tokens().size()), corpus->unit()),
+              seq + 1));
         }
-        return fmt::format("seq={} data_bytes={} data_fnv={:016x}", seq, corpus->bytes().size(),
+        return fmt::format("seq={} data_bytes={} data_fnv={:016x}", seq, corpus->tokens().size(),
                            corpus->fingerprint());
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
@@ -57,20 +58,20 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   nn::GptTrainer model(run.config, nn::checkpoint_init(run.checkpoint, options.dtype, run.device),
                        topology, options);
   std::vector<nn::TokenBatch> windows;
-  const auto length = static_cast<std::int64_t>(corpus->bytes().size());
+  const auto length = static_cast<std::int64_t>(corpus->tokens().size());
   for (const std::int64_t start :
        nn::evaluation_starts(length, seq, 0, run.sizes.dp, topology.dp_rank())) {
-    windows.push_back(nn::make_token_batch(corpus->bytes(), {start}, seq, run.device));
+    windows.push_back(nn::make_token_batch(corpus->tokens(), {start}, seq, run.device));
   }
   const double loss = model.evaluate(windows);
   const std::int64_t count = (length - 1) / seq;
-  run.log->info(
-      "eval: {} step {} on {} ({} of {}): loss {:.6f} nats per byte, {:.6f} bits per byte", o.load,
-      run.checkpoint.step, o.data, nn::counted(count, "window"), nn::counted(seq, "byte"), loss,
-      loss / std::log(2.0));
+  const std::string unit = corpus->unit();
+  run.log->info("eval: {} step {} on {} ({} of {}): loss {:.6f} nats per {}, {:.6f} bits per {}",
+                o.load, run.checkpoint.step, o.data, nn::counted(count, "window"),
+                nn::counted(seq, unit), loss, unit, loss / std::log(2.0), unit);
   if (!o.common.json.empty() && world.rank() == 0) {
     write_json(o.common.json, {{"loss", loss},
-                               {"bits_per_byte", loss / std::log(2.0)},
+                               {"bits_per_" + unit, loss / std::log(2.0)},
                                {"windows", count},
                                {"seq", seq},
                                {"step", run.checkpoint.step},

@@ -78,8 +78,10 @@ void apply_model(const CLI::App& command, TrainOptions& o) {
 
 const std::vector<TrainSetting>& train_settings() {
   static const std::vector<TrainSetting> table{
-      {"data", &O::data, "Training text, any file read as bytes (default: built-in corpus)",
+      {"data", &O::data, "Text file (as bytes), or llm.c token shards: file, folder or glob",
        Check::none, false, "/data"},
+      {"data-order", &O::data_order, "random windows, or sequential (llm.c's batches)", Check::none,
+       true, "/sampler/order"},
       {"model", &O::model, "GPT-2 sizes for the size flags not given: gpt2, gpt2-medium, ...",
        Check::none, true},
       {"vocab", &O::vocab, "Vocabulary size (bytes use 0..255)", Check::none, true},
@@ -104,8 +106,9 @@ const std::vector<TrainSetting>& train_settings() {
        "/lr_schedule/min_lr"},
       {"warmup-steps", &O::warmup_steps, "Linear warmup steps, then the decay",
        Check::at_least_zero, true, "/lr_schedule/warmup_steps"},
-      {"lr-decay-style", &O::lr_decay_style, "Decay to --min-lr: cosine, linear or constant",
-       Check::none, true, "/lr_schedule/style"},
+      {"lr-decay-style", &O::lr_decay_style,
+       "Decay to --min-lr: cosine (default), linear, constant", Check::none, true,
+       "/lr_schedule/style", false},
       {"adam-beta1", &O::adam_beta1, "AdamW beta1", Check::below_one_at_least_zero, true,
        "/adamw/beta1"},
       {"adam-beta2", &O::adam_beta2, "AdamW beta2", Check::below_one_at_least_zero, true,
@@ -150,11 +153,9 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
             c.add_flag(flag, o.*member, s.help);
           } else {
             CLI::Option* option = c.add_option(flag, o.*member, s.help);
-            if constexpr (std::is_same_v<T, std::string>) {
-              if (!(o.*member).empty()) option->capture_default_str();
-            } else {
-              option->capture_default_str();
-            }
+            bool empty_text = false;
+            if constexpr (std::is_same_v<T, std::string>) empty_text = (o.*member).empty();
+            if (s.show_default && !empty_text) option->capture_default_str();
           }
         },
         s.member);

@@ -19,7 +19,8 @@ namespace mpitron::app {
 /// Every flag of `mpitron train`, as parsed.
 struct TrainOptions {
   CommonOptions common;
-  std::string data;   ///< any file, read as bytes; empty: the built-in corpus
+  std::string data;  ///< a file read as bytes, or llm.c shards; empty: the built-in corpus
+  std::string data_order = "random";  ///< random windows, or llm.c's sequential batches
   std::string model;  ///< a GPT-2 size (nn::gpt2_model) for the size flags not given
   std::int64_t vocab = 256;
   std::int64_t layers = 4;
@@ -83,6 +84,8 @@ struct TrainSetting {
   /// "/lr_schedule/lr"), or nullptr: a resumed run warns when its value differs from the one
   /// recorded there.
   const char* checkpoint_pointer = nullptr;
+  /// --help shows the default after the type ("TEXT=1f1b"); off where the help says it.
+  bool show_default = true;
 };
 
 /// The table: train's own settings in --help order (the common flags, --peak-gflops,

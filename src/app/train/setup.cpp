@@ -39,9 +39,6 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
     throw comm::ConfigError(
         fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
   }
-  if (o.vocab < 256) {
-    throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
-  }
   // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
   for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
     if (o.dtype == "float32" && rate > std::numeric_limits<float>::max()) {
@@ -177,6 +174,9 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
     run.train.optimizer = parse_choice<nn::OptimizerKind>(
         "optimizer", o.optimizer,
         {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});
+    run.data_order = parse_choice<nn::DataOrder>(
+        "data-order", o.data_order,
+        {{"random", nn::DataOrder::random}, {"sequential", nn::DataOrder::sequential}});
     run.train.dtype = parse_choice<kernels::DType>(
         "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
     run.train.lr = o.lr;
@@ -202,15 +202,19 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
         }
         run.seed = run.checkpoint->meta.value("seed", run.seed);
       }
-      run.corpus = o.data.empty() ? nn::ByteCorpus::builtin() : nn::ByteCorpus::from_file(o.data);
+      run.corpus =
+          o.data.empty() ? nn::TokenCorpus::builtin() : nn::TokenCorpus::from_data(o.data, o.vocab);
+      if (run.corpus->is_bytes() && o.vocab < 256) {
+        throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
+      }
       nn::WindowSampler(static_cast<std::int64_t>(run.corpus->split()), o.seq, o.global_batch,
-                        run.sizes.dp, 0, run.seed);
-      const std::size_t validation = run.corpus->bytes().size() - run.corpus->split();
+                        run.sizes.dp, 0, run.seed, run.data_order);
+      const std::size_t validation = run.corpus->tokens().size() - run.corpus->split();
       if (validation < static_cast<std::size_t>(o.seq) + 1) {
-        throw comm::ConfigError(
-            fmt::format("the validation part of the data (its last 10 %, {}) is shorter than one "
-                        "window of --seq + 1 = {} bytes",
-                        nn::counted(static_cast<std::int64_t>(validation), "byte"), o.seq + 1));
+        throw comm::ConfigError(fmt::format(
+            "the validation part of the data ({}) is shorter than one window of --seq + 1 = {} {}s",
+            nn::counted(static_cast<std::int64_t>(validation), run.corpus->unit()), o.seq + 1,
+            run.corpus->unit()));
       }
       check_memory(o, run, world.node().size);
       if (world.rank() == 0) {
@@ -249,7 +253,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                    {"device", kernels::to_string(run.device)},
                    {"seed", run.seed},
                    {"data", run.corpus->source()},
-                   {"data_bytes", run.corpus->bytes().size()},
+                   {"data_tokens", run.corpus->tokens().size()},
                    {"data_fnv", fmt::format("{:016x}", run.corpus->fingerprint())}});
     return config.dump();
   });

@@ -17,7 +17,7 @@
 #include "app/train/settings.h"
 #include "comm/communicator.h"
 #include "nn/checkpoint/folder_lock.h"
-#include "nn/data/byte_corpus.h"
+#include "nn/data/token_corpus.h"
 #include "nn/optim/lr_schedule.h"
 #include "nn/train/gpt_checkpoint.h"
 #include "nn/train/gpt_trainer.h"
@@ -31,7 +31,8 @@ struct TrainRun {
   nn::GptConfig config;
   nn::GptTrainOptions train;
   nn::LrSchedule lr_schedule;
-  std::optional<nn::ByteCorpus> corpus;
+  nn::DataOrder data_order = nn::DataOrder::random;
+  std::optional<nn::TokenCorpus> corpus;
   std::optional<nn::GptCheckpoint> checkpoint;  ///< the --load step, until it is applied
   std::uint64_t seed = 0;                       ///< --seed, or the checkpoint's
   ProgressMode progress = ProgressMode::off;    ///< `auto` already resolved

@@ -23,7 +23,7 @@ namespace mpitron::app {
 
 namespace {
 
-std::vector<nn::TokenBatch> micro_batches(const nn::ByteCorpus& corpus,
+std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
                                           const std::vector<std::int64_t>& starts,
                                           std::int64_t micro_batch, std::int64_t seq,
                                           kernels::Device device) {
@@ -32,7 +32,7 @@ std::vector<nn::TokenBatch> micro_batches(const nn::ByteCorpus& corpus,
     const std::vector<std::int64_t> part(
         starts.begin() + static_cast<std::ptrdiff_t>(i),
         starts.begin() + static_cast<std::ptrdiff_t>(i) + micro_batch);
-    batches.push_back(nn::make_token_batch(corpus.bytes(), part, seq, device));
+    batches.push_back(nn::make_token_batch(corpus.tokens(), part, seq, device));
   }
   return batches;
 }
@@ -59,9 +59,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     run.checkpoint.reset();
   }
   kernels::release_cached_blocks();  // the master weights' blocks: the steps never reuse them
-  const nn::ByteCorpus& corpus = *run.corpus;
+  const nn::TokenCorpus& corpus = *run.corpus;
   nn::WindowSampler sampler(static_cast<std::int64_t>(corpus.split()), o.seq, o.global_batch,
-                            run.sizes.dp, topology.dp_rank(), run.seed);
+                            run.sizes.dp, topology.dp_rank(), run.seed, run.data_order);
   const nn::LrSchedule& schedule = run.lr_schedule;
   const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
   const double flops_per_token = nn::gpt_flops_per_token(run.config, o.seq);
@@ -85,8 +85,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       nn::counted(o.micro_batch, "sequence"), o.schedule,
       o.recompute ? ", recomputing activations" : "", o.global_batch,
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
-      nn::counted(static_cast<std::int64_t>(corpus.bytes().size()), "byte"), corpus.split(),
-      corpus.bytes().size() - corpus.split());
+      nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
+      corpus.tokens().size() - corpus.split());
 
   const nlohmann::json config = nlohmann::json::parse(run.description);
   // Agreed like the start-up checks: rank 0 prepares the file, and a file it cannot continue
@@ -104,10 +104,10 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const auto validation = [&]() {
     std::vector<nn::TokenBatch> windows;
     for (const std::int64_t start :
-         nn::evaluation_starts(static_cast<std::int64_t>(corpus.bytes().size() - corpus.split()),
+         nn::evaluation_starts(static_cast<std::int64_t>(corpus.tokens().size() - corpus.split()),
                                o.seq, o.eval_iters, run.sizes.dp, topology.dp_rank())) {
       windows.push_back(nn::make_token_batch(
-          corpus.bytes(), {static_cast<std::int64_t>(corpus.split()) + start}, o.seq, run.device));
+          corpus.tokens(), {static_cast<std::int64_t>(corpus.split()) + start}, o.seq, run.device));
     }
     return trainer.evaluate(windows);
   };
@@ -172,8 +172,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     step_ms += ms;
     if ((o.eval_interval > 0 && step % o.eval_interval == 0) || step == o.steps) {
       const double val_loss = validation();
-      run.log->info("step {} val_loss {:.4f} ({:.4f} bits per byte)", step, val_loss,
-                    val_loss / std::log(2.0));
+      run.log->info("step {} val_loss {:.4f} ({:.4f} bits per {})", step, val_loss,
+                    val_loss / std::log(2.0), corpus.unit());
       metrics->write({{"step", step}, {"val_loss", val_loss}});
       summary["val_loss"] = val_loss;
     }

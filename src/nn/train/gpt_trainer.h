@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "comm/topology.h"
-#include "nn/data/byte_corpus.h"
+#include "nn/data/token_corpus.h"
 #include "nn/models/gpt.h"
 #include "nn/optim/adamw.h"
 #include "nn/parallel/data_parallel.h"

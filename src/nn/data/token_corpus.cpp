@@ -1,4 +1,4 @@
-#include "nn/data/byte_corpus.h"
+#include "nn/data/token_corpus.h"
 
 #include <fmt/format.h>
 
@@ -10,14 +10,35 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "nn/data/token_shard.h"
 #include "nn/wording.h"
 
 namespace mpitron::nn {
 
-ByteCorpus::ByteCorpus(std::vector<std::uint8_t> bytes, std::string source)
-    : bytes_(std::move(bytes)), source_(std::move(source)) {}
+namespace {
 
-ByteCorpus ByteCorpus::from_file(const std::string& path) {
+// The bytes widened to ids 0..255, the first 90 % training.
+TokenCorpus byte_corpus(const std::string& text, std::string source) {
+  std::vector<std::uint16_t> tokens(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i)
+    tokens[i] = static_cast<unsigned char>(text[i]);
+  const std::size_t split = tokens.size() * 9 / 10;
+  return TokenCorpus(std::move(tokens), split, std::move(source), /*bytes=*/true);
+}
+
+bool starts_with_shard_magic(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::int32_t magic = 0;
+  return in.read(reinterpret_cast<char*>(&magic), sizeof magic) && magic == kTokenShardMagic;
+}
+
+}  // namespace
+
+TokenCorpus::TokenCorpus(std::vector<std::uint16_t> tokens, std::size_t split, std::string source,
+                         bool bytes)
+    : tokens_(std::move(tokens)), split_(split), source_(std::move(source)), bytes_(bytes) {}
+
+TokenCorpus TokenCorpus::from_file(const std::string& path) {
   // A directory opens as a stream on Linux and fails only on the first read, with a message
   // that lacks the path.
   std::error_code ignored;
@@ -25,14 +46,46 @@ ByteCorpus ByteCorpus::from_file(const std::string& path) {
     throw std::runtime_error(fmt::format("{}: is a directory", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw std::runtime_error(fmt::format("{}: cannot read", path));
   if (bytes.empty()) throw std::runtime_error(fmt::format("{}: empty file", path));
-  return ByteCorpus(std::move(bytes), path);
+  return byte_corpus(bytes, path);
 }
 
-ByteCorpus ByteCorpus::builtin() {
+TokenCorpus TokenCorpus::from_shards(const std::string& spec, std::int64_t vocab) {
+  const TokenShardFiles files = list_token_shards(spec);
+  if (files.train.empty()) {
+    throw std::runtime_error(fmt::format("{}: no training shards (*train*.bin)", spec));
+  }
+  std::vector<std::uint16_t> tokens;
+  const auto append = [&](const std::vector<std::string>& paths) {
+    for (const std::string& path : paths) {
+      const std::vector<std::uint16_t> shard =
+          read_token_shard(path, static_cast<std::int32_t>(vocab));
+      tokens.insert(tokens.end(), shard.begin(), shard.end());
+    }
+  };
+  append(files.train);
+  const std::size_t train = tokens.size();
+  append(files.val);
+  const std::size_t split = files.val.empty() ? train * 9 / 10 : train;
+  return TokenCorpus(std::move(tokens), split, spec, /*bytes=*/false);
+}
+
+TokenCorpus TokenCorpus::from_data(const std::string& path, std::int64_t vocab) {
+  std::error_code error;
+  const bool plain_file = std::filesystem::is_regular_file(path, error);
+  if (!plain_file && !std::filesystem::exists(path, error) &&
+      path.find_first_of("*?[") == std::string::npos) {
+    return from_file(path);  // names the missing file
+  }
+  if (!plain_file || path.ends_with(".bin") || starts_with_shard_magic(path)) {
+    return from_shards(path, vocab);
+  }
+  return from_file(path);
+}
+
+TokenCorpus TokenCorpus::builtin() {
   // Sentences drawn from small word lists by a fixed linear congruential generator: enough
   // structure (spelling, spacing, punctuation, agreement) for a byte model to learn.
   static const char* const subjects[] = {"the rank",   "every stage",  "a replica",  "the model",
@@ -56,17 +109,17 @@ ByteCorpus ByteCorpus::builtin() {
     sentence[0] = static_cast<char>(sentence[0] - 'a' + 'A');
     text += sentence + (pick(5) == 0 ? "\n" : " ");
   }
-  return ByteCorpus(std::vector<std::uint8_t>(text.begin(), text.end()), "built-in corpus");
+  return byte_corpus(text, "built-in corpus");
 }
 
-std::uint64_t ByteCorpus::fingerprint() const {
+std::uint64_t TokenCorpus::fingerprint() const {
   std::uint64_t hash = 1469598103934665603ull;
-  for (const std::uint8_t byte : bytes_)
-    hash = (hash ^ byte) * 1099511628211ull;
+  for (const std::uint16_t token : tokens_)
+    hash = (hash ^ token) * 1099511628211ull;
   return hash;
 }
 
-TokenBatch make_token_batch(const std::vector<std::uint8_t>& bytes,
+TokenBatch make_token_batch(const std::vector<std::uint16_t>& bytes,
                             const std::vector<std::int64_t>& starts, std::int64_t seq,
                             Device device) {
   std::vector<std::int64_t> inputs, targets;
@@ -74,7 +127,7 @@ TokenBatch make_token_batch(const std::vector<std::uint8_t>& bytes,
   targets.reserve(inputs.capacity());
   for (const std::int64_t start : starts) {
     if (start < 0 || start + seq + 1 > static_cast<std::int64_t>(bytes.size())) {
-      throw std::out_of_range(fmt::format("make_token_batch: window [{}, {}) outside {} bytes",
+      throw std::out_of_range(fmt::format("make_token_batch: window [{}, {}) outside {} tokens",
                                           start, start + seq + 1, bytes.size()));
     }
     for (std::int64_t i = 0; i < seq; ++i) {
@@ -123,8 +176,8 @@ namespace {
 std::int64_t window_count(std::int64_t train_bytes, std::int64_t seq) {
   if (train_bytes < seq + 1) {
     throw std::invalid_argument(
-        fmt::format("training data of {} is shorter than one window of seq + 1 = {} bytes",
-                    counted(train_bytes, "byte"), seq + 1));
+        fmt::format("training data of {} is shorter than one window of seq + 1 = {} tokens",
+                    counted(train_bytes, "token"), seq + 1));
   }
   return train_bytes - seq;
 }
@@ -132,12 +185,16 @@ std::int64_t window_count(std::int64_t train_bytes, std::int64_t seq) {
 }  // namespace
 
 WindowSampler::WindowSampler(std::int64_t train_bytes, std::int64_t seq, std::int64_t global_batch,
-                             int replicas, int replica, std::uint64_t seed)
-    : global_batch_(global_batch),
+                             int replicas, int replica, std::uint64_t seed, DataOrder order)
+    : seq_(seq),
+      global_batch_(global_batch),
       replicas_(replicas),
       replica_(replica),
+      order_(order),
       epochs_(window_count(train_bytes, seq), 1, 0, seed),
-      steps_per_epoch_((train_bytes - seq) / std::max<std::int64_t>(1, global_batch)) {
+      steps_per_epoch_(order == DataOrder::random
+                           ? (train_bytes - seq) / std::max<std::int64_t>(1, global_batch)
+                           : (train_bytes - 1) / std::max<std::int64_t>(1, global_batch * seq)) {
   if (global_batch < 1 || global_batch % replicas != 0) {
     throw std::invalid_argument(
         fmt::format("global batch {} is not divisible by the {} data-parallel replicas",
@@ -145,12 +202,19 @@ WindowSampler::WindowSampler(std::int64_t train_bytes, std::int64_t seq, std::in
   }
   if (steps_per_epoch_ < 1) {
     throw std::invalid_argument(
-        fmt::format("training data holds {} of {} bytes, fewer than one global batch of {}",
+        fmt::format("training data holds {} of {} tokens, fewer than one global batch of {}",
                     counted(train_bytes - seq, "window"), seq + 1, global_batch));
   }
 }
 
 std::vector<std::int64_t> WindowSampler::starts(std::int64_t step) {
+  if (order_ == DataOrder::sequential) {
+    const std::int64_t first = (step % steps_per_epoch_) * global_batch_ + replica_;
+    std::vector<std::int64_t> mine;
+    for (std::int64_t j = 0; j < global_batch_ / replicas_; ++j)
+      mine.push_back((first + j * replicas_) * seq_);
+    return mine;
+  }
   const std::int64_t epoch = step / steps_per_epoch_;
   if (epoch != cached_epoch_) {
     permutation_ = epochs_.permutation(epoch);
