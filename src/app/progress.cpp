@@ -14,8 +14,7 @@ namespace mpitron::app {
 void add_progress_option(CLI::App& command, std::string& mode) {
   command
       .add_option("--progress", mode,
-                  "Progress line on rank 0: in place on a terminal, plain lines otherwise (auto), "
-                  "or forced in-place / lines, or off")
+                  "Rank 0's progress line; auto: in place on a terminal, else off")
       ->check(CLI::IsMember({"auto", "in-place", "lines", "off"}))
       ->capture_default_str();
 }

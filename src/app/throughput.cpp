@@ -9,7 +9,7 @@ namespace mpitron::app {
 void add_peak_option(CLI::App& command, double& peak_gflops) {
   command
       .add_option("--peak-gflops", peak_gflops,
-                  "Peak GFLOP/s of one rank, to report model FLOP utilisation (0: unknown)")
+                  "One rank's peak GFLOP/s, for model FLOP utilisation (0: unknown)")
       ->check(at_least(0))
       ->capture_default_str();
 }

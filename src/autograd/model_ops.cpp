@@ -132,8 +132,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   const std::int64_t rows = targets.numel();
   Tensor row_max = empty_like(logits, {rows}), sum_exp = empty_like(logits, {rows});
   Tensor target_logit = empty_like(logits, {rows}), loss = empty_like(logits, {});
-  kernels::row_max(logits.buffer(), cols, row_max.buffer());
-  kernels::cross_entropy_stats(logits.buffer(), cols, targets.buffer(), 0, row_max.buffer(),
+  kernels::row_max(logits.buffer(), cols, cols, row_max.buffer());
+  kernels::cross_entropy_stats(logits.buffer(), cols, cols, targets.buffer(), 0, row_max.buffer(),
                                sum_exp.buffer(), target_logit.buffer());
   kernels::cross_entropy_loss(row_max.buffer(), sum_exp.buffer(), target_logit.buffer(),
                               loss.buffer());
@@ -142,8 +142,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
                         [logits, saved_targets, row_max, sum_exp, cols](const Tensor& dloss) {
                           Tensor dlogits = empty_like(logits);
                           kernels::cross_entropy_backward(
-                              logits.buffer(), cols, saved_targets.buffer(), 0, row_max.buffer(),
-                              sum_exp.buffer(), dloss.buffer(), dlogits.buffer());
+                              logits.buffer(), cols, cols, saved_targets.buffer(), 0,
+                              row_max.buffer(), sum_exp.buffer(), dloss.buffer(), dlogits.buffer());
                           return std::vector<Tensor>{dlogits};
                         });
 }

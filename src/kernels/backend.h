@@ -65,16 +65,17 @@ class Backend {
                                  std::int64_t first_row, Buffer& out) = 0;
   virtual void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t first_row,
                                   std::size_t cols, Buffer& dweight) = 0;
-  virtual void row_max(const Buffer& x, std::size_t cols, Buffer& out) = 0;
-  virtual void cross_entropy_stats(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                                   std::int64_t first_col, const Buffer& row_max, Buffer& sum_exp,
+  virtual void row_max(const Buffer& x, std::size_t cols, std::size_t used_cols, Buffer& out) = 0;
+  virtual void cross_entropy_stats(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                                   const Buffer& targets, std::int64_t first_col,
+                                   const Buffer& row_max, Buffer& sum_exp,
                                    Buffer& target_logit) = 0;
   virtual void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp,
                                   const Buffer& target_logit, Buffer& loss) = 0;
-  virtual void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                                      std::int64_t first_col, const Buffer& row_max,
-                                      const Buffer& sum_exp, const Buffer& dloss,
-                                      Buffer& dlogits) = 0;
+  virtual void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                                      const Buffer& targets, std::int64_t first_col,
+                                      const Buffer& row_max, const Buffer& sum_exp,
+                                      const Buffer& dloss, Buffer& dlogits) = 0;
   /// `hyper` holds the step's scalars, already derived from lr, betas, eps, wd and step.
   virtual void adamw_update(Buffer& param, const Buffer& grad, Buffer& exp_avg, Buffer& exp_avg_sq,
                             const math::AdamWHyper<double>& hyper) = 0;

@@ -157,20 +157,25 @@ void embedding_forward(const Buffer& weight, std::size_t cols, const Buffer& ind
 void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t first_row,
                         std::size_t cols, Buffer& dweight);
 
-/// out[r] = max_c x[r, c]: x is [rows, cols], out [rows]. The first step of a stable
-/// log-sum-exp; with a vocabulary split over ranks, its max all-reduce gives the global max.
-void row_max(const Buffer& x, std::size_t cols, Buffer& out);
+/// out[r] = max_{c < used_cols} x[r, c]: x is [rows, cols], out [rows]; the columns from
+/// used_cols on are padding and take no part (out[r] is the lowest finite value when used_cols
+/// is 0). The first step of a stable log-sum-exp; with a vocabulary split over ranks, its max
+/// all-reduce gives the global max. Throws std::invalid_argument when used_cols > cols.
+void row_max(const Buffer& x, std::size_t cols, std::size_t used_cols, Buffer& out);
 
 /// Per-row statistics of cross-entropy on a vocabulary slice: logits [rows, cols] holds columns
-/// [first_col, first_col + cols) of the vocabulary; targets (int32 or int64) [rows]; row_max
-/// [rows] is the max over the whole vocabulary. Writes sum_exp[r] = sum_c exp(logits[r, c] -
-/// row_max[r]) (accumulated in double) and target_logit[r] = logits[r, targets[r] - first_col]
-/// when that column is in the slice, else 0. Summing both over the slices (all-reduce) gives the
-/// full-vocabulary values (Megatron-LM's vocab_parallel_cross_entropy). Targets are not
-/// range-checked here.
-void cross_entropy_stats(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                         std::int64_t first_col, const Buffer& row_max, Buffer& sum_exp,
-                         Buffer& target_logit);
+/// [first_col, first_col + cols) of the (padded) vocabulary, of which the first used_cols are
+/// real entries and the rest padding that takes no part (llm.c's padded vocabulary: logits are
+/// computed for Vp columns, the softmax uses the first V); targets (int32 or int64) [rows];
+/// row_max [rows] is the max over the whole vocabulary. Writes sum_exp[r] = sum_{c < used_cols}
+/// exp(logits[r, c] - row_max[r]) (accumulated in double) and target_logit[r] = logits[r,
+/// targets[r] - first_col] when that column is a used one of the slice, else 0. Summing both over
+/// the slices (all-reduce) gives the full-vocabulary values (Megatron-LM's
+/// vocab_parallel_cross_entropy). Targets are not range-checked here. Throws
+/// std::invalid_argument when used_cols > cols.
+void cross_entropy_stats(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                         const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
+                         Buffer& sum_exp, Buffer& target_logit);
 
 /// loss[0] = mean_r (log(sum_exp[r]) + row_max[r] - target_logit[r]) (accumulated in double):
 /// the mean cross-entropy -log softmax(logits)[target] from the full-vocabulary statistics
@@ -181,11 +186,11 @@ void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp, const Buff
 
 /// dlogits[r, c] = dloss[0] / rows * (exp(logits[r, c] - row_max[r]) / sum_exp[r] -
 /// [c + first_col == targets[r]]): the gradient of cross_entropy_loss for this slice's columns
-/// (softmax minus one-hot). Arguments as in cross_entropy_stats; dloss has one element; dlogits
-/// is [rows, cols].
-void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                            std::int64_t first_col, const Buffer& row_max, const Buffer& sum_exp,
-                            const Buffer& dloss, Buffer& dlogits);
+/// (softmax minus one-hot), and 0 in the padding columns c >= used_cols. Arguments as in
+/// cross_entropy_stats; dloss has one element; dlogits is [rows, cols].
+void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                            const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
+                            const Buffer& sum_exp, const Buffer& dloss, Buffer& dlogits);
 
 /// One AdamW step in place (Loshchilov & Hutter, "Decoupled Weight Decay Regularization",
 /// arXiv:1711.05101), in exactly torch.optim.AdamW's order (PyTorch 1.13, amsgrad off, no

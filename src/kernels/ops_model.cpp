@@ -77,11 +77,24 @@ void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t 
   }
 }
 
-void row_max(const Buffer& x, std::size_t cols, Buffer& out) {
+namespace {
+
+// Throws when more columns are used than a row has.
+void expect_used_cols(const char* op, std::size_t cols, std::size_t used_cols) {
+  if (used_cols > cols) {
+    fail(op, "used_cols " + std::to_string(used_cols) + " is more than the " +
+                 std::to_string(cols) + " columns");
+  }
+}
+
+}  // namespace
+
+void row_max(const Buffer& x, std::size_t cols, std::size_t used_cols, Buffer& out) {
   Backend& be = same_place("row_max", {{"x", x}, {"out", out}});
   expect_rows_of("row_max", {"x", x}, cols);
+  expect_used_cols("row_max", cols, used_cols);
   expect_numel("row_max", {"out", out}, cols == 0 ? 0 : x.numel() / cols, "rows of x");
-  if (!out.empty()) be.row_max(x, cols, out);
+  if (!out.empty()) be.row_max(x, cols, used_cols, out);
 }
 
 namespace {
@@ -99,18 +112,20 @@ std::size_t check_logits(const char* op, const Buffer& logits, std::size_t cols,
 
 }  // namespace
 
-void cross_entropy_stats(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                         std::int64_t first_col, const Buffer& row_max, Buffer& sum_exp,
-                         Buffer& target_logit) {
+void cross_entropy_stats(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                         const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
+                         Buffer& sum_exp, Buffer& target_logit) {
   constexpr const char* op = "cross_entropy_stats";
   Backend& be = same_place(op, {{"logits", logits},
                                 {"row_max", row_max},
                                 {"sum_exp", sum_exp},
                                 {"target_logit", target_logit}});
   const std::size_t rows = check_logits(op, logits, cols, targets, row_max, sum_exp);
+  expect_used_cols(op, cols, used_cols);
   expect_numel(op, {"target_logit", target_logit}, rows, "rows of logits");
   if (rows > 0) {
-    be.cross_entropy_stats(logits, cols, targets, first_col, row_max, sum_exp, target_logit);
+    be.cross_entropy_stats(logits, cols, used_cols, targets, first_col, row_max, sum_exp,
+                           target_logit);
   }
 }
 
@@ -126,9 +141,9 @@ void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp, const Buff
   be.cross_entropy_loss(row_max, sum_exp, target_logit, loss);
 }
 
-void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                            std::int64_t first_col, const Buffer& row_max, const Buffer& sum_exp,
-                            const Buffer& dloss, Buffer& dlogits) {
+void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                            const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
+                            const Buffer& sum_exp, const Buffer& dloss, Buffer& dlogits) {
   constexpr const char* op = "cross_entropy_backward";
   Backend& be = same_place(op, {{"logits", logits},
                                 {"row_max", row_max},
@@ -136,10 +151,12 @@ void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer
                                 {"dloss", dloss},
                                 {"dlogits", dlogits}});
   check_logits(op, logits, cols, targets, row_max, sum_exp);
+  expect_used_cols(op, cols, used_cols);
   expect_numel(op, {"dloss", dloss}, 1, "a scalar");
   expect_numel(op, {"dlogits", dlogits}, logits.numel(), "numel of logits");
   if (!dlogits.empty()) {
-    be.cross_entropy_backward(logits, cols, targets, first_col, row_max, sum_exp, dloss, dlogits);
+    be.cross_entropy_backward(logits, cols, used_cols, targets, first_col, row_max, sum_exp, dloss,
+                              dlogits);
   }
 }
 

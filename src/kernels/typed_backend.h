@@ -153,18 +153,20 @@ class TypedBackend : public Backend {
     });
   }
 
-  void row_max(const Buffer& x, std::size_t cols, Buffer& o) override {
-    dispatch(o.dtype(),
-             [&]<class T>(T) { K::row_max(in<T>(x), x.numel() / cols, cols, out<T>(o)); });
+  void row_max(const Buffer& x, std::size_t cols, std::size_t used_cols, Buffer& o) override {
+    dispatch(o.dtype(), [&]<class T>(T) {
+      K::row_max(in<T>(x), x.numel() / cols, cols, used_cols, out<T>(o));
+    });
   }
 
-  void cross_entropy_stats(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                           std::int64_t first_col, const Buffer& row_max, Buffer& sum_exp,
-                           Buffer& target_logit) override {
+  void cross_entropy_stats(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                           const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
+                           Buffer& sum_exp, Buffer& target_logit) override {
     dispatch(logits.dtype(), [&]<class T>(T) {
       dispatch_index(targets.dtype(), [&]<class I>(I) {
-        K::cross_entropy_stats(in<T>(logits), logits.numel() / cols, cols, in<I>(targets),
-                               first_col, in<T>(row_max), out<T>(sum_exp), out<T>(target_logit));
+        K::cross_entropy_stats(in<T>(logits), logits.numel() / cols, cols, used_cols,
+                               in<I>(targets), first_col, in<T>(row_max), out<T>(sum_exp),
+                               out<T>(target_logit));
       });
     });
   }
@@ -177,14 +179,15 @@ class TypedBackend : public Backend {
     });
   }
 
-  void cross_entropy_backward(const Buffer& logits, std::size_t cols, const Buffer& targets,
-                              std::int64_t first_col, const Buffer& row_max, const Buffer& sum_exp,
-                              const Buffer& dloss, Buffer& dlogits) override {
+  void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
+                              const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
+                              const Buffer& sum_exp, const Buffer& dloss,
+                              Buffer& dlogits) override {
     dispatch(logits.dtype(), [&]<class T>(T) {
       dispatch_index(targets.dtype(), [&]<class I>(I) {
-        K::cross_entropy_backward(in<T>(logits), logits.numel() / cols, cols, in<I>(targets),
-                                  first_col, in<T>(row_max), in<T>(sum_exp), in<T>(dloss),
-                                  out<T>(dlogits));
+        K::cross_entropy_backward(in<T>(logits), logits.numel() / cols, cols, used_cols,
+                                  in<I>(targets), first_col, in<T>(row_max), in<T>(sum_exp),
+                                  in<T>(dloss), out<T>(dlogits));
       });
     });
   }

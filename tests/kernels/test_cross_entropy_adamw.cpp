@@ -80,10 +80,10 @@ TEST_P(LossKernelTest, CrossEntropyMatchesLogSumExpIncludingLargeAndEqualLogits)
     const Buffer logits = make(c.logits), targets = make_indices(c.targets, index_dtype);
     Buffer max = empty(kRows), sum_exp = empty(kRows), target_logit = empty(kRows);
     Buffer loss = empty(1), grad = empty(c.logits.size());
-    row_max(logits, kVocab, max);
-    cross_entropy_stats(logits, kVocab, targets, 0, max, sum_exp, target_logit);
+    row_max(logits, kVocab, kVocab, max);
+    cross_entropy_stats(logits, kVocab, kVocab, targets, 0, max, sum_exp, target_logit);
     cross_entropy_loss(max, sum_exp, target_logit, loss);
-    cross_entropy_backward(logits, kVocab, targets, 0, max, sum_exp, make({0.7}), grad);
+    cross_entropy_backward(logits, kVocab, kVocab, targets, 0, max, sum_exp, make({0.7}), grad);
     // The equal row is log(37) exactly; the 1e4 rows subtract logits exactly (Sterbenz) or
     // underflow; what remains is exp/log rounding and sum_exp stored in the dtype: 8 eps of
     // max(1, |loss|) (the loss is ~1e4 here).
@@ -105,13 +105,13 @@ TEST_P(LossKernelTest, VocabSlicesSumToTheFullCrossEntropy) {
   std::vector<double> want_grad;
   reference(c, 1.0, want_loss, want_grad);
   Buffer max = empty(kRows);
-  row_max(make(c.logits), kVocab, max);
+  row_max(make(c.logits), kVocab, kVocab, max);
   const Buffer targets = make_indices(c.targets, DType::i64);
   const std::size_t first[] = {0, 17}, width[] = {17, 20};
   std::vector<double> sum_exp(kRows, 0.0), target_logit(kRows, 0.0);
   for (int s = 0; s < 2; ++s) {
     Buffer part_sum = empty(kRows), part_target = empty(kRows);
-    cross_entropy_stats(make(columns(c.logits, first[s], width[s])), width[s], targets,
+    cross_entropy_stats(make(columns(c.logits, first[s], width[s])), width[s], width[s], targets,
                         static_cast<std::int64_t>(first[s]), max, part_sum, part_target);
     const std::vector<double> sums = host_values(part_sum), targets_here = host_values(part_target);
     for (std::size_t r = 0; r < kRows; ++r) {
@@ -126,10 +126,53 @@ TEST_P(LossKernelTest, VocabSlicesSumToTheFullCrossEntropy) {
   expect_close(host_values(loss), {want_loss}, 8 * eps());
   for (int s = 0; s < 2; ++s) {
     Buffer grad = empty(kRows * width[s]);
-    cross_entropy_backward(make(columns(c.logits, first[s], width[s])), width[s], targets,
+    cross_entropy_backward(make(columns(c.logits, first[s], width[s])), width[s], width[s], targets,
                            static_cast<std::int64_t>(first[s]), max, full_sum_exp, make({1.0}),
                            grad);
     expect_close(host_values(grad), columns(want_grad, first[s], width[s]), 8 * eps());
+  }
+}
+
+// llm.c's padded vocabulary: the 37 columns followed by 11 padding columns of 1e5 (larger than
+// every logit, so any use of them in the max, the sum or the gradient shows) give the loss and
+// gradient of the 37 columns alone, and a zero gradient in the padding. A slice whose columns are
+// all padding (used_cols 0) contributes nothing: max the lowest value, sums 0, gradient 0.
+TEST_P(LossKernelTest, PaddingColumnsTakeNoPart) {
+  constexpr std::size_t kPadded = kVocab + 11;
+  const CrossEntropyCase c = make_case();
+  double want_loss = 0.0;
+  std::vector<double> want_grad;
+  reference(c, 0.7, want_loss, want_grad);
+  std::vector<double> padded(kRows * kPadded, 1e5);
+  for (std::size_t r = 0; r < kRows; ++r)
+    std::copy_n(c.logits.begin() + static_cast<std::ptrdiff_t>(r * kVocab), kVocab,
+                padded.begin() + static_cast<std::ptrdiff_t>(r * kPadded));
+  const Buffer logits = make(padded), targets = make_indices(c.targets, DType::i64);
+  Buffer max = empty(kRows), sum_exp = empty(kRows), target_logit = empty(kRows);
+  Buffer loss = empty(1), grad = empty(padded.size());
+  row_max(logits, kPadded, kVocab, max);
+  cross_entropy_stats(logits, kPadded, kVocab, targets, 0, max, sum_exp, target_logit);
+  cross_entropy_loss(max, sum_exp, target_logit, loss);
+  cross_entropy_backward(logits, kPadded, kVocab, targets, 0, max, sum_exp, make({0.7}), grad);
+  expect_close(host_values(loss), {want_loss}, 8 * eps());  // as the whole-vocabulary test
+  const std::vector<double> got = host_values(grad);
+  for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t v = 0; v < kPadded; ++v) {
+      const double want = v < kVocab ? want_grad[r * kVocab + v] : 0.0;
+      EXPECT_NEAR(got[r * kPadded + v], want, 8 * eps()) << "row " << r << " column " << v;
+    }
+  }
+  Buffer none_max = empty(kRows), none_sum = empty(kRows), none_target = empty(kRows);
+  Buffer none_grad = empty(padded.size());
+  row_max(logits, kPadded, 0, none_max);
+  for (const double m : host_values(none_max))
+    EXPECT_LT(m, -1e30);
+  cross_entropy_stats(logits, kPadded, 0, targets, 0, max, none_sum, none_target);
+  cross_entropy_backward(logits, kPadded, 0, targets, 0, max, sum_exp, make({0.7}), none_grad);
+  for (const auto& values :
+       {host_values(none_sum), host_values(none_target), host_values(none_grad)}) {
+    for (const double value : values)
+      EXPECT_EQ(value, 0.0);
   }
 }
 

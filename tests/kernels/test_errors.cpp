@@ -98,9 +98,11 @@ TEST(Errors, ModelOpsCheckShapesIndicesAndHyperparameters) {
                  {"kernels::embedding_forward", "indices is cpu float32", "int32 or int64"});
   expect_invalid([&] { embedding_backward(out, ids, 0, 4, w3); },
                  {"kernels::embedding_backward", "dweight has 3", "cols = 4"});
-  Buffer targets2 = cpu(2, DType::i32), one = cpu(1);
-  expect_invalid([&] { cross_entropy_stats(x, 4, targets2, 0, rows3, rows3, rows3); },
+  Buffer targets2 = cpu(2, DType::i32), targets3 = cpu(3, DType::i32), one = cpu(1);
+  expect_invalid([&] { cross_entropy_stats(x, 4, 4, targets2, 0, rows3, rows3, rows3); },
                  {"kernels::cross_entropy_stats", "targets has 2", "3"});
+  expect_invalid([&] { cross_entropy_stats(x, 4, 5, targets3, 0, rows3, rows3, rows3); },
+                 {"kernels::cross_entropy_stats", "used_cols 5 is more than the 4 columns"});
   expect_invalid([&] { cross_entropy_loss(rows3, w4, rows3, one); },
                  {"kernels::cross_entropy_loss", "sum_exp has 4", "3"});
   Buffer p = cpu(4), g = cpu(4), m = cpu(4), v = cpu(4);

@@ -82,6 +82,30 @@ TEST(Gpt, LossAndGradientsMatchTheDenseModelOnEveryTopology) {
   }
 }
 
+// llm.c's padded vocabulary and GPT-2's tanh GELU: vocab 200 in a table of 256 rows gives, on
+// every topology, the loss and gradients of the dense model of vocab 200 without padding (its
+// wte gradient padded with zero rows), to the same 1e-10 as above.
+TEST(Gpt, APaddedVocabularyComputesTheUnpaddedModel) {
+  GptConfig config{200, 8, 4, 16, 4};
+  config.gelu = GeluForm::tanh;
+  const MasterInit init = random_init(9, DType::f64, Device::cpu);
+  const Tensor tokens = random_ids(8, 8, config.vocab, 13);
+  const Tensor targets = random_ids(8, 8, config.vocab, 14);
+  const TensorMap dense = dense_gpt_parameters(config, init);
+  const Tensor loss = dense_gpt_loss(config, dense, tokens, targets);
+  loss.backward();
+  GptConfig padded = config;
+  padded.padded_vocab = 256;
+  const auto expected_grad = [&](const std::string& name) {
+    const Tensor grad = dense.at(name).grad();
+    return name == "transformer.wte.weight" ? fit_vocab_rows(grad, config.vocab, 256) : grad;
+  };
+  for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
+    expect_step_matches(padded, init, tp, pp, dp, ScheduleKind::one_f_one_b, 2, tokens, targets,
+                        loss.item(), expected_grad, DType::f64, 1e-10);
+  }
+}
+
 // PyTorch parity. Float64: 1e-9 of each tensor's scale (two float64 implementations of the
 // same formulas, different summation orders). Float32: 2e-4, the rounding of float32
 // activations through two blocks and a 256-way softmax, measured well below (about 2e-5).

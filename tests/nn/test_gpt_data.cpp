@@ -9,8 +9,10 @@
 #include <numbers>
 #include <set>
 
+#include "autograd/ops.h"
 #include "nn/data/byte_corpus.h"
 #include "nn/models/generate.h"
+#include "nn/models/gpt_config.h"
 #include "nn/optim/lr_schedule.h"
 #include "nn/wording.h"
 
@@ -23,6 +25,63 @@ TEST(Wording, CountedNounsAreSingularOnlyForOne) {
   EXPECT_EQ(counted(0, "byte"), "0 bytes");
   EXPECT_EQ(counted(1, "micro-batch", "micro-batches"), "1 micro-batch");
   EXPECT_EQ(counted(3, "micro-batch", "micro-batches"), "3 micro-batches");
+}
+
+TEST(GptConfig, PaddedVocabularyIsAMultipleOf128ThatTpDivides) {
+  for (const int tp : {1, 2, 4, 8, 16, 128})
+    EXPECT_EQ(padded_vocab_size(50257, tp), 50304) << "tp " << tp;
+  EXPECT_EQ(padded_vocab_size(50257, 3), 50304);  // 50304 = 131 x 384
+  EXPECT_EQ(padded_vocab_size(50257, 256), 50432);
+  EXPECT_EQ(padded_vocab_size(256, 1), 256);
+  EXPECT_EQ(padded_vocab_size(256, 3), 384);
+  EXPECT_EQ(padded_vocab_size(128, 5), 640);
+  EXPECT_EQ(padded_vocab_size(1, 1), 128);
+  EXPECT_THROW(padded_vocab_size(0, 1), std::invalid_argument);
+}
+
+TEST(GptConfig, PaddingRowsAreZeroAndTheVocabularyRowsDoNotDependOnThem) {
+  GptConfig unpadded{200, 8, 1, 16, 4};
+  GptConfig padded = unpadded;
+  padded.padded_vocab = 256;
+  const ParameterSpec small = gpt_parameter_specs(unpadded).front();
+  const ParameterSpec large = gpt_parameter_specs(padded).front();
+  ASSERT_EQ(large.name, "transformer.wte.weight");
+  EXPECT_EQ(large.full_shape, (Shape{256, 16}));
+  EXPECT_EQ(large.used_rows, 200);
+  for (const MasterInit& init :
+       {gpt2_init(5, 1, DType::f64, Device::cpu), random_init(5, DType::f64, Device::cpu)}) {
+    const std::vector<double> a = init(small).to_vector(), b = init(large).to_vector();
+    ASSERT_EQ(b.size(), 256u * 16u);
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin()));
+    EXPECT_TRUE(std::all_of(b.begin() + 200 * 16, b.end(), [](double v) { return v == 0.0; }));
+  }
+  const Tensor wte = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}, DType::f64);
+  EXPECT_EQ(fit_vocab_rows(wte, 2, 4).to_vector(), (std::vector<double>{1, 2, 3, 4, 0, 0, 0, 0}));
+  EXPECT_EQ(fit_vocab_rows(wte, 2, 2).to_vector(), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_THROW(fit_vocab_rows(wte, 4, 4), std::invalid_argument);
+}
+
+TEST(GptConfig, Gpt2ModelsAndGeluNames) {
+  const std::optional<GptConfig> small = gpt2_model("gpt2");
+  ASSERT_TRUE(small);
+  EXPECT_EQ(small->vocab, 50257);
+  EXPECT_EQ(small->block_size, 1024);
+  EXPECT_EQ(small->gelu, GeluForm::tanh);
+  // 124M: the count Hugging Face reports for gpt2 (wte tied, no padding).
+  std::int64_t count = 0;
+  for (const ParameterSpec& spec : gpt_parameter_specs(*small)) {
+    std::int64_t n = 1;
+    for (const std::int64_t d : spec.full_shape)
+      n *= d;
+    count += n;
+  }
+  EXPECT_EQ(count, 124439808);
+  EXPECT_EQ(gpt2_model("gpt2-xl")->layers, 48);
+  EXPECT_EQ(gpt2_model("gpt2-xl")->heads, 25);
+  EXPECT_FALSE(gpt2_model("gpt3"));
+  EXPECT_EQ(gelu_form_from_string("tanh"), GeluForm::tanh);
+  EXPECT_STREQ(to_string(gelu_form_from_string("erf")), "erf");
+  EXPECT_THROW(gelu_form_from_string("relu"), std::invalid_argument);
 }
 
 TEST(WindowSampler, StepUnionIsTheSameForEveryReplicaCount) {
@@ -130,6 +189,22 @@ TEST(LrSchedule, LinearWarmupThenCosineToTheMinimum) {
   EXPECT_NEAR(s.at(110), 1e-4 + 0.5 * 9e-4, 1e-15);  // halfway: cos(pi / 2) = 0
   const double p = (57.0 - 20.0) / 180.0;
   EXPECT_NEAR(s.at(57), 1e-4 + 0.5 * 9e-4 * (1 + std::cos(std::numbers::pi * p)), 1e-15);
+}
+
+TEST(LrSchedule, LinearAndConstantDecayStyles) {
+  LrSchedule s{1e-3, 1e-4, 20, 200, LrDecayStyle::linear};
+  EXPECT_DOUBLE_EQ(s.at(10), 1e-3 / 2);  // warmup is the same in every style
+  EXPECT_DOUBLE_EQ(s.at(20), 1e-3);
+  EXPECT_NEAR(s.at(65), 1e-4 + 9e-4 * 0.75, 1e-15);  // a quarter of the way: p = 45 / 180
+  EXPECT_DOUBLE_EQ(s.at(200), 1e-4);
+  EXPECT_DOUBLE_EQ(s.at(300), 1e-4);
+  s.style = LrDecayStyle::constant;
+  EXPECT_DOUBLE_EQ(s.at(10), 1e-3 / 2);
+  EXPECT_DOUBLE_EQ(s.at(21), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(200), 1e-3);
+  for (const char* name : {"cosine", "linear", "constant"})
+    EXPECT_STREQ(to_string(lr_decay_style_from_string(name)), name);
+  EXPECT_THROW(lr_decay_style_from_string("exponential"), std::invalid_argument);
 }
 
 TEST(SampleToken, GreedyTopKAndInversion) {

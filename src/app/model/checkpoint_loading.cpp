@@ -22,7 +22,9 @@ LoadedRun load_checkpoint_agreed(
     } catch (const std::exception& e) {
       throw comm::ConfigError(e.what());
     }
-    if (const auto error = nn::gpt_size_error(run.checkpoint.config, run.sizes.tp, run.sizes.pp)) {
+    run.config = run.checkpoint.config;
+    run.config.padded_vocab = nn::padded_vocab_size(run.config.vocab, run.sizes.tp);
+    if (const auto error = nn::gpt_size_error(run.config, run.sizes.tp, run.sizes.pp)) {
       throw comm::ConfigError(*error);
     }
     const std::string settings = extra_checks(run.checkpoint, run.sizes);

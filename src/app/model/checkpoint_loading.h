@@ -17,6 +17,7 @@ struct LoadedRun {
   ParallelSizes sizes;
   kernels::Device device{};
   nn::GptCheckpoint checkpoint;
+  nn::GptConfig config;  ///< the checkpoint's model, its vocabulary padded for this run's tp
   std::shared_ptr<spdlog::logger> log;
 };
 

@@ -54,9 +54,8 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
   nn::GptTrainOptions options;
   options.device = run.device;
-  nn::GptTrainer model(run.checkpoint.config,
-                       nn::checkpoint_init(run.checkpoint, options.dtype, run.device), topology,
-                       options);
+  nn::GptTrainer model(run.config, nn::checkpoint_init(run.checkpoint, options.dtype, run.device),
+                       topology, options);
   std::vector<nn::TokenBatch> windows;
   const auto length = static_cast<std::int64_t>(corpus->bytes().size());
   for (const std::int64_t start :

@@ -59,9 +59,8 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
                            o.temperature, o.top_k, o.common.seed, o.prompt);
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
-  const nn::GptStage stage(run.checkpoint.config,
-                           nn::checkpoint_init(run.checkpoint, autograd::DType::f32, run.device),
-                           topology);
+  const nn::GptStage stage(
+      run.config, nn::checkpoint_init(run.checkpoint, autograd::DType::f32, run.device), topology);
   std::vector<std::int64_t> prompt;
   for (const char ch : o.prompt)
     prompt.push_back(static_cast<unsigned char>(ch));

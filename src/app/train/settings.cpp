@@ -9,6 +9,7 @@
 #include "app/progress.h"
 #include "app/throughput.h"
 #include "comm/errors.h"
+#include "nn/models/gpt_config.h"
 
 namespace mpitron::app {
 
@@ -36,6 +37,10 @@ std::string check_failure(const char* flag, Check check, T value) {
       return std::isfinite(value) && value >= 0.0
                  ? std::string()
                  : fmt::format("--{} must be finite and >= 0, got {}", flag, value);
+    case Check::below_one_at_least_zero:
+      return value >= 0.0 && value < 1.0
+                 ? std::string()
+                 : fmt::format("--{} must be in [0, 1), got {}", flag, value);
   }
   return {};
 }
@@ -52,17 +57,39 @@ nlohmann::json value_of(const TrainSetting& setting, const TrainOptions& options
                     setting.member);
 }
 
+// Fills in the sizes of a known --model whose flags were not given (an unknown name is left to
+// the start-up checks, which end every rank with one line).
+void apply_model(const CLI::App& command, TrainOptions& o) {
+  const std::optional<nn::GptConfig> model = nn::gpt2_model(o.model);
+  if (!model) return;
+  const auto fill = [&command](const char* flag, auto& member, auto value) {
+    if (command.count(std::string("--") + flag) == 0) member = value;
+  };
+  fill("vocab", o.vocab, model->vocab);
+  fill("layers", o.layers, model->layers);
+  fill("hidden", o.hidden, model->hidden);
+  fill("heads", o.heads, model->heads);
+  fill("seq", o.seq, model->block_size);
+  fill("block-size", o.block_size, model->block_size);
+  fill("gelu", o.gelu, std::string(nn::to_string(model->gelu)));
+}
+
 }  // namespace
 
 const std::vector<TrainSetting>& train_settings() {
   static const std::vector<TrainSetting> table{
       {"data", &O::data, "Training text, any file read as bytes (default: built-in corpus)",
        Check::none, false, "/data"},
+      {"model", &O::model, "GPT-2 sizes for the size flags not given: gpt2, gpt2-medium, ...",
+       Check::none, true},
       {"vocab", &O::vocab, "Vocabulary size (bytes use 0..255)", Check::none, true},
       {"layers", &O::layers, "Transformer blocks", Check::none, true},
       {"hidden", &O::hidden, "Hidden size", Check::none, true},
       {"heads", &O::heads, "Attention heads", Check::none, true},
-      {"seq", &O::seq, "Sequence length (also the position table's length)", Check::none, true},
+      {"seq", &O::seq, "Sequence length", Check::none, true},
+      {"block-size", &O::block_size, "Position table's length (0: --seq)", Check::at_least_zero,
+       true},
+      {"gelu", &O::gelu, "MLP activation: erf, or tanh (GPT-2's)", Check::none, true},
       {"global-batch", &O::global_batch, "Sequences per optimizer step, all replicas",
        Check::at_least_one, true, "/sampler/global_batch"},
       {"micro-batch", &O::micro_batch, "Sequences per micro-batch per replica", Check::at_least_one,
@@ -70,21 +97,25 @@ const std::vector<TrainSetting>& train_settings() {
       {"steps", &O::steps, "Optimizer steps", Check::at_least_one, true,
        "/lr_schedule/total_steps"},
       {"schedule", &O::schedule, "Pipeline schedule: 1f1b or afab", Check::none, true},
-      {"optimizer", &O::optimizer, "adamw (betas 0.9/0.95, eps 1e-8) or sgd", Check::none, true,
-       "/optimizer"},
+      {"optimizer", &O::optimizer, "adamw or sgd", Check::none, true, "/optimizer"},
       {"dtype", &O::dtype, "float32, or float64 (CPU checks)", Check::none, true, "/dtype"},
       {"lr", &O::lr, "Peak learning rate", Check::finite_positive, true, "/lr_schedule/lr"},
       {"min-lr", &O::min_lr, "Learning rate at the last step", Check::finite_positive, true,
        "/lr_schedule/min_lr"},
-      {"warmup-steps", &O::warmup_steps, "Linear warmup steps, then cosine decay",
+      {"warmup-steps", &O::warmup_steps, "Linear warmup steps, then the decay",
        Check::at_least_zero, true, "/lr_schedule/warmup_steps"},
+      {"lr-decay-style", &O::lr_decay_style, "Decay to --min-lr: cosine, linear or constant",
+       Check::none, true, "/lr_schedule/style"},
+      {"adam-beta1", &O::adam_beta1, "AdamW beta1", Check::below_one_at_least_zero, true,
+       "/adamw/beta1"},
+      {"adam-beta2", &O::adam_beta2, "AdamW beta2", Check::below_one_at_least_zero, true,
+       "/adamw/beta2"},
+      {"adam-eps", &O::adam_eps, "AdamW epsilon", Check::finite_positive, true, "/adamw/eps"},
       {"weight-decay", &O::weight_decay, "AdamW weight decay (not on biases/LayerNorm)",
        Check::finite_at_least_zero, true},
       {"grad-clip", &O::grad_clip, "Global gradient-norm clipping threshold",
        Check::finite_positive, true},
-      {"recompute", &O::recompute,
-       "Keep only each transformer block's input and recompute its activations in backward "
-       "(less memory, one more forward pass)",
+      {"recompute", &O::recompute, "Recompute each block's activations in backward (less memory)",
        Check::none, true},
       {"eval-interval", &O::eval_interval, "Validation loss every N steps (0: at the end)",
        Check::at_least_zero, true},
@@ -95,14 +126,10 @@ const std::vector<TrainSetting>& train_settings() {
       {"save-interval", &O::save_interval, "Save every N steps (0: after the last step)",
        Check::at_least_zero, true},
       {"load", &O::load, "Resume from the newest checkpoint in this folder"},
-      {"stop-after", &O::stop_after,
-       "Stop after this step (saving it with --save), keeping the schedule of --steps "
-       "(0: run to --steps)",
+      {"stop-after", &O::stop_after, "Stop (and save) after this step, on --steps' schedule",
        Check::at_least_zero, true},
       {"exit-signal", &O::exit_signal,
-       "Also stop at the next step boundary, saving with --save, on these signals (e.g. SIGUSR2; "
-       "SIGTERM, SIGINT and SIGUSR1 always do)",
-       Check::none, true},
+       "More signals that stop and save, e.g. SIGUSR2 (TERM, INT, USR1 do)", Check::none, true},
       {"exit-duration-in-mins", &O::exit_duration_in_mins,
        "Stop the same way after this many minutes (0: no limit)", Check::finite_at_least_zero,
        true},
@@ -111,8 +138,8 @@ const std::vector<TrainSetting>& train_settings() {
 }
 
 CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
-  CLI::App& c = *app.add_subcommand(
-      "train", "Train a GPT-2-style byte-level language model with TP, PP (1F1B) and DP");
+  CLI::App& c =
+      *app.add_subcommand("train", "Train a GPT-2-style language model with TP, PP (1F1B) and DP");
   add_common_options(c, o.common);
   for (const TrainSetting& s : train_settings()) {
     const std::string flag = std::string("--") + s.flag;
@@ -132,6 +159,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
         },
         s.member);
   }
+  c.parse_complete_callback([&c, &o] { apply_model(c, o); });
   add_peak_option(c, o.peak_gflops);
   add_progress_option(c, o.progress);
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");

@@ -19,12 +19,15 @@ namespace mpitron::app {
 /// Every flag of `mpitron train`, as parsed.
 struct TrainOptions {
   CommonOptions common;
-  std::string data;  ///< any file, read as bytes; empty: the built-in corpus
+  std::string data;   ///< any file, read as bytes; empty: the built-in corpus
+  std::string model;  ///< a GPT-2 size (nn::gpt2_model) for the size flags not given
   std::int64_t vocab = 256;
   std::int64_t layers = 4;
   std::int64_t hidden = 256;
   std::int64_t heads = 8;
   std::int64_t seq = 128;
+  std::int64_t block_size = 0;     ///< the position table's length (0: seq)
+  std::string gelu = "erf";        ///< the MLP's GELU: erf or tanh
   std::int64_t global_batch = 32;  ///< sequences per optimizer step, all replicas
   std::int64_t micro_batch = 4;    ///< sequences per micro-batch per replica
   std::int64_t steps = 200;
@@ -34,6 +37,10 @@ struct TrainOptions {
   double lr = 1e-3;
   double min_lr = 1e-4;
   std::int64_t warmup_steps = 20;
+  std::string lr_decay_style = "cosine";
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.95;
+  double adam_eps = 1e-8;
   double weight_decay = 0.1;
   double grad_clip = 1.0;
   bool recompute = false;           ///< --recompute: recompute each block's activations in backward
@@ -55,10 +62,11 @@ struct TrainOptions {
 /// The check a setting's value must pass before the run starts (every rank alike).
 enum class SettingCheck {
   none,
-  at_least_one,         ///< "--steps must be >= 1, got 0"
-  at_least_zero,        ///< "--eval-iters must be >= 0, got -1"
-  finite_positive,      ///< "--lr must be a finite positive number, got nan"
-  finite_at_least_zero  ///< "--weight-decay must be finite and >= 0, got -1"
+  at_least_one,            ///< "--steps must be >= 1, got 0"
+  at_least_zero,           ///< "--eval-iters must be >= 0, got -1"
+  finite_positive,         ///< "--lr must be a finite positive number, got nan"
+  finite_at_least_zero,    ///< "--weight-decay must be finite and >= 0, got -1"
+  below_one_at_least_zero  ///< "--adam-beta2 must be in [0, 1), got 1"
 };
 
 /// One row of train's settings table.
@@ -81,7 +89,8 @@ struct TrainSetting {
 /// --progress and the hidden --inject-fault are registered by their shared helpers).
 const std::vector<TrainSetting>& train_settings();
 
-/// Adds the `train` subcommand and its flags to `app`.
+/// Adds the `train` subcommand and its flags to `app`. Once parsed, a known --model fills in
+/// the sizes (vocab, layers, hidden, heads, seq and block size, GELU) whose flags were not given.
 CLI::App& add_train_command(CLI::App& app, TrainOptions& options);
 
 /// Throws comm::ConfigError with the row's message for the first setting that fails its check.
@@ -91,8 +100,8 @@ void check_train_settings(const TrainOptions& options);
 nlohmann::json train_config(const TrainOptions& options);
 
 /// The settings a checkpoint records (those with a checkpoint_pointer), each at its pointer:
-/// {"dtype", "optimizer", "lr_schedule": {"lr", "min_lr", "warmup_steps", "total_steps"},
-/// "sampler": {"global_batch"}, "data"}.
+/// {"dtype", "optimizer", "adamw": {"beta1", "beta2", "eps"}, "lr_schedule": {"lr", "min_lr",
+/// "warmup_steps", "total_steps", "style"}, "sampler": {"global_batch"}, "data"}.
 nlohmann::json train_checkpoint_settings(const TrainOptions& options);
 
 }  // namespace mpitron::app

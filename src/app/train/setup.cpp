@@ -31,6 +31,14 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
         fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
                     o.global_batch, o.micro_batch, s.dp));
   }
+  if (!o.model.empty() && !nn::gpt2_model(o.model)) {
+    throw comm::ConfigError(
+        fmt::format("--model '{}' is not one of: {}", o.model, nn::gpt2_model_names()));
+  }
+  if (o.seq > config.block_size) {
+    throw comm::ConfigError(
+        fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
+  }
   if (o.vocab < 256) {
     throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
   }
@@ -151,8 +159,18 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
   TrainRun run;
   run.description = comm::agree_on_configuration(world, [&] {
     run.sizes = resolve_parallel_sizes(o.common, world.size());
-    run.config = {o.vocab, o.seq, o.layers, o.hidden, o.heads};
+    run.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
+    if (o.vocab >= 1 && run.sizes.tp >= 1) {
+      run.config.padded_vocab = nn::padded_vocab_size(o.vocab, run.sizes.tp);
+    }
+    run.config.gelu = parse_choice<nn::GeluForm>(
+        "gelu", o.gelu, {{"erf", nn::GeluForm::exact}, {"tanh", nn::GeluForm::tanh}});
     check_options(o, run.config, run.sizes);
+    run.lr_schedule = {o.lr, o.min_lr, o.warmup_steps, o.steps,
+                       parse_choice<nn::LrDecayStyle>("lr-decay-style", o.lr_decay_style,
+                                                      {{"cosine", nn::LrDecayStyle::cosine},
+                                                       {"linear", nn::LrDecayStyle::linear},
+                                                       {"constant", nn::LrDecayStyle::constant}})};
     run.train.schedule = parse_choice<nn::ScheduleKind>(
         "schedule", o.schedule,
         {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});
@@ -162,7 +180,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
     run.train.dtype = parse_choice<kernels::DType>(
         "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
     run.train.lr = o.lr;
-    run.train.adamw.weight_decay = o.weight_decay;
+    run.train.adamw = {o.adam_beta1, o.adam_beta2, o.adam_eps, o.weight_decay};
     run.train.grad_clip = o.grad_clip;
     run.train.recompute = o.recompute;
     run.device = resolve_device(o.common.device);

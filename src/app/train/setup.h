@@ -18,6 +18,7 @@
 #include "comm/communicator.h"
 #include "nn/checkpoint/folder_lock.h"
 #include "nn/data/byte_corpus.h"
+#include "nn/optim/lr_schedule.h"
 #include "nn/train/gpt_checkpoint.h"
 #include "nn/train/gpt_trainer.h"
 
@@ -29,6 +30,7 @@ struct TrainRun {
   kernels::Device device{};
   nn::GptConfig config;
   nn::GptTrainOptions train;
+  nn::LrSchedule lr_schedule;
   std::optional<nn::ByteCorpus> corpus;
   std::optional<nn::GptCheckpoint> checkpoint;  ///< the --load step, until it is applied
   std::uint64_t seed = 0;                       ///< --seed, or the checkpoint's
@@ -40,10 +42,10 @@ struct TrainRun {
 };
 
 /// The run's settings a checkpoint records beside the model in meta.json (and a resumed run
-/// compares with its own): seed, dtype, optimizer, lr_schedule {lr, min_lr, warmup_steps,
-/// total_steps}, sampler {global_batch}, data (the corpus's source), mpitron_version and run_id
-/// (this run's; empty but on world rank 0, which writes meta.json). The positions of a saved step
-/// (lr_schedule.next_step, sampler.next_step) are added by the saver.
+/// compares with its own): seed, dtype, optimizer, adamw {beta1, beta2, eps}, lr_schedule {lr,
+/// min_lr, warmup_steps, total_steps, style}, sampler {global_batch}, data (the corpus's source),
+/// mpitron_version and run_id (this run's; empty but on world rank 0, which writes meta.json). The
+/// positions of a saved step (lr_schedule.next_step, sampler.next_step) are added by the saver.
 nlohmann::json run_settings(const TrainOptions& options, const TrainRun& run);
 
 /// Checks `options` against the world and loads the data and the --load checkpoint, agreed

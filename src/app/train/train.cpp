@@ -62,20 +62,22 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const nn::ByteCorpus& corpus = *run.corpus;
   nn::WindowSampler sampler(static_cast<std::int64_t>(corpus.split()), o.seq, o.global_batch,
                             run.sizes.dp, topology.dp_rank(), run.seed);
-  const nn::LrSchedule schedule{o.lr, o.min_lr, o.warmup_steps, o.steps};
+  const nn::LrSchedule& schedule = run.lr_schedule;
   const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
   const double flops_per_token = nn::gpt_flops_per_token(run.config, o.seq);
   const std::vector<double> counts = comm::all_gather_scalar(
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
       "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {}, seq "
-      "{}, vocab {}; parameters per rank {}; {} of {} per replica per "
+      "{}, vocab {}{}; parameters per rank {}; {} of {} per replica per "
       "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
       kernels::to_string(run.device), o.dtype, nn::counted(o.layers, "layer"), o.hidden,
-      nn::counted(o.heads, "head"), o.seq, o.vocab, fmt::join(counts, ", "),
-      nn::counted(micro_per_step, "micro-batch", "micro-batches"),
+      nn::counted(o.heads, "head"), o.seq, o.vocab,
+      run.config.vocab_rows() != o.vocab ? fmt::format(" (padded to {})", run.config.vocab_rows())
+                                         : std::string(),
+      fmt::join(counts, ", "), nn::counted(micro_per_step, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.schedule,
       o.recompute ? ", recomputing activations" : "", o.global_batch,
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),

@@ -15,9 +15,10 @@ namespace mpitron::app {
 std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx);
 
 /// "TP: vocab-parallel embedding and cross-entropy match dense reference": the vocab-parallel
-/// embedding, the tied head's logits and the vocab-parallel cross-entropy (vocab 256, tokens
-/// from every TP slice, targets on slice boundaries) vs dense embedding, logits and
-/// cross-entropy: embeddings, this rank's logits, the loss and the embedding shard's gradient.
+/// embedding, the tied head's logits and the vocab-parallel cross-entropy (vocab 216 in a table
+/// of 256 rows whose random padding rows must take no part; tokens from every TP slice, targets
+/// on slice boundaries) vs dense embedding, logits and the cross-entropy of the first 216
+/// columns: embeddings, this rank's logits, the loss and the embedding shard's gradient.
 std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx);
 
 /// "COMBINED (M micro-batches, S): GPT loss and gradients match dense reference": a

@@ -12,19 +12,19 @@
 namespace mpitron::kernels::cpu {
 
 struct CrossEntropy {
-  /// sum_exp[r] = sum_c exp(logits[r, c] - row_max[r]); target_logit[r] = the target's logit
-  /// when its column is in the slice, else 0.
+  /// sum_exp[r] = sum_{c < used_cols} exp(logits[r, c] - row_max[r]); target_logit[r] = the
+  /// target's logit when its column is one of the slice's used columns, else 0.
   template <class T, class I>
   static void cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
-                                  const I* targets, std::int64_t first_col, const T* row_max,
-                                  T* sum_exp, T* target_logit) {
+                                  std::size_t used_cols, const I* targets, std::int64_t first_col,
+                                  const T* row_max, T* sum_exp, T* target_logit) {
     for (std::size_t r = 0; r < rows; ++r) {
       const T* lr = logits + r * cols;
       double total = 0.0;
-      for (std::size_t c = 0; c < cols; ++c)
+      for (std::size_t c = 0; c < used_cols; ++c)
         total += std::exp(lr[c] - row_max[r]);
       sum_exp[r] = static_cast<T>(total);
-      const std::int64_t col = math::slice_row(targets[r], first_col, cols);
+      const std::int64_t col = math::slice_row(targets[r], first_col, used_cols);
       target_logit[r] = col < 0 ? T(0) : lr[col];
     }
   }
@@ -41,18 +41,21 @@ struct CrossEntropy {
     loss[0] = static_cast<T>(total / static_cast<double>(rows));
   }
 
-  /// dlogits[r, c] = dloss / rows (softmax - onehot).
+  /// dlogits[r, c] = dloss / rows (softmax - onehot) for c < used_cols, 0 for the padding.
   template <class T, class I>
   static void cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
-                                     const I* targets, std::int64_t first_col, const T* row_max,
-                                     const T* sum_exp, const T* dloss, T* dlogits) {
+                                     std::size_t used_cols, const I* targets,
+                                     std::int64_t first_col, const T* row_max, const T* sum_exp,
+                                     const T* dloss, T* dlogits) {
     const T coef = static_cast<T>(static_cast<double>(dloss[0]) / static_cast<double>(rows));
     for (std::size_t r = 0; r < rows; ++r) {
-      const std::int64_t target = math::slice_row(targets[r], first_col, cols);
+      const std::int64_t target = math::slice_row(targets[r], first_col, used_cols);
       for (std::size_t c = 0; c < cols; ++c) {
         const std::size_t i = r * cols + c;
-        dlogits[i] = math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
-                                              static_cast<std::int64_t>(c) == target, coef);
+        dlogits[i] = c < used_cols
+                         ? math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
+                                                    static_cast<std::int64_t>(c) == target, coef)
+                         : T(0);
       }
     }
   }

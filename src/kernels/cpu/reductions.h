@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 #include "kernels/fault_injection.h"
 
@@ -78,11 +79,15 @@ struct Reductions {
     }
   }
 
-  /// out[r] = max_c x[r, c].
+  /// out[r] = max_{c < used_cols} x[r, c], the lowest finite T when used_cols = 0.
   template <class T>
-  static void row_max(const T* x, std::size_t rows, std::size_t cols, T* out) {
-    for (std::size_t r = 0; r < rows; ++r)
-      out[r] = *std::max_element(x + r * cols, x + (r + 1) * cols);
+  static void row_max(const T* x, std::size_t rows, std::size_t cols, std::size_t used_cols,
+                      T* out) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const T* row = x + r * cols;
+      out[r] = used_cols == 0 ? std::numeric_limits<T>::lowest()
+                              : *std::max_element(row, row + used_cols);
+    }
   }
 
   /// out[0] = sum_i x[i]^2.

@@ -12,19 +12,19 @@ namespace mpitron::kernels::cuda {
 namespace {
 
 template <class T, class I>
-__global__ void cross_entropy_rows(const T* logits, std::size_t cols, const I* targets,
-                                   std::int64_t first_col, const T* row_max, T* sum_exp,
-                                   T* target_logit) {
+__global__ void cross_entropy_rows(const T* logits, std::size_t cols, std::size_t used_cols,
+                                   const I* targets, std::int64_t first_col, const T* row_max,
+                                   T* sum_exp, T* target_logit) {
   using std::exp;
   const std::size_t r = blockIdx.x;
   const T* lr = logits + r * cols;
   double total = 0.0;
-  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+  for (std::size_t c = threadIdx.x; c < used_cols; c += blockDim.x)
     total += exp(lr[c] - row_max[r]);
   total = block_reduce(total, Plus{}, 0.0);
   if (threadIdx.x == 0) {
     sum_exp[r] = static_cast<T>(total);
-    const std::int64_t col = math::slice_row(targets[r], first_col, cols);
+    const std::int64_t col = math::slice_row(targets[r], first_col, used_cols);
     target_logit[r] = col < 0 ? T(0) : lr[col];
   }
 }
@@ -33,10 +33,10 @@ __global__ void cross_entropy_rows(const T* logits, std::size_t cols, const I* t
 
 template <class T, class I>
 void Kernels::cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
-                                  const I* targets, std::int64_t first_col, const T* row_max,
-                                  T* sum_exp, T* target_logit) {
-  cross_entropy_rows<<<row_blocks(rows), kRowThreads>>>(logits, cols, targets, first_col, row_max,
-                                                        sum_exp, target_logit);
+                                  std::size_t used_cols, const I* targets, std::int64_t first_col,
+                                  const T* row_max, T* sum_exp, T* target_logit) {
+  cross_entropy_rows<<<row_blocks(rows), kRowThreads>>>(logits, cols, used_cols, targets, first_col,
+                                                        row_max, sum_exp, target_logit);
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -51,26 +51,29 @@ void Kernels::cross_entropy_loss(const T* row_max, const T* sum_exp, const T* ta
 
 template <class T, class I>
 void Kernels::cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
-                                     const I* targets, std::int64_t first_col, const T* row_max,
-                                     const T* sum_exp, const T* dloss, T* dlogits) {
+                                     std::size_t used_cols, const I* targets,
+                                     std::int64_t first_col, const T* row_max, const T* sum_exp,
+                                     const T* dloss, T* dlogits) {
   const double inv_rows = 1.0 / static_cast<double>(rows);
   for_each(rows * cols, [=] __device__(std::size_t i) {
-    const std::size_t r = i / cols;
-    const std::int64_t target = math::slice_row(targets[r], first_col, cols);
+    const std::size_t r = i / cols, c = i % cols;
+    const std::int64_t target = math::slice_row(targets[r], first_col, used_cols);
     const T coef = static_cast<T>(static_cast<double>(dloss[0]) * inv_rows);
-    dlogits[i] = math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
-                                          static_cast<std::int64_t>(i % cols) == target, coef);
+    dlogits[i] = c < used_cols
+                     ? math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
+                                                static_cast<std::int64_t>(c) == target, coef)
+                     : T(0);
   });
 }
 
 #define MPITRON_INSTANTIATE_T(T) \
   template void Kernels::cross_entropy_loss<T>(const T*, const T*, const T*, std::size_t, T*);
 #define MPITRON_INSTANTIATE(T, I)                                                                 \
-  template void Kernels::cross_entropy_stats<T, I>(const T*, std::size_t, std::size_t, const I*,  \
-                                                   std::int64_t, const T*, T*, T*);               \
+  template void Kernels::cross_entropy_stats<T, I>(                                               \
+      const T*, std::size_t, std::size_t, std::size_t, const I*, std::int64_t, const T*, T*, T*); \
   template void Kernels::cross_entropy_backward<T, I>(const T*, std::size_t, std::size_t,         \
-                                                      const I*, std::int64_t, const T*, const T*, \
-                                                      const T*, T*);
+                                                      std::size_t, const I*, std::int64_t,        \
+                                                      const T*, const T*, const T*, T*);
 MPITRON_INSTANTIATE_T(float)
 MPITRON_INSTANTIATE_T(double)
 MPITRON_INSTANTIATE(float, std::int32_t)

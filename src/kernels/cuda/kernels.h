@@ -57,7 +57,8 @@ struct Kernels {
   template <class T>
   static void mse_forward(const T* pred, const T* target, std::size_t n, T* loss);
   template <class T>
-  static void row_max(const T* x, std::size_t rows, std::size_t cols, T* out);
+  static void row_max(const T* x, std::size_t rows, std::size_t cols, std::size_t used_cols,
+                      T* out);
   template <class T>
   static void sum_squares(const T* x, std::size_t n, T* out);
 
@@ -85,15 +86,16 @@ struct Kernels {
   // thread per logit.
   template <class T, class I>
   static void cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
-                                  const I* targets, std::int64_t first_col, const T* row_max,
-                                  T* sum_exp, T* target_logit);
+                                  std::size_t used_cols, const I* targets, std::int64_t first_col,
+                                  const T* row_max, T* sum_exp, T* target_logit);
   template <class T>
   static void cross_entropy_loss(const T* row_max, const T* sum_exp, const T* target_logit,
                                  std::size_t rows, T* loss);
   template <class T, class I>
   static void cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
-                                     const I* targets, std::int64_t first_col, const T* row_max,
-                                     const T* sum_exp, const T* dloss, T* dlogits);
+                                     std::size_t used_cols, const I* targets,
+                                     std::int64_t first_col, const T* row_max, const T* sum_exp,
+                                     const T* dloss, T* dlogits);
 
   // layout_ops.cu: index arithmetic only.
   template <class T>

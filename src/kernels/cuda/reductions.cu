@@ -47,12 +47,12 @@ __global__ void softmax_backward_rows(const T* y, const T* dy, std::size_t cols,
 }
 
 template <class T>
-__global__ void max_of_rows(const T* x, std::size_t cols, T* out) {
+__global__ void max_of_rows(const T* x, std::size_t cols, std::size_t used_cols, T lowest, T* out) {
   const T* xr = x + blockIdx.x * cols;
-  T max = xr[0];
-  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+  T max = lowest;
+  for (std::size_t c = threadIdx.x; c < used_cols; c += blockDim.x)
     max = Larger{}(max, xr[c]);
-  max = block_reduce(max, Larger{}, xr[0]);
+  max = block_reduce(max, Larger{}, lowest);
   if (threadIdx.x == 0) out[blockIdx.x] = max;
 }
 
@@ -109,8 +109,10 @@ void Kernels::softmax_backward(const T* y, const T* dy, std::size_t rows, std::s
 }
 
 template <class T>
-void Kernels::row_max(const T* x, std::size_t rows, std::size_t cols, T* out) {
-  max_of_rows<<<row_blocks(rows), kRowThreads>>>(x, cols, out);
+void Kernels::row_max(const T* x, std::size_t rows, std::size_t cols, std::size_t used_cols,
+                      T* out) {
+  max_of_rows<<<row_blocks(rows), kRowThreads>>>(x, cols, used_cols,
+                                                 std::numeric_limits<T>::lowest(), out);
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -119,7 +121,7 @@ void Kernels::row_max(const T* x, std::size_t rows, std::size_t cols, T* out) {
   template void Kernels::sum_squares<T>(const T*, std::size_t, T*);                           \
   template void Kernels::mse_forward<T>(const T*, const T*, std::size_t, T*);                 \
   template void Kernels::sum_rows<T>(const T*, std::size_t, std::size_t, T*);                 \
-  template void Kernels::row_max<T>(const T*, std::size_t, std::size_t, T*);                  \
+  template void Kernels::row_max<T>(const T*, std::size_t, std::size_t, std::size_t, T*);     \
   template void Kernels::softmax_forward<T>(const T*, std::size_t, std::size_t, T*, bool, T); \
   template void Kernels::softmax_backward<T>(const T*, const T*, std::size_t, std::size_t, T*, T);
 MPITRON_INSTANTIATE(float)

@@ -20,10 +20,11 @@ Parameters named(const Parameters& fc1, const Parameters& fc2) {
 }
 }  // namespace
 
-Mlp::Mlp(const MlpWeights& weights) : fc1_(weights.fc1), fc2_(weights.fc2) {}
+Mlp::Mlp(const MlpWeights& weights, GeluForm gelu)
+    : fc1_(weights.fc1), fc2_(weights.fc2), gelu_(gelu) {}
 
 Tensor Mlp::forward(const Tensor& x) const {
-  return autograd::add(autograd::fused_mlp(x, fc1_.weight(), fc1_.bias(), fc2_.weight()),
+  return autograd::add(autograd::fused_mlp(x, fc1_.weight(), fc1_.bias(), fc2_.weight(), gelu_),
                        fc2_.bias());
 }
 
@@ -31,14 +32,15 @@ Parameters Mlp::parameters() const {
   return named(fc1_.parameters(), fc2_.parameters());
 }
 
-ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp)
+ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp, GeluForm gelu)
     : tp_(tp),
       fc1_(master.fc1, tp, /*gather_output=*/false),
-      fc2_(master.fc2, tp, /*input_is_parallel=*/true) {}
+      fc2_(master.fc2, tp, /*input_is_parallel=*/true),
+      gelu_(gelu) {}
 
 Tensor ParallelMlp::forward(const Tensor& x) const {
   const Tensor partial =
-      autograd::fused_mlp(copy_to_tp(x, tp_), fc1_.weight(), fc1_.bias(), fc2_.weight());
+      autograd::fused_mlp(copy_to_tp(x, tp_), fc1_.weight(), fc1_.bias(), fc2_.weight(), gelu_);
   return fc2_.reduce_and_add_bias(partial);
 }
 

@@ -5,10 +5,13 @@
 #include <cstdint>
 
 #include "comm/communicator.h"
+#include "kernels/ops.h"
 #include "nn/layers/linear.h"
 #include "nn/parameter.h"
 
 namespace mpitron::nn {
+
+using kernels::GeluForm;
 
 /// The full weights of one MLP: fc1 [intermediate, hidden] (+ bias), fc2 [hidden, intermediate]
 /// (+ bias).
@@ -21,26 +24,29 @@ struct MlpWeights {
 MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std::uint64_t fc1_seed,
                             std::uint64_t fc2_seed, DType dtype, Device device);
 
-/// Dense MLP: x [..., hidden] -> fc2(gelu(fc1(x))) [..., hidden]; exact (erf) GELU. Computed
-/// by autograd::fused_mlp (then + fc2 bias), which saves x and the fc1 output for backward.
+/// Dense MLP: x [..., hidden] -> fc2(gelu(fc1(x))) [..., hidden]; the exact (erf) GELU unless
+/// `gelu` says the tanh form. Computed by autograd::fused_mlp (then + fc2 bias), which saves x
+/// and the fc1 output for backward.
 class Mlp {
  public:
-  explicit Mlp(const MlpWeights& weights);
+  explicit Mlp(const MlpWeights& weights, GeluForm gelu = GeluForm::exact);
   Tensor forward(const Tensor& x) const;
   /// fc1.weight, fc1.bias, fc2.weight, fc2.bias.
   Parameters parameters() const;
 
  private:
   Linear fc1_, fc2_;
+  GeluForm gelu_;
 };
 
 /// Tensor-parallel MLP over `tp`: rank t holds fc1 rows and fc2 columns
 /// [t intermediate/tp, (t+1) intermediate/tp); the output is identical on every TP rank.
 /// Forward: copy-to-TP, autograd::fused_mlp on this rank's shards, reduce-from-TP, + fc2 bias.
-/// Throws std::invalid_argument when intermediate is not divisible by tp.
+/// Throws std::invalid_argument when intermediate is not divisible by tp. GELU as in Mlp.
 class ParallelMlp {
  public:
-  ParallelMlp(const MlpWeights& master, const comm::Communicator& tp);
+  ParallelMlp(const MlpWeights& master, const comm::Communicator& tp,
+              GeluForm gelu = GeluForm::exact);
   /// x [..., hidden] (same on every TP rank) -> [..., hidden].
   Tensor forward(const Tensor& x) const;
   /// fc1.weight [intermediate/tp, hidden], fc1.bias [intermediate/tp],
@@ -51,6 +57,7 @@ class ParallelMlp {
   comm::Communicator tp_;
   ColumnParallelLinear fc1_;
   RowParallelLinear fc2_;
+  GeluForm gelu_;
 };
 
 }  // namespace mpitron::nn

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -30,17 +31,18 @@ void check_ids(const char* op, const Tensor& ids, std::int64_t vocab) {
 class VocabParallelCrossEntropy final : public autograd::Function {
  public:
   VocabParallelCrossEntropy(Tensor logits, Tensor targets, std::int64_t first_col,
-                            kernels::Buffer row_max, kernels::Buffer sum_exp)
+                            std::size_t used_cols, kernels::Buffer row_max, kernels::Buffer sum_exp)
       : logits_(std::move(logits)),
         targets_(std::move(targets)),
         first_col_(first_col),
+        used_cols_(used_cols),
         row_max_(std::move(row_max)),
         sum_exp_(std::move(sum_exp)) {}
   std::string name() const override { return "vocab_parallel_cross_entropy"; }
   std::vector<Tensor> backward(const Tensor& grad_output) override {
     Tensor dlogits = Tensor::empty(logits_.shape(), logits_.dtype(), logits_.device());
     kernels::cross_entropy_backward(logits_.buffer(), static_cast<std::size_t>(logits_.size(-1)),
-                                    targets_.buffer(), first_col_, row_max_, sum_exp_,
+                                    used_cols_, targets_.buffer(), first_col_, row_max_, sum_exp_,
                                     grad_output.buffer(), dlogits.buffer());
     return {dlogits};
   }
@@ -54,16 +56,24 @@ class VocabParallelCrossEntropy final : public autograd::Function {
  private:
   Tensor logits_, targets_;
   std::int64_t first_col_;
+  std::size_t used_cols_;
   kernels::Buffer row_max_, sum_exp_;
 };
 
 }  // namespace
 
-VocabParallelEmbedding::VocabParallelEmbedding(const Tensor& master, const comm::Communicator& tp)
+VocabParallelEmbedding::VocabParallelEmbedding(const Tensor& master, std::int64_t vocab,
+                                               const comm::Communicator& tp)
     : tp_(tp),
-      vocab_(master.size(0)),
-      first_row_(vocab_ / tp.size() * tp.rank()),
-      weight_(shard(master, 0, tp.rank(), tp.size(), "VocabParallelEmbedding vocab")) {}
+      vocab_(vocab),
+      first_row_(master.size(0) / tp.size() * tp.rank()),
+      weight_(shard(master, 0, tp.rank(), tp.size(), "VocabParallelEmbedding vocab")) {
+  if (vocab < 1 || vocab > master.size(0)) {
+    throw std::invalid_argument(
+        fmt::format("VocabParallelEmbedding: vocab {} is outside [1, {}], the table's rows", vocab,
+                    master.size(0)));
+  }
+}
 
 Tensor VocabParallelEmbedding::forward(const Tensor& tokens) const {
   check_ids("embedding", tokens, vocab_);
@@ -74,7 +84,7 @@ Tensor VocabParallelEmbedding::logits(const Tensor& x) const {
   return autograd::linear(copy_to_tp(x, tp_), weight_);
 }
 
-Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
+Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t vocab,
                                     const comm::Communicator& tp) {
   const std::int64_t cols = logits.size(-1);
   if (targets.numel() * cols != logits.numel()) {
@@ -82,25 +92,31 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
         fmt::format("vocab_parallel_cross_entropy: logits {} do not match targets {}",
                     autograd::to_string(logits.shape()), autograd::to_string(targets.shape())));
   }
-  const std::int64_t vocab = cols * tp.size();
+  if (vocab < 1 || vocab > cols * tp.size()) {
+    throw std::invalid_argument(fmt::format(
+        "vocab_parallel_cross_entropy: vocab {} is outside [1, {}], the logits' columns", vocab,
+        cols * tp.size()));
+  }
   check_ids("vocab_parallel_cross_entropy", targets, vocab);
   const auto rows = static_cast<std::size_t>(targets.numel());
   const std::int64_t first_col = cols * tp.rank();
+  const auto used_cols =
+      static_cast<std::size_t>(std::clamp<std::int64_t>(vocab - first_col, 0, cols));
   const auto buffer = [&](std::size_t n) {
     return kernels::Buffer(n, logits.dtype(), logits.device());
   };
   kernels::Buffer row_max = buffer(rows), sum_exp = buffer(rows), target_logit = buffer(rows);
-  kernels::row_max(logits.buffer(), static_cast<std::size_t>(cols), row_max);
+  kernels::row_max(logits.buffer(), static_cast<std::size_t>(cols), used_cols, row_max);
   if (!fault_active(Fault::vocab_ce_local_max)) comm::all_reduce(tp, row_max, comm::ReduceOp::max);
-  kernels::cross_entropy_stats(logits.buffer(), static_cast<std::size_t>(cols), targets.buffer(),
-                               first_col, row_max, sum_exp, target_logit);
+  kernels::cross_entropy_stats(logits.buffer(), static_cast<std::size_t>(cols), used_cols,
+                               targets.buffer(), first_col, row_max, sum_exp, target_logit);
   comm::all_reduce(tp, sum_exp, comm::ReduceOp::sum);
   comm::all_reduce(tp, target_logit, comm::ReduceOp::sum);
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   kernels::cross_entropy_loss(row_max, sum_exp, target_logit, loss.buffer());
   return autograd::attach(
       loss,
-      std::make_shared<VocabParallelCrossEntropy>(logits.detach(), targets, first_col,
+      std::make_shared<VocabParallelCrossEntropy>(logits.detach(), targets, first_col, used_cols,
                                                   std::move(row_max), std::move(sum_exp)),
       {logits});
 }

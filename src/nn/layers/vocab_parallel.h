@@ -11,13 +11,15 @@
 
 namespace mpitron::nn {
 
-/// Token embedding whose rows (the vocabulary) are split over `tp`: rank t holds rows
-/// [t V/tp, (t+1) V/tp) of the full table [V, hidden].
+/// Token embedding whose rows are split over `tp`: rank t holds rows [t Vp/tp, (t+1) Vp/tp) of
+/// the full table [Vp, hidden], whose first V rows are the vocabulary and the rest padding
+/// (llm.c's padded vocabulary; Vp = V without padding).
 class VocabParallelEmbedding {
  public:
-  /// `master` [V, hidden], the full table (the same on every rank). Throws
-  /// std::invalid_argument "... vocab V is not divisible by tp T" before any communication.
-  VocabParallelEmbedding(const Tensor& master, const comm::Communicator& tp);
+  /// `master` [Vp, hidden], the full table (the same on every rank); `vocab` V <= Vp. Throws
+  /// std::invalid_argument "... vocab Vp is not divisible by tp T" or when vocab is outside
+  /// [1, Vp], before any communication.
+  VocabParallelEmbedding(const Tensor& master, std::int64_t vocab, const comm::Communicator& tp);
 
   /// tokens (int32/int64) [...] -> [..., hidden], identical on every TP rank: each rank looks up
   /// the tokens of its slice (zero rows for the others), then the results are all-reduced.
@@ -26,14 +28,18 @@ class VocabParallelEmbedding {
   Tensor forward(const Tensor& tokens) const;
 
   /// The tied LM head: x [..., hidden] (identical on every TP rank) -> this rank's logits
-  /// [..., V/tp] = x W_shard^T; the input gradient is all-reduced over TP in backward.
+  /// [..., Vp/tp] = x W_shard^T, padding columns included (vocab_parallel_cross_entropy leaves
+  /// them out); the input gradient is all-reduced over TP in backward.
   Tensor logits(const Tensor& x) const;
 
-  /// This rank's rows [V/tp, hidden] (split_dim 0).
+  /// This rank's rows [Vp/tp, hidden] (split_dim 0).
   const Tensor& weight() const { return weight_; }
 
-  /// Index of this rank's first vocabulary row.
+  /// Index of this rank's first row.
   std::int64_t first_row() const { return first_row_; }
+
+  /// V, the vocabulary (the table's used rows).
+  std::int64_t vocab() const { return vocab_; }
 
  private:
   comm::Communicator tp_;
@@ -42,14 +48,16 @@ class VocabParallelEmbedding {
   Tensor weight_;
 };
 
-/// Mean cross-entropy over all positions of logits split along the vocabulary over `tp`:
-/// logits [..., V/tp] are this rank's columns [t V/tp, (t+1) V/tp), targets (int32/int64) [...]
-/// hold full-vocabulary ids. Forward all-reduces the row max (max), the sum of exp(logit - max)
-/// and the target's logit (sums), so no rank ever holds [..., V]; backward is local:
-/// (softmax - onehot) * grad / positions on this rank's columns. Returns the same scalar on
-/// every TP rank. Throws std::invalid_argument when leading dims differ or a target is outside
-/// [0, V) (every TP rank sees the same targets and raises the same error).
-Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
+/// Mean cross-entropy over all positions of logits split along the (padded) vocabulary over
+/// `tp`: logits [..., Vp/tp] are this rank's columns [t Vp/tp, (t+1) Vp/tp), targets
+/// (int32/int64) [...] hold ids in [0, vocab); columns >= vocab are padding and take no part in
+/// the max, the sum or the gradient (which is 0 there). Forward all-reduces the row max (max),
+/// the sum of exp(logit - max) and the target's logit (sums), so no rank ever holds [..., V];
+/// backward is local: (softmax - onehot) * grad / positions on this rank's columns. Returns the
+/// same scalar on every TP rank. Throws std::invalid_argument when leading dims differ, vocab
+/// is outside [1, Vp], or a target is outside [0, vocab) (every TP rank sees the same targets
+/// and raises the same error).
+Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t vocab,
                                     const comm::Communicator& tp);
 
 }  // namespace mpitron::nn

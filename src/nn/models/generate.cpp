@@ -58,8 +58,9 @@ std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicat
     const std::vector<std::int64_t> context(ids.end() - length, ids.end());
     const Tensor tokens = Tensor::from_indices(context, {1, length}, stage.device());
     const Tensor hidden = autograd::narrow(stage.forward(tokens), 1, length - 1, 1);
-    const Tensor logits = gather_from_tp(stage.logits(hidden), tp);
-    ids.push_back(sample_token(logits.to_vector(), options, draws[step]));
+    std::vector<double> logits = gather_from_tp(stage.logits(hidden), tp).to_vector();
+    logits.resize(static_cast<std::size_t>(stage.config().vocab));  // drop the padding
+    ids.push_back(sample_token(logits, options, draws[step]));
   }
   return ids;
 }

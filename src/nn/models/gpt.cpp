@@ -41,7 +41,7 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
   const std::vector<ParameterSpec> specs = gpt_parameter_specs(config);
   const auto master = [&](const std::string& name) { return init(spec_named(specs, name)); };
   if (first_) {
-    wte_.emplace(master("transformer.wte.weight"), tp_);
+    wte_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
     wpe_ = replicate(master("transformer.wpe.weight"));
   }
   const std::int64_t per_stage = config.layers / topology.pp();
@@ -50,7 +50,7 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
   }
   if (last_) {
     ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"));
-    if (!first_) head_.emplace(master("transformer.wte.weight"), tp_);
+    if (!first_) head_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
   }
   device_ = parameters().front().tensor.device();
 }
@@ -84,7 +84,7 @@ Tensor GptStage::logits(const Tensor& hidden) const {
 }
 
 Tensor GptStage::loss(const Tensor& hidden, const Tensor& targets) const {
-  return vocab_parallel_cross_entropy(logits(hidden), targets, tp_);
+  return vocab_parallel_cross_entropy(logits(hidden), targets, config_.vocab, tp_);
 }
 
 Parameters GptStage::parameters() const {

@@ -31,8 +31,8 @@ class GptStage {
   /// token id is outside [0, vocab).
   Tensor forward(const Tensor& input) const;
 
-  /// Last stage: activations [batch, seq, hidden] -> this rank's logits [batch, seq, vocab/tp]
-  /// (ln_f, then the tied head x wte_shard^T).
+  /// Last stage: activations [batch, seq, hidden] -> this rank's logits [batch, seq, Vp/tp]
+  /// (ln_f, then the tied head x wte_shard^T; columns >= vocab are padding).
   Tensor logits(const Tensor& hidden) const;
 
   /// Last stage: mean cross-entropy (nats per token) of logits(hidden) against targets

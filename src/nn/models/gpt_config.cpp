@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <numeric>
+#include <stdexcept>
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
@@ -13,7 +15,7 @@ namespace mpitron::nn {
 double gpt_flops_per_token(const GptConfig& c, std::int64_t seq) {
   const auto layers = static_cast<double>(c.layers), hidden = static_cast<double>(c.hidden);
   const double matmul_weights =
-      12.0 * layers * hidden * hidden + static_cast<double>(c.vocab) * hidden;
+      12.0 * layers * hidden * hidden + static_cast<double>(c.vocab_rows()) * hidden;
   return 6.0 * matmul_weights + 12.0 * layers * hidden * static_cast<double>(seq);
 }
 
@@ -24,13 +26,66 @@ double gpt_step_memory_bytes(const GptConfig& c, int tp, int pp, std::int64_t mi
   const double a = static_cast<double>(c.heads), s = static_cast<double>(seq);
   const double b = static_cast<double>(micro_batch), bytes = static_cast<double>(dtype_bytes);
   const double parameters = L * (12.0 * C * C + 13.0 * C) / (tp * pp) +
-                            static_cast<double>(c.vocab + c.block_size) * C / tp;
+                            static_cast<double>(c.vocab_rows() + c.block_size) * C / tp;
   const double activations_per_block = s * b * C * (34.0 + 5.0 * a * s / C) * (bytes / 2.0) / tp;
   const double blocks_in_flight = (L / pp) * static_cast<double>(in_flight);
   if (recompute) {
     return 4.0 * parameters * bytes + s * b * C * bytes * blocks_in_flight + activations_per_block;
   }
   return 4.0 * parameters * bytes + activations_per_block * blocks_in_flight;
+}
+
+std::int64_t padded_vocab_size(std::int64_t vocab, int tp) {
+  if (vocab < 1 || tp < 1) {
+    throw std::invalid_argument(
+        fmt::format("padded_vocab_size: vocab {} and tp {} must be >= 1", vocab, tp));
+  }
+  const std::int64_t multiple = std::lcm<std::int64_t>(128, tp);
+  return (vocab + multiple - 1) / multiple * multiple;
+}
+
+std::optional<GptConfig> gpt2_model(const std::string& name) {
+  const struct {
+    const char* name;
+    std::int64_t layers, hidden, heads;
+  } models[] = {{"gpt2", 12, 768, 12},
+                {"gpt2-medium", 24, 1024, 16},
+                {"gpt2-large", 36, 1280, 20},
+                {"gpt2-xl", 48, 1600, 25}};
+  for (const auto& m : models) {
+    if (name == m.name) {
+      return GptConfig{50257, 1024, m.layers, m.hidden, m.heads, 0, GeluForm::tanh};
+    }
+  }
+  return std::nullopt;
+}
+
+const char* gpt2_model_names() {
+  return "gpt2, gpt2-medium, gpt2-large, gpt2-xl";
+}
+
+const char* to_string(GeluForm form) {
+  return form == GeluForm::tanh ? "tanh" : "erf";
+}
+
+GeluForm gelu_form_from_string(const std::string& name) {
+  if (name == "erf") return GeluForm::exact;
+  if (name == "tanh") return GeluForm::tanh;
+  throw std::invalid_argument("GELU form '" + name + "' is not erf or tanh");
+}
+
+Tensor fit_vocab_rows(const Tensor& wte, std::int64_t vocab, std::int64_t rows_wanted) {
+  if (wte.ndim() != 2 || wte.size(0) < vocab || rows_wanted < vocab) {
+    throw std::invalid_argument(
+        fmt::format("fit_vocab_rows: token embedding {} cannot hold vocab {} in {} rows",
+                    autograd::to_string(wte.shape()), vocab, rows_wanted));
+  }
+  if (wte.size(0) == rows_wanted) return wte;
+  autograd::NoGradGuard no_grad;
+  const Tensor used = autograd::narrow(wte, 0, 0, vocab);
+  if (rows_wanted == vocab) return used;
+  return autograd::concat(
+      {used, Tensor::zeros({rows_wanted - vocab, wte.size(1)}, wte.dtype(), wte.device())}, 0);
 }
 
 std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp) {
@@ -48,15 +103,24 @@ std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp) {
     return fmt::format("hidden {} is not divisible by heads {}", c.hidden, c.heads);
   }
   if (c.heads % tp != 0) return fmt::format("heads {} is not divisible by tp {}", c.heads, tp);
-  if (c.vocab % tp != 0) return fmt::format("vocab {} is not divisible by tp {}", c.vocab, tp);
+  if (c.padded_vocab == 0 && c.vocab % tp != 0) {
+    return fmt::format("vocab {} is not divisible by tp {}", c.vocab, tp);
+  }
+  if (c.padded_vocab != 0 && c.padded_vocab < c.vocab) {
+    return fmt::format("padded vocab {} is smaller than vocab {}", c.padded_vocab, c.vocab);
+  }
+  if (c.padded_vocab % tp != 0) {
+    return fmt::format("padded vocab {} is not divisible by tp {}", c.padded_vocab, tp);
+  }
   if (c.layers % pp != 0) return fmt::format("layers {} is not divisible by pp {}", c.layers, pp);
   return std::nullopt;
 }
 
 std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& c) {
   const std::int64_t h = c.hidden, f = 4 * c.hidden;
-  std::vector<ParameterSpec> specs = {{"transformer.wte.weight", {c.vocab, h}, 0},
-                                      {"transformer.wpe.weight", {c.block_size, h}, kReplicated}};
+  std::vector<ParameterSpec> specs = {
+      {"transformer.wte.weight", {c.vocab_rows(), h}, 0, false, 0, c.vocab},
+      {"transformer.wpe.weight", {c.block_size, h}, kReplicated}};
   const struct {
     const char* name;
     Shape shape;
@@ -93,6 +157,15 @@ bool is_layer_norm(const std::string& name) {
   return name.find(".ln_") != std::string::npos;
 }
 
+// `draw` of the spec's used rows, then its zero padding rows (see ParameterSpec::used_rows).
+template <class Draw>
+Tensor with_padding(const ParameterSpec& spec, Draw draw) {
+  if (spec.used_rows == 0 || spec.used_rows == spec.full_shape[0]) return draw(spec.full_shape);
+  Shape used = spec.full_shape;
+  used[0] = spec.used_rows;
+  return fit_vocab_rows(draw(used), spec.used_rows, spec.full_shape[0]);
+}
+
 // A stream per parameter: the seed mixed with the FNV-1a hash of the name.
 std::uint64_t stream_seed(std::uint64_t seed, const std::string& name) {
   std::uint64_t hash = 1469598103934665603ull;
@@ -113,7 +186,9 @@ MasterInit gpt2_init(std::uint64_t seed, std::int64_t layers, DType dtype, Devic
     }
     if (ends_with(name, ".bias")) return Tensor::zeros(spec.full_shape, dtype, device);
     const double std = ends_with(name, "c_proj.weight") ? residual_std : 0.02;
-    return autograd::randn(spec.full_shape, stream_seed(seed, name), std, dtype, device);
+    return with_padding(spec, [&](const Shape& shape) {
+      return autograd::randn(shape, stream_seed(seed, name), std, dtype, device);
+    });
   };
 }
 
@@ -129,7 +204,9 @@ MasterInit random_init(std::uint64_t seed, DType dtype, Device device) {
     // Matrices N(0, 1/columns) (LeCun normal), so activations keep their scale at any width.
     const double std =
         spec.full_shape.size() < 2 ? 0.1 : 1.0 / std::sqrt(static_cast<double>(spec.full_shape[1]));
-    return autograd::randn(spec.full_shape, stream, std, dtype, device);
+    return with_padding(spec, [&](const Shape& shape) {
+      return autograd::randn(shape, stream, std, dtype, device);
+    });
   };
 }
 

@@ -1,8 +1,11 @@
-// The sizes of a GPT-2-style byte-level language model and the list of its parameters with
-// their full shapes and tensor-parallel layouts. The model (Radford et al., "Language Models are
+// The sizes of a GPT-2-style language model and the list of its parameters with their full
+// shapes and tensor-parallel layouts. The model (Radford et al., "Language Models are
 // Unsupervised Multitask Learners", 2019; the nanoGPT layout, bias everywhere, no dropout):
 //   x = wte[idx] + wpe[pos];  per block x = x + attn(ln_1(x)); x = x + mlp(ln_2(x));
 //   logits = ln_f(x) wte^T (the LM head is tied to the token embedding); mean cross-entropy.
+// The token embedding may have more rows than the vocabulary (llm.c's padded vocabulary Vp):
+// the padding rows are zero, no token uses them, and their logits take no part in the softmax,
+// the loss or the gradient, so the model computes the same function at any padding.
 #pragma once
 
 #include <cstdint>
@@ -11,22 +14,56 @@
 #include <string>
 #include <vector>
 
+#include "kernels/ops.h"
 #include "nn/parameter.h"
 
 namespace mpitron::nn {
 
+using kernels::GeluForm;
+
 /// Model sizes. `block_size` is the length of the position table (the longest sequence).
 struct GptConfig {
-  std::int64_t vocab = 256;
+  std::int64_t vocab = 256;  ///< V, the token ids [0, V)
   std::int64_t block_size = 128;
   std::int64_t layers = 4;
   std::int64_t hidden = 256;
   std::int64_t heads = 8;
+  std::int64_t padded_vocab = 0;    ///< Vp >= V, the rows of wte; 0: V (no padding)
+  GeluForm gelu = GeluForm::exact;  ///< the MLP's GELU: exact (erf) or GPT-2's tanh form
+
+  /// The rows of the token embedding and the columns of the logits: Vp, or V without padding.
+  std::int64_t vocab_rows() const { return padded_vocab > 0 ? padded_vocab : vocab; }
 };
 
+/// The padded vocabulary Vp for `vocab` at tensor-parallel degree `tp`: the smallest multiple of
+/// lcm(128, tp) that is >= vocab (50257 -> 50304 at tp 1, 2, 4, 8; 256 -> 256 at tp 1..128 that
+/// divide 128; 256 -> 384 at tp 3). A multiple of 128, as llm.c pads GPT-2's vocabulary for its
+/// GEMMs, that tp divides, so every rank holds Vp / tp rows. Throws std::invalid_argument when
+/// vocab or tp < 1.
+std::int64_t padded_vocab_size(std::int64_t vocab, int tp);
+
+/// The sizes of a GPT-2 model by its Hugging Face name (Radford et al. 2019, table 2): gpt2
+/// (124M: 12 layers, hidden 768, 12 heads), gpt2-medium (350M: 24, 1024, 16), gpt2-large
+/// (774M: 36, 1280, 20), gpt2-xl (1558M: 48, 1600, 25); all with vocab 50257, block size 1024
+/// and the tanh GELU. Nothing for another name.
+std::optional<GptConfig> gpt2_model(const std::string& name);
+
+/// The names gpt2_model knows, comma-separated, for messages and --help.
+const char* gpt2_model_names();
+
+/// "erf" or "tanh"; and back (std::invalid_argument naming the accepted names otherwise).
+const char* to_string(GeluForm form);
+GeluForm gelu_form_from_string(const std::string& name);
+
 /// The message of the first size rule `config` breaks for (tp, pp), or nothing: every size
-/// >= 1, hidden divisible by heads, heads and vocab divisible by tp, layers divisible by pp.
+/// >= 1, hidden divisible by heads, heads divisible by tp, padded_vocab 0 or >= vocab, the
+/// embedding's rows (vocab_rows) divisible by tp, layers divisible by pp.
 std::optional<std::string> gpt_size_error(const GptConfig& config, int tp, int pp);
+
+/// `wte` [rows, C] refitted to `rows_wanted` rows: its first `vocab` rows, then zero rows (a
+/// token embedding, or an optimizer moment of it, saved at one padding and loaded at another).
+/// Throws std::invalid_argument when wte has fewer than `vocab` rows or rows_wanted < vocab.
+Tensor fit_vocab_rows(const Tensor& wte, std::int64_t vocab, std::int64_t rows_wanted);
 
 /// Model FLOPs of one training step per token of a sequence of `seq` tokens (forward and
 /// backward; the PaLM paper's estimate, Chowdhery et al. 2022, appendix B): 6 N + 12 L C seq,
@@ -56,10 +93,13 @@ struct ParameterSpec {
   int split_dim;           ///< kReplicated or the dim cut over TP (see Parameter)
   bool is_block = false;   ///< belongs to transformer.h.{layer}
   std::int64_t layer = 0;  ///< the block index when is_block
+  /// The rows that hold values: for wte the vocabulary V (rows from V on are zero padding);
+  /// 0 for every other parameter (all rows).
+  std::int64_t used_rows = 0;
 };
 
-/// Every parameter in canonical order (wte, wpe, then per block ln_1, attn.q/k/v, attn.c_proj,
-/// ln_2, mlp.c_fc, mlp.c_proj, then ln_f): names and full shapes as in
+/// Every parameter in canonical order (wte [Vp, C], wpe, then per block ln_1, attn.q/k/v,
+/// attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj, then ln_f): names and full shapes as in
 /// tools/torch_peer_gpt.py except that c_attn is kept as separate q, k and v [C, C].
 /// Column-parallel weights and biases (q, k, v, c_fc) and the vocab-parallel wte split dim 0,
 /// row-parallel weights (c_proj) dim 1; LayerNorms, wpe and row-parallel biases are replicated.
@@ -73,12 +113,15 @@ using MasterInit = std::function<Tensor(const ParameterSpec& spec)>;
 /// GPT-2's initialisation: weights and embeddings N(0, 0.02), residual projections (c_proj
 /// weights) N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm weight 1 and bias 0. Each tensor
 /// comes from its own counter-based stream (seed mixed with the parameter's name), so its
-/// values do not depend on the topology or on which other parameters exist.
+/// values do not depend on the topology or on which other parameters exist. The token
+/// embedding's first `used_rows` (the vocabulary) are drawn and its padding rows are 0, so the
+/// values do not depend on the padding either.
 MasterInit gpt2_init(std::uint64_t seed, std::int64_t layers, DType dtype, Device device);
 
 /// Like gpt2_init, but every bias (LayerNorm biases included) ~ N(0, 0.1^2) and LayerNorm
 /// weights ~ 1 + N(0, 0.1^2), and matrices [rows, cols] N(0, 1/cols): every parameter is
-/// non-trivial and activations are not tiny, so checks see every term of every gradient.
+/// non-trivial and activations are not tiny, so checks see every term of every gradient. The
+/// token embedding's padding rows are 0.
 MasterInit random_init(std::uint64_t seed, DType dtype, Device device);
 
 }  // namespace mpitron::nn

@@ -30,14 +30,14 @@ TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init) 
 }
 
 Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t heads,
-                       const Tensor& input) {
+                       const Tensor& input, GeluForm gelu) {
   const std::string h = fmt::format("transformer.h.{}.", layer);
   const Tensor a = layer_norm(p, h + "ln_1", input);
   const Tensor context =
       multi_head_attention_core(linear(p, h + "attn.q", a), linear(p, h + "attn.k", a),
                                 linear(p, h + "attn.v", a), heads, /*causal=*/true);
   const Tensor x = autograd::add(input, linear(p, h + "attn.c_proj", context));
-  const Tensor m = autograd::gelu(linear(p, h + "mlp.c_fc", layer_norm(p, h + "ln_2", x)));
+  const Tensor m = autograd::gelu(linear(p, h + "mlp.c_fc", layer_norm(p, h + "ln_2", x)), gelu);
   return autograd::add(x, linear(p, h + "mlp.c_proj", m));
 }
 
@@ -52,9 +52,11 @@ Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor&
       autograd::embedding(p.at("transformer.wpe.weight"),
                           Tensor::from_indices(positions, {batch, seq}, tokens.device())));
   for (std::int64_t layer = 0; layer < config.layers; ++layer)
-    x = dense_gpt_block(p, layer, config.heads, x);
+    x = dense_gpt_block(p, layer, config.heads, x, config.gelu);
+  // Only the vocabulary's rows of a padded embedding make logits.
   const Tensor logits =
-      autograd::linear(layer_norm(p, "transformer.ln_f", x), p.at("transformer.wte.weight"));
+      autograd::linear(layer_norm(p, "transformer.ln_f", x),
+                       autograd::narrow(p.at("transformer.wte.weight"), 0, 0, config.vocab));
   return autograd::cross_entropy(logits, targets);
 }
 

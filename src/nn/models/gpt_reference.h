@@ -18,12 +18,14 @@ using TensorMap = std::map<std::string, Tensor>;
 TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init);
 
 /// Dense block `layer` of `parameters` (names transformer.h.{layer}.*): x [batch, seq, hidden] ->
-/// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads.
+/// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads, GELU of form
+/// `gelu`.
 Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int64_t heads,
-                       const Tensor& x);
+                       const Tensor& x, GeluForm gelu = GeluForm::exact);
 
 /// Mean cross-entropy (nats per token) of the dense model: tokens and targets (int32/int64)
-/// [batch, seq] -> scalar. Backward fills the gradients of `parameters`. Throws
+/// [batch, seq] -> scalar; the logits are those of wte's first config.vocab rows only (an
+/// independent form of the padding rule). Backward fills the gradients of `parameters`. Throws
 /// std::out_of_range when a parameter is missing, std::invalid_argument for bad token ids.
 Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& parameters, const Tensor& tokens,
                       const Tensor& targets);

@@ -54,9 +54,10 @@ Parameters LayerNorm::parameters() const {
 
 TransformerBlock::TransformerBlock(const GptConfig& config, std::int64_t layer,
                                    const MasterInit& init, const comm::Communicator& tp)
-    : TransformerBlock(layer, config.heads, block_masters(config, layer, init, tp.size()), tp) {}
+    : TransformerBlock(layer, config.heads, config.gelu,
+                       block_masters(config, layer, init, tp.size()), tp) {}
 
-TransformerBlock::TransformerBlock(std::int64_t layer, std::int64_t heads, Masters m,
+TransformerBlock::TransformerBlock(std::int64_t layer, std::int64_t heads, GeluForm gelu, Masters m,
                                    const comm::Communicator& tp)
     : layer_(layer),
       ln_1_(m.at("ln_1.weight"), m.at("ln_1.bias")),
@@ -64,7 +65,7 @@ TransformerBlock::TransformerBlock(std::int64_t layer, std::int64_t heads, Maste
              linear_of(m, "attn.c_proj")},
             heads, tp, /*causal=*/true),
       ln_2_(m.at("ln_2.weight"), m.at("ln_2.bias")),
-      mlp_({linear_of(m, "mlp.c_fc"), linear_of(m, "mlp.c_proj")}, tp) {}
+      mlp_({linear_of(m, "mlp.c_fc"), linear_of(m, "mlp.c_proj")}, tp, gelu) {}
 
 Tensor TransformerBlock::forward(const Tensor& x) const {
   const Tensor h = autograd::add(x, attn_.forward(ln_1_.forward(x)));

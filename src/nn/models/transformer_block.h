@@ -1,9 +1,9 @@
 // One GPT-2 transformer block, tensor-parallel: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)),
 // with causal multi-head attention (heads split over TP) and the TP MLP (column-parallel c_fc,
-// exact GELU, row-parallel c_proj). Radford et al. 2019 (pre-LayerNorm residual blocks);
-// Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3. LayerNorm parameters are replicated
-// on every TP rank; their gradients come out equal on every TP rank without any reduction,
-// because their inputs and output gradients are.
+// GELU in the config's form, row-parallel c_proj). Radford et al. 2019 (pre-LayerNorm residual
+// blocks); Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3. LayerNorm parameters are
+// replicated on every TP rank; their gradients come out equal on every TP rank without any
+// reduction, because their inputs and output gradients are.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +48,7 @@ class TransformerBlock {
 
  private:
   using Masters = std::map<std::string, Tensor>;
-  TransformerBlock(std::int64_t layer, std::int64_t heads, Masters masters,
+  TransformerBlock(std::int64_t layer, std::int64_t heads, GeluForm gelu, Masters masters,
                    const comm::Communicator& tp);
 
   std::int64_t layer_;

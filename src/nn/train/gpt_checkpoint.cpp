@@ -71,17 +71,20 @@ void require_finite(const std::vector<ShardTensor>& tensors, std::int64_t step,
 }  // namespace
 
 nlohmann::json to_json(const GptConfig& c) {
-  return {{"vocab", c.vocab},
-          {"block_size", c.block_size},
-          {"layers", c.layers},
-          {"hidden", c.hidden},
-          {"heads", c.heads}};
+  return {{"vocab", c.vocab},           {"padded_vocab", c.vocab_rows()},
+          {"block_size", c.block_size}, {"layers", c.layers},
+          {"hidden", c.hidden},         {"heads", c.heads},
+          {"gelu", to_string(c.gelu)}};
 }
 
 GptConfig gpt_config_from_json(const nlohmann::json& j) {
-  return {j.at("vocab").get<std::int64_t>(), j.at("block_size").get<std::int64_t>(),
-          j.at("layers").get<std::int64_t>(), j.at("hidden").get<std::int64_t>(),
-          j.at("heads").get<std::int64_t>()};
+  GptConfig config{j.at("vocab").get<std::int64_t>(), j.at("block_size").get<std::int64_t>(),
+                   j.at("layers").get<std::int64_t>(), j.at("hidden").get<std::int64_t>(),
+                   j.at("heads").get<std::int64_t>()};
+  // Checkpoints from before the padded vocabulary and the GELU choice: no padding, erf.
+  config.padded_vocab = j.value("padded_vocab", config.vocab);
+  config.gelu = gelu_form_from_string(j.value("gelu", std::string("erf")));
+  return config;
 }
 
 void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, GptTrainer& trainer,
@@ -114,7 +117,7 @@ GptCheckpoint load_step(const std::filesystem::path& dir, std::int64_t step, boo
   checkpoint.meta = read_meta(dir, step);
   try {
     checkpoint.config = gpt_config_from_json(checkpoint.meta.at("config"));
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const std::exception& e) {  // a missing entry, or a GELU form of another name
     throw CheckpointError(fmt::format("{}/meta.json: no model sizes: {}",
                                       step_directory(dir, step).string(), e.what()));
   }
@@ -188,12 +191,28 @@ std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoi
                          values.second);
     }
   }
+  if (saved.gelu != config.gelu) {
+    return fmt::format("the checkpoint has GELU {}, this run {}", to_string(saved.gelu),
+                       to_string(config.gelu));
+  }
   return std::nullopt;
 }
 
+namespace {
+
+// The saved full tensor `name` (a parameter or a moment) with the rows `rows` of this run: the
+// token embedding and its moments are refitted when the padding differs (another tp).
+Tensor refitted(const GptCheckpoint& checkpoint, const std::string& name, std::int64_t rows) {
+  const Tensor& full = checkpoint.full.at(name);
+  if (!name.starts_with("transformer.wte.weight") || full.size(0) == rows) return full;
+  return fit_vocab_rows(full, checkpoint.config.vocab, rows);
+}
+
+}  // namespace
+
 MasterInit checkpoint_init(const GptCheckpoint& checkpoint, DType dtype, Device device) {
   return [&checkpoint, dtype, device](const ParameterSpec& spec) {
-    const Tensor& full = checkpoint.full.at(spec.name);
+    const Tensor full = refitted(checkpoint, spec.name, spec.full_shape[0]);
     if (full.dtype() == dtype) return full.to(device);
     return Tensor::from_vector(full.to_vector(), full.shape(), dtype, device);
   };
@@ -207,11 +226,12 @@ void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
     throw std::invalid_argument("restore_optimizer: needs AdamW and a checkpoint with moments");
   }
   const Parameters& parameters = trainer.parameters();
+  const std::int64_t vocab_rows = trainer.stage().config().vocab_rows();
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const Parameter& p = parameters[i];
     for (auto [suffix, moments] : {std::pair{kExpAvgSuffix, &adamw->exp_avg()},
                                    std::pair{kExpAvgSqSuffix, &adamw->exp_avg_sq()}}) {
-      const Tensor slice = tp_slice(checkpoint.full.at(p.name + suffix), p.split_dim,
+      const Tensor slice = tp_slice(refitted(checkpoint, p.name + suffix, vocab_rows), p.split_dim,
                                     topology.tp_rank(), topology.tp());
       Tensor& moment = (*moments)[i];
       moment =

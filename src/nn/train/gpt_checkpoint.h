@@ -56,12 +56,14 @@ struct GptCheckpoint {
 /// newest step's reason.
 GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments);
 
-/// The message of the first model size in which `checkpoint` differs from `config`
-/// ("the checkpoint has hidden 256, this run 128"), or nothing.
+/// The message of the first model size (or the GELU form) in which `checkpoint` differs from
+/// `config` ("the checkpoint has hidden 256, this run 128"), or nothing. The padding of the
+/// vocabulary may differ: checkpoint_init and restore_optimizer refit it.
 std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoint,
                                                    const GptConfig& config);
 
-/// A MasterInit that returns the checkpoint's full parameter tensors, in `dtype` on `device`.
+/// A MasterInit that returns the checkpoint's full parameter tensors, in `dtype` on `device`;
+/// the token embedding refitted to the spec's rows (its vocabulary rows, then zero padding).
 MasterInit checkpoint_init(const GptCheckpoint& checkpoint, DType dtype, Device device);
 
 /// Sets `trainer`'s AdamW moments (this rank's slices of the saved full moments) and step count
@@ -70,7 +72,10 @@ MasterInit checkpoint_init(const GptCheckpoint& checkpoint, DType dtype, Device 
 void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
                        const comm::ParallelTopology& topology);
 
-/// The config as JSON ({"vocab", "block_size", "layers", "hidden", "heads"}) and back.
+/// The config as JSON ({"vocab", "padded_vocab", "block_size", "layers", "hidden", "heads",
+/// "gelu"}) and back; JSON without "padded_vocab" or "gelu" (older checkpoints) reads as no
+/// padding and erf. Back throws nlohmann::json::exception for a missing size and
+/// std::invalid_argument for an unknown GELU form.
 nlohmann::json to_json(const GptConfig& config);
 GptConfig gpt_config_from_json(const nlohmann::json& json);
 
