@@ -10,6 +10,7 @@
 #include "gpt2_weights_test_support.h"
 #include "nn/checkpoint/pretrained.h"
 #include "nn/models/gpt_names.h"
+#include "nn/models/gpt_pretrained.h"
 #include "scratch_dir_test_support.h"
 #include "support/error_message.h"
 
@@ -143,7 +144,8 @@ TEST_F(Gpt2Safetensors, NamesEachBadFileInOneLine) {
               names("tensors 'wpe.weight' and 'transformer.wpe.weight' are the same tensor"));
   EXPECT_THAT(error_of(with("ln_f.bias", Tensor::zeros({16}, autograd::DType::i32))),
               names("tensor 'ln_f.bias' is I32, not F32 or F64"));
-  EXPECT_THAT(error_of(kHf, 0), names("the head count 0 is not >= 1"));
+  EXPECT_THAT(error_of(kHf, 0),
+              names("heads 0: a safetensors file does not record the number of attention heads"));
   EXPECT_THAT(error_of(kHf, 3), names("hidden C 16 is not divisible by heads NH 3"));
 }
 
@@ -182,6 +184,24 @@ TEST_F(Gpt2Safetensors, LoadPretrainedSniffsTheFormat) {
   test::put_file_bytes(dir / "short.safetensors", bytes);
   EXPECT_THAT(message_of<CheckpointError>([&] { load_pretrained(dir / "short.safetensors", 2); }),
               names("short.safetensors: short data"));
+}
+
+TEST(PretrainedInit, GivesEveryParameterWithTheEmbeddingRefitted) {
+  const Gpt2Weights hf = read_gpt2_safetensors(kHf, 2);  // wte [70, 16]
+  const GptConfig config{
+      .vocab = 70, .block_size = 32, .layers = 2, .hidden = 16, .heads = 2, .padded_vocab = 128};
+  const MasterInit init = pretrained_init(hf, autograd::DType::f64, autograd::Device::cpu);
+  const std::map<std::string, Tensor> padded = test::sample_weights().tensors;  // wte [128, 16]
+  for (const ParameterSpec& spec : gpt_parameter_specs(config)) {
+    const Tensor t = init(spec);
+    EXPECT_EQ(t.dtype(), autograd::DType::f64) << spec.name;
+    EXPECT_EQ(t.to_vector(), padded.at(spec.name).to_vector()) << spec.name;
+  }
+  const Gpt2Weights back = gpt2_weights_of(config, padded);
+  EXPECT_EQ(back.sizes.vocab, 70);
+  EXPECT_EQ(back.sizes.padded_vocab, 128);
+  EXPECT_EQ(back.sizes.max_t, 32);
+  EXPECT_EQ(back.sizes.heads, 2);
 }
 
 }  // namespace

@@ -38,11 +38,12 @@ void expect_sizes(const Gpt2Sizes& actual, const Gpt2Sizes& expected) {
 TEST(Gpt2WeightLayout, IsGptParameterSpecs) {
   const Gpt2Sizes s = test::sample_sizes();
   const auto layout = gpt2_weight_layout(s);
-  const auto specs = gpt_parameter_specs({.vocab = s.padded_vocab,
+  const auto specs = gpt_parameter_specs({.vocab = s.vocab,
                                           .block_size = s.max_t,
                                           .layers = s.layers,
                                           .hidden = s.hidden,
-                                          .heads = s.heads});
+                                          .heads = s.heads,
+                                          .padded_vocab = s.padded_vocab});
   ASSERT_EQ(layout.size(), specs.size());
   for (std::size_t i = 0; i < specs.size(); ++i) {
     EXPECT_EQ(layout[i].first, specs[i].name);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
+#include "app/train/init_from.h"
 #include "app/train/stop.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -39,8 +40,10 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
     throw comm::ConfigError(
         fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
   }
-  if (o.vocab < 256) {
-    throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
+  if (config.vocab < 256) {
+    throw comm::ConfigError(fmt::format("{} {} cannot hold the 256 byte values",
+                                        o.init_from.empty() ? "--vocab" : "the --init-from vocab",
+                                        config.vocab));
   }
   // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
   for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
@@ -160,11 +163,12 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
   run.description = comm::agree_on_configuration(world, [&] {
     run.sizes = resolve_parallel_sizes(o.common, world.size());
     run.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
-    if (o.vocab >= 1 && run.sizes.tp >= 1) {
-      run.config.padded_vocab = nn::padded_vocab_size(o.vocab, run.sizes.tp);
-    }
     run.config.gelu = parse_choice<nn::GeluForm>(
         "gelu", o.gelu, {{"erf", nn::GeluForm::exact}, {"tanh", nn::GeluForm::tanh}});
+    if (!o.init_from.empty()) run.pretrained = load_init_from(o, run.config);
+    if (run.config.vocab >= 1 && run.sizes.tp >= 1) {
+      run.config.padded_vocab = nn::padded_vocab_size(run.config.vocab, run.sizes.tp);
+    }
     check_options(o, run.config, run.sizes);
     run.lr_schedule = {o.lr, o.min_lr, o.warmup_steps, o.steps,
                        parse_choice<nn::LrDecayStyle>("lr-decay-style", o.lr_decay_style,
@@ -241,7 +245,22 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                       why);
       warn_resume_differences(o, run_settings(o, run), run.checkpoint->meta, *run.log);
     }
+    if (run.checkpoint && run.pretrained) {
+      if (world.rank() == 0) {
+        run.log->info("--init-from {}: not used, the run resumes from --load {}", o.init_from,
+                      o.load);
+      }
+      run.pretrained.reset();
+    }
     nlohmann::json config = train_config(o);
+    if (!o.init_from.empty()) {  // the model's sizes are the file's, not the flags'
+      config.update({{"vocab", run.config.vocab},
+                     {"block_size", run.config.block_size},
+                     {"layers", run.config.layers},
+                     {"hidden", run.config.hidden},
+                     {"heads", run.config.heads},
+                     {"gelu", nn::to_string(run.config.gelu)}});
+    }
     config.update({{"mpitron", MPITRON_VERSION},
                    {"tp", run.sizes.tp},
                    {"pp", run.sizes.pp},

@@ -151,7 +151,12 @@ Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_
   const Shape wpe_shape = file.shape("wpe.weight");
   Gpt2Weights weights;
   weights.sizes = {wpe_shape.empty() ? 0 : wpe_shape[0], vocab, vocab, file.layers(), heads, c};
-  if (heads < 1) file.fail(fmt::format("the head count {} is not >= 1", heads));
+  if (heads < 1) {
+    file.fail(
+        fmt::format("heads {}: a safetensors file does not record the number of attention "
+                    "heads, so it must be given (train --heads)",
+                    heads));
+  }
   if (const std::string bad = gpt2_sizes_error(weights.sizes); !bad.empty()) file.fail(bad);
 
   // [3C, C]: nanoGPT's [out, in]; [C, 3C]: Hugging Face's Conv1D [in, out].

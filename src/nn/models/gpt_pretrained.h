@@ -18,4 +18,11 @@ namespace mpitron::nn {
 /// two-dimensional transformer.wte.weight.
 Gpt2Weights gpt2_weights_of(const GptConfig& config, const std::map<std::string, Tensor>& full);
 
+/// A MasterInit that returns the full tensors of `weights` (which must outlive it), in `dtype`
+/// on `device`; the token embedding refitted to the spec's rows (fit_vocab_rows: its V =
+/// weights.sizes.vocab vocabulary rows, then zero padding), so a file padded to one Vp starts a
+/// model padded to another. Throws std::invalid_argument naming a parameter `weights` lacks or
+/// holds in another shape.
+MasterInit pretrained_init(const Gpt2Weights& weights, DType dtype, Device device);
+
 }  // namespace mpitron::nn
