@@ -14,8 +14,8 @@ namespace mpitron::app {
 void add_progress_option(CLI::App& command, std::string& mode) {
   command
       .add_option("--progress", mode,
-                  "Rank 0's progress line; auto: in place on a terminal, else off")
-      ->check(CLI::IsMember({"auto", "in-place", "lines", "off"}))
+                  "auto (in place on a terminal, else off), in-place, lines or off")
+      ->check(CLI::IsMember({"auto", "in-place", "lines", "off"}).description(""))
       ->capture_default_str();
 }
 

@@ -1,4 +1,5 @@
-// `mpitron export`: one dense safetensors file with the nanoGPT / GPT-2 names, for PyTorch.
+// `mpitron export`: one dense file of a checkpoint's parameters for other tools: safetensors
+// with nanoGPT's or Hugging Face's GPT-2 names, or llm.c's model file.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,14 +14,18 @@ struct ExportOptions {
   CommonOptions common;
   std::string load;
   std::string out;
+  std::string format = "safetensors";  ///< safetensors (nanoGPT names), hf or llmc
 };
 
 /// Adds the `export` subcommand and its flags to `app`.
 CLI::App& add_export_command(CLI::App& app, ExportOptions& options);
 
 /// World rank 0 rebuilds the full parameters of the newest step of --load (any saved topology)
-/// and writes them to --out under the state-dict names of tools/torch_peer_gpt.py
-/// (c_attn with q, k, v stacked; float32), atomically. Throws comm::ConfigError (agreed) for a
+/// and writes them to --out, atomically, in --format: safetensors under the state-dict names of
+/// tools/torch_peer_gpt.py (c_attn with q, k, v stacked; nn::gpt_export_tensors), hf under
+/// Hugging Face's GPT-2 names and Conv1D layout with wte cut to the vocab's rows
+/// (nn::gpt_hf_export_tensors), or llmc as llm.c's float32 model file (nn::write_llmc_file,
+/// wte with all its rows). Throws comm::ConfigError (agreed) for a
 /// missing or damaged checkpoint; std::runtime_error when --out cannot be written.
 int run_export(const ExportOptions& options, comm::Communicator world);
 

@@ -74,6 +74,14 @@ void apply_model(const CLI::App& command, TrainOptions& o) {
   fill("gelu", o.gelu, std::string(nn::to_string(model->gelu)));
 }
 
+// Records the model flags given on the command line or filled in by a known --model.
+void note_model_flags_given(const CLI::App& command, TrainOptions& o) {
+  const bool model = nn::gpt2_model(o.model).has_value();
+  for (const char* flag : {"vocab", "layers", "hidden", "heads", "block-size", "gelu"}) {
+    if (model || command.count(std::string("--") + flag) > 0) o.model_flags_given.insert(flag);
+  }
+}
+
 }  // namespace
 
 const std::vector<TrainSetting>& train_settings() {
@@ -129,6 +137,8 @@ const std::vector<TrainSetting>& train_settings() {
       {"save-interval", &O::save_interval, "Save every N steps (0: after the last step)",
        Check::at_least_zero, true},
       {"load", &O::load, "Resume from the newest checkpoint in this folder"},
+      {"init-from", &O::init_from, "Start from GPT-2 weights (llm.c .bin or safetensors)",
+       Check::none, true},
       {"stop-after", &O::stop_after, "Stop (and save) after this step, on --steps' schedule",
        Check::at_least_zero, true},
       {"exit-signal", &O::exit_signal,
@@ -160,7 +170,10 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
         },
         s.member);
   }
-  c.parse_complete_callback([&c, &o] { apply_model(c, o); });
+  c.parse_complete_callback([&c, &o] {
+    note_model_flags_given(c, o);
+    apply_model(c, o);
+  });
   add_peak_option(c, o.peak_gflops);
   add_progress_option(c, o.progress);
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");

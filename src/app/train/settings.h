@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -27,8 +28,11 @@ struct TrainOptions {
   std::int64_t hidden = 256;
   std::int64_t heads = 8;
   std::int64_t seq = 128;
-  std::int64_t block_size = 0;     ///< the position table's length (0: seq)
-  std::string gelu = "erf";        ///< the MLP's GELU: erf or tanh
+  std::int64_t block_size = 0;  ///< the position table's length (0: seq)
+  std::string gelu = "erf";     ///< the MLP's GELU: erf or tanh
+  /// The model flags the command line gave or a known --model filled in ("vocab", "layers",
+  /// "hidden", "heads", "block-size", "gelu"): those --init-from does not set from its file.
+  std::set<std::string> model_flags_given;
   std::int64_t global_batch = 32;  ///< sequences per optimizer step, all replicas
   std::int64_t micro_batch = 4;    ///< sequences per micro-batch per replica
   std::int64_t steps = 200;
@@ -51,11 +55,12 @@ struct TrainOptions {
   std::string save;                 ///< checkpoint folder to write (empty: none)
   std::int64_t save_interval = 0;   ///< save every N steps (0: only after the last step)
   std::string load;                 ///< checkpoint folder to resume from (its newest step)
-  double peak_gflops = 0.0;         ///< one rank's peak, for MFU (0: unknown)
-  std::string progress = "auto";    ///< --progress: auto (in place on a terminal, else off),
-                                    ///< in-place, lines or off
-  std::int64_t stop_after = 0;      ///< stop after this step, as if interrupted (0: run to --steps)
-  std::string exit_signal;          ///< more signals that stop gracefully, comma-separated
+  std::string init_from;          ///< GPT-2 weights to start from (llm.c model file or safetensors)
+  double peak_gflops = 0.0;       ///< one rank's peak, for MFU (0: unknown)
+  std::string progress = "auto";  ///< --progress: auto (in place on a terminal, else off),
+                                  ///< in-place, lines or off
+  std::int64_t stop_after = 0;    ///< stop after this step, as if interrupted (0: run to --steps)
+  std::string exit_signal;        ///< more signals that stop gracefully, comma-separated
   double exit_duration_in_mins = 0.0;  ///< stop gracefully after this many minutes (0: never)
   std::string fault;                   ///< test only: an nn::Fault name
 };
@@ -93,7 +98,8 @@ struct TrainSetting {
 const std::vector<TrainSetting>& train_settings();
 
 /// Adds the `train` subcommand and its flags to `app`. Once parsed, a known --model fills in
-/// the sizes (vocab, layers, hidden, heads, seq and block size, GELU) whose flags were not given.
+/// the sizes (vocab, layers, hidden, heads, seq and block size, GELU) whose flags were not given,
+/// and model_flags_given records the model flags given or filled in.
 CLI::App& add_train_command(CLI::App& app, TrainOptions& options);
 
 /// Throws comm::ConfigError with the row's message for the first setting that fails its check.

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/throughput.h"
+#include "app/train/init_from.h"
 #include "app/train/stop.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -157,11 +158,12 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
   run.description = comm::agree_on_configuration(world, [&] {
     run.sizes = resolve_parallel_sizes(o.common, world.size());
     run.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
-    if (o.vocab >= 1 && run.sizes.tp >= 1) {
-      run.config.padded_vocab = nn::padded_vocab_size(o.vocab, run.sizes.tp);
-    }
     run.config.gelu = parse_choice<nn::GeluForm>(
         "gelu", o.gelu, {{"erf", nn::GeluForm::exact}, {"tanh", nn::GeluForm::tanh}});
+    if (!o.init_from.empty()) run.pretrained = load_init_from(o, run.config);
+    if (run.config.vocab >= 1 && run.sizes.tp >= 1) {
+      run.config.padded_vocab = nn::padded_vocab_size(run.config.vocab, run.sizes.tp);
+    }
     check_options(o, run.config, run.sizes);
     run.lr_schedule = {o.lr, o.min_lr, o.warmup_steps, o.steps,
                        parse_choice<nn::LrDecayStyle>("lr-decay-style", o.lr_decay_style,
@@ -202,10 +204,13 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
         }
         run.seed = run.checkpoint->meta.value("seed", run.seed);
       }
+      const std::int64_t vocab = run.config.vocab;
       run.corpus =
-          o.data.empty() ? nn::TokenCorpus::builtin() : nn::TokenCorpus::from_data(o.data, o.vocab);
-      if (run.corpus->is_bytes() && o.vocab < 256) {
-        throw comm::ConfigError(fmt::format("--vocab {} cannot hold the 256 byte values", o.vocab));
+          o.data.empty() ? nn::TokenCorpus::builtin() : nn::TokenCorpus::from_data(o.data, vocab);
+      if (run.corpus->is_bytes() && vocab < 256) {
+        throw comm::ConfigError(
+            fmt::format("{} {} cannot hold the 256 byte values",
+                        o.init_from.empty() ? "--vocab" : "the --init-from vocab", vocab));
       }
       nn::WindowSampler(static_cast<std::int64_t>(run.corpus->split()), o.seq, o.global_batch,
                         run.sizes.dp, 0, run.seed, run.data_order);
@@ -245,7 +250,22 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                       why);
       warn_resume_differences(o, run_settings(o, run), run.checkpoint->meta, *run.log);
     }
+    if (run.checkpoint && run.pretrained) {
+      if (world.rank() == 0) {
+        run.log->info("--init-from {}: not used, the run resumes from --load {}", o.init_from,
+                      o.load);
+      }
+      run.pretrained.reset();
+    }
     nlohmann::json config = train_config(o);
+    if (!o.init_from.empty()) {  // the model's sizes are the file's, not the flags'
+      config.update({{"vocab", run.config.vocab},
+                     {"block_size", run.config.block_size},
+                     {"layers", run.config.layers},
+                     {"hidden", run.config.hidden},
+                     {"heads", run.config.heads},
+                     {"gelu", nn::to_string(run.config.gelu)}});
+    }
     config.update({{"mpitron", MPITRON_VERSION},
                    {"tp", run.sizes.tp},
                    {"pp", run.sizes.pp},

@@ -17,6 +17,7 @@
 #include "app/train/settings.h"
 #include "comm/communicator.h"
 #include "nn/checkpoint/folder_lock.h"
+#include "nn/checkpoint/gpt2_weights.h"
 #include "nn/data/token_corpus.h"
 #include "nn/optim/lr_schedule.h"
 #include "nn/train/gpt_checkpoint.h"
@@ -34,6 +35,7 @@ struct TrainRun {
   nn::DataOrder data_order = nn::DataOrder::random;
   std::optional<nn::TokenCorpus> corpus;
   std::optional<nn::GptCheckpoint> checkpoint;  ///< the --load step, until it is applied
+  std::optional<nn::Gpt2Weights> pretrained;    ///< --init-from's weights, until applied
   std::uint64_t seed = 0;                       ///< --seed, or the checkpoint's
   ProgressMode progress = ProgressMode::off;    ///< `auto` already resolved
   std::shared_ptr<spdlog::logger> log;
@@ -49,10 +51,12 @@ struct TrainRun {
 /// positions of a saved step (lr_schedule.next_step, sampler.next_step) are added by the saver.
 nlohmann::json run_settings(const TrainOptions& options, const TrainRun& run);
 
-/// Checks `options` against the world and loads the data and the --load checkpoint, agreed
-/// over all ranks: throws comm::ConfigError on every rank alike for sizes that do not divide,
-/// non-finite or non-positive rates or clip, unknown names, unreadable, empty or too short
-/// data, or a checkpoint that is missing, damaged or of other model sizes.
+/// Checks `options` against the world and loads the data, the --init-from weights (whose file
+/// gives the model sizes: load_init_from; dropped when --load resumes) and the --load
+/// checkpoint, agreed over all ranks: throws comm::ConfigError on every rank alike for sizes
+/// that do not divide, non-finite or non-positive rates or clip, unknown names, unreadable,
+/// empty or too short data, an --init-from file that is damaged or disagrees with a size flag,
+/// or a checkpoint that is missing, damaged or of other model sizes.
 TrainRun configure_train(const TrainOptions& options, comm::Communicator& world);
 
 }  // namespace mpitron::app

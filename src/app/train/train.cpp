@@ -16,6 +16,7 @@
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "kernels/allocator.h"
+#include "nn/models/gpt_pretrained.h"
 #include "nn/optim/lr_schedule.h"
 #include "nn/wording.h"
 
@@ -43,9 +44,14 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   TrainRun run = configure_train(o, world);
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
   const nn::MasterInit init =
-      run.checkpoint ? nn::checkpoint_init(*run.checkpoint, run.train.dtype, run.device)
-                     : nn::gpt2_init(run.seed, o.layers, run.train.dtype, run.device);
+      run.checkpoint   ? nn::checkpoint_init(*run.checkpoint, run.train.dtype, run.device)
+      : run.pretrained ? nn::pretrained_init(*run.pretrained, run.train.dtype, run.device)
+                       : nn::gpt2_init(run.seed, run.config.layers, run.train.dtype, run.device);
   nn::GptTrainer trainer(run.config, init, topology, run.train);
+  if (run.pretrained) {
+    run.log->info("initialised from --init-from {}", o.init_from);
+    run.pretrained.reset();
+  }
   std::int64_t first_step = 1;
   if (run.checkpoint) {
     if (run.train.optimizer == nn::OptimizerKind::adamw) {
@@ -73,13 +79,14 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
-      kernels::to_string(run.device), o.dtype, nn::counted(o.layers, "layer"), o.hidden,
-      nn::counted(o.heads, "head"), o.seq,
+      kernels::to_string(run.device), o.dtype, nn::counted(run.config.layers, "layer"),
+      run.config.hidden, nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),
-      o.vocab,
-      run.config.vocab_rows() != o.vocab ? fmt::format(" (padded to {})", run.config.vocab_rows())
-                                         : std::string(),
+      run.config.vocab,
+      run.config.vocab_rows() != run.config.vocab
+          ? fmt::format(" (padded to {})", run.config.vocab_rows())
+          : std::string(),
       run.config.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "", fmt::join(counts, ", "),
       nn::counted(micro_per_step, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.schedule,

@@ -119,4 +119,25 @@ std::vector<NamedTensor> gpt_export_tensors(const std::map<std::string, Tensor>&
   return out;
 }
 
+std::vector<NamedTensor> gpt_hf_export_tensors(const std::map<std::string, Tensor>& tensors,
+                                               std::int64_t vocab) {
+  std::vector<NamedTensor> out = gpt_export_tensors(tensors);
+  const std::string prefix = "transformer.";
+  autograd::NoGradGuard no_grad;
+  for (NamedTensor& named : out) {
+    named.name.erase(0, prefix.size());
+    Tensor& tensor = std::get<Tensor>(named.value);
+    if (named.name == "wte.weight") {
+      if (vocab < 1 || vocab > tensor.size(0)) {
+        throw std::invalid_argument(fmt::format(
+            "gpt export: vocab {} is not in [1, {}] (the rows of wte)", vocab, tensor.size(0)));
+      }
+      tensor = autograd::narrow(tensor, 0, 0, vocab);
+    }
+    const bool conv1d = tensor.ndim() == 2 && named.name.starts_with("h.");
+    if (conv1d) tensor = autograd::transpose(tensor, 0, 1);
+  }
+  return out;
+}
+
 }  // namespace mpitron::nn

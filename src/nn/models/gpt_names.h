@@ -1,8 +1,10 @@
 // Export of mpitron's GPT parameters under the nanoGPT / GPT-2 state-dict names and shapes (the
 // layout documented at the top of tools/torch_peer_gpt.py), so PyTorch code can load a
-// trained model with `GPT.load_state_dict`.
+// trained model with `GPT.load_state_dict`, and under Hugging Face transformers' GPT-2 names
+// and Conv1D layout.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,5 +30,16 @@ namespace mpitron::nn {
 /// Throws std::invalid_argument "gpt export: ..." naming the tensor for a missing or unexpected
 /// name, or a shape other than the above.
 std::vector<NamedTensor> gpt_export_tensors(const std::map<std::string, autograd::Tensor>& tensors);
+
+/// Hugging Face's GPT-2 state dict of the same parameters (the names and layout of the `gpt2`
+/// model repository's model.safetensors, GPT2Model: no LM head, no mask buffers): the entries
+/// of gpt_export_tensors in its order without the "transformer." prefix, the four weights of
+/// Hugging Face's Conv1D modules stored [in, out] (h.{i}.attn.c_attn.weight [C, 3C] with
+/// columns q, k, v, attn.c_proj.weight [C, C], mlp.c_fc.weight [C, 4C], mlp.c_proj.weight
+/// [4C, C]), and wte.weight cut to its first `vocab` rows [V, C] (padding rows dropped). Throws
+/// like gpt_export_tensors, and std::invalid_argument "gpt export: ..." when vocab is not in
+/// [1, rows of transformer.wte.weight].
+std::vector<NamedTensor> gpt_hf_export_tensors(
+    const std::map<std::string, autograd::Tensor>& tensors, std::int64_t vocab);
 
 }  // namespace mpitron::nn

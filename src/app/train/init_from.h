@@ -1,0 +1,23 @@
+// `train --init-from FILE`: a run that starts from another tool's GPT-2 weights (an llm.c model
+// file, or safetensors with nanoGPT's or Hugging Face's names) instead of a random
+// initialisation, its model sizes taken from the file.
+#pragma once
+
+#include "app/train/settings.h"
+#include "nn/checkpoint/gpt2_weights.h"
+#include "nn/models/gpt_config.h"
+
+namespace mpitron::app {
+
+/// Reads the weights of --init-from (nn::load_pretrained; a safetensors file holds no head
+/// count, so --heads, given or filled in by --model, is its NH) and sets `config`'s sizes from
+/// them: vocab V, block_size maxT, layers L, hidden C, heads NH, and the tanh GELU of GPT-2
+/// (llm.c's and Hugging Face's) unless --gelu was given. A model flag the command line gave, or
+/// --model filled in, must agree with the file. Throws comm::ConfigError, one line starting
+/// with "--init-from <file>: ", for a file that is neither format or is damaged, a safetensors
+/// file without --heads, or a size that disagrees ("the file has hidden 768, --hidden 512";
+/// "--vocab 50304 is larger than the file's vocab 50257 (its wte rows from 50257 on are
+/// padding)").
+nn::Gpt2Weights load_init_from(const TrainOptions& options, nn::GptConfig& config);
+
+}  // namespace mpitron::app

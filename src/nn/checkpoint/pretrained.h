@@ -1,0 +1,19 @@
+// Pretrained GPT-2 weights from another tool's file, whichever format it is in.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+#include "nn/checkpoint/gpt2_weights.h"
+
+namespace mpitron::nn {
+
+/// Reads the GPT-2 weights of `path`, an llm.c model file (its first int32 is kLlmcMagic:
+/// read_llmc_file, which takes NH from the header and ignores `heads_if_needed`) or a
+/// safetensors file (its first 8 bytes are a header length that fits the file and the header
+/// starts with '{': read_gpt2_safetensors with NH = `heads_if_needed`). Throws CheckpointError
+/// "<path>: not an llm.c model file (magic 1234, expected 20240326) or a safetensors file" for
+/// a file that is neither, and the reader's one-line CheckpointError for a damaged one.
+Gpt2Weights load_pretrained(const std::filesystem::path& path, std::int64_t heads_if_needed);
+
+}  // namespace mpitron::nn

@@ -1,0 +1,37 @@
+# Other tools' GPT-2 formats through the real CLI (gpt2_formats_cli.py, after checkpoint.cmake,
+# whose launcher and committed checkpoint it uses): `export --format safetensors|hf|llmc` of the
+# committed checkpoint hold the same numbers under each tool's names and layout.
+set(gpt2_work ${CMAKE_CURRENT_BINARY_DIR}/gpt2_formats)
+
+# NAME NP [args of gpt2_formats_cli.py]: one driver run as a test using up to NP ranks at a time.
+function(gpt2_formats_test name np)
+  add_test(NAME ${name}
+           COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/gpt2_formats_cli.py ${ARGN}
+                   --work ${gpt2_work}/${name} -- ${ckpt_launch})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 120 PROCESSORS ${np})
+endfunction()
+
+gpt2_formats_test(gpt2_formats_exports 1 exports --load ${ckpt_tiny})
+# train --init-from a file of each format, then export in that format: the same bytes.
+gpt2_formats_test(gpt2_formats_roundtrip 4 roundtrip)
+
+# Bad --init-from: one line on every rank, exit code 2.
+set(sample ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin)
+set(hf_sample ${PROJECT_SOURCE_DIR}/tests/data/hf_gpt2_sample.safetensors)
+foreach(case
+    "hidden|${sample}|--seq 16 --hidden 32|--init-from [^\n]*llmc_sample_f32.bin: the file has hidden 16, --hidden 32"
+    "vocab_larger|${sample}|--seq 16 --vocab 128|--vocab 128 is larger than the file's vocab 70 .its wte rows from 70 on are padding."
+    "byte_vocab|${sample}|--seq 16|the --init-from vocab 70 cannot hold the 256 byte values"
+    "no_heads|${hf_sample}|--seq 16|--init-from [^\n]*hf_gpt2_sample.safetensors: heads 0: a safetensors file does not record the number of attention heads"
+    "neither|${ckpt_text}||--init-from [^\n]*checkpoint_eval.txt: not an llm.c model file .magic [-0-9]+, expected 20240326. or a safetensors file")
+  string(REPLACE "|" ";" fields "${case}")
+  list(GET fields 0 name)
+  list(GET fields 1 file)
+  list(GET fields 2 flags)
+  list(GET fields 3 message)
+  separate_arguments(flags)
+  mpitron_add_expect_test(gpt2_formats_bad_init_from_${name} TARGET mpitron NP 2 TIMEOUT 60
+    MAX_SECONDS 30
+    ARGS train --tp 2 --init-from ${file} ${flags} --log-dir ${gpt2_work}/logs_bad
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message}" "rank 1: error: ")
+endforeach()
