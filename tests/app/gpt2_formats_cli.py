@@ -187,9 +187,10 @@ def roundtrip(args):
     # Every wte row of a nanoGPT file is vocabulary, so the round trip starts without padding.
     unpadded = os.path.join(args.work, "unpadded.llmc")
     write_llmc_sample(unpadded, 16, 384, 384, 2, 4, 16)
-    checkpoint = train_from(args, "unpadded", unpadded, [1, 1, 1], [], "vocab 384;")
+    checkpoint = train_from(args, "unpadded", unpadded, [1, 1, 1], [], "vocab 384, tanh GELU;")
     nano = export_to(args, checkpoint, "safetensors", "nanogpt_in")
-    checkpoint = train_from(args, "safetensors", nano, [2, 1, 1], ["--heads", "4"], "vocab 384;")
+    checkpoint = train_from(args, "safetensors", nano, [2, 1, 1], ["--heads", "4"],
+                            "vocab 384, tanh GELU;")
     expect_same("safetensors", nano, export_to(args, checkpoint, "safetensors", "nanogpt_out"),
                 [2, 1, 1])
 
