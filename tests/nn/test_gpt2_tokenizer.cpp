@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <string>
@@ -14,6 +16,8 @@
 #include "nn/data/gpt2_pretokenizer.h"
 #include "nn/data/gpt2_tokenizer.h"
 #include "nn/data/gpt2_tokenizer_files.h"
+#include "nn/data/token_corpus.h"
+#include "nn/data/token_shard.h"
 #include "scratch_dir_test_support.h"
 #include "support/error_message.h"
 #include "tokenizer_test_support.h"
@@ -170,6 +174,33 @@ TEST(Gpt2Tokenizer, RoundTripsAnyBytesOnAHandMadeVocabulary) {
   const std::string invalid = file_bytes(text_file("invalid_utf8.bin"));
   ASSERT_FALSE(invalid.empty());
   EXPECT_EQ(tiny.decode(tiny.encode(invalid)), invalid);
+}
+
+TEST(TokenCorpus, TextEncodesAsOneDocumentAfterTheEndOfText) {
+  const auto dir = std::filesystem::temp_directory_path() / "mpitron_text_corpus_test";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string text = (dir / "text.txt").string();
+  std::ofstream(text) << "abc aa\nbcab";
+  Gpt2Tokenizer tiny = tiny_tokenizer();
+  const nn::TokenCorpus corpus = nn::TokenCorpus::from_text(text, tiny);
+  // <eot>, "abc", " ", "aa", "\n", "bc", "ab" (the merges of tiny_tokenizer()).
+  EXPECT_EQ(corpus.tokens(), (std::vector<std::uint16_t>{260, 258, ' ', 259, '\n', 257, 256}));
+  EXPECT_EQ(corpus.split(), 6u);
+  EXPECT_FALSE(corpus.is_bytes());
+  EXPECT_THAT(message_of<std::runtime_error>(
+                  [&] { nn::TokenCorpus::from_text((dir / "none.txt").string(), tiny); }),
+              names("none.txt: cannot read"));
+  // What --data names: text files (even missing ones) against shards.
+  nn::write_token_shard((dir / "s_train_000000.bin").string(), std::vector<std::int32_t>{1, 2});
+  std::filesystem::copy_file(dir / "s_train_000000.bin", dir / "shard_named_oddly");
+  EXPECT_FALSE(nn::names_token_shards(text));
+  EXPECT_FALSE(nn::names_token_shards((dir / "none.txt").string()));
+  EXPECT_TRUE(nn::names_token_shards(dir.string()));
+  EXPECT_TRUE(nn::names_token_shards((dir / "*train*.bin").string()));
+  EXPECT_TRUE(nn::names_token_shards((dir / "s_train_000000.bin").string()));
+  EXPECT_TRUE(nn::names_token_shards((dir / "shard_named_oddly").string()));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Gpt2Tokenizer, LoadsGpt2AndEncodesKnownIds) {

@@ -20,11 +20,11 @@
 #include <set>
 #include <span>
 
+#include "app/data/tokenizer_option.h"
 #include "app/help.h"
 #include "app/progress.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
-#include "nn/data/gpt2_tokenizer_files.h"
 #include "nn/data/token_shard.h"
 #include "nn/wording.h"
 
@@ -169,16 +169,7 @@ int run_tokenize(const TokenizeOptions& o, comm::Communicator world) {
     }
     sizes = check_inputs(o.inputs);
     check_output(o.output);
-    try {
-      tokenizer = nn::load_tokenizer(o.tokenizer);
-    } catch (const std::runtime_error& e) {
-      throw comm::ConfigError(fmt::format("--tokenizer {}", e.what()));
-    }
-    if (tokenizer->vocab_size() > 65536) {
-      throw comm::ConfigError(
-          fmt::format("--tokenizer {}: vocabulary of {} does not fit llm.c's uint16 shards",
-                      o.tokenizer, tokenizer->vocab_size()));
-    }
+    tokenizer = load_tokenizer_option(o.tokenizer);
     make_output(o.output);
     log = prepare_run(o.common, world);
     return fmt::format("tokenize {} -> {}", fmt::join(o.inputs, " "), o.output);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "app/data/tokenizer_option.h"
 #include "app/help.h"
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
@@ -20,12 +21,47 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
       "eval", "Mean cross-entropy of a checkpoint over a text file or llm.c token shards");
   add_common_options(c, o.common);
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
-  c.add_option("--data", o.data, "Text to evaluate, any file read as bytes")->required();
+  c.add_option("--data", o.data, "Text file (as bytes), or llm.c token shards: file, folder, glob")
+      ->required();
+  c.add_option("--tokenizer", o.tokenizer,
+               "GPT-2 tokenizer (encoder.json + vocab.bpe, or gpt2_tokenizer.bin): "
+               "--data is text to encode");
   c.add_option("--seq", o.seq, "Window length (default: the checkpoint's block size)");
   add_example(
       c, "mpirun -np 2 mpitron eval --tp 2 --load ckpt --data /usr/share/common-licenses/GPL-3");
   return c;
 }
+
+namespace {
+
+// --data's tokens: bytes, shards, or with --tokenizer the text encoded.
+nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
+  if (o.tokenizer.empty()) {
+    try {
+      return nn::TokenCorpus::from_data(o.data, vocab);
+    } catch (const std::exception& e) {
+      throw comm::ConfigError(e.what());
+    }
+  }
+  nn::Gpt2Tokenizer tokenizer = load_tokenizer_option(o.tokenizer);
+  if (tokenizer.vocab_size() > vocab) {
+    throw comm::ConfigError(
+        fmt::format("--tokenizer {} has {} ids, more than the checkpoint's vocab {}", o.tokenizer,
+                    tokenizer.vocab_size(), vocab));
+  }
+  if (nn::names_token_shards(o.data)) {
+    throw comm::ConfigError(fmt::format(
+        "--data {} is llm.c token shards, already tokens: --tokenizer encodes a text file",
+        o.data));
+  }
+  try {
+    return nn::TokenCorpus::from_text(o.data, tokenizer);
+  } catch (const std::exception& e) {
+    throw comm::ConfigError(e.what());
+  }
+}
+
+}  // namespace
 
 int run_eval(const EvalOptions& o, comm::Communicator world) {
   std::optional<nn::TokenCorpus> corpus;
@@ -38,18 +74,14 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
               fmt::format("--seq must be in [1, {}] (the checkpoint's block size), got {}",
                           ckpt.config.block_size, seq));
         }
-        try {
-          corpus = nn::TokenCorpus::from_data(o.data, ckpt.config.vocab);
-        } catch (const std::exception& e) {
-          throw comm::ConfigError(e.what());
-        }
+        corpus = read_corpus(o, ckpt.config.vocab);
         if (static_cast<std::int64_t>(corpus->tokens().size()) < seq + 1) {
           throw comm::ConfigError(fmt::format(
               "{}: {}, shorter than one window of seq + 1 = {}", o.data,
               nn::counted(static_cast<std::int64_t>(corpus->tokens().size()), corpus->unit()),
               seq + 1));
         }
-        return fmt::format("seq={} data_bytes={} data_fnv={:016x}", seq, corpus->tokens().size(),
+        return fmt::format("seq={} data_tokens={} data_fnv={:016x}", seq, corpus->tokens().size(),
                            corpus->fingerprint());
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <iostream>
+#include <optional>
 
+#include "app/data/tokenizer_option.h"
 #include "app/help.h"
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
@@ -18,12 +20,14 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
   add_common_options(c, o.common);
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--prompt", o.prompt, "Text to continue")->required();
+  c.add_option("--tokenizer", o.tokenizer,
+               "GPT-2 tokenizer (encoder.json + vocab.bpe, or gpt2_tokenizer.bin); else bytes");
   c.add_option("--tokens", o.tokens,
-               fmt::format("Bytes to generate (at most {})", kMaxGenerateTokens))
+               fmt::format("Tokens to generate (at most {})", kMaxGenerateTokens))
       ->capture_default_str();
   c.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str();
-  c.add_option("--top-k", o.top_k, "Sample among the k most likely bytes (0: all)")
+  c.add_option("--top-k", o.top_k, "Sample among the k most likely tokens (0: all)")
       ->capture_default_str();
   add_example(c, "mpitron generate --load ckpt --prompt \"The GNU General\" --tokens 200");
   return c;
@@ -44,39 +48,75 @@ void check_sampling_options(const GenerateOptions& o) {
   }
 }
 
+// The tokenizer of --tokenizer, checked against the checkpoint's vocabulary `vocab`; none
+// (bytes) without the flag.
+std::optional<nn::Gpt2Tokenizer> prompt_tokenizer(const GenerateOptions& o, std::int64_t vocab) {
+  if (o.tokenizer.empty()) {
+    if (vocab > 256) {
+      throw comm::ConfigError(fmt::format(
+          "the checkpoint's vocab {} is not bytes: give the --tokenizer it was trained with",
+          vocab));
+    }
+    return std::nullopt;
+  }
+  nn::Gpt2Tokenizer tokenizer = load_tokenizer_option(o.tokenizer);
+  if (tokenizer.vocab_size() > vocab) {
+    throw comm::ConfigError(
+        fmt::format("--tokenizer {} has {} ids, more than the checkpoint's vocab {}", o.tokenizer,
+                    tokenizer.vocab_size(), vocab));
+  }
+  return tokenizer;
+}
+
 }  // namespace
 
 int run_generate(const GenerateOptions& o, comm::Communicator world) {
+  std::optional<nn::Gpt2Tokenizer> tokenizer;
   LoadedRun run = load_checkpoint_agreed(
       "generate", o.common, o.load, world,
-      [&](const nn::GptCheckpoint&, const ParallelSizes& sizes) {
+      [&](const nn::GptCheckpoint& ckpt, const ParallelSizes& sizes) {
         if (sizes.pp != 1) {
           throw comm::ConfigError("generate runs the whole model on one stage: --pp must be 1");
         }
         if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
         check_sampling_options(o);
-        return fmt::format("tokens={} temperature={} top_k={} seed={} prompt=\"{}\"", o.tokens,
-                           o.temperature, o.top_k, o.common.seed, o.prompt);
+        tokenizer = prompt_tokenizer(o, ckpt.config.vocab);
+        return fmt::format("tokens={} temperature={} top_k={} seed={} tokenizer={} prompt=\"{}\"",
+                           o.tokens, o.temperature, o.top_k, o.common.seed,
+                           tokenizer ? tokenizer->vocab_size() : 0, o.prompt);
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
   const nn::GptStage stage(
       run.config, nn::checkpoint_init(run.checkpoint, autograd::DType::f32, run.device), topology);
   std::vector<std::int64_t> prompt;
-  for (const char ch : o.prompt)
-    prompt.push_back(static_cast<unsigned char>(ch));
-  const std::vector<std::int64_t> ids = nn::generate(stage, topology.tp_comm(), prompt, o.tokens,
-                                                     {o.temperature, o.top_k, o.common.seed});
+  if (tokenizer) {
+    for (const std::int32_t id : tokenizer->encode(o.prompt))
+      prompt.push_back(id);
+  } else {
+    for (const char ch : o.prompt)
+      prompt.push_back(static_cast<unsigned char>(ch));
+  }
+  const std::int64_t sampled_vocab = tokenizer ? tokenizer->vocab_size() : 0;
+  const std::vector<std::int64_t> ids =
+      nn::generate(stage, topology.tp_comm(), prompt, o.tokens,
+                   {o.temperature, o.top_k, o.common.seed, sampled_vocab});
   if (world.rank() == 0) {
     std::string text;
-    for (const std::int64_t id : ids)
-      text.push_back(static_cast<char>(id));
+    if (tokenizer) {
+      const std::vector<std::int32_t> narrow(ids.begin(), ids.end());
+      text = tokenizer->decode(narrow);
+    } else {
+      for (const std::int64_t id : ids)
+        text.push_back(static_cast<char>(id));
+    }
     std::cout << text << std::endl;
-    // The bytes as numbers: a sample need not be valid UTF-8, which JSON text must be.
+    // The ids as numbers: a sample need not be valid UTF-8, which JSON text must be.
     if (!o.common.json.empty()) {
+      const std::string unit = tokenizer ? "tokens" : "bytes";
       write_json(o.common.json, {{"load", o.load},
                                  {"step", run.checkpoint.step},
-                                 {"prompt_bytes", prompt.size()},
-                                 {"bytes", ids},
+                                 {"prompt_" + unit, prompt.size()},
+                                 {tokenizer ? "ids" : "bytes", ids},
                                  {"temperature", o.temperature},
                                  {"top_k", o.top_k},
                                  {"seed", o.common.seed}});

@@ -10,14 +10,15 @@
 
 namespace mpitron::app {
 
-/// The most bytes one `generate` run samples (--tokens): about 1 MB of text, far beyond what a
-/// byte model's context makes coherent, and a bound on the memory the output takes.
+/// The most tokens one `generate` run samples (--tokens): about 1 MB of a byte model's text, far
+/// beyond what a model's context makes coherent, and a bound on the memory the output takes.
 inline constexpr std::int64_t kMaxGenerateTokens = 1000000;
 
 struct GenerateOptions {
   CommonOptions common;  ///< --seed seeds the sampling
   std::string load;
   std::string prompt;
+  std::string tokenizer;  ///< GPT-2 tokenizer files; empty: the model's tokens are bytes
   std::int64_t tokens = 200;
   double temperature = 1.0;
   std::int64_t top_k = 0;
@@ -26,12 +27,17 @@ struct GenerateOptions {
 /// Adds the `generate` subcommand and its flags to `app`.
 CLI::App& add_generate_command(CLI::App& app, GenerateOptions& options);
 
-/// Prints (rank 0, to stdout) the prompt followed by --tokens sampled bytes: greedy at
-/// --temperature 0, else softmax sampling over the --top-k most likely bytes (0: all), drawn
-/// from --seed so that every topology prints the same text. pp must be 1 (any tp and dp).
-/// Throws comm::ConfigError (agreed) for a missing/damaged checkpoint, pp > 1, an empty
-/// prompt, --tokens outside [0, kMaxGenerateTokens], a negative --top-k, or a --temperature
-/// that is negative or not finite (one message per option, e.g. "--top-k must be >= 0, got -1").
+/// Prints (rank 0, to stdout) the prompt followed by --tokens sampled tokens: greedy at
+/// --temperature 0, else softmax sampling over the --top-k most likely tokens (0: all), drawn
+/// from --seed so that every topology prints the same text. The tokens are bytes, or with
+/// --tokenizer GPT-2 ids: the prompt is encoded, ids outside the tokenizer are never drawn and
+/// the ids are decoded. pp must be 1 (any tp and dp). --json writes the prompt's and sampled
+/// ids ("prompt_bytes"/"bytes" or "prompt_tokens"/"ids": a sample need not be valid UTF-8).
+/// Throws comm::ConfigError (agreed) for a missing/damaged checkpoint, pp > 1, an empty prompt,
+/// --tokens outside [0, kMaxGenerateTokens], a negative --top-k, a --temperature that is
+/// negative or not finite (one message per option, e.g. "--top-k must be >= 0, got -1"), a
+/// --tokenizer that is not one or has more ids than the checkpoint's vocabulary, or a
+/// checkpoint of more than 256 ids without --tokenizer.
 int run_generate(const GenerateOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app

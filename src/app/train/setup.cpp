@@ -123,6 +123,18 @@ T parse_choice(const char* flag, const std::string& text,
   throw comm::ConfigError(fmt::format("--{} '{}' is not one of: {}", flag, text, names));
 }
 
+// The value of --`flag` that nn's `parse` reads from `text`; its error (which ends "'<text>' is
+// not one of: ...") as "--<flag> '<text>' is not one of: ...".
+template <typename T>
+T parse_named(const char* flag, const std::string& text, T (*parse)(const std::string&)) {
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw comm::ConfigError(fmt::format("--{} {}", flag, what.substr(what.find('\''))));
+  }
+}
+
 // Rank 0 warns about each setting of this run that differs from the one the --load checkpoint
 // was trained with (the resumed run is then not the continuation of that run): run_settings of
 // this run against the checkpoint's meta.json, entry by entry.
@@ -158,18 +170,15 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
   run.description = comm::agree_on_configuration(world, [&] {
     run.sizes = resolve_parallel_sizes(o.common, world.size());
     run.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
-    run.config.gelu = parse_choice<nn::GeluForm>(
-        "gelu", o.gelu, {{"erf", nn::GeluForm::exact}, {"tanh", nn::GeluForm::tanh}});
+    run.config.gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
     if (!o.init_from.empty()) run.pretrained = load_init_from(o, run.config);
     if (run.config.vocab >= 1 && run.sizes.tp >= 1) {
       run.config.padded_vocab = nn::padded_vocab_size(run.config.vocab, run.sizes.tp);
     }
     check_options(o, run.config, run.sizes);
-    run.lr_schedule = {o.lr, o.min_lr, o.warmup_steps, o.steps,
-                       parse_choice<nn::LrDecayStyle>("lr-decay-style", o.lr_decay_style,
-                                                      {{"cosine", nn::LrDecayStyle::cosine},
-                                                       {"linear", nn::LrDecayStyle::linear},
-                                                       {"constant", nn::LrDecayStyle::constant}})};
+    run.lr_schedule = {
+        o.lr, o.min_lr, o.warmup_steps, o.steps,
+        parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string)};
     run.train.schedule = parse_choice<nn::ScheduleKind>(
         "schedule", o.schedule,
         {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});

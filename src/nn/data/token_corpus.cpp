@@ -38,7 +38,10 @@ TokenCorpus::TokenCorpus(std::vector<std::uint16_t> tokens, std::size_t split, s
                          bool bytes)
     : tokens_(std::move(tokens)), split_(split), source_(std::move(source)), bytes_(bytes) {}
 
-TokenCorpus TokenCorpus::from_file(const std::string& path) {
+namespace {
+
+// The whole file `path`, which must not be empty.
+std::string read_text(const std::string& path) {
   // A directory opens as a stream on Linux and fails only on the first read, with a message
   // that lacks the path.
   std::error_code ignored;
@@ -49,7 +52,25 @@ TokenCorpus TokenCorpus::from_file(const std::string& path) {
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw std::runtime_error(fmt::format("{}: cannot read", path));
   if (bytes.empty()) throw std::runtime_error(fmt::format("{}: empty file", path));
-  return byte_corpus(bytes, path);
+  return bytes;
+}
+
+}  // namespace
+
+TokenCorpus TokenCorpus::from_file(const std::string& path) {
+  return byte_corpus(read_text(path), path);
+}
+
+TokenCorpus TokenCorpus::from_text(const std::string& path, Gpt2Tokenizer& tokenizer) {
+  if (tokenizer.vocab_size() > 65536) {
+    throw std::runtime_error(fmt::format("{}: a tokenizer of {} ids does not fit uint16 tokens",
+                                         path, tokenizer.vocab_size()));
+  }
+  std::vector<std::int32_t> ids{tokenizer.end_of_text()};
+  tokenizer.encode(read_text(path), ids);
+  std::vector<std::uint16_t> tokens(ids.begin(), ids.end());
+  const std::size_t split = tokens.size() * 9 / 10;
+  return TokenCorpus(std::move(tokens), split, path, /*bytes=*/false);
 }
 
 TokenCorpus TokenCorpus::from_shards(const std::string& spec, std::int64_t vocab) {
@@ -72,17 +93,17 @@ TokenCorpus TokenCorpus::from_shards(const std::string& spec, std::int64_t vocab
   return TokenCorpus(std::move(tokens), split, spec, /*bytes=*/false);
 }
 
-TokenCorpus TokenCorpus::from_data(const std::string& path, std::int64_t vocab) {
+bool names_token_shards(const std::string& path) {
   std::error_code error;
-  const bool plain_file = std::filesystem::is_regular_file(path, error);
-  if (!plain_file && !std::filesystem::exists(path, error) &&
-      path.find_first_of("*?[") == std::string::npos) {
-    return from_file(path);  // names the missing file
+  if (std::filesystem::is_regular_file(path, error)) {
+    return path.ends_with(".bin") || starts_with_shard_magic(path);
   }
-  if (!plain_file || path.ends_with(".bin") || starts_with_shard_magic(path)) {
-    return from_shards(path, vocab);
-  }
-  return from_file(path);
+  // A missing file that is no pattern reads as text, whose error names it.
+  return std::filesystem::exists(path, error) || path.find_first_of("*?[") != std::string::npos;
+}
+
+TokenCorpus TokenCorpus::from_data(const std::string& path, std::int64_t vocab) {
+  return names_token_shards(path) ? from_shards(path, vocab) : from_file(path);
 }
 
 TokenCorpus TokenCorpus::builtin() {

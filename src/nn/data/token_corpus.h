@@ -10,6 +10,7 @@
 
 #include "autograd/tensor.h"
 #include "nn/data/distributed_sampler.h"
+#include "nn/data/gpt2_tokenizer.h"
 
 namespace mpitron::nn {
 
@@ -30,8 +31,12 @@ class TokenCorpus {
   /// damaged or truncated shard or a token >= vocab (read_token_shard).
   static TokenCorpus from_shards(const std::string& spec, std::int64_t vocab);
 
-  /// `path` as shards when it is a folder, a glob pattern, a file named *.bin or one that starts
-  /// with the shard magic 20240520, else as bytes (from_file).
+  /// The text file `path` as `tokenizer`'s ids: its end-of-text id, then the encoded text (the
+  /// ids `mpitron tokenize` writes for the file as one document); the first 90 % trains. Throws
+  /// from_file's errors, and std::runtime_error when the tokenizer has more than 65536 ids.
+  static TokenCorpus from_text(const std::string& path, Gpt2Tokenizer& tokenizer);
+
+  /// `path` as shards when names_token_shards(path), else as bytes (from_file).
   static TokenCorpus from_data(const std::string& path, std::int64_t vocab);
 
   /// The built-in corpus (about 64 KiB of generated English-like sentences, the same bytes on
@@ -60,6 +65,11 @@ class TokenCorpus {
   std::string source_;
   bool bytes_;
 };
+
+/// Whether --data `path` names llm.c token shards rather than a text file: a folder, a glob
+/// pattern (when no file has that name), a file named *.bin or one that starts with the shard
+/// magic 20240520.
+bool names_token_shards(const std::string& path);
 
 /// A batch of sequences: inputs and targets (int64) [batch, seq], targets shifted by one token.
 struct TokenBatch {

@@ -50,6 +50,8 @@ std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicat
   }
   autograd::NoGradGuard no_grad;
   const std::int64_t block = stage.config().block_size;
+  const std::int64_t vocab =
+      options.vocab > 0 ? std::min(options.vocab, stage.config().vocab) : stage.config().vocab;
   const std::vector<double> draws = autograd::uniform({std::max<std::int64_t>(1, count)},
                                                       options.seed, 0.0, 1.0, autograd::DType::f64)
                                         .to_vector();
@@ -59,7 +61,7 @@ std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicat
     const Tensor tokens = Tensor::from_indices(context, {1, length}, stage.device());
     const Tensor hidden = autograd::narrow(stage.forward(tokens), 1, length - 1, 1);
     std::vector<double> logits = gather_from_tp(stage.logits(hidden), tp).to_vector();
-    logits.resize(static_cast<std::size_t>(stage.config().vocab));  // drop the padding
+    logits.resize(static_cast<std::size_t>(vocab));  // drop the padding
     ids.push_back(sample_token(logits, options, draws[step]));
   }
   return ids;

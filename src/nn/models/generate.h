@@ -12,6 +12,7 @@ struct SamplingOptions {
   double temperature = 1.0;  ///< 0: greedy (argmax, the lowest id on ties)
   std::int64_t top_k = 0;    ///< sample among the k most likely ids only (0: all)
   std::uint64_t seed = 0;
+  std::int64_t vocab = 0;  ///< ids >= vocab are never drawn (0: the model's whole vocabulary)
 };
 
 /// The next-token distribution's choice for `logits` [vocab] (the full vocabulary, on the host):
@@ -22,8 +23,9 @@ std::int64_t sample_token(const std::vector<double>& logits, const SamplingOptio
                           double u);
 
 /// `prompt` followed by `count` sampled ids: each step runs the model over the last block_size
-/// ids, all-gathers the last position's logits over TP and samples with the uniform of stream
-/// (seed, step), so every rank (and every topology) draws the same ids. `stage` must hold the
+/// ids, all-gathers the last position's logits over TP, keeps the first min(vocab,
+/// options.vocab) of them (never the padding) and samples with the uniform of stream (seed,
+/// step), so every rank (and every topology) draws the same ids. `stage` must hold the
 /// whole model (pp 1). Throws std::invalid_argument when the prompt is empty, pp > 1 or
 /// count < 0. Collective over the TP group.
 std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicator& tp,

@@ -71,7 +71,7 @@ const char* to_string(GeluForm form) {
 GeluForm gelu_form_from_string(const std::string& name) {
   if (name == "erf") return GeluForm::exact;
   if (name == "tanh") return GeluForm::tanh;
-  throw std::invalid_argument("GELU form '" + name + "' is not erf or tanh");
+  throw std::invalid_argument("GELU form '" + name + "' is not one of: erf, tanh");
 }
 
 Tensor fit_vocab_rows(const Tensor& wte, std::int64_t vocab, std::int64_t rows_wanted) {

@@ -51,7 +51,8 @@ std::optional<GptConfig> gpt2_model(const std::string& name);
 /// The names gpt2_model knows, comma-separated, for messages and --help.
 const char* gpt2_model_names();
 
-/// "erf" or "tanh"; and back (std::invalid_argument naming the accepted names otherwise).
+/// "erf" or "tanh"; and back (otherwise std::invalid_argument "GELU form '<name>' is not one of:
+/// erf, tanh").
 const char* to_string(GeluForm form);
 GeluForm gelu_form_from_string(const std::string& name);
 

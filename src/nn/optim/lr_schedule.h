@@ -11,7 +11,8 @@ namespace mpitron::nn {
 /// How the rate falls from lr to min_lr after warmup.
 enum class LrDecayStyle { cosine, linear, constant };
 
-/// "cosine", "linear", "constant"; and back (std::invalid_argument naming the accepted names).
+/// "cosine", "linear", "constant"; and back (otherwise std::invalid_argument "learning-rate
+/// decay style '<name>' is not one of: cosine, linear, constant").
 const char* to_string(LrDecayStyle style);
 LrDecayStyle lr_decay_style_from_string(const std::string& name);
 
