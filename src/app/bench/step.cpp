@@ -1,12 +1,12 @@
 #include "app/bench/step.h"
 
 #include <fmt/format.h>
-#include <sys/resource.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 
 #include "app/help.h"
+#include "app/memory.h"
 #include "app/progress.h"
 #include "app/throughput.h"
 #include "autograd/random.h"
@@ -40,12 +40,6 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
 }
 
 namespace {
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
-}
 
 // Blocks the backends allocated so far, over every pool (device and host memory, cpu and cuda).
 double backend_allocations() {

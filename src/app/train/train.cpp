@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "app/memory.h"
 #include "app/throughput.h"
 #include "app/train/metrics.h"
 #include "app/train/setup.h"
@@ -18,11 +19,16 @@
 #include "kernels/allocator.h"
 #include "nn/models/gpt_pretrained.h"
 #include "nn/optim/lr_schedule.h"
+#include "nn/train/memory_estimate.h"
 #include "nn/wording.h"
 
 namespace mpitron::app {
 
 namespace {
+
+double mib(std::int64_t bytes) {
+  return static_cast<double>(bytes) / (1024.0 * 1024.0);
+}
 
 std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
                                           const std::vector<std::int64_t>& starts,
@@ -94,6 +100,20 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
       nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
       corpus.tokens().size() - corpus.split());
+
+  const std::vector<double> estimate_mib = comm::all_gather_scalar(
+      world,
+      mib(nn::estimate_gpt_memory({run.config, nn::parameter_count(trainer.parameters()), o.seq,
+                                   o.micro_batch, micro_per_step, run.sizes.tp, run.sizes.pp,
+                                   topology.pp_rank(), run.train.schedule, o.recompute,
+                                   run.train.optimizer == nn::OptimizerKind::adamw ? 2 : 1,
+                                   static_cast<std::int64_t>(kernels::dtype_size(run.train.dtype)),
+                                   !o.init_from.empty() && first_step == 1})
+              .peak()));
+  run.log->info(
+      "memory estimate: {:.0f} MiB per rank at most (parameter states, activations in "
+      "flight, start-up copy; docs/train.md)",
+      *std::max_element(estimate_mib.begin(), estimate_mib.end()));
 
   const nlohmann::json config = nlohmann::json::parse(run.description);
   // Agreed like the start-up checks: rank 0 prepares the file, and a file it cannot continue
@@ -209,7 +229,13 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   } else {
     run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);
   }
+  const std::vector<double> rss_mib = comm::all_gather_scalar(world, peak_rss_mib());
+  run.log->info("peak RSS {:.0f} MiB per rank at most (estimate {:.0f} MiB)",
+                *std::max_element(rss_mib.begin(), rss_mib.end()),
+                *std::max_element(estimate_mib.begin(), estimate_mib.end()));
   if (world.rank() == 0 && !o.common.json.empty()) {
+    summary["peak_rss_mib_by_rank"] = rss_mib;
+    summary["memory_estimate_mib_by_rank"] = estimate_mib;
     const auto steps = static_cast<double>(std::max<std::int64_t>(last_step - first_step + 1, 0));
     summary["seconds"] = seconds;
     summary["ms_per_step"] = steps > 0 ? step_ms / steps : 0.0;

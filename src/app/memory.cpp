@@ -1,0 +1,13 @@
+#include "app/memory.h"
+
+#include <sys/resource.h>
+
+namespace mpitron::app {
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+}  // namespace mpitron::app

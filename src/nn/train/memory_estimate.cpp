@@ -1,0 +1,40 @@
+#include "nn/train/memory_estimate.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace mpitron::nn {
+
+std::int64_t MemoryEstimate::peak() const {
+  return kRuntimeBytes + std::max(start_up, parameter_states + activations + optimizer_workspace);
+}
+
+MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
+  const GptConfig& c = in.config;
+  if (in.seq < 1 || in.micro_batch < 1 || in.micro_batches < 1 || in.tp < 1 || in.pp < 1 ||
+      in.stage < 0 || in.stage >= in.pp || in.rank_parameters < 0 || c.layers < in.pp) {
+    throw std::invalid_argument("estimate_gpt_memory: sizes must be >= 1 and stage in [0, pp)");
+  }
+  const std::int64_t s = in.seq, b = in.micro_batch, h = c.hidden, a = c.heads, t = in.tp;
+  const std::int64_t sbh = s * b * h;
+  const std::int64_t block = 4 * sbh + 16 * sbh / t + a * s * s * b / t;
+  const std::int64_t layers = c.layers / in.pp;
+  const std::int64_t in_flight = in.schedule == ScheduleKind::afab
+                                     ? in.micro_batches
+                                     : std::min<std::int64_t>(in.pp - in.stage, in.micro_batches);
+  std::int64_t activations =
+      (in.recompute ? in_flight * layers * sbh + block : in_flight * layers * block) + block;
+  if (in.stage == in.pp - 1) activations += 2 * sbh + 2 * s * b * c.vocab_rows() / t;
+  const std::int64_t whole_model =
+      (c.vocab_rows() + c.block_size) * h + c.layers * (12 * h * h + 13 * h) + 2 * h;
+  MemoryEstimate estimate;
+  estimate.weights = in.rank_parameters * in.element_bytes;
+  estimate.parameter_states = in.rank_parameters * (2 + in.optimizer_states) * in.element_bytes;
+  estimate.activations = activations * in.element_bytes;
+  estimate.optimizer_workspace = std::max(c.vocab_rows() * h, 4 * h * h) / t * in.element_bytes;
+  estimate.start_up = in.from_file ? 2 * whole_model * in.element_bytes + estimate.parameter_states
+                                   : whole_model * in.element_bytes + estimate.weights;
+  return estimate;
+}
+
+}  // namespace mpitron::nn

@@ -1,0 +1,66 @@
+// What one rank of a GPT training run holds in memory at its peak, predicted from the sizes: the
+// parameter states, the activations a pipeline schedule keeps in flight, and the start-up copy
+// of the whole model. Compare with the measured peak RSS (`train` prints both).
+#pragma once
+
+#include <cstdint>
+
+#include "nn/models/gpt_config.h"
+#include "nn/parallel/schedule.h"
+
+namespace mpitron::nn {
+
+/// The process without the model (code, libraries, MPI's buffers): a tiny run's peak RSS, 21 MiB,
+/// rounded up.
+inline constexpr std::int64_t kRuntimeBytes = std::int64_t{32} << 20;
+
+/// The sizes the estimate needs, for one rank.
+struct MemoryEstimateInput {
+  GptConfig config;                  ///< the model (its padded vocabulary included)
+  std::int64_t rank_parameters = 0;  ///< parameters this rank holds (its TP shard of its stage)
+  std::int64_t seq = 0;              ///< tokens per sequence
+  std::int64_t micro_batch = 0;      ///< sequences per micro-batch
+  std::int64_t micro_batches = 0;    ///< micro-batches per step per replica
+  int tp = 1, pp = 1, stage = 0;     ///< stage: this rank's pipeline stage in [0, pp)
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  bool recompute = false;
+  int optimizer_states = 2;        ///< tensors per parameter: 2 for AdamW, 1 for SGD
+  std::int64_t element_bytes = 4;  ///< 4 for float32, 8 for float64
+  bool from_file = false;          ///< the run starts from a --init-from file
+};
+
+/// The estimate, in bytes.
+struct MemoryEstimate {
+  std::int64_t weights = 0;              ///< this rank's parameters
+  std::int64_t parameter_states = 0;     ///< weights, gradients and optimizer states
+  std::int64_t activations = 0;          ///< what backward needs, for the micro-batches in flight
+  std::int64_t optimizer_workspace = 0;  ///< the update's temporaries of one tensor
+  std::int64_t start_up = 0;  ///< at start-up: the whole model's copy and what is built beside it
+  /// kRuntimeBytes plus the larger of start-up and training (parameter states, activations and
+  /// the optimizer's workspace).
+  std::int64_t peak() const;
+};
+
+/// Counts the tensors the autograd graph keeps per transformer block and micro-batch, in
+/// elements with s = seq, b = micro_batch, h = hidden, a = heads, t = tp (the count of
+/// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+/// section 4.1, without dropout masks and in one element size):
+/// - replicated across TP, 4 sbh: LayerNorm 1's input and output, LayerNorm 2's input and output;
+/// - sharded, 16 sbh / t: q, k, v and their per-head copies (6 sbh / t), the attention context
+///   and its reshape (2 sbh / t), the MLP's pre-activation and activation (8 sbh / t);
+/// - a s^2 b / t: the softmax probabilities (the scores are not kept).
+/// A stage keeps the blocks of min(pp - stage, micro_batches) micro-batches in flight under 1F1B
+/// (PipeDream-Flush, Narayanan et al. 2021) and all of them under all-forward-all-backward; with
+/// recompute, each block keeps only its input (sbh) and one block's full set is rebuilt at a
+/// time. Backward adds one block's set as workspace (the gradients beside the activations). The
+/// last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh) and the logits
+/// with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
+/// optimizer_states) elements, and the update's temporaries of the largest tensor (the
+/// embedding's shard, Vp h / t, or an MLP weight's, 4 h^2 / t). Start-up: the whole model's
+/// parameters beside this rank's weights, or, from a file, twice the whole model (the file read
+/// and its tensors, which live until the trainer is built) beside all of this rank's parameter
+/// states: an upper bound, 20-30 % above the measured peak for GPT-2 124M. And kRuntimeBytes.
+/// Throws std::invalid_argument for sizes < 1 or a stage outside [0, pp).
+MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& input);
+
+}  // namespace mpitron::nn
