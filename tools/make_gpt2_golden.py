@@ -89,13 +89,6 @@ SCALES = {"wte": GPT2_SCALE, "wpe": GPT2_SCALE / 2, "qkvw": GPT2_SCALE,
           "fcprojw": GPT2_SCALE / math.sqrt(2 * L)}
 
 
-def numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def float32_bytes(values):
     data = array.array("f", values)
     if sys.byteorder != "little":
@@ -113,7 +106,7 @@ def initial_arrays():
 
     arrays = {}
     for name, shape in ARRAYS:
-        count = numel(shape)
+        count = math.prod(shape)
         if name in SCALES:
             scale = SCALES[name]
             values = [scale * noise() for _ in range(count)]
@@ -171,7 +164,7 @@ def read_llmc(path, torch):
         values.byteswap()
     arrays, at = {}, 0
     for name, shape in ARRAYS:
-        count = numel(shape)
+        count = math.prod(shape)
         arrays[name] = torch.tensor(values[at:at + count].tolist(), dtype=torch.float64).view(shape)
         at += count
     if at != len(values):
