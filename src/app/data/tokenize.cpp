@@ -20,9 +20,9 @@
 #include <set>
 #include <span>
 
-#include "app/data/tokenizer_option.h"
 #include "app/help.h"
 #include "app/progress.h"
+#include "app/tokenizer_option.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/data/token_shard.h"

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "app/data/tokenizer_option.h"
 #include "app/help.h"
 #include "app/model/checkpoint_loading.h"
+#include "app/tokenizer_option.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "nn/train/gpt_trainer.h"

@@ -1,4 +1,4 @@
-#include "app/data/tokenizer_option.h"
+#include "app/tokenizer_option.h"
 
 #include <fmt/format.h>
 
