@@ -9,6 +9,7 @@
 #include "comm/collective_steps.h"
 #include "comm/mpi_util.h"
 #include "comm/staging.h"
+#include "kernels/fault_injection.h"
 
 namespace mpitron::comm {
 
@@ -42,7 +43,8 @@ void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_o
   for (std::size_t s = 0; s + 1 < p; ++s) {
     const Buffer& source = s == 0 ? in : out;
     const Range sent = s == 0 ? Range{in_offset, count} : block(r + p - s);
-    exchange(comm, source, sent, next, out, block(r + 2 * p - s - 1), prev, requests, op,
+    const std::size_t wrong = kernels::fault_active(kernels::Fault::ring_all_gather_wrong_block);
+    exchange(comm, source, sent, next, out, block(r + 2 * p - s - 1 - wrong), prev, requests, op,
              kEagerPiecesBelowBytesForCopies);
   }
 }

@@ -8,6 +8,7 @@
 #include "comm/butterfly.h"
 #include "comm/collective_steps.h"
 #include "comm/mpi_util.h"
+#include "kernels/fault_injection.h"
 
 namespace mpitron::comm {
 
@@ -33,6 +34,10 @@ void ring_all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   for (std::size_t s = 0; s + 1 < p; ++s) {
     const Range send = even_chunks(n, p, (r + p - s) % p),
                 recv = even_chunks(n, p, (r + 2 * p - s - 1) % p);
+    if (kernels::fault_active(kernels::Fault::ring_all_reduce_overwrites)) {
+      exchange(comm, buffer, send, next, buffer, recv, prev, requests, operation);
+      continue;
+    }
     exchange_and_combine(comm, buffer, send, next, prev,
                          {&buffer, recv.offset, &buffer, recv.offset, recv.count, false, op},
                          requests, operation);

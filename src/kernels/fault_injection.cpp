@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 20> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 23> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -20,6 +20,9 @@ constexpr std::array<std::pair<const char*, Fault>, 20> kNames{{
     {"all-gather-rank-order-reversed", Fault::all_gather_rank_order_reversed},
     {"chunk-tail-dropped", Fault::chunk_tail_dropped},
     {"gelu-grad-no-x-phi", Fault::gelu_grad_no_x_phi},
+    {"gelu-f64-grad-no-x-phi", Fault::gelu_f64_grad_no_x_phi},
+    {"ring-all-reduce-overwrites", Fault::ring_all_reduce_overwrites},
+    {"ring-all-gather-wrong-block", Fault::ring_all_gather_wrong_block},
     {"softmax-backward-no-row-dot", Fault::softmax_backward_no_row_dot},
     {"attention-scale-head-dim", Fault::attention_scale_head_dim},
     {"non-leaf-grad-overwritten", Fault::non_leaf_grad_overwritten},

@@ -32,6 +32,14 @@ enum class Fault {
   chunk_tail_dropped,
   /// the CPU GELU derivative lacks its x phi(x) term (exact form).
   gelu_grad_no_x_phi,
+  /// gelu_grad_no_x_phi on the float64 path only (invisible to float32 checks).
+  gelu_f64_grad_no_x_phi,
+  /// the ring all-reduce's reduce-scatter phase stores each received chunk instead of adding it
+  /// (invisible while every buffer takes recursive doubling or Rabenseifner's algorithm).
+  ring_all_reduce_overwrites,
+  /// the ring all-gather stores each received block one block too far back, over another rank's
+  /// (invisible while every all-gather takes recursive doubling).
+  ring_all_gather_wrong_block,
   /// the CPU softmax backward omits the row dot product: dx = y dy.
   softmax_backward_no_row_dot,
   /// attention scores are scaled by 1/head_dim instead of 1/sqrt(head_dim).

@@ -1,13 +1,20 @@
 #include "app/validate/comm_checks.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <numeric>
+#include <set>
+#include <string>
 
 #include "autograd/ops.h"
+#include "comm/butterfly.h"
 #include "comm/collectives.h"
+#include "comm/p2p_gather_scatter.h"
 #include "comm/point_to_point.h"
+#include "comm/recursive_doubling.h"
+#include "comm/ring_all_reduce.h"
 #include "nn/layers/tp_mappings.h"
 
 namespace mpitron::app {
@@ -158,6 +165,54 @@ void expect_mappings(const ValidateContext& ctx, const Group& tp, Comparison& ou
                    }));
 }
 
+// Large-buffer collectives over `g`, sized to take each algorithm beyond the small buffers'
+// recursive doubling: all-reduce (sum) of just over kRecursiveDoublingMaxBytes and of just over
+// kRabenseifnerMaxBytes, all-gather of blocks of just over kRingAllGatherBlockBytesPerRankSquared
+// x size^2 bytes (the ring) and reduce-scatter of the same (recursive halving or the ring). Adds
+// the names of the algorithms taken to `taken`.
+void expect_large_collectives(const ValidateContext& ctx, const Group& g, Comparison& out,
+                              std::set<std::string>& taken) {
+  const double w = g.members[static_cast<std::size_t>(g.position)];
+  const auto size = static_cast<std::int64_t>(g.members.size());
+  double sum = 0.0;
+  for (int m : g.members)
+    sum += m + 1;
+  // Residues keep every value and sum a small integer, exact in float32.
+  const auto residue = [](std::int64_t i) { return static_cast<double>(i % 997 + 1); };
+  for (const std::size_t bytes : {comm::kRecursiveDoublingMaxBytes, comm::kRabenseifnerMaxBytes}) {
+    const auto n = static_cast<std::int64_t>(bytes / sizeof(float)) + 3;
+    Tensor x = make(ctx, table(n, [&](auto i) { return (w + 1) * residue(i); }), {n});
+    taken.insert(comm::uses_rabenseifner_all_reduce(g.comm, x.buffer()) ? "Rabenseifner"
+                 : comm::uses_ring_all_reduce(g.comm, x.buffer())       ? "ring all-reduce"
+                 : comm::uses_recursive_doubling(g.comm, x.buffer())    ? "recursive doubling"
+                                                                        : "MPI all-reduce");
+    comm::all_reduce(g.comm, x.buffer(), comm::ReduceOp::sum);
+    out.expect_close(x.to_vector(), table(n, [&](auto i) { return sum * residue(i); }));
+  }
+  const auto count =
+      static_cast<std::int64_t>(comm::kRingAllGatherBlockBytesPerRankSquared *
+                                static_cast<std::size_t>(size * size) / sizeof(float)) +
+      1;
+  const Tensor part =
+      make(ctx, table(count, [&](auto i) { return 1000 * w + residue(i); }), {1, count});
+  Tensor gathered = Tensor::empty({1, size * count}, autograd::DType::f32, ctx.device);
+  comm::all_gather(g.comm, part.buffer(), gathered.buffer(), 1);
+  taken.insert(size > 1 ? "ring all-gather" : "MPI all-gather");
+  out.expect_close(gathered.to_vector(), table(size * count, [&](auto i) {
+                     return 1000.0 * g.members[static_cast<std::size_t>(i / count)] +
+                            residue(i % count);
+                   }));
+  const Tensor wide = make(ctx, table(size * count, [&](auto i) { return (w + 1) * residue(i); }),
+                           {1, size * count});
+  Tensor scattered = Tensor::empty({1, count}, autograd::DType::f32, ctx.device);
+  comm::reduce_scatter(g.comm, wide.buffer(), scattered.buffer(), 1);
+  taken.insert(size < 2                           ? "MPI reduce-scatter"
+               : comm::is_butterfly_group(g.comm) ? "recursive halving"
+                                                  : "ring reduce-scatter");
+  out.expect_close(scattered.to_vector(),
+                   table(count, [&](auto i) { return sum * residue(g.position * count + i); }));
+}
+
 // Lowers the message limit of the whole communicator family, restoring it on every exit.
 class MessageLimit {
  public:
@@ -199,6 +254,19 @@ std::vector<LocalCheck> check_communication(const ValidateContext& ctx) {
     }
   }
   checks.push_back(chunked);
+  {
+    Comparison large(ctx.tolerance);
+    std::set<std::string> taken;
+    for (const Group& g : groups(topo)) {
+      if (g.comm.size() > 1) expect_large_collectives(ctx, g, large, taken);
+    }
+    taken.erase("MPI all-reduce");
+    checks.push_back(
+        {fmt::format("COMM: large all-reduce, all-gather and reduce-scatter ({}) "
+                     "match closed form",
+                     taken.empty() ? "none: one rank" : fmt::format("{}", fmt::join(taken, ", "))),
+         large, trivial_at("world", topo.world().size())});
+  }
   LocalCheck mappings{
       "COMM: TP mappings (copy, reduce, gather, scatter) forward and backward "
       "match closed form",

@@ -283,8 +283,10 @@ std::vector<LocalCheck> check_kernels(const ValidateContext& ctx) {
   std::uint64_t seed = 100;
   for (const auto& [name, cases] : groups) {
     LocalCheck check{name, Comparison(ctx.tolerance), ""};
-    for (OpCase& c : cases())
-      expect_op(ctx, std::move(c), seed++, check.comparison);
+    for (const autograd::DType dtype : {autograd::DType::f32, autograd::DType::f64}) {
+      for (OpCase& c : cases())
+        expect_op(ctx, std::move(c), seed++, check.comparison, dtype);
+    }
     checks.push_back(check);
   }
   checks.push_back(check_adamw(ctx));

@@ -78,23 +78,24 @@ OpCase binary_case(const char* name, autograd::Shape sa, V a, autograd::Shape sb
           [op](const std::vector<Tensor>& t) { return op(t[0], t[1]); }};
 }
 
-void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out) {
+void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out,
+               autograd::DType dtype) {
   std::vector<Tensor> tensors;
   for (std::size_t j = 0; j < c.inputs.size(); ++j) {
     for (double& x : c.inputs[j])
       x = static_cast<float>(x);
-    Tensor t = Tensor::from_vector(c.inputs[j], c.shapes[j], autograd::DType::f32, ctx.device);
+    Tensor t = Tensor::from_vector(c.inputs[j], c.shapes[j], dtype, ctx.device);
     if (c.differentiable[j]) t.set_requires_grad();
     tensors.push_back(t);
   }
-  Comparison mine(ctx.tolerance);
+  Comparison mine(dtype == autograd::DType::f64 ? kFloat64Tolerance : ctx.tolerance);
   const Tensor y = c.op(tensors);
   const std::vector<double> expected = c.reference(c.inputs);
   mine.expect_close(y.to_vector(), expected);
   std::vector<double> dy = uniform_values(expected.size(), -1.0, 1.0, seed);
   for (double& g : dy)
     g = static_cast<float>(g);
-  y.backward(Tensor::from_vector(dy, y.shape(), autograd::DType::f32, ctx.device));
+  y.backward(Tensor::from_vector(dy, y.shape(), dtype, ctx.device));
   const HostValues grads = central_difference_vjp(c.reference, c.inputs, dy);
   for (std::size_t j = 0; j < tensors.size(); ++j) {
     if (!c.differentiable[j]) continue;
@@ -105,8 +106,9 @@ void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Compari
       mine.expect_close(std::vector<double>{}, grads[j]);
     }
   }
-  ctx.log.debug("kernels {}: {} (max_abs_error {:.3e}, max_rel_error {:.3e})", c.name,
-                mine.passed() ? "pass" : "FAIL", mine.max_abs_error(), mine.max_rel_error());
+  ctx.log.debug("kernels {} ({}): {} (max_abs_error {:.3e}, max_rel_error {:.3e})", c.name,
+                kernels::to_string(dtype), mine.passed() ? "pass" : "FAIL", mine.max_abs_error(),
+                mine.max_rel_error());
   out.merge(mine);
 }
 

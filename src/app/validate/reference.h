@@ -1,6 +1,6 @@
 // The independent reference of the KERNELS checks: float64 host functions written as naive loops
 // in the check itself, their gradients by central finite differences, and the comparison of an
-// op under test (float32, on the selected device) with both.
+// op under test (float32 and float64, on the selected device) with both.
 #pragma once
 
 #include <functional>
@@ -31,15 +31,24 @@ struct OpCase {
   HostValues inputs;                    ///< rounded to float32 before use, so both sides agree
   std::vector<bool> differentiable;     ///< which inputs' gradients are checked
   HostFunction reference;               ///< float64 naive loops
-  /// The code under test on float32 tensors of ctx.device (inputs that are differentiable
-  /// require grad).
+  /// The code under test on tensors of ctx.device in the dtype being checked (inputs that are
+  /// differentiable require grad).
   std::function<autograd::Tensor(const std::vector<autograd::Tensor>&)> op;
 };
 
-/// Runs `c.op` forward and backward (seeded with deterministic weights in [-1, 1] from `seed`)
-/// and compares its output with `c.reference` and each differentiable input's gradient with
-/// central_difference_vjp of the reference. Logs the case's errors at debug level.
-void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out);
+/// The tolerance of the float64 path, set by the reference's own error: central differences at
+/// logits of 1e4 (h = 1e-2) are off by up to 1.6e-6 relative. A derivative with a wrong or
+/// missing term is off by 1e-2 and more; float32 arithmetic hidden in the float64 path (about
+/// 1e-7) passes.
+inline constexpr Tolerance kFloat64Tolerance{1e-5, 1e-6, 1e-5};
+
+/// Runs `c.op` on `dtype` tensors (inputs rounded to float32 on both paths, so the reference is
+/// the same) forward and backward (seeded with deterministic weights in [-1, 1] from `seed`) and
+/// compares its output with `c.reference` and each differentiable input's gradient with
+/// central_difference_vjp of the reference, within ctx.tolerance for float32 and
+/// kFloat64Tolerance for float64. Logs the case's errors at debug level.
+void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out,
+               autograd::DType dtype = autograd::DType::f32);
 
 /// y[i] = f(x[i], i) for every element of x.
 template <class F>

@@ -85,7 +85,10 @@ struct Elementwise {
 
   template <class T>
   static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form) {
-    if (fault_active(Fault::gelu_grad_no_x_phi) && form == GeluForm::exact)
+    const bool no_x_phi =
+        fault_active(Fault::gelu_grad_no_x_phi) ||
+        (std::is_same_v<T, double> && fault_active(Fault::gelu_f64_grad_no_x_phi));
+    if (no_x_phi && form == GeluForm::exact)
       return map(dx, n, [=](std::size_t i) {
         return dy[i] * T(0.5) * (T(1) + std::erf(x[i] * T(math::kInvSqrt2)));
       });
