@@ -107,6 +107,28 @@ int main(int argc, char** argv) {
   mpitron::app::TokenizeOptions tokenize;
   CLI::App& tokenize_command = mpitron::app::add_tokenize_command(app, tokenize);
 
+  // What only prints starts no MPI (a singleton MPI_Init forks Open MPI's runtime daemon): the
+  // parser needs none, and the launcher's variables say which rank prints.
+  const mpitron::comm::EnvironmentMap launcher = mpitron::comm::launcher_environment();
+  std::string parse_error;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help or --version: printed once, by rank 0
+    return mpitron::comm::launcher_rank(launcher) == 0 ? app.exit(e) : 0;
+  } catch (const CLI::ParseError& e) {
+    parse_error = parse_error_text(app, e, argc, argv);
+  }
+  if (parse_error.empty() && bench_comm_command)
+    parse_error = mpitron::app::bench_step_options_given(bench_command);
+  if (!parse_error.empty() && mpitron::comm::launched_alone(launcher)) {
+    // A world of one has no rank to agree with: the line run_guarded would print, without MPI.
+    // Among several ranks the arguments may differ per rank, so the error is agreed below.
+    std::fprintf(
+        stderr, "%s\n",
+        mpitron::comm::error_line(mpitron::comm::launcher_rank(launcher), parse_error).c_str());
+    return mpitron::comm::kConfigErrorExitCode;
+  }
+
   double init_timeout = 0.0;
   try {
     init_timeout = mpitron::comm::resolve_init_timeout(init_timeout_flag(argc, argv),
@@ -117,16 +139,6 @@ int main(int argc, char** argv) {
   }
   mpitron::comm::Environment environment(argc, argv, init_timeout);
   mpitron::comm::Communicator world = environment.world();
-  std::string parse_error;
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {  // --help or --version: printed once, by rank 0
-    return world.rank() == 0 ? app.exit(e) : 0;
-  } catch (const CLI::ParseError& e) {
-    parse_error = parse_error_text(app, e, argc, argv);
-  }
-  if (parse_error.empty() && bench_comm_command)
-    parse_error = mpitron::app::bench_step_options_given(bench_command);
   return mpitron::comm::run_guarded(world, [&] {
     mpitron::comm::check_launch_consistency(world);
     if (!parse_error.empty()) {

@@ -42,8 +42,20 @@ std::optional<LauncherClaim> launcher_claim(const EnvironmentMap& environment);
 /// Any world size other than 1 is accepted as it is (MPI knows best once it sees several ranks).
 std::optional<std::string> launch_mismatch(const EnvironmentMap& environment, int mpi_world_size);
 
-/// The variables `launcher_claim` reads, taken from this process's environment (getenv); unset
-/// variables are absent from the map.
+/// The rank the launcher gave this process, read without MPI (so a program can decide which rank
+/// prints before, or instead of, starting MPI): the first of these that is set to a non-negative
+/// integer: OMPI_COMM_WORLD_RANK (Open MPI), PMI_RANK (PMI-1/PMI-2), PMIX_RANK (PMIx), and inside
+/// an srun step only (SLURM_STEP_ID is set), SLURM_PROCID. Returns 0 when none applies (a
+/// program started by hand is rank 0 of its world of one).
+int launcher_rank(const EnvironmentMap& environment);
+
+/// True when no launcher variable says that this process has company: `launcher_claim` is
+/// nullopt (started by hand, or a shell of salloc/sbatch) or claims 1 task. Such a process
+/// can report bad arguments without asking any other rank.
+bool launched_alone(const EnvironmentMap& environment);
+
+/// The variables `launcher_claim` and `launcher_rank` read, taken from this process's environment
+/// (getenv); unset variables are absent from the map.
 EnvironmentMap launcher_environment();
 
 /// Call once, right after MPI starts and before any communication. Throws ConfigError with

@@ -104,6 +104,35 @@ TEST(LaunchMismatch, OnlyAWorldOfOneIsQuestioned) {
             std::nullopt);
 }
 
+TEST(LauncherRank, EachLaunchersRankVariable) {
+  EXPECT_EQ(launcher_rank({}), 0);  // started by hand
+  EXPECT_EQ(launcher_rank({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}}), 3);
+  EXPECT_EQ(launcher_rank({{"PMI_RANK", "5"}, {"PMI_SIZE", "6"}}), 5);
+  EXPECT_EQ(launcher_rank({{"PMIX_RANK", "2"}}), 2);
+  // mpirun sets PMIX_RANK beside its own variable; they agree, and Open MPI's is read first.
+  EXPECT_EQ(launcher_rank({{"OMPI_COMM_WORLD_RANK", "1"}, {"PMIX_RANK", "1"}}), 1);
+  EXPECT_EQ(launcher_rank({{"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "7"}}), 7);
+}
+
+TEST(LauncherRank, SlurmProcidCountsOnlyInsideAStep) {
+  // The batch script of `sbatch`: SLURM_PROCID describes the script's task, not a launch.
+  EXPECT_EQ(launcher_rank({{"SLURM_PROCID", "4"}, {"SLURM_JOB_ID", "12"}}), 0);
+}
+
+TEST(LauncherRank, MalformedValuesAreSkipped) {
+  EXPECT_EQ(launcher_rank({{"OMPI_COMM_WORLD_RANK", "-1"}, {"PMI_RANK", "2"}}), 2);
+  EXPECT_EQ(launcher_rank({{"OMPI_COMM_WORLD_RANK", "1x"}}), 0);
+  EXPECT_EQ(launcher_rank({{"PMI_RANK", ""}}), 0);
+}
+
+TEST(LaunchedAlone, ByHandOrOneTaskIsAlone) {
+  EXPECT_TRUE(launched_alone({}));
+  EXPECT_TRUE(launched_alone({{"OMPI_COMM_WORLD_SIZE", "1"}}));
+  EXPECT_TRUE(launched_alone({{"SLURM_NTASKS", "8"}}));  // an allocation's shell
+  EXPECT_FALSE(launched_alone({{"OMPI_COMM_WORLD_SIZE", "2"}}));
+  EXPECT_FALSE(launched_alone({{"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NUM_TASKS", "4"}}));
+}
+
 TEST(LauncherEnvironment, ReadsTheProcessEnvironment) {
   const char* previous = std::getenv("PMI_SIZE");
   const std::string saved = previous ? previous : "";
