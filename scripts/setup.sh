@@ -9,7 +9,7 @@ set -euo pipefail
 packages=(
   cmake g++ make
   openmpi-bin libopenmpi-dev
-  libeigen3-dev
+  libeigen3-dev libopenblas-dev
   libcli11-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcsv-dev libpcre2-dev
 )
 if [[ "${1:-}" == "--test" ]]; then

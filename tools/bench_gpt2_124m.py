@@ -1,18 +1,17 @@
 #!/usr/bin/env python3
 """The GPT-2 124M table of docs/train.md: `mpitron train --model gpt2` on every topology of
---topologies at each --seq, from a random init and from an --init-from llm.c file, beside the
-PyTorch peer (../shared/peers/torch_peer_gpt.py with --vocab 50257 --gelu tanh) at the same
-sizes. Python standard library only; minutes per row on a 2-core machine.
+--topologies at each --seq, from a random init and from an --init-from llm.c file, beside a
+PyTorch peer (--peer: a torch_peer_gpt.py taking --vocab 50257 --gelu tanh) at the same sizes. Python standard library only; minutes per row on a 2-core machine.
 
     tools/bench_gpt2_124m.py --mpitron build/mpitron --data SHARDS --init-from gpt2_124M.bin \\
-        --peak-gflops 146 --cores 2 [--peer PATH] [--steps 3] [--out table.md]
+        --peak-gflops 146 --cores 2 [--peer torch_peer_gpt.py] [--steps 3] [--out table.md]
 
 Each run takes --steps optimizer steps (the first one is a warm-up and is left out of ms/step):
 seq 64 with a global batch of 8 (micro-batches of 4), seq 1024 with a global batch of 2
 (micro-batches of 1). ms/step and tokens/s come from the --metrics file, GFLOP/s from the model
 FLOPs of a step (nn::gpt_flops_per_token), MFU = GFLOP/s / (min(ranks, --cores) x
 --peak-gflops), the peak RSS per rank and the memory estimate from train's --json report. The
-peer's DP runs use torchrun (../shared/peers/torchrun311.py). Prints a Markdown table (and
+peer's DP runs use the torchrun311.py beside it. Prints a Markdown table (and
 writes it to --out).
 """
 import argparse
@@ -126,8 +125,8 @@ def main():
     p.add_argument("--mpitron", required=True)
     p.add_argument("--data", required=True, help="llm.c shards: a folder of *train*/*val* shards")
     p.add_argument("--init-from", required=True, help="a GPT-2 124M llm.c model file")
-    p.add_argument("--peer", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared",
-                                                   "peers", "torch_peer_gpt.py"))
+    p.add_argument("--peer", help="a PyTorch GPT-2 peer (torch_peer_gpt.py taking --vocab, --gelu "
+                                  "and --init-from, with torchrun311.py beside it); none: no peer rows")
     p.add_argument("--peak-gflops", type=float, required=True, help="one core's FP32 peak")
     p.add_argument("--cores", type=int, required=True)
     p.add_argument("--steps", type=int, default=3)
@@ -146,7 +145,7 @@ def main():
                 for sizes in (topology(t) for t in args.topologies.split(";")):
                     rows.append(mpitron_row(args, sizes, seq, init == "file", work))
                     print(markdown(rows[-1:]), file=sys.stderr, flush=True)
-                if os.path.exists(args.peer):
+                if args.peer:
                     for dp in (int(d) for d in args.peer_dps.split(",") if d):
                         rows.append(peer_row(args, dp, seq, init == "file", work,
                                              flops_per_token(seq)))

@@ -35,6 +35,9 @@ std::string wrapped(const std::string& text, std::size_t width) {
 
 class HelpFormatter : public CLI::Formatter {
  public:
+  // Room for the longest flag with its type ("--exit-duration-in-mins FLOAT") beside its text.
+  HelpFormatter() { column_width(32); }
+
   // CLI11 separates some groups by one newline and others by two: every part of the help is
   // separated from the next by exactly one blank line.
   std::string make_help(const CLI::App* app, std::string name,

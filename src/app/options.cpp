@@ -14,6 +14,7 @@
 #include "app/help.h"
 #include "comm/errors.h"
 #include "comm/placement.h"
+#include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
 namespace mpitron::app {
@@ -42,6 +43,12 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
                   "How CUDA buffers reach MPI: staged through host memory, direct, or auto")
       ->check(CLI::IsMember({"auto", "staged", "direct"}))
       ->capture_default_str()
+      ->group(kCommonGroup);
+  command
+      .add_option("--gemm", options.gemm,
+                  "CPU GEMM: auto (blas where built), eigen or blas (default: MPITRON_GEMM, else "
+                  "auto)")
+      ->check(CLI::IsMember({"auto", "eigen", "blas"}))
       ->group(kCommonGroup);
   command
       .add_option("--timeout-seconds", options.timeout_seconds,
@@ -175,6 +182,16 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
     world.set_transfer_mode(comm::parse_transfer_mode(options.comm_mode));
   } catch (const comm::ConfigError& e) {
     throw comm::ConfigError(fmt::format("--comm {}: {}", options.comm_mode, e.what()));
+  }
+  const char* env = std::getenv("MPITRON_GEMM");
+  const std::string gemm = !options.gemm.empty()            ? options.gemm
+                           : env != nullptr && *env != '\0' ? std::string(env)
+                                                            : std::string("auto");
+  try {
+    kernels::set_gemm_provider(kernels::parse_gemm_provider(gemm));
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(
+        fmt::format("{} {}: {}", options.gemm.empty() ? "MPITRON_GEMM" : "--gemm", gemm, e.what()));
   }
 }
 

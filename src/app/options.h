@@ -17,13 +17,14 @@
 
 namespace mpitron::app {
 
-/// Flags every subcommand takes: --tp --pp --dp --device --comm --timeout-seconds --log-dir
+/// Flags every subcommand takes: --tp --pp --dp --device --comm --gemm --timeout-seconds --log-dir
 /// --filemode --seed --json, and --init-timeout (listed for --help and parsing; main reads it
 /// from argv before MPI starts, comm::resolve_init_timeout).
 struct CommonOptions {
   std::optional<int> tp, pp, dp;
   std::string device = "auto";
   std::string comm_mode = "auto";
+  std::string gemm;  ///< auto, eigen or blas; empty: MPITRON_GEMM, else auto
   double timeout_seconds = 120.0;
   std::string log_dir = ".";
   std::string filemode = "a";

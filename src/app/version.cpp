@@ -5,6 +5,7 @@
 #include "comm/environment.h"
 #include "kernels/build_info.h"
 #include "kernels/device.h"
+#include "kernels/ops.h"
 
 namespace mpitron::app {
 
@@ -13,8 +14,10 @@ std::string version_text() {
                                ? fmt::format("built (CUDA {}, GPU architectures {})",
                                              MPITRON_CUDA_VERSION, MPITRON_CUDA_ARCHITECTURES)
                                : std::string("not built");
-  return fmt::format("mpitron {}\nCUDA backend: {}\nCPU kernels: {}\nMPI library: {}",
-                     MPITRON_VERSION, cuda, kernels::cpu_vector_extensions(),
+  const std::string gemm = kernels::gemm_blas_available() ? "auto = blas (OpenBLAS), eigen"
+                                                          : "auto = eigen (built without a BLAS)";
+  return fmt::format("mpitron {}\nCUDA backend: {}\nCPU kernels: {}\nCPU GEMM: {}\nMPI library: {}",
+                     MPITRON_VERSION, cuda, kernels::cpu_vector_extensions(), gemm,
                      comm::mpi_library_version());
 }
 

@@ -215,4 +215,32 @@ void set_cpu_threads(int threads);
 /// The current CPU thread count.
 int cpu_threads();
 
+/// The library under the CPU GEMM: Eigen's own blocked kernels, or a BLAS (OpenBLAS, which picks
+/// its kernels for the CPU it runs on) when mpitron was built with one (gemm_blas_available).
+enum class GemmProvider { eigen, blas };
+
+/// Whether this build has the BLAS provider (OpenBLAS from libopenblas-dev found at configure).
+bool gemm_blas_available();
+
+/// The provider `--gemm auto` means: blas when available, else eigen. The rule comes from `bench
+/// gemm`: OpenBLAS at one thread is 1.2-1.4x Eigen's speed on the GPT-2 124M shapes on the
+/// AVX-512 Zen 4 development machine and at parity on an AVX2-only Zen 1 class one.
+GemmProvider default_gemm_provider();
+
+/// Sets the CPU GEMM's provider for this process (every rank must choose the same, so that
+/// replicas compute the same bits). The initial one is default_gemm_provider(), or what the
+/// environment variable MPITRON_GEMM (auto, eigen or blas) says. Throws std::invalid_argument
+/// for blas in a build without it.
+void set_gemm_provider(GemmProvider provider);
+
+/// The current provider.
+GemmProvider gemm_provider();
+
+/// "eigen" or "blas".
+std::string to_string(GemmProvider provider);
+
+/// "auto" (default_gemm_provider()), "eigen" or "blas"; throws std::invalid_argument naming the
+/// text otherwise, or for "blas" in a build without it.
+GemmProvider parse_gemm_provider(const std::string& text);
+
 }  // namespace mpitron::kernels

@@ -21,7 +21,7 @@ endfunction()
 print_only_test(help 0 "\nSubcommands:\n" --help)
 print_only_test(train_help 0 "\nExample:\n  mpirun -np 8 mpitron train " train --help)
 print_only_test(bench_comm_help 0 "\nExample:\n  mpirun [^\n]*mpitron bench comm" bench comm --help)
-print_only_test(version 0 "^mpitron [^\n]+\nCUDA backend: [^\n]+\nCPU kernels: [^\n]*\nMPI library: [^\n]+" --version)
+print_only_test(version 0 "^mpitron [^\n]+\nCUDA backend: [^\n]+\nCPU kernels: [^\n]*\nCPU GEMM: auto = [^\n]+\nMPI library: [^\n]+" --version)
 # Parse errors of each kind: one line as a rank of a world of one, exit 2.
 print_only_test(no_subcommand 2 "^rank 0: error: A subcommand is required \\(see --help\\)\n$")
 print_only_test(unknown_subcommand 2 "^rank 0: error: unknown subcommand 'trian' \\(run mpitron --help\\)\n$" trian)

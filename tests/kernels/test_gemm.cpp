@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "kernel_test_support.h"
@@ -12,12 +13,16 @@ namespace mpitron::test {
 using namespace ::mpitron::kernels;
 namespace {
 
-using GemmTest = KernelTest;
-MPITRON_KERNEL_TEST_SUITE(GemmTest);
-
 struct Shape {
   std::size_t m, n, k;
 };
+
+class GemmTest : public KernelTest {
+ protected:
+  // C = 0.5 op(A) op(B) + 0.25 C against the reference, for the four transpose combinations.
+  void expect_every_transpose(Shape s) const;
+};
+MPITRON_KERNEL_TEST_SUITE(GemmTest);
 
 /// C = alpha op(A) op(B) + beta C on row-major storage, the definition in ops.h.
 std::vector<double> gemm_reference(bool ta, bool tb, Shape s, double alpha,
@@ -35,21 +40,53 @@ std::vector<double> gemm_reference(bool ta, bool tb, Shape s, double alpha,
   return c;
 }
 
+void GemmTest::expect_every_transpose(Shape s) const {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << s.m << "x" << s.n << "x" << s.k << " ta=" << ta << " tb=" << tb);
+      const std::vector<double> a = random(s.m * s.k, 30), b = random(s.k * s.n, 31);
+      const std::vector<double> c0 = random(s.m * s.n, 32);
+      Buffer c = make(c0);
+      gemm(ta, tb, s.m, s.n, s.k, 0.5, make(a), make(b), 0.25, c);
+      expect_close(host_values(c), gemm_reference(ta, tb, s, 0.5, a, b, 0.25, c0),
+                   4.0 * s.k * eps());
+    }
+  }
+}
+
 TEST_P(GemmTest, AllTransposeCombinationsAtOddSizes) {
   // 3 x 1100 x 4: the CPU GEMM's 512-column panels, the last one ragged.
-  for (Shape s : {Shape{7, 5, 3}, Shape{33, 17, 65}, Shape{1, 9, 1}, Shape{3, 1100, 4}}) {
-    for (bool ta : {false, true}) {
-      for (bool tb : {false, true}) {
-        SCOPED_TRACE(::testing::Message()
-                     << s.m << "x" << s.n << "x" << s.k << " ta=" << ta << " tb=" << tb);
-        const std::vector<double> a = random(s.m * s.k, 30), b = random(s.k * s.n, 31);
-        const std::vector<double> c0 = random(s.m * s.n, 32);
-        Buffer c = make(c0);
-        gemm(ta, tb, s.m, s.n, s.k, 0.5, make(a), make(b), 0.25, c);
-        expect_close(host_values(c), gemm_reference(ta, tb, s, 0.5, a, b, 0.25, c0),
-                     4.0 * s.k * eps());
-      }
-    }
+  for (Shape s : {Shape{7, 5, 3}, Shape{33, 17, 65}, Shape{1, 9, 1}, Shape{3, 1100, 4}})
+    expect_every_transpose(s);
+}
+
+// The other tests run the provider the process starts with (MPITRON_GEMM, else the default);
+// this one runs each provider the build has, then restores it.
+TEST_P(GemmTest, EveryCpuProviderMatchesTheReference) {
+  if (device() != Device::cpu) GTEST_SKIP() << "the providers are the CPU GEMM's";
+  const GemmProvider before = gemm_provider();
+  for (const GemmProvider provider : {GemmProvider::eigen, GemmProvider::blas}) {
+    if (provider == GemmProvider::blas && !gemm_blas_available()) continue;
+    set_gemm_provider(provider);
+    SCOPED_TRACE(to_string(provider));
+    expect_every_transpose(Shape{33, 17, 65});
+    Buffer c = make({1.0, 2.0, 3.0, 4.0});
+    gemm(false, false, 2, 2, 0, 1.0, empty(0), empty(0), 3.0, c);
+    expect_close(host_values(c), {3.0, 6.0, 9.0, 12.0}, 0.0);
+  }
+  set_gemm_provider(before);
+}
+
+TEST(GemmProvider, AutoIsTheDefaultAndOtherNamesAreRefused) {
+  EXPECT_EQ(parse_gemm_provider("auto"), default_gemm_provider());
+  EXPECT_EQ(parse_gemm_provider("eigen"), GemmProvider::eigen);
+  EXPECT_EQ(default_gemm_provider(),
+            gemm_blas_available() ? GemmProvider::blas : GemmProvider::eigen);
+  EXPECT_THROW(parse_gemm_provider("mkl"), std::invalid_argument);
+  if (!gemm_blas_available()) {
+    EXPECT_THROW(parse_gemm_provider("blas"), std::invalid_argument);
+    EXPECT_THROW(set_gemm_provider(GemmProvider::blas), std::invalid_argument);
   }
 }
 

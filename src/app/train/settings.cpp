@@ -144,8 +144,8 @@ const std::vector<TrainSetting>& train_settings() {
       {"exit-signal", &O::exit_signal,
        "More signals that stop and save, e.g. SIGUSR2 (TERM, INT, USR1 do)", Check::none, true},
       {"exit-duration-in-mins", &O::exit_duration_in_mins,
-       "Stop the same way after this many minutes (0: no limit)", Check::finite_at_least_zero,
-       true},
+       "Stop the same way after this many minutes (0, default: no limit)",
+       Check::finite_at_least_zero, true, nullptr, false},
   };
   return table;
 }

@@ -13,6 +13,7 @@
 #include "app/validate/mlp_checks.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
 namespace mpitron::app {
@@ -92,8 +93,11 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
   log->debug("rank {} of {}: (t, p, d) = ({}, {}, {}); {}", world.rank(), world.size(),
              topology.tp_rank(), topology.pp_rank(), topology.dp_rank(), config.dump());
-  log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
-            sizes.dp, kernels::to_string(device));
+  log->info("world {} = tp {} x pp {} x dp {}, device {}{}", world.size(), sizes.tp, sizes.pp,
+            sizes.dp, kernels::to_string(device),
+            device == kernels::Device::cpu
+                ? fmt::format(" ({} GEMM)", kernels::to_string(kernels::gemm_provider()))
+                : std::string());
 
   const ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
                             options.tolerance, *log};

@@ -1,8 +1,18 @@
-// Row-major Eigen maps over the raw buffers; the transposes are Eigen views, never copies.
+// Row-major Eigen maps over the raw buffers (the transposes are Eigen views, never copies), or
+// the same product through CBLAS when the BLAS provider is chosen.
 #include "kernels/cpu/gemm.h"
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/ops.h"
+
+#if MPITRON_HAVE_BLAS
+#include <cblas.h>
+#endif
 
 namespace mpitron::kernels::cpu {
 namespace {
@@ -27,12 +37,61 @@ void multiply(C& out, const A& lhs, const B& rhs, T alpha, T beta) {
   }
 }
 
+// The provider, first read from MPITRON_GEMM; OpenBLAS's own thread pool (all cores by default)
+// is set to cpu_threads() before its first GEMM.
+GemmProvider& provider_state() {
+  static GemmProvider provider = [] {
+    set_blas_threads(cpu_threads());
+    const char* text = std::getenv("MPITRON_GEMM");
+    return text == nullptr || *text == '\0' ? default_gemm_provider() : parse_gemm_provider(text);
+  }();
+  return provider;
+}
+
+#if MPITRON_HAVE_BLAS
+// CBLAS wants every leading dimension >= 1, also for empty matrices.
+int leading(int columns) {
+  return std::max(columns, 1);
+}
+
+void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+               const float* b, float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, leading(trans_a ? m : k), b,
+              leading(trans_b ? k : n), beta, c, leading(n));
+}
+
+void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
+               const double* b, double beta, double* c) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, leading(trans_a ? m : k), b,
+              leading(trans_b ? k : n), beta, c, leading(n));
+}
+#endif
+
 }  // namespace
+
+void set_blas_threads(int threads) {
+#if MPITRON_HAVE_BLAS
+  openblas_set_num_threads(threads);
+#else
+  (void)threads;
+#endif
+}
 
 template <class T>
 void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,
                         std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
                         std::size_t stride_b, T beta, T* c, std::size_t stride_c) {
+#if MPITRON_HAVE_BLAS
+  if (gemm_provider() == GemmProvider::blas) {
+    for (std::size_t i = 0; i < batch; ++i) {
+      blas_gemm(trans_a, trans_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                alpha, a + i * stride_a, b + i * stride_b, beta, c + i * stride_c);
+    }
+    return;
+  }
+#endif
   using Index = Eigen::Index;
   using Strided = Eigen::OuterStride<>;
   const auto rows_a = static_cast<Index>(trans_a ? k : m);
@@ -73,3 +132,43 @@ template void Gemm::gemm_batched<double>(bool, bool, std::size_t, std::size_t, s
                                          const double*, std::size_t, double, double*, std::size_t);
 
 }  // namespace mpitron::kernels::cpu
+
+namespace mpitron::kernels {
+
+bool gemm_blas_available() {
+  return MPITRON_HAVE_BLAS != 0;
+}
+
+GemmProvider default_gemm_provider() {
+  return gemm_blas_available() ? GemmProvider::blas : GemmProvider::eigen;
+}
+
+void set_gemm_provider(GemmProvider provider) {
+  if (provider == GemmProvider::blas && !gemm_blas_available()) {
+    throw std::invalid_argument("the blas GEMM is not in this build (no libopenblas-dev)");
+  }
+  cpu::provider_state() = provider;
+  cpu::set_blas_threads(cpu_threads());
+}
+
+GemmProvider gemm_provider() {
+  return cpu::provider_state();
+}
+
+std::string to_string(GemmProvider provider) {
+  return provider == GemmProvider::blas ? "blas" : "eigen";
+}
+
+GemmProvider parse_gemm_provider(const std::string& text) {
+  if (text == "auto") return default_gemm_provider();
+  if (text == "eigen") return GemmProvider::eigen;
+  if (text == "blas") {
+    if (!gemm_blas_available()) {
+      throw std::invalid_argument("the blas GEMM is not in this build (no libopenblas-dev)");
+    }
+    return GemmProvider::blas;
+  }
+  throw std::invalid_argument("GEMM provider '" + text + "' is not one of: auto, eigen, blas");
+}
+
+}  // namespace mpitron::kernels

@@ -1,4 +1,4 @@
-// CPU GEMM through Eigen.
+// CPU GEMM through Eigen or a BLAS.
 #pragma once
 
 #include <cstddef>
@@ -8,12 +8,17 @@ namespace mpitron::kernels::cpu {
 /// `batch` row-major products C_i[m, n] = alpha op(A_i) op(B_i) + beta C_i with A_i at
 /// a + i * stride_a (stored [m, k], or [k, m] when trans_a), B_i at b + i * stride_b (stored
 /// [k, n], or [n, k] when trans_b) and C_i at c + i * stride_c. beta = 0 never reads C.
-/// Eigen's blocked GEMM, on cpu_threads() threads. Defined for T = float and double.
+/// Eigen's blocked GEMM or CBLAS (kernels::gemm_provider()), on cpu_threads() threads. Defined
+/// for T = float and double.
 struct Gemm {
   template <class T>
   static void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
                            std::size_t n, std::size_t k, T alpha, const T* a, std::size_t stride_a,
                            const T* b, std::size_t stride_b, T beta, T* c, std::size_t stride_c);
 };
+
+/// Sets the BLAS provider's own thread count (OpenBLAS keeps one of its own); nothing in a build
+/// without BLAS.
+void set_blas_threads(int threads);
 
 }  // namespace mpitron::kernels::cpu

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/ops.h"
 
 namespace mpitron::kernels {
@@ -26,6 +27,7 @@ int& thread_count() {
   static int count = [] {
     const int threads = parse_env_threads();
     Eigen::setNbThreads(threads);
+    cpu::set_blas_threads(threads);
     return threads;
   }();
   return count;
@@ -40,6 +42,7 @@ void set_cpu_threads(int threads) {
   }
   thread_count() = threads;
   Eigen::setNbThreads(threads);
+  cpu::set_blas_threads(threads);
 }
 
 int cpu_threads() {
