@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "app/bench/comm.h"
+#include "app/bench/gemm.h"
 #include "app/bench/step.h"
 #include "app/data/tokenize.h"
 #include "app/help.h"
@@ -100,6 +101,8 @@ int main(int argc, char** argv) {
   CLI::App& export_command = mpitron::app::add_export_command(app, export_options);
   mpitron::app::BenchCommOptions bench_comm;
   CLI::App& bench_comm_command = mpitron::app::add_bench_comm_command(bench_command, bench_comm);
+  mpitron::app::BenchGemmOptions bench_gemm;
+  CLI::App& bench_gemm_command = mpitron::app::add_bench_gemm_command(bench_command, bench_gemm);
   mpitron::app::TrainDpOptions train_dp;
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
@@ -119,7 +122,9 @@ int main(int argc, char** argv) {
     parse_error = parse_error_text(app, e, argc, argv);
   }
   if (parse_error.empty() && bench_comm_command)
-    parse_error = mpitron::app::bench_step_options_given(bench_command);
+    parse_error = mpitron::app::bench_step_options_given(bench_command, "comm");
+  if (parse_error.empty() && bench_gemm_command)
+    parse_error = mpitron::app::bench_step_options_given(bench_command, "gemm");
   if (!parse_error.empty() && mpitron::comm::launched_alone(launcher)) {
     // A world of one has no rank to agree with: the line run_guarded would print, without MPI.
     // Among several ranks the arguments may differ per rank, so the error is agreed below.
@@ -149,6 +154,7 @@ int main(int argc, char** argv) {
     }
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
+    if (bench_gemm_command) return mpitron::app::run_bench_gemm(bench_gemm, world);
     if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_command) return mpitron::app::run_train(train, world);
     if (eval_command) return mpitron::app::run_eval(eval, world);

@@ -223,8 +223,9 @@ enum class GemmProvider { eigen, blas };
 bool gemm_blas_available();
 
 /// The provider `--gemm auto` means: blas when available, else eigen. The rule comes from `bench
-/// gemm`: OpenBLAS at one thread is 1.2-1.4x Eigen's speed on the GPT-2 124M shapes on the
-/// AVX-512 Zen 4 development machine and at parity on an AVX2-only Zen 1 class one.
+/// gemm` and whole steps on the AVX-512 Zen 4 development machine (OpenBLAS at one thread 0.95-1.3x
+/// Eigen's GFLOP/s on the GPT-2 124M products, its steps 0.92-0.94x the time) and from the parity
+/// of PyTorch + OpenBLAS with mpitron + Eigen on an AVX2-only Zen 1 class one.
 GemmProvider default_gemm_provider();
 
 /// Sets the CPU GEMM's provider for this process (every rank must choose the same, so that

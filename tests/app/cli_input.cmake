@@ -95,10 +95,20 @@ mpitron_add_expect_test(cli_eval_load_step_folder TARGET mpitron NP 1 TIMEOUT 60
   ARGS eval --load ${cli_ckpt}/step_1000 --data ${cli_text} ${cli_logs}
   EXPECT_EXIT 0 EXPECT_OUTPUT "eval: [^\n]*step_1000 step 1000 on [^\n]*loss 4\\.0431")
 
+# bench gemm: the FMA peak, then a line per product with a number per provider the build has.
+mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIMEOUT 120
+  ARGS bench gemm --seconds 0.01 ${cli_logs}
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen)\n"
+                "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ ")
+mpitron_add_expect_test(bench_gemm_bad_seconds TARGET mpitron NP 1 TIMEOUT 60
+  ARGS bench gemm --seconds 100 ${cli_logs}
+  EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: --seconds must be in .0, 60., got 100")
+
 # Every help screen fits on one screen and ends with one example; a line too wide, too many
 # lines or a missing example fail.
-foreach(command "" validate train eval generate export bench "bench comm" train-dp attention
-                tokenize)
+foreach(command "" validate train eval generate export bench "bench comm" "bench gemm" train-dp
+                attention tokenize)
   string(REPLACE " " "_" name "help_screen_mpitron_${command}")
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -DMPITRON=$<TARGET_FILE:mpitron>
                                 "-DCOMMAND=${command}" -P ${CMAKE_CURRENT_SOURCE_DIR}/HelpScreen.cmake)

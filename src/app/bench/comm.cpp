@@ -52,12 +52,12 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
   return command;
 }
 
-std::string bench_step_options_given(const CLI::App& bench) {
+std::string bench_step_options_given(const CLI::App& bench, const std::string& subcommand) {
   for (const CLI::Option* option : bench.get_options()) {
     if (option->count() > 0) {
       return fmt::format(
-          "bench comm does not take {} (an option of bench's MLP step given before 'comm')",
-          option->get_name());
+          "bench {0} does not take {1} (an option of bench's MLP step given before '{0}')",
+          subcommand, option->get_name());
     }
   }
   return "";
