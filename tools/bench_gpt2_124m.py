@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """The GPT-2 124M table of docs/train.md: `mpitron train --model gpt2` on every topology of
 --topologies at each --seq, from a random init and from an --init-from llm.c file, beside a
-PyTorch peer (--peer: a torch_peer_gpt.py taking --vocab 50257 --gelu tanh) at the same sizes. Python standard library only; minutes per row on a 2-core machine.
+PyTorch peer (tools/torch_peer_gpt.py with --vocab 50257 --padded-vocab 50304 --gelu tanh, or
+--init-from the same file) at the same sizes, launched by mpirun like mpitron. Python standard
+library only; minutes per row on a 2-core machine.
 
     tools/bench_gpt2_124m.py --mpitron build/mpitron --data SHARDS --init-from gpt2_124M.bin \\
-        --peak-gflops 146 --cores 2 [--peer torch_peer_gpt.py] [--steps 3] [--out table.md]
+        --peak-gflops 118 --cores 2 [--peer PATH] [--steps 3] [--out table.md]
 
 Each run takes --steps optimizer steps (the first one is a warm-up and is left out of ms/step):
 seq 64 with a global batch of 8 (micro-batches of 4), seq 1024 with a global batch of 2
 (micro-batches of 1). ms/step and tokens/s come from the --metrics file, GFLOP/s from the model
 FLOPs of a step (nn::gpt_flops_per_token), MFU = GFLOP/s / (min(ranks, --cores) x
 --peak-gflops), the peak RSS per rank and the memory estimate from train's --json report. The
-peer's DP runs use the torchrun311.py beside it. Prints a Markdown table (and
-writes it to --out).
+peer needs python3-torch (tools/README.md). Prints a Markdown table (and writes it to --out).
 """
 import argparse
 import json
@@ -73,32 +74,29 @@ def mpitron_row(args, sizes, seq, init_from, work):
             "loss": f"{steps[0]['loss']:.3f} -> {steps[-1]['loss']:.3f}"}
 
 
-def peer_row(args, dp, seq, init_from, work, flops_per_token):
+def peer_row(args, dp, seq, init_from, work):
     batch, _ = SIZES[seq]
     report = os.path.join(work, "peer.json")
     if os.path.exists(report):
         os.remove(report)
-    script = [args.peer, "--data", args.data_file, "--seq", str(seq), "--batch", str(batch // dp),
-              "--steps", str(args.steps - 1), "--warmup", "1", "--lr", "1e-4", "--min-lr", "1e-5",
-              "--json", report, "--gelu", "tanh"]
-    script += (["--init-from", args.init_from] if init_from else
-               ["--vocab", "50257", "--padded-vocab", "50304", "--layers", "12", "--hidden", "768",
-                "--heads", "12", "--block-size", "1024"])
-    if dp == 1:
-        command = ["/usr/bin/python3"] + script
-    else:
-        command = ["/usr/bin/python3", os.path.join(os.path.dirname(args.peer), "torchrun311.py"),
-                   "--standalone", f"--nproc_per_node={dp}"] + script
-    run(command, {"OPENBLAS_NUM_THREADS": "1"})
+    command = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(dp),
+               "/usr/bin/python3", args.peer, "--data", args.data_file, "--seq", str(seq),
+               "--batch", str(batch // dp), "--steps", str(args.steps), "--skip", "1",
+               "--warmup-steps", "1", "--lr", "1e-4", "--min-lr", "1e-5", "--gelu", "tanh",
+               "--json", report]
+    command += (["--init-from", args.init_from] if init_from else
+                ["--vocab", "50257", "--padded-vocab", "50304", "--layers", "12", "--hidden",
+                 "768", "--heads", "12", "--block-size", "1024"])
+    run(command)
     with open(report) as f:
         line = json.loads(f.readlines()[-1])
-    gflops = line["tokens_per_s"] * flops_per_token / 1e9
+    gflops = line["tokens_per_s"] * flops_per_token(seq) / 1e9
     return {"who": "PyTorch peer", "sizes": (1, 1, dp), "seq": seq,
             "init": "file" if init_from else "random", "ms": line["ms_per_step"],
             "tokens_per_s": line["tokens_per_s"], "gflops": gflops,
             "mfu": gflops / (min(dp, args.cores) * args.peak_gflops),
             "rss": max(line["peak_rss_mib_by_rank"]), "estimate": None,
-            "loss": f"{line['final_loss']:.3f} (last)"}
+            "loss": f"{line['loss']:.3f} (last)"}
 
 
 def flops_per_token(seq):
@@ -125,8 +123,9 @@ def main():
     p.add_argument("--mpitron", required=True)
     p.add_argument("--data", required=True, help="llm.c shards: a folder of *train*/*val* shards")
     p.add_argument("--init-from", required=True, help="a GPT-2 124M llm.c model file")
-    p.add_argument("--peer", help="a PyTorch GPT-2 peer (torch_peer_gpt.py taking --vocab, --gelu "
-                                  "and --init-from, with torchrun311.py beside it); none: no peer rows")
+    p.add_argument("--peer", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                   "torch_peer_gpt.py"),
+                   help="the PyTorch peer (default: tools/torch_peer_gpt.py); '' for no peer rows")
     p.add_argument("--peak-gflops", type=float, required=True, help="one core's FP32 peak")
     p.add_argument("--cores", type=int, required=True)
     p.add_argument("--steps", type=int, default=3)
@@ -147,8 +146,7 @@ def main():
                     print(markdown(rows[-1:]), file=sys.stderr, flush=True)
                 if args.peer:
                     for dp in (int(d) for d in args.peer_dps.split(",") if d):
-                        rows.append(peer_row(args, dp, seq, init == "file", work,
-                                             flops_per_token(seq)))
+                        rows.append(peer_row(args, dp, seq, init == "file", work))
                         print(markdown(rows[-1:]), file=sys.stderr, flush=True)
     table = markdown(rows)
     print(table)

@@ -35,6 +35,15 @@ the non-overlapping windows of --data whose targets fit (what `mpitron eval` com
 
     /usr/bin/python3 tools/torch_peer_gpt.py --eval model.safetensors --data FILE --seq 64 --heads 4
 
+GPT-2 options: --vocab V with --padded-vocab Vp (wte has Vp rows, the rows from V on stay zero
+and their logits take no part in the loss, as in mpitron), --gelu tanh, --block-size (the
+context, default --seq); --data may be an llm.c token shard (magic 20240520, uint16 ids); and
+--init-from FILE.bin starts from an llm.c model file (version 3 float32 or 5 bfloat16; its
+sizes replace --layers --hidden --heads --vocab):
+
+    mpirun --oversubscribe -np 2 /usr/bin/python3 tools/torch_peer_gpt.py --init-from \
+        gpt2_124M.bin --gelu tanh --data data/x_train_000000.bin --seq 64 --batch 4 --steps 5
+
 Needs Debian's python3-torch (numpy comes with it) and libopenblas0-pthread; OpenBLAS runs one
 thread per rank unless OPENBLAS_NUM_THREADS says otherwise.
 """
@@ -77,22 +86,23 @@ class CausalSelfAttention(nn.Module):
 
 
 class Mlp(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, gelu="erf"):
         super().__init__()
         self.c_fc = nn.Linear(c, 4 * c)
         self.c_proj = nn.Linear(4 * c, c)
+        self.approximate = "tanh" if gelu == "tanh" else "none"
 
     def forward(self, x):
-        return self.c_proj(F.gelu(self.c_fc(x)))
+        return self.c_proj(F.gelu(self.c_fc(x), approximate=self.approximate))
 
 
 class Block(nn.Module):
-    def __init__(self, c, heads):
+    def __init__(self, c, heads, gelu="erf"):
         super().__init__()
         self.ln_1 = nn.LayerNorm(c)
         self.attn = CausalSelfAttention(c, heads)
         self.ln_2 = nn.LayerNorm(c)
-        self.mlp = Mlp(c)
+        self.mlp = Mlp(c, gelu)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -100,11 +110,15 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    def __init__(self, layers, c, heads, block_size, vocab=256):
+    """`padded_vocab` rows of wte (default `vocab`); the rows from `vocab` on are zero and their
+    logits are left out of the loss. `gelu` is "erf" (exact) or "tanh" (GPT-2's)."""
+
+    def __init__(self, layers, c, heads, block_size, vocab=256, padded_vocab=None, gelu="erf"):
         super().__init__()
+        self.vocab = vocab
         self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(vocab, c), wpe=nn.Embedding(block_size, c),
-            h=nn.ModuleList([Block(c, heads) for _ in range(layers)]),
+            wte=nn.Embedding(padded_vocab or vocab, c), wpe=nn.Embedding(block_size, c),
+            h=nn.ModuleList([Block(c, heads, gelu) for _ in range(layers)]),
             ln_f=nn.LayerNorm(c)))
         for name, param in self.named_parameters():
             if name.endswith("bias"):
@@ -112,6 +126,8 @@ class GPT(nn.Module):
             elif ".ln_" not in name:
                 std = 0.02 / math.sqrt(2 * layers) if name.endswith("c_proj.weight") else 0.02
                 nn.init.normal_(param, 0.0, std)
+        with torch.no_grad():
+            self.transformer.wte.weight[vocab:] = 0.0
 
     def forward(self, idx, targets):
         """Mean cross-entropy of `targets` [B, T] after `idx` [B, T]."""
@@ -119,8 +135,60 @@ class GPT(nn.Module):
         x = tr.wte(idx) + tr.wpe(torch.arange(idx.shape[1]))
         for block in tr.h:
             x = block(x)
-        logits = F.linear(tr.ln_f(x), tr.wte.weight)
+        logits = F.linear(tr.ln_f(x), tr.wte.weight[:self.vocab])
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+LLMC_MODEL_MAGIC, LLMC_SHARD_MAGIC = 20240326, 20240520
+
+
+def read_tokens(path):
+    """An llm.c token shard's uint16 ids (256 int32 of header: magic 20240520, version, count),
+    or any other file's bytes, as a 1-D int64 tensor."""
+    with open(path, "rb") as f:
+        head = f.read(1024)
+    if len(head) == 1024 and struct.unpack("<i", head[:4])[0] == LLMC_SHARD_MAGIC:
+        count = struct.unpack("<3i", head[:12])[2]
+        ids = np.fromfile(path, dtype="<u2", offset=1024, count=count)
+        return torch.from_numpy(ids.astype(np.int64))
+    return torch.from_numpy(np.fromfile(path, dtype=np.uint8).astype(np.int64))
+
+
+def read_llmc_model(path, gelu):
+    """The GPT of an llm.c model file: a header of 256 int32 (20240326, version 3 float32 or 5
+    bfloat16, maxT, V, L, NH, C, Vp), then wte [Vp, C], wpe [maxT, C] and per-layer stacks of
+    ln_1, c_attn, attn c_proj, ln_2, c_fc and mlp c_proj (weights [out, in]), then ln_f."""
+    header = np.fromfile(path, dtype="<i4", count=256)
+    if header[0] != LLMC_MODEL_MAGIC or header[1] not in (3, 5):
+        raise SystemExit(f"{path}: not an llm.c model file of version 3 or 5")
+    max_t, vocab, layers, heads, c, padded = (int(v) for v in header[2:8])
+    if header[1] == 3:
+        values = np.fromfile(path, dtype="<f4", offset=1024)
+    else:  # bfloat16: the high half of a float32
+        values = (np.fromfile(path, dtype="<u2", offset=1024).astype(np.uint32) << 16).view("<f4")
+    model = GPT(layers, c, heads, max_t, vocab, padded, gelu)
+    per_layer = [("ln_1.weight", (c,)), ("ln_1.bias", (c,)), ("attn.c_attn.weight", (3 * c, c)),
+                 ("attn.c_attn.bias", (3 * c,)), ("attn.c_proj.weight", (c, c)),
+                 ("attn.c_proj.bias", (c,)), ("ln_2.weight", (c,)), ("ln_2.bias", (c,)),
+                 ("mlp.c_fc.weight", (4 * c, c)), ("mlp.c_fc.bias", (4 * c,)),
+                 ("mlp.c_proj.weight", (c, 4 * c)), ("mlp.c_proj.bias", (c,))]
+    order = [("transformer.wte.weight", (padded, c)), ("transformer.wpe.weight", (max_t, c))]
+    order += [(f"stack.{name}", (layers,) + shape) for name, shape in per_layer]
+    order += [("transformer.ln_f.weight", (c,)), ("transformer.ln_f.bias", (c,))]
+    state, offset = {}, 0
+    for name, shape in order:
+        count = math.prod(shape)
+        block = torch.from_numpy(values[offset:offset + count].reshape(shape).copy())
+        offset += count
+        if name.startswith("stack."):
+            for i in range(layers):
+                state[f"transformer.h.{i}.{name[6:]}"] = block[i]
+        else:
+            state[name] = block
+    if offset != len(values):
+        raise SystemExit(f"{path}: {len(values)} values, the header's sizes need {offset}")
+    model.load_state_dict(state, strict=True)
+    return model
 
 
 def windows(data, starts, seq):
@@ -189,20 +257,29 @@ def learning_rate(args, step):
 def train(args):
     rank, world = start_ranks(args.rendezvous)
     torch.manual_seed(args.seed)
-    model = GPT(args.layers, args.hidden, args.heads, args.seq)
+    if args.init_from:
+        model = read_llmc_model(args.init_from, args.gelu)
+        args.layers, args.hidden = len(model.transformer.h), model.transformer.ln_f.weight.shape[0]
+        args.heads, args.vocab = model.transformer.h[0].attn.heads, model.vocab
+    else:
+        model = GPT(args.layers, args.hidden, args.heads, args.block_size or args.seq, args.vocab,
+                    args.padded_vocab, args.gelu)
     ddp = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
-    data = torch.from_numpy(np.fromfile(args.data, dtype=np.uint8).astype(np.int64))
+    data = read_tokens(args.data)
+    if int(data.max()) >= args.vocab:
+        raise SystemExit(f"torch_peer_gpt: {args.data} holds id {int(data.max())} >= --vocab "
+                         f"{args.vocab}")
     split = len(data) * 9 // 10
     if len(data) - split <= args.seq:
         raise SystemExit(f"torch_peer_gpt: {args.data}: its last tenth, the validation data, is "
                          f"shorter than one window of {args.seq + 1} bytes")
     sampler = torch.Generator().manual_seed(args.seed)
-    flop_per_token = 6 * (12 * args.layers * args.hidden ** 2 + 256 * args.hidden) \
+    flop_per_token = 6 * (12 * args.layers * args.hidden ** 2 + args.vocab * args.hidden) \
         + 12 * args.layers * args.hidden * args.seq
     tokens = world * args.batch * args.seq
     times = []
@@ -265,6 +342,13 @@ def main():
     for name, default in [("lr", 1e-3), ("min-lr", 1e-4), ("grad-clip", 1.0)]:
         parser.add_argument(f"--{name}", type=positive_number, default=default)
     parser.add_argument("--weight-decay", type=float, default=0.1)
+    parser.add_argument("--vocab", type=integer_at_least(1), default=256,
+                        help="vocabulary (256: --data is bytes; an llm.c shard holds GPT-2 ids)")
+    parser.add_argument("--padded-vocab", type=integer_at_least(1),
+                        help="rows of wte (default --vocab); the extra rows take no part")
+    parser.add_argument("--block-size", type=integer_at_least(1), help="context (default --seq)")
+    parser.add_argument("--gelu", choices=("erf", "tanh"), default="erf")
+    parser.add_argument("--init-from", help="an llm.c model file (its sizes replace the flags')")
     parser.add_argument("--rendezvous", default=os.environ.get("TORCH_PEER_RENDEZVOUS",
                                                                "tcp://127.0.0.1:29511"))
     parser.add_argument("--json", help="append the run's figures as one JSON line (rank 0)")
@@ -273,7 +357,8 @@ def main():
         parser.error(f"--steps {args.steps} leaves no timed step after --skip {args.skip}")
     if args.hidden % args.heads:
         parser.error(f"--hidden {args.hidden} is not divisible by --heads {args.heads}")
-    for flag, path in (("--data", args.data), ("--eval", args.eval)):
+    for flag, path in (("--data", args.data), ("--eval", args.eval),
+                       ("--init-from", args.init_from)):
         if path is not None and not os.path.isfile(path):
             parser.error(f"{flag} {path}: no such file")
     torch.set_num_threads(1)
