@@ -18,7 +18,9 @@ made anew). Python standard library only.
       padding is also 384; its run's Hugging Face export (300 wte rows, padded to 384 by the
       run) on pp 2; the unpadded file's run's nanoGPT export (whose 384 rows are all
       vocabulary) on tp 2. Each export must be the file its run started from, byte for byte (a
-      safetensors file's header and data; its "__metadata__" names the checkpoint).
+      safetensors file's header and data; its "__metadata__" names the checkpoint). And the
+      padded run's nanoGPT export (384 rows) read back with --vocab 300 exports the first llm.c
+      file again.
 Prints what it compared; exits 1 on any failure.
 """
 import argparse
@@ -184,6 +186,12 @@ def roundtrip(args):
     checkpoint = train_from(args, "hf", hf, [1, 2, 1], ["--heads", "4"],
                             "vocab 300 (padded to 384)")
     expect_same("hf", hf, export_to(args, checkpoint, "hf", "hf_out"), [1, 2, 1])
+    # The padded run's nanoGPT export holds all 384 rows; --vocab 300 reads the rows from 300 on
+    # as padding again, so the run's llm.c export is the file the first run started from.
+    nano_padded = export_to(args, checkpoint, "safetensors", "nanogpt_padded")
+    checkpoint = train_from(args, "nanogpt_padded", nano_padded, [2, 1, 1],
+                            ["--heads", "4", "--vocab", "300"], "vocab 300 (padded to 384)")
+    expect_same("llmc", padded, export_to(args, checkpoint, "llmc", "llmc_again"), [2, 1, 1])
     # Every wte row of a nanoGPT file is vocabulary, so the round trip starts without padding.
     unpadded = os.path.join(args.work, "unpadded.llmc")
     write_llmc_sample(unpadded, 16, 384, 384, 2, 4, 16)

@@ -144,8 +144,10 @@ TEST_F(Gpt2Safetensors, NamesEachBadFileInOneLine) {
               names("tensors 'wpe.weight' and 'transformer.wpe.weight' are the same tensor"));
   EXPECT_THAT(error_of(with("ln_f.bias", Tensor::zeros({16}, autograd::DType::i32))),
               names("tensor 'ln_f.bias' is I32, not F32 or F64"));
-  EXPECT_THAT(error_of(kHf, 0),
-              names("heads 0: a safetensors file does not record the number of attention heads"));
+  EXPECT_THAT(
+      error_of(kHf, 0),
+      names(
+          "a safetensors file does not record the number of attention heads: give train --heads"));
   EXPECT_THAT(error_of(kHf, 3), names("hidden C 16 is not divisible by heads NH 3"));
 }
 

@@ -20,8 +20,9 @@ CLI::App& add_bench_gemm_command(CLI::App& bench, BenchGemmOptions& options) {
   CLI::App& command = *bench.add_subcommand(
       "gemm", "GFLOP/s of each CPU GEMM provider on a GPT step's products, beside the FMA peak");
   add_run_options(command, options.common);
-  command.add_option("--seconds", options.seconds, "Timing budget per product and provider")
-      ->check(at_least(0.0))
+  command
+      .add_option("--seconds", options.seconds,
+                  "Seconds per product and provider (above 0, at most 60)")
       ->capture_default_str();
   add_example(command, "mpitron bench gemm --seconds 0.5");
   return command;

@@ -74,6 +74,19 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
     run.log->info("export: wrote {} ({}, {}, hidden {}, step {})", o.out, format,
                   nn::counted(run.checkpoint.config.layers, "layer"), run.checkpoint.config.hidden,
                   run.checkpoint.step);
+    const nn::GptConfig& model = run.checkpoint.config;
+    if (model.gelu != nn::GeluForm::tanh) {
+      run.log->warn(
+          "export: the model uses the {} GELU; GPT-2's files mean tanh, so train --init-from {} "
+          "--gelu {} runs this model",
+          nn::to_string(model.gelu), o.out, nn::to_string(model.gelu));
+    }
+    if (o.format == "safetensors" && model.vocab_rows() != model.vocab) {
+      run.log->info(
+          "export: wte holds the {} rows of the padded vocabulary {}: train --init-from {} "
+          "--vocab {} reads it back",
+          model.vocab_rows(), model.vocab, o.out, model.vocab);
+    }
     if (!o.common.json.empty()) {
       write_json(o.common.json, {{"out", o.out},
                                  {"load", o.load},

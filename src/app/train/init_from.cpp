@@ -20,11 +20,16 @@ nn::Gpt2Weights load_init_from(const TrainOptions& o, nn::GptConfig& config) {
     const std::string what = e.what();
     throw what.starts_with(o.init_from) ? comm::ConfigError("--init-from " + what) : error(what);
   }
-  const nn::Gpt2Sizes& file = weights.sizes;
+  nn::Gpt2Sizes& file = weights.sizes;
   if (o.vocab > file.vocab && given("vocab")) {
     throw error(fmt::format(
         "--vocab {} is larger than the file's vocab {} (its wte rows from {} on are padding)",
         o.vocab, file.vocab, file.vocab));
+  }
+  // A safetensors file records no vocabulary apart from its rows (the export of a padded run
+  // holds the padding): a smaller --vocab, given, makes the rows from it on padding.
+  if (given("vocab") && o.vocab >= 1 && o.vocab < file.vocab && file.vocab == file.padded_vocab) {
+    file.vocab = o.vocab;
   }
   const struct {
     const char* flag;

@@ -13,7 +13,9 @@ namespace mpitron::app {
 /// count, so --heads, given or filled in by --model, is its NH) and sets `config`'s sizes from
 /// them: vocab V, block_size maxT, layers L, hidden C, heads NH, and the tanh GELU of GPT-2
 /// (llm.c's and Hugging Face's) unless --gelu was given. A model flag the command line gave, or
-/// --model filled in, must agree with the file. Throws comm::ConfigError, one line starting
+/// --model filled in, must agree with the file, except a given --vocab below the rows of a file
+/// that records no separate vocabulary (safetensors, or llm.c with V = Vp): the rows from it on
+/// are then padding (how a padded run's export is read back). Throws comm::ConfigError, one line starting
 /// with "--init-from <file>: ", for a file that is neither format or is damaged, a safetensors
 /// file without --heads, or a size that disagrees ("the file has hidden 768, --hidden 512";
 /// "--vocab 50304 is larger than the file's vocab 50257 (its wte rows from 50257 on are

@@ -153,9 +153,7 @@ Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_
   weights.sizes = {wpe_shape.empty() ? 0 : wpe_shape[0], vocab, vocab, file.layers(), heads, c};
   if (heads < 1) {
     file.fail(
-        fmt::format("heads {}: a safetensors file does not record the number of attention "
-                    "heads, so it must be given (train --heads)",
-                    heads));
+        "a safetensors file does not record the number of attention heads: give train --heads");
   }
   if (const std::string bad = gpt2_sizes_error(weights.sizes); !bad.empty()) file.fail(bad);
 
