@@ -15,9 +15,10 @@ namespace mpitron::app {
 /// (llm.c's and Hugging Face's) unless --gelu was given. A model flag the command line gave, or
 /// --model filled in, must agree with the file, except a given --vocab below the rows of a file
 /// that records no separate vocabulary (safetensors, or llm.c with V = Vp): the rows from it on
-/// are then padding (how a padded run's export is read back). Throws comm::ConfigError, one line starting
-/// with "--init-from <file>: ", for a file that is neither format or is damaged, a safetensors
-/// file without --heads, or a size that disagrees ("the file has hidden 768, --hidden 512";
+/// are then padding (how a padded run's export is read back). Throws comm::ConfigError, one line
+/// starting with "--init-from <file>: ", for a file that is neither format or is damaged, a
+/// safetensors file without --heads, or a size that disagrees ("the file has hidden 768, --hidden
+/// 512";
 /// "--vocab 50304 is larger than the file's vocab 50257 (its wte rows from 50257 on are
 /// padding)").
 nn::Gpt2Weights load_init_from(const TrainOptions& options, nn::GptConfig& config);
