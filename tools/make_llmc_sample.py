@@ -22,6 +22,7 @@ rows q, then k, then v), lnfw, lnfb. tests/nn/test_gpt2_weights.cpp reads them.
     /usr/bin/python3 tools/make_llmc_sample.py
 """
 import json
+import math
 import os
 import random
 import struct
@@ -48,13 +49,6 @@ LLMC_ARRAYS = [["ln_1.weight"], ["ln_1.bias"],
                ["mlp.c_proj.bias"]]
 
 
-def numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def bf16_exact(x):
     """x with its float32 bits' low half cleared: a value bfloat16 holds exactly."""
     bits = struct.unpack("<I", struct.pack("<f", x))[0] & 0xFFFF0000
@@ -69,7 +63,7 @@ def canonical_weights(rng):
     layout += [("transformer.ln_f.weight", [C]), ("transformer.ln_f.bias", [C])]
     weights = {}
     for name, shape in layout:
-        values = [bf16_exact(rng.gauss(0.0, 0.5)) for _ in range(numel(shape))]
+        values = [bf16_exact(rng.gauss(0.0, 0.5)) for _ in range(math.prod(shape))]
         if name == "transformer.wte.weight":
             values[V * C:] = [0.0] * ((VP - V) * C)
         weights[name] = (shape, values)

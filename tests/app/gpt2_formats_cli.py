@@ -26,6 +26,7 @@ Prints what it compared; exits 1 on any failure.
 import argparse
 import filecmp
 import json
+import math
 import os
 import random
 import shutil
@@ -43,13 +44,6 @@ LLMC_BLOCK_ARRAYS = [("ln1w", "ln_1.weight"), ("ln1b", "ln_1.bias"),
                      ("fcw", "mlp.c_fc.weight"), ("fcb", "mlp.c_fc.bias"),
                      ("fcprojw", "mlp.c_proj.weight"), ("fcprojb", "mlp.c_proj.bias")]
 CONV1D = {"attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"}
-
-
-def numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def safetensors_values(path):
@@ -85,8 +79,8 @@ def llmc_tensors(path, nano, layers):
     out, at = {}, 0
     for name in order:
         shape = nano[name][0]
-        out[name] = (shape, list(values[at:at + numel(shape)]))
-        at += numel(shape)
+        out[name] = (shape, list(values[at:at + math.prod(shape)]))
+        at += math.prod(shape)
     if at != len(values):
         fail(f"{path}: {len(values) - at} values after the last array")
     return header, out
