@@ -9,6 +9,7 @@
 
 #include "app/bench/comm.h"
 #include "app/bench/gemm.h"
+#include "app/bench/schedule.h"
 #include "app/bench/step.h"
 #include "app/data/tokenize.h"
 #include "app/help.h"
@@ -103,6 +104,9 @@ int main(int argc, char** argv) {
   CLI::App& bench_comm_command = mpitron::app::add_bench_comm_command(bench_command, bench_comm);
   mpitron::app::BenchGemmOptions bench_gemm;
   CLI::App& bench_gemm_command = mpitron::app::add_bench_gemm_command(bench_command, bench_gemm);
+  mpitron::app::BenchScheduleOptions bench_schedule;
+  CLI::App& bench_schedule_command =
+      mpitron::app::add_bench_schedule_command(bench_command, bench_schedule);
   mpitron::app::TrainDpOptions train_dp;
   CLI::App& train_dp_command = mpitron::app::add_train_dp_command(app, train_dp);
   mpitron::app::AttentionOptions attention;
@@ -125,6 +129,16 @@ int main(int argc, char** argv) {
     parse_error = mpitron::app::bench_step_options_given(bench_command, "comm");
   if (parse_error.empty() && bench_gemm_command)
     parse_error = mpitron::app::bench_step_options_given(bench_command, "gemm");
+  if (parse_error.empty() && bench_schedule_command) {
+    parse_error = mpitron::app::bench_step_options_given(bench_command, "schedule");
+    if (parse_error.empty()) parse_error = mpitron::app::bench_schedule_error(bench_schedule);
+    if (parse_error.empty()) {  // pure computation: printed by rank 0 without MPI, as --help
+      if (mpitron::comm::launcher_rank(launcher) == 0) {
+        std::fputs(mpitron::app::bench_schedule_report(bench_schedule).c_str(), stdout);
+      }
+      return 0;
+    }
+  }
   if (!parse_error.empty() && mpitron::comm::launched_alone(launcher)) {
     // A world of one has no rank to agree with: the line run_guarded would print, without MPI.
     // Among several ranks the arguments may differ per rank, so the error is agreed below.

@@ -1,15 +1,16 @@
 // Pipeline schedule tables as pure data (no MPI): known tables from the papers, the invariants
-// every table must satisfy for many (pp, micro-batches), and a simulation that runs all stages'
-// tables together with blocking receives and non-blocking sends and finds no deadlock.
+// every table must satisfy for many (pp, virtual stages, micro-batches), and the simulation that
+// runs all stages' tables together with blocking receives and non-blocking sends: it finds no
+// deadlock and the bubble of the papers.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <deque>
 #include <set>
 #include <stdexcept>
 #include <string>
 
 #include "nn/parallel/schedule.h"
+#include "nn/parallel/schedule_simulation.h"
 
 namespace mpitron::nn {
 namespace {
@@ -19,24 +20,28 @@ using Tables = std::vector<std::vector<PipelineAction>>;
 
 constexpr ScheduleKind kKinds[] = {ScheduleKind::afab, ScheduleKind::one_f_one_b};
 
-Tables all_stages(ScheduleKind kind, int pp, int m) {
+Tables all_stages(ScheduleKind kind, int pp, int m, int v = 1) {
   Tables tables;
   for (int stage = 0; stage < pp; ++stage)
-    tables.push_back(pipeline_schedule(kind, pp, stage, m));
+    tables.push_back(pipeline_schedule(kind, pp, stage, m, v));
   return tables;
 }
 
-// The micro-batches of the actions of `type` with `flag` (recv or send) set, in table order.
-std::vector<int> transfers(const std::vector<PipelineAction>& table, Type type,
-                           bool PipelineAction::*flag) {
-  std::vector<int> order;
+// What stage `stage` of `pp` sends to (`receive` false) or receives from (`receive` true) stage
+// `peer` in direction `type`, in table order: (upstream chunk, micro-batch) of each transfer.
+std::vector<std::pair<int, int>> transfers(const std::vector<PipelineAction>& table, int pp,
+                                           int stage, int peer, Type type, bool receive) {
+  std::vector<std::pair<int, int>> order;
   for (const PipelineAction& action : table) {
-    if (action.type == type && action.*flag) order.push_back(action.micro_batch);
+    if (action.type != type || !(receive ? action.recv : action.send)) continue;
+    const PipelineTransfer transfer = transfer_of(action, receive, pp, stage);
+    if (transfer.peer == peer) order.emplace_back(transfer.upstream_chunk, action.micro_batch);
   }
   return order;
 }
 
-// Most micro-batches whose forward ran and whose backward has not, at any point of the table.
+// Most (chunk, micro-batch) pairs whose forward ran and whose backward has not, at any point of
+// the table.
 int peak_in_flight(const std::vector<PipelineAction>& table) {
   int live = 0, peak = 0;
   for (const PipelineAction& action : table) {
@@ -46,46 +51,21 @@ int peak_in_flight(const std::vector<PipelineAction>& table) {
   return peak;
 }
 
-// Runs every stage's table at once: a receive blocks its stage until the neighbour's message is
-// there (it must be the micro-batch the action expects), a send never blocks. Returns "" when
-// every table ran to the end with all channels drained, else what went wrong.
-std::string simulate(const Tables& tables) {
-  const std::size_t pp = tables.size();
-  // activations[s]: stage s -> s + 1; gradients[s]: stage s + 1 -> s.
-  std::vector<std::deque<int>> activations(pp), gradients(pp);
-  std::vector<std::size_t> next(pp, 0);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (std::size_t s = 0; s < pp; ++s) {
-      if (next[s] == tables[s].size()) continue;
-      const PipelineAction& action = tables[s][next[s]];
-      const bool forward = action.type == Type::forward;
-      if (action.recv) {
-        if (forward ? s == 0 : s + 1 == pp) return "stage " + std::to_string(s) + " has no peer";
-        std::deque<int>& in = forward ? activations[s - 1] : gradients[s];
-        if (in.empty()) continue;  // blocked
-        if (in.front() != action.micro_batch) {
-          return "stage " + std::to_string(s) + " expected micro-batch " +
-                 std::to_string(action.micro_batch) + " but got " + std::to_string(in.front());
-        }
-        in.pop_front();
-      }
-      if (action.send) {
-        if (forward ? s + 1 == pp : s == 0) return "stage " + std::to_string(s) + " has no peer";
-        (forward ? activations[s] : gradients[s - 1]).push_back(action.micro_batch);
-      }
-      ++next[s];
-      progress = true;
-    }
+// The bound the schedule documents for peak_in_flight.
+int in_flight_bound(ScheduleKind kind, int pp, int stage, int m, int v) {
+  if (kind == ScheduleKind::afab) return v * m;
+  if (v == 1) return std::min(pp - stage, m);
+  return std::min(2 * (pp - stage - 1) + (v - 1) * pp + 1, v * m);
+}
+
+// simulate_schedule's complaint about `tables`, or "" when they run.
+std::string simulation_error(const Tables& tables, int v = 1) {
+  try {
+    simulate_schedule(tables, v);
+    return "";
+  } catch (const std::logic_error& error) {
+    return error.what();
   }
-  for (std::size_t s = 0; s < pp; ++s) {
-    if (next[s] != tables[s].size()) {
-      return "deadlock: stage " + std::to_string(s) + " blocked at action " +
-             std::to_string(next[s]) + " of " + to_string(tables[s]);
-    }
-    if (!activations[s].empty() || !gradients[s].empty()) return "undelivered messages";
-  }
-  return "";
 }
 
 TEST(Schedule, OneFOneBMatchesThePaperFigure) {
@@ -121,44 +101,97 @@ TEST(Schedule, TransferFlagsFollowTheStagePosition) {
                                                 {Type::backward, 0, false, false}}));
 }
 
+TEST(Schedule, InterleavedTablesFollowMegatronsOrder) {
+  // pp 2, v 2, m 4: forwards in groups of 2 micro-batches through chunk 0 then chunk 1; warm-up
+  // 2 (pp - stage - 1) + (v - 1) pp forwards.
+  EXPECT_EQ(to_string(pipeline_schedule(ScheduleKind::one_f_one_b, 2, 0, 4, 2)),
+            "F0c0 F1c0 F0c1 F1c1 F2c0 B0c1 F3c0 B1c1 F2c1 B0c0 F3c1 B1c0 B2c1 B3c1 B2c0 B3c0");
+  EXPECT_EQ(to_string(pipeline_schedule(ScheduleKind::one_f_one_b, 2, 1, 4, 2)),
+            "F0c0 F1c0 F0c1 B0c1 F1c1 B1c1 F2c0 B0c0 F3c0 B1c0 F2c1 B2c1 F3c1 B3c1 B2c0 B3c0");
+  EXPECT_EQ(to_string(pipeline_schedule(ScheduleKind::afab, 2, 1, 2, 2)),
+            "F0c0 F1c0 F0c1 F1c1 B1c1 B0c1 B1c0 B0c0");
+  // Chunk 0 of stage 0 reads the data, chunk 1 of stage 0 receives from the last stage.
+  const auto first = pipeline_schedule(ScheduleKind::one_f_one_b, 2, 0, 2, 2);
+  EXPECT_EQ(first[0], (PipelineAction{Type::forward, 0, false, true, 0}));
+  EXPECT_EQ(first[2], (PipelineAction{Type::forward, 0, true, true, 1}));
+  EXPECT_EQ(transfer_of(first[2], /*receive=*/true, 2, 0), (PipelineTransfer{1, 0}));
+  EXPECT_EQ(transfer_of(first[2], /*receive=*/false, 2, 0), (PipelineTransfer{1, 1}));
+  const auto last = pipeline_schedule(ScheduleKind::one_f_one_b, 2, 1, 2, 2);
+  EXPECT_EQ(last[2], (PipelineAction{Type::forward, 0, true, false, 1}));
+  EXPECT_EQ(last[3], (PipelineAction{Type::backward, 0, false, true, 1}));
+  EXPECT_EQ(transfer_of(last[3], /*receive=*/false, 2, 1), (PipelineTransfer{0, 1}));
+}
+
 TEST(Schedule, EveryTableKeepsTheInvariants) {
   for (ScheduleKind kind : kKinds) {
     for (int pp = 1; pp <= 6; ++pp) {
-      for (int m = 1; m <= 9; ++m) {
-        SCOPED_TRACE(to_string(kind) + " pp=" + std::to_string(pp) + " m=" + std::to_string(m));
-        const Tables tables = all_stages(kind, pp, m);
-        for (int stage = 0; stage < pp; ++stage) {
-          SCOPED_TRACE("stage " + std::to_string(stage) + ": " + to_string(tables[stage]));
-          const auto& table = tables[stage];
-          ASSERT_EQ(table.size(), 2 * static_cast<std::size_t>(m));
-          std::set<int> forwarded, backwarded;
-          for (const PipelineAction& action : table) {
-            ASSERT_GE(action.micro_batch, 0);
-            ASSERT_LT(action.micro_batch, m);
-            if (action.type == Type::forward) {
-              EXPECT_TRUE(forwarded.insert(action.micro_batch).second) << "forward twice";
-              EXPECT_EQ(action.recv, stage > 0);
-              EXPECT_EQ(action.send, stage < pp - 1);
-            } else {
-              EXPECT_TRUE(forwarded.count(action.micro_batch)) << "backward before forward";
-              EXPECT_TRUE(backwarded.insert(action.micro_batch).second) << "backward twice";
-              EXPECT_EQ(action.recv, stage < pp - 1);
-              EXPECT_EQ(action.send, stage > 0);
+      for (int v = 1; v <= 4; ++v) {
+        for (int m = 1; m <= 12; ++m) {
+          if (!pipeline_layout_error(pp, v, m).empty()) continue;
+          SCOPED_TRACE(to_string(kind) + " pp=" + std::to_string(pp) + " v=" + std::to_string(v) +
+                       " m=" + std::to_string(m));
+          const Tables tables = all_stages(kind, pp, m, v);
+          for (int stage = 0; stage < pp; ++stage) {
+            SCOPED_TRACE("stage " + std::to_string(stage) + ": " + to_string(tables[stage]));
+            const auto& table = tables[stage];
+            ASSERT_EQ(table.size(), 2 * static_cast<std::size_t>(v * m));
+            std::set<std::pair<int, int>> forwarded, backwarded;
+            for (const PipelineAction& action : table) {
+              ASSERT_GE(action.micro_batch, 0);
+              ASSERT_LT(action.micro_batch, m);
+              ASSERT_GE(action.chunk, 0);
+              ASSERT_LT(action.chunk, v);
+              const std::pair key{action.chunk, action.micro_batch};
+              const bool first = stage == 0 && action.chunk == 0;
+              const bool last = stage == pp - 1 && action.chunk == v - 1;
+              if (action.type == Type::forward) {
+                EXPECT_TRUE(forwarded.insert(key).second) << "forward twice";
+                EXPECT_EQ(action.recv, !first);
+                EXPECT_EQ(action.send, !last);
+              } else {
+                EXPECT_TRUE(forwarded.count(key)) << "backward before forward";
+                EXPECT_TRUE(backwarded.insert(key).second) << "backward twice";
+                EXPECT_EQ(action.recv, !last);
+                EXPECT_EQ(action.send, !first);
+              }
+            }
+            EXPECT_EQ(forwarded.size(), static_cast<std::size_t>(v * m));
+            EXPECT_EQ(backwarded.size(), static_cast<std::size_t>(v * m));
+            EXPECT_EQ(peak_in_flight(table), in_flight_bound(kind, pp, stage, m, v));
+            const int next = (stage + 1) % pp;
+            if (pp > 1) {
+              for (Type type : {Type::forward, Type::backward}) {
+                const bool down = type == Type::forward;
+                EXPECT_EQ(transfers(tables[down ? stage : next], pp, down ? stage : next,
+                                    down ? next : stage, type, false),
+                          transfers(tables[down ? next : stage], pp, down ? next : stage,
+                                    down ? stage : next, type, true));
+              }
             }
           }
-          EXPECT_EQ(forwarded.size(), static_cast<std::size_t>(m));
-          EXPECT_EQ(backwarded.size(), static_cast<std::size_t>(m));
-          const int bound = kind == ScheduleKind::afab ? m : std::min(pp - stage, m);
-          EXPECT_EQ(peak_in_flight(table), bound);
-          if (stage + 1 < pp) {
-            const auto& next = tables[stage + 1];
-            EXPECT_EQ(transfers(table, Type::forward, &PipelineAction::send),
-                      transfers(next, Type::forward, &PipelineAction::recv));
-            EXPECT_EQ(transfers(next, Type::backward, &PipelineAction::send),
-                      transfers(table, Type::backward, &PipelineAction::recv));
-          }
+          EXPECT_EQ(simulation_error(tables, v), "");
         }
-        EXPECT_EQ(simulate(tables), "");
+      }
+    }
+  }
+}
+
+TEST(Schedule, TheSimulatedBubbleIsThePapers) {
+  for (int pp = 1; pp <= 6; ++pp) {
+    for (int v = 1; v <= 4; ++v) {
+      for (int m = pp; m <= 4 * pp; m += pp) {
+        if (!pipeline_layout_error(pp, v, m).empty()) continue;
+        SCOPED_TRACE("pp=" + std::to_string(pp) + " v=" + std::to_string(v) +
+                     " m=" + std::to_string(m));
+        const double interleaved = static_cast<double>(pp - 1) / (v * m);
+        const ScheduleTimeline one_f_one_b = simulate_schedule(ScheduleKind::one_f_one_b, pp, m, v);
+        EXPECT_NEAR(one_f_one_b.bubble, interleaved, 1e-12);
+        EXPECT_NEAR(one_f_one_b.makespan, 3.0 * m * (1 + interleaved), 1e-9);
+        if (v == 1) {
+          EXPECT_NEAR(simulate_schedule(ScheduleKind::afab, pp, m, v).bubble, interleaved, 1e-12);
+        }
+        for (const double idle : one_f_one_b.idle)
+          EXPECT_NEAR(idle, interleaved / (1 + interleaved), 1e-12);
       }
     }
   }
@@ -168,26 +201,40 @@ TEST(Schedule, TheSimulationDetectsDeadlockAndMisorder) {
   // Stage 0 waits for a gradient before sending the activation it depends on.
   const Tables deadlock{{{Type::backward, 0, true, false}, {Type::forward, 0, false, true}},
                         {{Type::forward, 0, true, false}, {Type::backward, 0, false, true}}};
-  EXPECT_NE(simulate(deadlock).find("deadlock"), std::string::npos);
+  EXPECT_NE(simulation_error(deadlock).find("deadlock: stage 0 waits at action 0"),
+            std::string::npos);
   // Stage 1 returns gradients in reverse order while stage 0 expects increasing order.
   Tables misordered = all_stages(ScheduleKind::one_f_one_b, 2, 2);
   misordered[1] = pipeline_schedule(ScheduleKind::afab, 2, 1, 2);
-  EXPECT_EQ(simulate(misordered), "stage 0 expected micro-batch 0 but got 1");
+  EXPECT_EQ(simulation_error(misordered),
+            "stage 0 at B0 (chunk 0) expected micro-batch 0 of upstream chunk 0 but got "
+            "micro-batch 1 of upstream chunk 0");
+  // A chunk run on the wrong stage: stage 1's chunks swapped.
+  Tables swapped = all_stages(ScheduleKind::one_f_one_b, 2, 2, 2);
+  for (PipelineAction& action : swapped[1])
+    action.chunk = 1 - action.chunk;
+  EXPECT_NE(simulation_error(swapped, 2), "");
 }
 
 TEST(Schedule, BadArgumentsAreRejected) {
-  const auto message = [](int pp, int stage, int m) -> std::string {
+  const auto message = [](int pp, int stage, int m, int v = 1) -> std::string {
     try {
-      pipeline_schedule(ScheduleKind::one_f_one_b, pp, stage, m);
+      pipeline_schedule(ScheduleKind::one_f_one_b, pp, stage, m, v);
       return "accepted";
     } catch (const std::invalid_argument& error) {
       return error.what();
     }
   };
-  EXPECT_NE(message(0, 0, 1).find("pp=0, stage=0, micro_batches=1"), std::string::npos);
+  EXPECT_NE(message(0, 0, 1).find("pp=0, virtual_stages=1, micro_batches=1"), std::string::npos);
   EXPECT_NE(message(2, 2, 1).find("stage=2"), std::string::npos);
   EXPECT_NE(message(2, -1, 1).find("stage=-1"), std::string::npos);
   EXPECT_NE(message(2, 0, 0).find("micro_batches=0"), std::string::npos);
+  EXPECT_NE(message(2, 0, 1, 0).find("virtual_stages=0"), std::string::npos);
+  EXPECT_EQ(message(1, 0, 4, 2),
+            "pipeline_schedule: 2 virtual stages need at least 2 pipeline stages, got pp=1");
+  EXPECT_EQ(message(2, 0, 3, 2),
+            "pipeline_schedule: 2 virtual stages need micro-batches per step a multiple of pp=2, "
+            "got 3");
 }
 
 TEST(Schedule, NamesRoundTrip) {
