@@ -9,12 +9,13 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 23> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 24> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
     {"dp-sum-not-average", Fault::dp_sum_not_average},
     {"pp-gradient-not-sent", Fault::pp_gradient_not_sent},
+    {"pp-chunk-wrong-stage", Fault::pp_chunk_wrong_stage},
     {"tp-input-grad-off-5-percent", Fault::tp_input_grad_off_5_percent},
     {"micro-batch-loss-weight-1", Fault::micro_batch_loss_weight_1},
     {"all-gather-rank-order-reversed", Fault::all_gather_rank_order_reversed},

@@ -20,6 +20,9 @@ enum class Fault {
   dp_sum_not_average,
   /// a pipeline stage sends a zero gradient upstream instead of its input gradient.
   pp_gradient_not_sent,
+  /// with virtual stages, model chunk c of stage s holds the blocks of virtual stage s v + c
+  /// instead of c pp + s (an interleaved chunk mapped to the wrong stage; invisible at v = 1).
+  pp_chunk_wrong_stage,
   /// copy-to-TP's backward returns 1.05 times the all-reduced gradient (every entry stays below
   /// the default atol at the default sizes; only the scale-aware test sees it).
   tp_input_grad_off_5_percent,

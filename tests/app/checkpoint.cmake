@@ -31,6 +31,12 @@ foreach(run "tp2_pp2_dp1|2,2,1|tp1_pp1_dp1|1,1,1" "tp1_pp1_dp1|1,1,1|tp2_pp2_dp2
 endforeach()
 checkpoint_cli_test(checkpoint_resume_micro_batch_2_to_4 4
                     resume --from 1,2,2 --to 2,1,1 --to-micro-batch 4 --rtol 1e-5)
+# Interleaved 1F1B: a run saved without it resumes with 2 virtual stages, and one saved with them
+# resumes on one rank (block names are global, so checkpoints know no chunks).
+checkpoint_cli_test(checkpoint_resume_tp2_pp2_dp1_to_virtual_stages_2 4
+                    resume --from 2,2,1 --to 2,2,1 --layers 4 --to-virtual-stages 2 --rtol 1e-5)
+checkpoint_cli_test(checkpoint_resume_virtual_stages_2_tp1_pp2_dp1_to_tp1_pp1_dp1 2
+                    resume --from 1,2,1 --from-virtual-stages 2 --to 1,1,1 --layers 4 --rtol 1e-5)
 # --recompute on only the stopped or only the resumed run: the same losses bit for bit.
 checkpoint_cli_test(checkpoint_resume_recompute_stopped_tp1_pp2_dp2 4
                     resume --from 1,2,2 --to 1,2,2 --recompute stopped --rtol 0)

@@ -6,13 +6,15 @@ Every subcommand but `damage` takes, after `--`, the launcher command line of th
 "{np}" in place of the rank count, ending with the mpitron executable (`mpiexec -n {np} ...
 mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is made anew.
 
-  resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed] --rtol R
-           --work DIR
+  resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed]
+           [--layers L] [--from-virtual-stages V] [--to-virtual-stages V] --rtol R --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
       --load on --to (and --to-micro-batch). The losses of steps 4..6 and the final validation
       loss must equal the uninterrupted run's within relative R (0: exactly, bit for bit), those
       of steps 1..3 exactly. --recompute adds `--recompute` to the stopped or the resumed run
-      only (the uninterrupted run never recomputes).
+      only (the uninterrupted run never recomputes). --layers sets the model's blocks (default
+      2); --from-virtual-stages gives the uninterrupted and the stopped run, --to-virtual-stages
+      the resumed run --virtual-stages V (default 1).
   eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
            [--golden JSON] [--train-at T,P,D]
       `mpitron eval` on each --at topology; all agree with the first within R, and with the
@@ -100,17 +102,20 @@ def resume(args):
         return os.path.join(args.work, tag)
 
     checkpoint = name("checkpoint")
-    base = ["train", *TRAIN, "--steps", str(STEPS), "--micro-batch", "2"]
-    mpitron(args, args.source, *base, "--metrics", name("full.jsonl"))
+    base = ["train", *TRAIN, "--layers", str(args.layers), "--steps", str(STEPS), "--micro-batch",
+            "2"]
+    source_stages = ["--virtual-stages", str(args.from_virtual_stages)]
+    mpitron(args, args.source, *base, "--metrics", name("full.jsonl"), *source_stages)
     recompute = {run: ["--recompute"] if args.recompute == run else []
                  for run in ("stopped", "resumed")}
     mpitron(args, args.source, *base, "--stop-after", str(STOP_AFTER), "--save", checkpoint,
-            "--metrics", name("stopped.jsonl"), *recompute["stopped"])
+            "--metrics", name("stopped.jsonl"), *recompute["stopped"], *source_stages)
     if sorted(os.listdir(checkpoint)) != ["latest", f"step_{STOP_AFTER}"]:
         fail(f"the stopped run wrote {sorted(os.listdir(checkpoint))}")
     base[-1] = str(args.to_micro_batch or 2)
     log = b"".join(mpitron(args, args.target, *base, "--load", checkpoint, "--metrics",
-                           name("resumed.jsonl"), *recompute["resumed"]))
+                           name("resumed.jsonl"), *recompute["resumed"], "--virtual-stages",
+                           str(args.to_virtual_stages)))
     saved_by = "saved by tp={} pp={} dp={}".format(*args.source)
     if f"step {STOP_AFTER} ({saved_by})".encode() not in log:
         fail(f"the resumed run does not say it resumes from step {STOP_AFTER} ({saved_by})")
@@ -256,6 +261,9 @@ def main():
     p.add_argument("--to", dest="target", type=topology)
     p.add_argument("--to-micro-batch", type=int)
     p.add_argument("--recompute", choices=["stopped", "resumed"])
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--from-virtual-stages", type=int, default=1)
+    p.add_argument("--to-virtual-stages", type=int, default=1)
     p.add_argument("--rtol", type=float, default=0.0)
     p.add_argument("--load")
     p.add_argument("--data")

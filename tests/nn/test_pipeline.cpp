@@ -110,7 +110,8 @@ TEST_P(Pipeline, StepReturnsMicroBatchLossesAndReleasesActivations) {
   const double weight = 1.0 / micro_batches;
   std::vector<std::weak_ptr<autograd::TensorImpl>> alive;
   int peak = 0;
-  const PipelineStage stage{[&](int i, const Tensor& received) {
+  const PipelineStage stage{[&](int i, int chunk, const Tensor& received) {
+    EXPECT_EQ(chunk, 0);
     EXPECT_EQ(received.defined(), !topology.is_first_stage());
     EXPECT_EQ(static_cast<std::size_t>(i) * 2, alive.size()) << "micro-batches out of order";
     int live = 1;  // this one, and every earlier one whose input or output is still referenced
@@ -162,13 +163,88 @@ INSTANTIATE_TEST_SUITE_P(SchedulesAndMicroBatches, Pipeline,
                                   std::string("_m") + std::to_string(std::get<1>(info.param));
                          });
 
+// Interleaved 1F1B (and AFAB over chunks): v chunks of kLayersPerStage layers per stage, chunk c
+// of stage s holding virtual stage c pp + s of the dense stack; losses, gradients and the
+// forward-only outputs match the dense stack, and each chunk sees the inputs it should.
+TEST(PipelineInterleaved, ChunksMatchTheDenseStack) {
+  const comm::ParallelTopology topology = pipeline_world();
+  if (topology.pp() < 2) GTEST_SKIP() << "interleaving needs two stages";
+  const int pp = topology.pp();
+  const int per_chunk = static_cast<int>(kLayersPerStage);
+  for (ScheduleKind schedule : {ScheduleKind::afab, ScheduleKind::one_f_one_b}) {
+    for (const int v : {2, 3}) {
+      for (const int micro_batches : {pp, 2 * pp}) {
+        if (12 % micro_batches != 0) continue;
+        SCOPED_TRACE(to_string(schedule) + " v=" + std::to_string(v) +
+                     " m=" + std::to_string(micro_batches));
+        std::vector<Mlp> dense;
+        std::vector<std::vector<Mlp>> chunks(static_cast<std::size_t>(v));
+        for (int layer = 0; layer < per_chunk * pp * v; ++layer) {
+          const auto weights =
+              make_mlp_weights(6, 10, 100 + layer, 200 + layer, DType::f64, autograd::Device::cpu);
+          dense.emplace_back(weights);
+          const int virtual_stage = layer / per_chunk;
+          if (virtual_stage % pp == topology.pp_rank()) {
+            chunks[static_cast<std::size_t>(virtual_stage / pp)].emplace_back(weights);
+          }
+        }
+        const Tensor input = autograd::randn({12, 3, 6}, 1, 1.0, DType::f64);
+        const Tensor target = autograd::randn({12, 3, 6}, 2, 1.0, DType::f64);
+        const std::int64_t size = 12 / micro_batches;
+        const auto slice = [size](const Tensor& t, int i) {
+          autograd::NoGradGuard no_grad;
+          return autograd::narrow(t, 0, i * size, size);
+        };
+        const bool last_stage = topology.is_last_stage();
+        const PipelineStage stage{[&](int i, int chunk, const Tensor& received) {
+          const bool first = topology.is_first_stage() && chunk == 0;
+          EXPECT_EQ(received.defined(), !first);
+          Tensor y =
+              run(chunks[static_cast<std::size_t>(chunk)], first ? slice(input, i) : received);
+          if (!last_stage || chunk != v - 1) return y;
+          return autograd::scale(autograd::mse_loss(y, slice(target, i)), 1.0 / micro_batches);
+        }};
+        const PipelineSpec spec{{size, 3, 6}, micro_batches,         schedule,
+                                DType::f64,   autograd::Device::cpu, v};
+        const std::vector<Tensor> losses = run_pipeline_step(topology, spec, stage);
+        ASSERT_EQ(losses.size(), last_stage ? static_cast<std::size_t>(micro_batches) : 0);
+        for (int i = 0; i < micro_batches; ++i) {
+          const Tensor reference =
+              autograd::scale(autograd::mse_loss(run(dense, slice(input, i)), slice(target, i)),
+                              1.0 / micro_batches);
+          reference.backward();
+          if (last_stage) {
+            test::expect_close(losses[static_cast<std::size_t>(i)], reference.detach(), kTolerance);
+          }
+        }
+        for (int layer = 0; layer < per_chunk * pp * v; ++layer) {
+          const int virtual_stage = layer / per_chunk;
+          if (virtual_stage % pp != topology.pp_rank()) continue;
+          const Mlp& mine = chunks[static_cast<std::size_t>(virtual_stage / pp)]
+                                  [static_cast<std::size_t>(layer) % kLayersPerStage];
+          const Parameters ours = mine.parameters();
+          const Parameters theirs = dense[static_cast<std::size_t>(layer)].parameters();
+          for (std::size_t j = 0; j < ours.size(); ++j) {
+            SCOPED_TRACE("layer " + std::to_string(layer) + " " + ours[j].name);
+            test::expect_close(ours[j].tensor.grad(), theirs[j].tensor.grad(), kTolerance);
+          }
+        }
+        const std::vector<Tensor> outputs = run_pipeline_forward(topology, spec, stage);
+        ASSERT_EQ(outputs.size(), losses.size());
+        for (std::size_t i = 0; i < outputs.size(); ++i)
+          test::expect_close(outputs[i], losses[i], kTolerance);
+      }
+    }
+  }
+}
+
 // The last stage ignores its input, so backward never reaches it: zeros go upstream, and the
 // first stage's parameter (its output, received gradient accumulated into it) gets zeros.
 TEST(PipelineGradients, AnInputBackwardDidNotReachSendsZeros) {
   const comm::ParallelTopology topology = pipeline_world();
   Tensor first = Tensor::full({2, 3}, 1.5, DType::f64).set_requires_grad();
   Tensor last = Tensor::full({2, 3}, 2.0, DType::f64).set_requires_grad();
-  const PipelineStage stage{[&](int, const Tensor& input) {
+  const PipelineStage stage{[&](int, int, const Tensor& input) {
     if (topology.is_last_stage())
       return autograd::mse_loss(last, Tensor::zeros({2, 3}, DType::f64));
     return topology.is_first_stage() ? first : input;
@@ -192,8 +268,11 @@ TEST(PipelineShapes, BadSizesAreRejected) {
   const auto identity = [](const Tensor& x) { return x; };
   EXPECT_THROW(pipeline_inference(topology, shape, identity, Tensor::zeros({4, 3, 6}, DType::f64)),
                std::invalid_argument);
-  const PipelineStage stage{[](int, const Tensor&) { return Tensor::zeros({3}, DType::f64); }};
+  const PipelineStage stage{[](int, int, const Tensor&) { return Tensor::zeros({3}, DType::f64); }};
   EXPECT_THROW(run_pipeline_step(topology, PipelineSpec{{2}, 0}, stage), std::invalid_argument);
+  // Interleaving needs micro-batches a multiple of pp (and two stages at least).
+  const PipelineSpec interleaved{{2}, topology.pp() + 1, {}, DType::f64, autograd::Device::cpu, 2};
+  EXPECT_THROW(run_pipeline_step(topology, interleaved, stage), std::invalid_argument);
   // A stage whose output is not the exchanged activation fails before sending anything.
   if (topology.pp() > 1 && topology.is_first_stage()) {
     EXPECT_THROW(run_pipeline_forward(topology, PipelineSpec{{2}, 1, {}, DType::f64}, stage),

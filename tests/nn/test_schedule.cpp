@@ -51,13 +51,6 @@ int peak_in_flight(const std::vector<PipelineAction>& table) {
   return peak;
 }
 
-// The bound the schedule documents for peak_in_flight.
-int in_flight_bound(ScheduleKind kind, int pp, int stage, int m, int v) {
-  if (kind == ScheduleKind::afab) return v * m;
-  if (v == 1) return std::min(pp - stage, m);
-  return std::min(2 * (pp - stage - 1) + (v - 1) * pp + 1, v * m);
-}
-
 // simulate_schedule's complaint about `tables`, or "" when they run.
 std::string simulation_error(const Tables& tables, int v = 1) {
   try {
@@ -122,6 +115,19 @@ TEST(Schedule, InterleavedTablesFollowMegatronsOrder) {
   EXPECT_EQ(transfer_of(last[3], /*receive=*/false, 2, 1), (PipelineTransfer{0, 1}));
 }
 
+TEST(Schedule, ChunksInFlightAreThePapers) {
+  for (int stage = 0; stage < 4; ++stage) {
+    EXPECT_EQ(chunks_in_flight(ScheduleKind::one_f_one_b, 4, stage, 8), 4 - stage);
+    EXPECT_EQ(chunks_in_flight(ScheduleKind::afab, 4, stage, 8), 8);
+    EXPECT_EQ(chunks_in_flight(ScheduleKind::afab, 4, stage, 8, 2), 16);
+  }
+  EXPECT_EQ(chunks_in_flight(ScheduleKind::one_f_one_b, 4, 1, 2), 2);
+  // Interleaved, pp 4, v 2: 2 (pp - stage - 1) + (v - 1) pp + 1 chunks.
+  EXPECT_EQ(chunks_in_flight(ScheduleKind::one_f_one_b, 4, 0, 8, 2), 11);
+  EXPECT_EQ(chunks_in_flight(ScheduleKind::one_f_one_b, 4, 3, 8, 2), 5);
+  EXPECT_EQ(chunks_in_flight(ScheduleKind::one_f_one_b, 4, 0, 4, 2), 8);
+}
+
 TEST(Schedule, EveryTableKeepsTheInvariants) {
   for (ScheduleKind kind : kKinds) {
     for (int pp = 1; pp <= 6; ++pp) {
@@ -157,7 +163,7 @@ TEST(Schedule, EveryTableKeepsTheInvariants) {
             }
             EXPECT_EQ(forwarded.size(), static_cast<std::size_t>(v * m));
             EXPECT_EQ(backwarded.size(), static_cast<std::size_t>(v * m));
-            EXPECT_EQ(peak_in_flight(table), in_flight_bound(kind, pp, stage, m, v));
+            EXPECT_EQ(peak_in_flight(table), chunks_in_flight(kind, pp, stage, m, v));
             const int next = (stage + 1) % pp;
             if (pp > 1) {
               for (Type type : {Type::forward, Type::backward}) {
@@ -174,6 +180,37 @@ TEST(Schedule, EveryTableKeepsTheInvariants) {
       }
     }
   }
+}
+
+TEST(Schedule, ForwardOnlyTablesRunEveryChunkOfEveryMicroBatch) {
+  EXPECT_EQ(to_string(forward_schedule(2, 0, 2, 2)), "F0c0 F0c1 F1c0 F1c1");
+  EXPECT_EQ(to_string(forward_schedule(3, 1, 2)), "F0 F1");
+  for (int pp = 1; pp <= 5; ++pp) {
+    for (int v = 1; v <= 3; ++v) {
+      for (int m = 1; m <= 7; ++m) {
+        if (!pipeline_layout_error(pp, v, m, /*forward_only=*/true).empty()) continue;
+        SCOPED_TRACE("pp=" + std::to_string(pp) + " v=" + std::to_string(v) +
+                     " m=" + std::to_string(m));
+        Tables tables;
+        for (int stage = 0; stage < pp; ++stage) {
+          tables.push_back(forward_schedule(pp, stage, m, v));
+          const auto& table = tables.back();
+          ASSERT_EQ(table.size(), static_cast<std::size_t>(v * m));
+          for (std::size_t k = 0; k < table.size(); ++k) {
+            const PipelineAction& action = table[k];
+            EXPECT_EQ(action.type, Type::forward);
+            EXPECT_EQ(action.micro_batch, static_cast<int>(k) / v);
+            EXPECT_EQ(action.chunk, static_cast<int>(k) % v);
+            EXPECT_EQ(action.recv, stage > 0 || action.chunk > 0);
+            EXPECT_EQ(action.send, stage < pp - 1 || action.chunk < v - 1);
+          }
+        }
+        EXPECT_EQ(simulation_error(tables, v), "");
+      }
+    }
+  }
+  EXPECT_EQ(pipeline_layout_error(2, 2, 3, /*forward_only=*/true), "");
+  EXPECT_NE(pipeline_layout_error(1, 2, 3, /*forward_only=*/true), "");
 }
 
 TEST(Schedule, TheSimulatedBubbleIsThePapers) {

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "app/help.h"
+#include "app/idle_share.h"
 #include "app/memory.h"
 #include "app/progress.h"
 #include "app/throughput.h"
@@ -49,14 +50,6 @@ double backend_allocations() {
       total += kernels::allocator_stats(device, host).backend_allocations;
   }
   return static_cast<double>(total);
-}
-
-// "12 %, 3 %, ..." for fractions.
-std::string percentages(const std::vector<double>& fractions) {
-  std::string text;
-  for (const double f : fractions)
-    text += fmt::format("{}{:.0f} %", text.empty() ? "" : ", ", 100.0 * f);
-  return text;
 }
 
 double mib(std::size_t bytes) {
@@ -156,14 +149,16 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       "peak RSS {:.0f} MiB/rank (max)\n"
       "bench: {:.1f} allocations/step after warm-up (max over ranks); {} memory peak {:.0f} MiB "
       "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n"
-      "bench: share of the step waiting on communication per rank: {}\n",
+      "bench: share of the step waiting on communication per rank: {}; idle share per "
+      "pipeline stage ({} schedule): {}\n",
       world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
       s.intermediate, s.batch, s.seq, s.layers, s.micro_batches,
       options.recompute ? ", recomputing activations" : "", ms_per_step,
       tokens / (ms_per_step / 1e3), achieved, gflop, mfu ? ", " + mfu_text(mfu) : std::string(),
       peak, *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
       *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()),
-      percentages(wait_share));
+      percentages(wait_share), nn::to_string(pipeline.schedule),
+      percentages(mean_by_stage(wait_share, sizes.tp, sizes.pp)));
   if (!options.common.json.empty()) {
     nlohmann::json report{{"tool", "mpitron"},
                           {"config", config_json(s, sizes, device, seed, world.size())},
@@ -176,7 +171,8 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
                           {"allocations_per_step_by_rank", allocations},
                           {"allocator_peak_in_use_mib_by_rank", in_use},
                           {"allocator_peak_held_mib_by_rank", held},
-                          {"comm_wait_share_by_rank", wait_share}};
+                          {"comm_wait_share_by_rank", wait_share},
+                          {"idle_share_by_stage", mean_by_stage(wait_share, sizes.tp, sizes.pp)}};
     if (mfu) report["mfu"] = *mfu;
     write_json(options.common.json, report, /*append=*/true);
   }

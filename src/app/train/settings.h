@@ -37,6 +37,7 @@ struct TrainOptions {
   std::int64_t micro_batch = 4;    ///< sequences per micro-batch per replica
   std::int64_t steps = 200;
   std::string schedule = "1f1b";
+  std::int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaved 1F1B: >= 2)
   std::string optimizer = "adamw";
   std::string dtype = "float32";
   double lr = 1e-3;

@@ -26,11 +26,25 @@ namespace {
 
 void check_options(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
   check_train_settings(o);
-  if (const auto error = nn::gpt_size_error(config, s.tp, s.pp)) throw comm::ConfigError(*error);
+  const int virtual_stages = static_cast<int>(std::min<std::int64_t>(o.virtual_stages, 1 << 20));
+  if (const auto error = nn::gpt_size_error(config, s.tp, s.pp, virtual_stages)) {
+    throw comm::ConfigError(*error);
+  }
   if (o.global_batch % (o.micro_batch * s.dp) != 0) {
     throw comm::ConfigError(
         fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
                     o.global_batch, o.micro_batch, s.dp));
+  }
+  const std::int64_t micro_batches = o.global_batch / (o.micro_batch * s.dp);
+  if (virtual_stages > 1 && s.pp < 2) {
+    throw comm::ConfigError(
+        fmt::format("--virtual-stages {} needs --pp 2 or more, got --pp {}", virtual_stages, s.pp));
+  }
+  if (virtual_stages > 1 && micro_batches % s.pp != 0) {
+    throw comm::ConfigError(fmt::format(
+        "--virtual-stages {} needs micro-batches per step (--global-batch / (--micro-batch x dp) "
+        "= {}) a multiple of --pp {}",
+        virtual_stages, micro_batches, s.pp));
   }
   if (!o.model.empty() && !nn::gpt2_model(o.model)) {
     throw comm::ConfigError(
@@ -57,13 +71,14 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
   }
 }
 
-// Rejects a step that cannot fit in this node's memory (gpt_step_memory_bytes, with every
-// micro-batch in flight under AFAB and at most pp under 1F1B) before anything is allocated.
+// Rejects a step that cannot fit in this node's memory (gpt_step_memory_bytes, with the first
+// stage's micro-batches in flight: every one under AFAB, at most pp under 1F1B, about
+// pp (1 + 1 / v) under interleaved 1F1B) before anything is allocated.
 void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node) {
-  const std::int64_t micro = o.global_batch / (o.micro_batch * run.sizes.dp);
-  const std::int64_t in_flight = run.train.schedule == nn::ScheduleKind::afab
-                                     ? micro
-                                     : std::min<std::int64_t>(micro, run.sizes.pp);
+  const auto micro = static_cast<int>(o.global_batch / (o.micro_batch * run.sizes.dp));
+  const int v = run.train.virtual_stages;
+  const std::int64_t in_flight =
+      (nn::chunks_in_flight(run.train.schedule, run.sizes.pp, 0, micro, v) + v - 1) / v;
   const double need =
       nn::gpt_step_memory_bytes(run.config, run.sizes.tp, run.sizes.pp, o.micro_batch, o.seq,
                                 in_flight, kernels::dtype_size(run.train.dtype), o.recompute);
@@ -182,6 +197,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
     run.train.schedule = parse_choice<nn::ScheduleKind>(
         "schedule", o.schedule,
         {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});
+    run.train.virtual_stages = static_cast<int>(o.virtual_stages);
     run.train.optimizer = parse_choice<nn::OptimizerKind>(
         "optimizer", o.optimizer,
         {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "app/idle_share.h"
 #include "app/memory.h"
 #include "app/throughput.h"
 #include "app/train/metrics.h"
@@ -16,6 +17,7 @@
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
+#include "comm/wait.h"
 #include "kernels/allocator.h"
 #include "kernels/ops.h"
 #include "nn/models/gpt_pretrained.h"
@@ -101,19 +103,20 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       run.config.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "", fmt::join(counts, ", "),
       nn::counted(micro_per_step, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.schedule,
-      o.recompute ? ", recomputing activations" : "", o.global_batch,
-      nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
+      (o.virtual_stages > 1 ? fmt::format(", {} virtual stages", o.virtual_stages) : "") +
+          (o.recompute ? ", recomputing activations" : ""),
+      o.global_batch, nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
       nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
       corpus.tokens().size() - corpus.split());
 
   const std::vector<double> estimate_mib = comm::all_gather_scalar(
       world,
-      mib(nn::estimate_gpt_memory({run.config, nn::parameter_count(trainer.parameters()), o.seq,
-                                   o.micro_batch, micro_per_step, run.sizes.tp, run.sizes.pp,
-                                   topology.pp_rank(), run.train.schedule, o.recompute,
-                                   run.train.optimizer == nn::OptimizerKind::adamw ? 2 : 1,
-                                   static_cast<std::int64_t>(kernels::dtype_size(run.train.dtype)),
-                                   !o.init_from.empty() && first_step == 1})
+      mib(nn::estimate_gpt_memory(
+              {run.config, nn::parameter_count(trainer.parameters()), o.seq, o.micro_batch,
+               micro_per_step, run.sizes.tp, run.sizes.pp, topology.pp_rank(), run.train.schedule,
+               o.recompute, run.train.optimizer == nn::OptimizerKind::adamw ? 2 : 1,
+               static_cast<std::int64_t>(kernels::dtype_size(run.train.dtype)),
+               !o.init_from.empty() && first_step == 1, run.train.virtual_stages})
               .peak()));
   run.log->info(
       "memory estimate: {:.0f} MiB per rank at most (parameter states, activations in "
@@ -161,6 +164,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                          {"loss", nullptr},
                          {"val_loss", nullptr}};
   double step_ms = 0.0;
+  double step_wait_s = 0.0;  // in the wait routine during the steps
   const StopWatch stop(stop_signals(o.exit_signal), o.exit_duration_in_mins);
   // Saves `step` with --save; false (after the error line) when the step is not finite.
   const auto save_step = [&](std::int64_t step) {
@@ -177,9 +181,11 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
         micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);
     const double lr = schedule.at(step);
     const auto t0 = std::chrono::steady_clock::now();
+    const double wait0 = comm::wait_seconds();
     const nn::StepResult result = trainer.step(batches, lr);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    step_wait_s += comm::wait_seconds() - wait0;
     const double tokens_per_s = static_cast<double>(o.global_batch * o.seq) / (ms / 1000.0);
     const double gflops = flops_per_token * tokens_per_s / 1e9;
     const std::optional<double> mfu = model_flops_utilisation(gflops, o.peak_gflops, world.size());
@@ -234,6 +240,13 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   } else {
     run.log->info("train done: steps {}..{} in {:.1f} s", first_step, o.steps, seconds);
   }
+  const std::vector<double> idle_by_stage = mean_by_stage(
+      comm::all_gather_scalar(world, step_ms > 0 ? step_wait_s / (step_ms / 1e3) : 0.0),
+      run.sizes.tp, run.sizes.pp);
+  if (run.sizes.pp > 1) {
+    run.log->info("idle share per pipeline stage (waiting on communication in the steps): {}",
+                  percentages(idle_by_stage));
+  }
   const std::vector<double> rss_mib = comm::all_gather_scalar(world, peak_rss_mib());
   run.log->info("peak RSS {:.0f} MiB per rank at most (estimate {:.0f} MiB)",
                 *std::max_element(rss_mib.begin(), rss_mib.end()),
@@ -241,6 +254,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   if (world.rank() == 0 && !o.common.json.empty()) {
     summary["peak_rss_mib_by_rank"] = rss_mib;
     summary["memory_estimate_mib_by_rank"] = estimate_mib;
+    summary["idle_share_by_stage"] = idle_by_stage;
     const auto steps = static_cast<double>(std::max<std::int64_t>(last_step - first_step + 1, 0));
     summary["seconds"] = seconds;
     summary["ms_per_step"] = steps > 0 ? step_ms / steps : 0.0;

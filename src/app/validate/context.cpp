@@ -23,9 +23,11 @@ std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp) {
 }
 
 std::string micro_batch_prefix(const std::string& prefix, int micro_batches,
-                               nn::ScheduleKind schedule) {
+                               nn::ScheduleKind schedule, int virtual_stages) {
   if (micro_batches == 1) return prefix + " (1 micro-batch): ";
-  return fmt::format("{} ({} micro-batches, {}): ", prefix, micro_batches, nn::to_string(schedule));
+  return fmt::format("{} ({} micro-batches, {}{}): ", prefix, micro_batches,
+                     nn::to_string(schedule),
+                     virtual_stages > 1 ? fmt::format(", {} virtual stages", virtual_stages) : "");
 }
 
 nn::MlpStackInit stack_init(const ValidateContext& ctx, std::uint64_t fc1_seed,

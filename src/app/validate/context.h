@@ -25,6 +25,7 @@ struct ValidateContext {
   Tolerance tolerance;
   spdlog::logger& log;
   nn::ScheduleKind schedule = nn::ScheduleKind::afab;  ///< of the pipelined checks
+  int virtual_stages = 1;  ///< model chunks per stage of the GPT check (interleaved with >= 2)
 };
 
 /// A named, not yet agreed, check result of this rank.
@@ -44,9 +45,10 @@ std::string trivial_at(const char* axis, int degree);
 std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp);
 
 /// "PP (1 micro-batch): " for prefix "PP" and 1; "PP (4 micro-batches, 1f1b): " for 4 and
-/// 1F1B (with one micro-batch every schedule is the same, so none is named).
+/// 1F1B (with one micro-batch every schedule is the same, so none is named); "COMBINED (4
+/// micro-batches, 1f1b, 2 virtual stages): " with 2 virtual stages.
 std::string micro_batch_prefix(const std::string& prefix, int micro_batches,
-                               nn::ScheduleKind schedule);
+                               nn::ScheduleKind schedule, int virtual_stages = 1);
 
 /// The MLP stack of a check (ctx's hidden and intermediate sizes, float32 on ctx's device):
 /// layer i has fc1 from seed + fc1_seed + i and fc2 from seed + fc2_seed + i.

@@ -134,12 +134,14 @@ std::vector<LocalCheck> check_gpt(const ValidateContext& ctx) {
   nn::GptTrainOptions options;
   options.device = ctx.device;
   options.schedule = ctx.schedule;
+  options.virtual_stages = ctx.virtual_stages;
   nn::GptTrainer trainer(config, init, topo, options);
   log_parameters(ctx.log, "gpt shards", trainer.parameters());
   const nn::StepResult result = trainer.forward_backward(
       nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
 
-  const std::string prefix = micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule);
+  const std::string prefix =
+      micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
   const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
   LocalCheck check{prefix + "GPT loss and gradients match dense reference",
                    Comparison(ctx.tolerance), trivial ? "tp 1, pp 1, dp 1" : ""};

@@ -23,7 +23,8 @@ std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx);
 
 /// "COMBINED (M micro-batches, S): GPT loss and gradients match dense reference": a
 /// --layers-block GPT over the whole topology (tied embedding on the first and last stage),
-/// pipelined with ctx.sizes.micro_batches micro-batches per replica and ctx.schedule, vs the
+/// pipelined with ctx.sizes.micro_batches micro-batches per replica, ctx.schedule and
+/// ctx.virtual_stages model chunks per stage (", V virtual stages" in the name when >= 2), vs the
 /// dense GPT on the global batch: loss and every parameter shard's gradient after
 /// finalize_gradients. Trivial only on one rank with one micro-batch.
 std::vector<LocalCheck> check_gpt(const ValidateContext& ctx);

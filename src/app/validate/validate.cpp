@@ -132,6 +132,19 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   report(check_data_parallel(ctx));
   per_micro_batch_run(check_combined);
   per_micro_batch_run(check_gpt);
+  // Interleaved 1F1B with 2 virtual stages, where the layout allows it (pp >= 2, layers
+  // divisible by 2 pp, micro-batches a multiple of pp).
+  for (const int m : micro_batch_runs) {
+    if (!nn::pipeline_layout_error(sizes.pp, 2, m).empty() ||
+        options.sizes.layers % (2 * sizes.pp) != 0) {
+      continue;
+    }
+    ValidateContext run = ctx;
+    run.sizes.micro_batches = m;
+    run.schedule = nn::ScheduleKind::one_f_one_b;
+    run.virtual_stages = 2;
+    report(check_gpt(run));
+  }
   const bool passed =
       std::all_of(results.begin(), results.end(), [](const CheckResult& r) { return r.passed; });
   const double seconds =

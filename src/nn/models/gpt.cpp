@@ -6,6 +6,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/recompute.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
@@ -29,13 +30,13 @@ Tensor positions(std::int64_t batch, std::int64_t seq, Device device) {
 }  // namespace
 
 GptStage::GptStage(const GptConfig& config, const MasterInit& init,
-                   const comm::ParallelTopology& topology)
+                   const comm::ParallelTopology& topology, int virtual_stages)
     : config_(config),
       device_(Device::cpu),
       tp_(topology.tp_comm()),
       first_(topology.is_first_stage()),
       last_(topology.is_last_stage()) {
-  if (const auto error = gpt_size_error(config, topology.tp(), topology.pp())) {
+  if (const auto error = gpt_size_error(config, topology.tp(), topology.pp(), virtual_stages)) {
     throw std::invalid_argument(*error);
   }
   const std::vector<ParameterSpec> specs = gpt_parameter_specs(config);
@@ -44,9 +45,16 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
     wte_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
     wpe_ = replicate(master("transformer.wpe.weight"));
   }
-  const std::int64_t per_stage = config.layers / topology.pp();
-  for (std::int64_t i = 0; i < per_stage; ++i) {
-    blocks_.emplace_back(config, topology.pp_rank() * per_stage + i, init, tp_);
+  const int pp = topology.pp(), stage = topology.pp_rank();
+  const std::int64_t per_chunk = config.layers / (pp * virtual_stages);
+  chunks_.resize(static_cast<std::size_t>(virtual_stages));
+  for (int c = 0; c < virtual_stages; ++c) {
+    const int virtual_stage =
+        fault_active(Fault::pp_chunk_wrong_stage) ? stage * virtual_stages + c : c * pp + stage;
+    for (std::int64_t i = 0; i < per_chunk; ++i) {
+      chunks_[static_cast<std::size_t>(c)].emplace_back(config, virtual_stage * per_chunk + i, init,
+                                                        tp_);
+    }
   }
   if (last_) {
     ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"));
@@ -55,9 +63,13 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
   device_ = parameters().front().tensor.device();
 }
 
-Tensor GptStage::forward(const Tensor& input) const {
+Tensor GptStage::forward(const Tensor& input, int chunk) const {
+  if (chunk < 0 || chunk >= virtual_stages()) {
+    throw std::invalid_argument(
+        fmt::format("GPT: chunk {} is outside [0, {})", chunk, virtual_stages()));
+  }
   Tensor x = input;
-  if (first_) {
+  if (first_ && chunk == 0) {
     if (input.ndim() != 2) {
       throw std::invalid_argument(
           fmt::format("GPT: tokens {} are not [batch, seq]", autograd::to_string(input.shape())));
@@ -71,7 +83,7 @@ Tensor GptStage::forward(const Tensor& input) const {
     x = autograd::add(wte_->forward(input),
                       autograd::embedding(wpe_, positions(batch, seq, input.device())));
   }
-  for (const TransformerBlock& block : blocks_) {
+  for (const TransformerBlock& block : chunks_[static_cast<std::size_t>(chunk)]) {
     x = recompute_
             ? autograd::recompute([&block](const Tensor& in) { return block.forward(in); }, x)
             : block.forward(x);
@@ -93,9 +105,11 @@ Parameters GptStage::parameters() const {
     all.push_back({"transformer.wte.weight", wte_->weight(), 0});
     all.push_back({"transformer.wpe.weight", wpe_});
   }
-  for (const TransformerBlock& block : blocks_) {
-    const Parameters mine = block.parameters();
-    all.insert(all.end(), mine.begin(), mine.end());
+  for (const std::vector<TransformerBlock>& chunk : chunks_) {
+    for (const TransformerBlock& block : chunk) {
+      const Parameters mine = block.parameters();
+      all.insert(all.end(), mine.begin(), mine.end());
+    }
   }
   if (last_) {
     append_parameters(all, "transformer.ln_f", ln_f_->parameters());

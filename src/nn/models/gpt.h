@@ -1,9 +1,13 @@
 // A GPT-2-style language model split over 3-D parallelism: the layers over pipeline stages
 // (first stage: embeddings and its blocks; last stage: its blocks, ln_f, the LM head tied to the
 // token embedding and the loss), every layer over the tensor-parallel group. See gpt_config.h for
-// the model. With pp > 1 the token embedding lives on the first and on the last stage; the two
-// copies start equal and stay equal because their gradients are summed over the embedding group
-// before each optimizer step (finalize_gradients), as in Megatron-LM.
+// the model. With v virtual stages (interleaved 1F1B) a stage holds v model chunks of
+// layers / (pp v) blocks each: chunk c of stage s holds the blocks from c layers / v +
+// s layers / (pp v) on (Megatron-LM's virtual pipeline); the embeddings sit before chunk 0 of
+// the first stage, ln_f and the head after chunk v - 1 of the last. With pp > 1 the token embedding
+// lives on the first and on the last stage; the two copies start equal and stay equal because their
+// gradients are summed over the embedding group before each optimizer step (finalize_gradients), as
+// in Megatron-LM.
 #pragma once
 
 #include <optional>
@@ -19,17 +23,19 @@ namespace mpitron::nn {
 /// The layers of one pipeline stage, holding this rank's TP shards.
 class GptStage {
  public:
-  /// Builds stage topology.pp_rank() of the model from the full tensors `init` returns (each
-  /// rank slices its shards, so the model does not depend on the topology). Throws
-  /// std::invalid_argument when gpt_size_error(config, tp, pp) reports one (before any
-  /// communication).
-  GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology);
+  /// Builds stage topology.pp_rank() of the model, with `virtual_stages` model chunks, from the
+  /// full tensors `init` returns (each rank slices its shards, so the model does not depend on
+  /// the topology; blocks keep their global names). Throws std::invalid_argument when
+  /// gpt_size_error(config, tp, pp, virtual_stages) reports one (before any communication).
+  GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology,
+           int virtual_stages = 1);
 
-  /// First stage: token ids (int32/int64) [batch, seq] -> activations [batch, seq, hidden];
-  /// other stages: activations -> activations. Throws std::invalid_argument when seq exceeds the
-  /// position table ("sequence length S is longer than the position table (block size B)") or a
-  /// token id is outside [0, vocab).
-  Tensor forward(const Tensor& input) const;
+  /// Model chunk `chunk` (in [0, virtual_stages)). Chunk 0 of the first stage: token ids
+  /// (int32/int64) [batch, seq] -> activations [batch, seq, hidden]; every other chunk:
+  /// activations -> activations. Throws std::invalid_argument when seq exceeds the position table
+  /// ("sequence length S is longer than the position table (block size B)"), a token id is
+  /// outside [0, vocab) or the chunk is outside [0, virtual_stages).
+  Tensor forward(const Tensor& input, int chunk = 0) const;
 
   /// Last stage: activations [batch, seq, hidden] -> this rank's logits [batch, seq, Vp/tp]
   /// (ln_f, then the tied head x wte_shard^T; columns >= vocab are padding).
@@ -39,11 +45,13 @@ class GptStage {
   /// (int32/int64) [batch, seq], the same scalar on every TP rank.
   Tensor loss(const Tensor& hidden, const Tensor& targets) const;
 
-  /// This rank's parameters with names and layouts: wte and wpe (first stage), its blocks, ln_f
-  /// and (pp > 1) the tied wte copy marked tied_copy (last stage).
+  /// This rank's parameters with names and layouts: wte and wpe (first stage), its blocks (chunk
+  /// by chunk), ln_f and (pp > 1) the tied wte copy marked tied_copy (last stage).
   Parameters parameters() const;
 
   const GptConfig& config() const { return config_; }
+  /// Model chunks on this stage: 1, or v with interleaved 1F1B.
+  int virtual_stages() const { return static_cast<int>(chunks_.size()); }
   /// With `on`, forward keeps only each transformer block's input and backward recomputes the
   /// block's activations (autograd::recompute; Megatron-LM's full recompute): activation
   /// memory per block drops to one [batch, seq, hidden] tensor, for one more forward pass of the
@@ -63,11 +71,11 @@ class GptStage {
   comm::Communicator tp_;
   bool first_, last_;
   bool recompute_ = false;
-  std::optional<VocabParallelEmbedding> wte_;  // first stage
-  Tensor wpe_;                                 // first stage
-  std::vector<TransformerBlock> blocks_;
-  std::optional<LayerNorm> ln_f_;               // last stage
-  std::optional<VocabParallelEmbedding> head_;  // last stage when pp > 1: the tied copy
+  std::optional<VocabParallelEmbedding> wte_;          // first stage
+  Tensor wpe_;                                         // first stage
+  std::vector<std::vector<TransformerBlock>> chunks_;  // [chunk][block in the chunk]
+  std::optional<LayerNorm> ln_f_;                      // last stage
+  std::optional<VocabParallelEmbedding> head_;         // last stage when pp > 1: the tied copy
 };
 
 /// The number of elements of `parameters`, counting each tied copy too (what a rank holds).

@@ -88,14 +88,12 @@ Tensor fit_vocab_rows(const Tensor& wte, std::int64_t vocab, std::int64_t rows_w
       {used, Tensor::zeros({rows_wanted - vocab, wte.size(1)}, wte.dtype(), wte.device())}, 0);
 }
 
-std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp) {
-  const std::pair<const char*, std::int64_t> sizes[] = {{"vocab", c.vocab},
-                                                        {"block size", c.block_size},
-                                                        {"layers", c.layers},
-                                                        {"hidden", c.hidden},
-                                                        {"heads", c.heads},
-                                                        {"tp", tp},
-                                                        {"pp", pp}};
+std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp, int virtual_stages) {
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"vocab", c.vocab},   {"block size", c.block_size},
+      {"layers", c.layers}, {"hidden", c.hidden},
+      {"heads", c.heads},   {"tp", tp},
+      {"pp", pp},           {"virtual stages", virtual_stages}};
   for (const auto& [name, value] : sizes) {
     if (value < 1) return fmt::format("{} must be >= 1, got {}", name, value);
   }
@@ -113,6 +111,10 @@ std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp) {
     return fmt::format("padded vocab {} is not divisible by tp {}", c.padded_vocab, tp);
   }
   if (c.layers % pp != 0) return fmt::format("layers {} is not divisible by pp {}", c.layers, pp);
+  if (c.layers % (pp * virtual_stages) != 0) {
+    return fmt::format("layers {} is not divisible by pp {} x {} virtual stages", c.layers, pp,
+                       virtual_stages);
+  }
   return std::nullopt;
 }
 

@@ -56,10 +56,13 @@ const char* gpt2_model_names();
 const char* to_string(GeluForm form);
 GeluForm gelu_form_from_string(const std::string& name);
 
-/// The message of the first size rule `config` breaks for (tp, pp), or nothing: every size
-/// >= 1, hidden divisible by heads, heads divisible by tp, padded_vocab 0 or >= vocab, the
-/// embedding's rows (vocab_rows) divisible by tp, layers divisible by pp.
-std::optional<std::string> gpt_size_error(const GptConfig& config, int tp, int pp);
+/// The message of the first size rule `config` breaks for (tp, pp) with `virtual_stages` model
+/// chunks per stage, or nothing: every size >= 1, hidden divisible by heads, heads divisible by
+/// tp, padded_vocab 0 or >= vocab, the embedding's rows (vocab_rows) divisible by tp, layers
+/// divisible by pp ("layers 6 is not divisible by pp 4") and by pp x virtual_stages ("layers 4
+/// is not divisible by pp 2 x 4 virtual stages").
+std::optional<std::string> gpt_size_error(const GptConfig& config, int tp, int pp,
+                                          int virtual_stages = 1);
 
 /// `wte` [rows, C] refitted to `rows_wanted` rows: its first `vocab` rows, then zero rows (a
 /// token embedding, or an optimizer moment of it, saved at one padding and loaded at another).

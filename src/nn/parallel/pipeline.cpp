@@ -13,26 +13,11 @@ namespace mpitron::nn {
 
 namespace {
 
-void check_micro_batches(const PipelineSpec& spec) {
-  if (spec.micro_batches < 1) {
-    throw std::invalid_argument(fmt::format(
-        "pipeline: the micro-batch count must be at least 1, got {}", spec.micro_batches));
-  }
-}
-
-// Which way a transfer goes: activations to stage + 1, their gradients to stage - 1.
+// Which way a transfer goes: activations to the next virtual stage, their gradients back.
 enum class Direction { forward = 0, backward = 1 };
 
 Direction direction_of(const PipelineAction& action) {
   return action.type == PipelineAction::Type::forward ? Direction::forward : Direction::backward;
-}
-
-// The transfer tag of micro-batch i's activation or gradient. Both stages compute it alike; tags
-// repeat every (kMaxTransferTag + 1) / 2 micro-batches, which is safe since a stage receives from
-// one neighbour in the order that neighbour sends.
-int transfer_tag(Direction direction, int micro_batch) {
-  constexpr int kMicroBatchTags = (comm::kMaxTransferTag + 1) / 2;
-  return 2 * (micro_batch % kMicroBatchTags) + static_cast<int>(direction);
 }
 
 // This stage's transfers with its neighbours on the PP communicator. One receive may be started
@@ -43,49 +28,50 @@ class StageLink {
   StageLink(const comm::ParallelTopology& topology, const PipelineSpec& spec)
       : pp_(topology.pp_comm()), stage_(topology.pp_rank()), spec_(spec) {}
 
-  // Starts receiving micro-batch `micro_batch`'s input activation (forward, from stage - 1) or
-  // output gradient (backward, from stage + 1). At most one receive is in flight.
-  void expect(Direction direction, int micro_batch) {
+  // Starts receiving the input activation (a forward action) or the output gradient (a backward
+  // action) of `action`. At most one receive is in flight.
+  void expect(const PipelineAction& action) {
     if (ahead_.started) {
-      throw std::logic_error(fmt::format(
-          "pipeline: stage {} started receiving micro-batch {} while micro-batch {} is in flight",
-          stage_, micro_batch, ahead_.micro_batch));
+      throw std::logic_error(
+          fmt::format("pipeline: stage {} started receiving for {} while {} is in flight", stage_,
+                      to_string({action}), to_string({ahead_.action})));
     }
     ahead_.started = true;
-    ahead_.direction = direction;
-    ahead_.micro_batch = micro_batch;
+    ahead_.action = action;
     ahead_.tensor = Tensor::empty(spec_.activation_shape, spec_.dtype, spec_.device);
-    ahead_.request = comm::irecv(pp_, ahead_.tensor.buffer(), spec_.activation_shape,
-                                 source(direction), transfer_tag(direction, micro_batch));
+    const PipelineTransfer from = transfer_of(action, /*receive=*/true, pp_.size(), stage_);
+    ahead_.request = comm::irecv(pp_, ahead_.tensor.buffer(), spec_.activation_shape, from.peer,
+                                 tag(action, from));
   }
 
-  // The activation or gradient of `micro_batch`, once it is here (started now unless `expect`
+  // The activation or gradient `action` receives, once it is here (started now unless `expect`
   // started it).
-  Tensor receive(Direction direction, int micro_batch) {
-    if (!ahead_.started || ahead_.direction != direction || ahead_.micro_batch != micro_batch) {
-      expect(direction, micro_batch);
-    }
+  Tensor receive(const PipelineAction& action) {
+    if (!ahead_.started || !(ahead_.action == action)) expect(action);
     ahead_.request.wait();
     ahead_.started = false;
     return std::move(ahead_.tensor);
   }
 
-  void send(Direction direction, const Tensor& t, int micro_batch) {
+  // Sends `t`, the output activation (a forward action) or the input gradient (a backward
+  // action) of `action`.
+  void send(const PipelineAction& action, const Tensor& t) {
     if (t.shape() != spec_.activation_shape || t.dtype() != spec_.dtype ||
         t.device() != spec_.device) {
       throw std::invalid_argument(fmt::format(
           "pipeline: stage {} produced {} {} on {} for micro-batch {}, but the stages exchange "
           "{} {} on {}",
           stage_, autograd::to_string(t.shape()), kernels::to_string(t.dtype()),
-          kernels::to_string(t.device()), micro_batch, autograd::to_string(spec_.activation_shape),
-          kernels::to_string(spec_.dtype), kernels::to_string(spec_.device)));
+          kernels::to_string(t.device()), action.micro_batch,
+          autograd::to_string(spec_.activation_shape), kernels::to_string(spec_.dtype),
+          kernels::to_string(spec_.device)));
     }
     std::erase_if(pending_, [](Pending& p) { return p.request.test(); });
     Pending& sent = pending_.emplace_back();
     sent.tensor = t.detach();  // keeps the storage, not the autograd graph
-    const int peer = direction == Direction::forward ? stage_ + 1 : stage_ - 1;
-    sent.request = comm::isend(pp_, sent.tensor.buffer(), spec_.activation_shape, peer,
-                               transfer_tag(direction, micro_batch));
+    const PipelineTransfer to = transfer_of(action, /*receive=*/false, pp_.size(), stage_);
+    sent.request =
+        comm::isend(pp_, sent.tensor.buffer(), spec_.activation_shape, to.peer, tag(action, to));
     ahead_.request.test();  // a receive whose header has arrived posts its payload
   }
 
@@ -96,8 +82,13 @@ class StageLink {
   }
 
  private:
-  int source(Direction direction) const {
-    return direction == Direction::forward ? stage_ - 1 : stage_ + 1;
+  // The tag of a transfer of `action`: both ends compute it alike from the boundary's upstream
+  // chunk. Tags repeat every (kMaxTransferTag + 1) / 2 crossings, which is safe since a stage
+  // receives from one neighbour in the order that neighbour sends.
+  int tag(const PipelineAction& action, const PipelineTransfer& transfer) const {
+    constexpr int kCrossingTags = (comm::kMaxTransferTag + 1) / 2;
+    const int crossing = transfer.upstream_chunk * spec_.micro_batches + action.micro_batch;
+    return 2 * (crossing % kCrossingTags) + static_cast<int>(direction_of(action));
   }
 
   struct Pending {
@@ -106,8 +97,7 @@ class StageLink {
   };
   struct Incoming {
     bool started = false;  // until `receive` took it (the request may complete before)
-    Direction direction = Direction::forward;
-    int micro_batch = -1;
+    PipelineAction action{};
     Tensor tensor;
     comm::RecvRequest request;  // declared last: finished before the tensor is released
   };
@@ -167,66 +157,72 @@ Tensor input_gradient(const Tensor& input, const PipelineSpec& spec) {
 
 }  // namespace
 
-std::vector<Tensor> run_pipeline_step(const comm::ParallelTopology& topology,
-                                      const PipelineSpec& spec, const PipelineStage& stage) {
-  check_micro_batches(spec);
-  const int p = topology.pp_rank();
-  const auto table = pipeline_schedule(spec.schedule, topology.pp(), p, spec.micro_batches);
+namespace {
+
+// Runs `table` (this stage's, of spec's layout) with `stage`; with `train`, backward actions run
+// backward and each virtual stage's input is made to require its gradient. Returns the last
+// virtual stage's forward outputs (detached) in micro-batch order on the last stage, else none.
+std::vector<Tensor> execute(const comm::ParallelTopology& topology, const PipelineSpec& spec,
+                            const PipelineStage& stage, const std::vector<PipelineAction>& table,
+                            bool train) {
   const auto m = static_cast<std::size_t>(spec.micro_batches);
   StageLink link(topology, spec);
-  std::vector<Tensor> inputs(m), outputs(m), losses(topology.is_last_stage() ? m : 0);
+  // Per (chunk, micro-batch): the received input and the output, until the backward ran.
+  std::vector<Tensor> inputs(m * static_cast<std::size_t>(spec.virtual_stages));
+  std::vector<Tensor> outputs(inputs.size());
+  std::vector<Tensor> results(topology.is_last_stage() ? m : 0);
   std::size_t ahead = 0;  // the next action that receives, at or after the current one
   for (std::size_t a = 0; a < table.size(); ++a) {
     const PipelineAction& action = table[a];
-    const auto i = static_cast<std::size_t>(action.micro_batch);
-    const Direction direction = direction_of(action);
-    Tensor received = action.recv ? link.receive(direction, action.micro_batch) : Tensor();
+    const std::size_t i =
+        static_cast<std::size_t>(action.chunk) * m + static_cast<std::size_t>(action.micro_batch);
+    Tensor received = action.recv ? link.receive(action) : Tensor();
     if (ahead <= a) {  // start the next receive before this action computes
       for (ahead = a + 1; ahead < table.size() && !table[ahead].recv;)
         ++ahead;
-      if (ahead < table.size()) {
-        link.expect(direction_of(table[ahead]), table[ahead].micro_batch);
-      }
+      if (ahead < table.size()) link.expect(table[ahead]);
     }
     if (action.type == PipelineAction::Type::forward) {
-      if (action.recv) inputs[i] = received.set_requires_grad();
-      outputs[i] = stage.forward(action.micro_batch, inputs[i]);
-      if (action.send) link.send(direction, outputs[i], action.micro_batch);
-      continue;
-    }
-    if (action.recv) {
-      if (outputs[i].requires_grad()) outputs[i].backward(received);
+      if (action.recv) inputs[i] = train ? received.set_requires_grad() : received;
+      outputs[i] = stage.forward(action.micro_batch, action.chunk, inputs[i]);
+      if (action.send) {
+        link.send(action, outputs[i]);
+      } else if (topology.is_last_stage()) {
+        results[static_cast<std::size_t>(action.micro_batch)] = outputs[i].detach();
+      }
+      if (train) continue;
     } else {
-      losses[i] = outputs[i].detach();
-      if (outputs[i].requires_grad()) outputs[i].backward();
+      if (outputs[i].requires_grad()) {
+        if (action.recv) {
+          outputs[i].backward(received);
+        } else {
+          outputs[i].backward();
+        }
+      }
+      if (action.send) link.send(action, input_gradient(inputs[i], spec));
     }
-    if (action.send) link.send(direction, input_gradient(inputs[i], spec), action.micro_batch);
     inputs[i] = Tensor();
     outputs[i] = Tensor();
   }
   link.finish();
-  return losses;
+  return results;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_pipeline_step(const comm::ParallelTopology& topology,
+                                      const PipelineSpec& spec, const PipelineStage& stage) {
+  const auto table = pipeline_schedule(spec.schedule, topology.pp(), topology.pp_rank(),
+                                       spec.micro_batches, spec.virtual_stages);
+  return execute(topology, spec, stage, table, /*train=*/true);
 }
 
 std::vector<Tensor> run_pipeline_forward(const comm::ParallelTopology& topology,
                                          const PipelineSpec& spec, const PipelineStage& stage) {
-  check_micro_batches(spec);
   autograd::NoGradGuard no_grad;
-  StageLink link(topology, spec);
-  std::vector<Tensor> outputs;
-  for (int i = 0; i < spec.micro_batches; ++i) {
-    const bool receives = !topology.is_first_stage();
-    const Tensor input = receives ? link.receive(Direction::forward, i) : Tensor();
-    if (receives && i + 1 < spec.micro_batches) link.expect(Direction::forward, i + 1);
-    Tensor output = stage.forward(i, input);
-    if (topology.is_last_stage()) {
-      outputs.push_back(std::move(output));
-    } else {
-      link.send(Direction::forward, output, i);
-    }
-  }
-  link.finish();
-  return outputs;
+  const auto table =
+      forward_schedule(topology.pp(), topology.pp_rank(), spec.micro_batches, spec.virtual_stages);
+  return execute(topology, spec, stage, table, /*train=*/false);
 }
 
 PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
@@ -236,7 +232,7 @@ PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
   const double weight =
       fault_active(Fault::micro_batch_loss_weight_1) ? 1.0 : 1.0 / shape.micro_batches;
   std::vector<Tensor> outputs(static_cast<std::size_t>(shape.micro_batches));
-  const PipelineStage stage{[&](int i, const Tensor& received) {
+  const PipelineStage stage{[&](int i, int /*chunk*/, const Tensor& received) {
     Tensor y = stages.stage_output(i, received);
     if (!topology.is_last_stage()) return y;
     outputs[static_cast<std::size_t>(i)] = y.detach();
@@ -254,8 +250,9 @@ PipelineResult pipeline_train_step(const comm::ParallelTopology& topology,
 Tensor pipeline_inference(const comm::ParallelTopology& topology, const PipelineShape& shape,
                           const StageForward& forward, const Tensor& input) {
   const MseStages stages(topology, shape, forward, input);
-  const PipelineStage stage{
-      [&](int i, const Tensor& received) { return stages.stage_output(i, received); }};
+  const PipelineStage stage{[&](int i, int /*chunk*/, const Tensor& received) {
+    return stages.stage_output(i, received);
+  }};
   const std::vector<Tensor> outputs = run_pipeline_forward(topology, stages.spec, stage);
   return topology.is_last_stage() ? autograd::concat(outputs, 0) : Tensor();
 }

@@ -6,7 +6,9 @@
 // receive (through the deadline routine) only at the action that needs the data, starts sends
 // without waiting for the neighbour (comm::isend), and drops a micro-batch's activations as soon
 // as its backward ran, so 1F1B keeps at most pp - stage micro-batches alive (Narayanan et al.
-// 2021, arXiv:2104.04473). Transfer tags are 2 * micro-batch + (0 activation, 1 gradient), modulo
+// 2021, arXiv:2104.04473). With virtual stages a stage runs each of its model chunks as the
+// table says, and the last stage's last chunk sends to stage 0's next chunk (schedule.h). Transfer
+// tags are 2 * (upstream chunk * micro_batches + micro-batch) + (0 activation, 1 gradient), modulo
 // comm::kMaxTransferTag + 1.
 #pragma once
 
@@ -24,13 +26,15 @@ using autograd::Tensor;
 
 /// What one pipeline stage computes.
 struct PipelineStage {
-  /// Forward of micro-batch `micro_batch` (in [0, micro_batches)) on this stage. `input` is the
-  /// activation [activation_shape] received from the previous stage (in a training step the
-  /// executor has already called set_requires_grad on it), or an undefined Tensor on the first
-  /// stage, which reads its own data. Returns the activation [activation_shape] to send to the
-  /// next stage or, on the last stage, the micro-batch's scalar loss, already weighted by the
+  /// Forward of micro-batch `micro_batch` (in [0, micro_batches)) through this stage's model
+  /// chunk `chunk` (in [0, virtual_stages); always 0 without interleaving). `input` is the
+  /// activation [activation_shape] received from the virtual stage before (in a training step
+  /// the executor has already called set_requires_grad on it), or an undefined Tensor on the
+  /// first virtual stage (chunk 0 of stage 0), which reads its own data. Returns the activation
+  /// [activation_shape] to send to the next virtual stage or, on the last one (chunk
+  /// virtual_stages - 1 of the last stage), the micro-batch's scalar loss, already weighted by the
   /// caller (e.g. by 1/micro_batches); the executor calls backward() on it.
-  std::function<Tensor(int micro_batch, const Tensor& input)> forward;
+  std::function<Tensor(int micro_batch, int chunk, const Tensor& input)> forward;
 };
 
 /// What the stages exchange and in which order.
@@ -40,27 +44,31 @@ struct PipelineSpec {
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   autograd::DType dtype = autograd::DType::f32;
   autograd::Device device = autograd::Device::cpu;
+  int virtual_stages = 1;  ///< model chunks per stage (interleaved 1F1B with >= 2)
 };
 
-/// One training step's forward and backward of every micro-batch on this rank's stage
-/// (topology.pp_rank()) in the order of pipeline_schedule(spec.schedule, ...). Parameter
-/// gradients accumulate in the stage's parameters (the caller reduces them over DP afterwards).
-/// A stage whose input received no gradient sends zeros upstream. Every send has completed when
-/// this returns. Returns, on the last stage, every micro-batch's loss (detached) in micro-batch
-/// order; empty on the other stages. Throws std::invalid_argument when micro_batches < 1 or a
-/// non-last stage's forward returns a tensor other than [activation_shape] of spec's dtype and
-/// device; a peer that sends another shape raises the comm shape-mismatch error.
+/// One training step's forward and backward of every micro-batch through every model chunk of
+/// this rank's stage (topology.pp_rank()) in the order of pipeline_schedule(spec.schedule, pp,
+/// stage, micro_batches, virtual_stages). Parameter gradients accumulate in the stage's
+/// parameters (the caller reduces them over DP afterwards). A virtual stage whose input received
+/// no gradient sends zeros upstream. Every send has completed when this returns. Returns, on the
+/// last stage, every micro-batch's loss (detached) in micro-batch order; empty on the other
+/// stages. Throws std::invalid_argument with pipeline_layout_error's message for a layout the
+/// schedule cannot run (from pipeline_schedule), or when a forward that sends returns a tensor
+/// other than [activation_shape] of spec's dtype and device; a peer that sends another shape raises
+/// the comm shape-mismatch error.
 std::vector<Tensor> run_pipeline_step(const comm::ParallelTopology& topology,
                                       const PipelineSpec& spec, const PipelineStage& stage);
 
-/// Forward only, without recording gradients: every micro-batch in order (spec.schedule is not
-/// used). Returns the last stage's outputs per micro-batch in order; empty on the other stages.
+/// Forward only, without recording gradients: every micro-batch through every chunk in the order
+/// of forward_schedule (spec.schedule is not used; any micro-batch count >= 1). Returns the last
+/// virtual stage's outputs per micro-batch in order on the last stage; empty on the other stages.
 /// Same errors as run_pipeline_step.
 std::vector<Tensor> run_pipeline_forward(const comm::ParallelTopology& topology,
                                          const PipelineSpec& spec, const PipelineStage& stage);
 
 /// The MSE model of `mpitron validate` and `bench`: a stage's layers applied to an activation
-/// [micro_batch, ...], returning an activation of the same shape.
+/// [micro_batch, ...], returning an activation of the same shape (one model chunk per stage).
 using StageForward = std::function<Tensor(const Tensor&)>;
 
 /// Sizes of the activations exchanged between stages of the MSE model.

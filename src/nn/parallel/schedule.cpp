@@ -22,6 +22,34 @@ Slot forward_slot(int k, int pp, int virtual_stages) {
   return {chunk, micro_batch};
 }
 
+// Throws std::invalid_argument for a layout pipeline_layout_error rejects or a stage outside
+// [0, pp).
+void check_layout(int pp, int stage, int micro_batches, int virtual_stages, bool forward_only) {
+  if (const std::string error =
+          pipeline_layout_error(pp, virtual_stages, micro_batches, forward_only);
+      !error.empty()) {
+    throw std::invalid_argument("pipeline_schedule: " + error);
+  }
+  if (stage < 0 || stage >= pp) {
+    throw std::invalid_argument(
+        fmt::format("pipeline_schedule: stage={} is outside [0, pp={})", stage, pp));
+  }
+}
+
+// The forward of micro-batch `micro_batch` through chunk `chunk` on `stage`, with its transfers.
+PipelineAction forward_action(int pp, int stage, int virtual_stages, int chunk, int micro_batch) {
+  const bool first = stage == 0 && chunk == 0;
+  const bool last = stage == pp - 1 && chunk == virtual_stages - 1;
+  return {PipelineAction::Type::forward, micro_batch, !first, !last, chunk};
+}
+
+// The backward of `forward`'s chunk and micro-batch: its transfers go the other way.
+PipelineAction backward_of(PipelineAction forward) {
+  forward.type = PipelineAction::Type::backward;
+  std::swap(forward.recv, forward.send);
+  return forward;
+}
+
 // Forwards before the first backward on `stage`.
 int warmup_forwards(ScheduleKind kind, int pp, int stage, int micro_batches, int virtual_stages) {
   const int total = virtual_stages * micro_batches;
@@ -50,7 +78,8 @@ PipelineTransfer transfer_of(const PipelineAction& action, bool receive, int pp,
   return {(stage + 1) % pp, action.chunk};
 }
 
-std::string pipeline_layout_error(int pp, int virtual_stages, int micro_batches) {
+std::string pipeline_layout_error(int pp, int virtual_stages, int micro_batches,
+                                  bool forward_only) {
   if (pp < 1 || virtual_stages < 1 || micro_batches < 1) {
     return fmt::format(
         "a pipeline needs pp, virtual stages and micro-batches >= 1, got pp={}, "
@@ -62,7 +91,7 @@ std::string pipeline_layout_error(int pp, int virtual_stages, int micro_batches)
     return fmt::format("{} virtual stages need at least 2 pipeline stages, got pp={}",
                        virtual_stages, pp);
   }
-  if (micro_batches % pp != 0) {
+  if (!forward_only && micro_batches % pp != 0) {
     return fmt::format("{} virtual stages need micro-batches per step a multiple of pp={}, got {}",
                        virtual_stages, pp, micro_batches);
   }
@@ -71,44 +100,52 @@ std::string pipeline_layout_error(int pp, int virtual_stages, int micro_batches)
 
 std::vector<PipelineAction> pipeline_schedule(ScheduleKind kind, int pp, int stage,
                                               int micro_batches, int virtual_stages) {
-  if (const std::string error = pipeline_layout_error(pp, virtual_stages, micro_batches);
-      !error.empty()) {
-    throw std::invalid_argument("pipeline_schedule: " + error);
-  }
-  if (stage < 0 || stage >= pp) {
-    throw std::invalid_argument(
-        fmt::format("pipeline_schedule: stage={} is outside [0, pp={})", stage, pp));
-  }
+  check_layout(pp, stage, micro_batches, virtual_stages, /*forward_only=*/false);
   const int total = virtual_stages * micro_batches;
-  const auto action = [&](PipelineAction::Type type, int k) {
-    Slot slot = forward_slot(k, pp, virtual_stages);
-    if (type == PipelineAction::Type::backward) slot.chunk = virtual_stages - 1 - slot.chunk;
-    const bool first = stage == 0 && slot.chunk == 0;
-    const bool last = stage == pp - 1 && slot.chunk == virtual_stages - 1;
-    const bool forward = type == PipelineAction::Type::forward;
-    return PipelineAction{type, slot.micro_batch, forward ? !first : !last,
-                          forward ? !last : !first, slot.chunk};
+  // The k-th forward; the k-th backward of 1F1B runs the same micro-batch through the chunks in
+  // reverse order.
+  const auto forward = [&](int k) {
+    const Slot slot = forward_slot(k, pp, virtual_stages);
+    return forward_action(pp, stage, virtual_stages, slot.chunk, slot.micro_batch);
+  };
+  const auto backward = [&](int k) {
+    const Slot slot = forward_slot(k, pp, virtual_stages);
+    return backward_of(forward_action(pp, stage, virtual_stages, virtual_stages - 1 - slot.chunk,
+                                      slot.micro_batch));
   };
   std::vector<PipelineAction> table;
   table.reserve(2 * static_cast<std::size_t>(total));
   const int warmup = warmup_forwards(kind, pp, stage, micro_batches, virtual_stages);
   for (int k = 0; k < warmup; ++k)
-    table.push_back(action(PipelineAction::Type::forward, k));
+    table.push_back(forward(k));
   if (kind == ScheduleKind::afab) {
-    for (int k = total - 1; k >= 0; --k) {
-      PipelineAction backward = action(PipelineAction::Type::forward, k);
-      std::swap(backward.recv, backward.send);
-      backward.type = PipelineAction::Type::backward;
-      table.push_back(backward);
-    }
+    for (int k = total - 1; k >= 0; --k)
+      table.push_back(backward_of(forward(k)));
     return table;
   }
   for (int k = 0; k < total - warmup; ++k) {
-    table.push_back(action(PipelineAction::Type::forward, warmup + k));
-    table.push_back(action(PipelineAction::Type::backward, k));
+    table.push_back(forward(warmup + k));
+    table.push_back(backward(k));
   }
   for (int k = total - warmup; k < total; ++k)
-    table.push_back(action(PipelineAction::Type::backward, k));
+    table.push_back(backward(k));
+  return table;
+}
+
+int chunks_in_flight(ScheduleKind kind, int pp, int stage, int micro_batches, int virtual_stages) {
+  check_layout(pp, stage, micro_batches, virtual_stages, /*forward_only=*/false);
+  return std::min(warmup_forwards(kind, pp, stage, micro_batches, virtual_stages) + 1,
+                  virtual_stages * micro_batches);
+}
+
+std::vector<PipelineAction> forward_schedule(int pp, int stage, int micro_batches,
+                                             int virtual_stages) {
+  check_layout(pp, stage, micro_batches, virtual_stages, /*forward_only=*/true);
+  std::vector<PipelineAction> table;
+  for (int i = 0; i < micro_batches; ++i) {
+    for (int chunk = 0; chunk < virtual_stages; ++chunk)
+      table.push_back(forward_action(pp, stage, virtual_stages, chunk, i));
+  }
   return table;
 }
 

@@ -67,6 +67,16 @@ struct PipelineAction {
   bool operator==(const PipelineAction&) const = default;
 };
 
+/// The most (chunk, micro-batch) pairs whose forward ran and whose backward has not on stage
+/// `stage`, at any point of its pipeline_schedule table: what the stage keeps for backward, in
+/// model chunks of layers / (pp virtual_stages) blocks. AFAB: virtual_stages * micro_batches;
+/// 1F1B: min(pp - stage, micro_batches); interleaved 1F1B: min(2 (pp - stage - 1) +
+/// (virtual_stages - 1) pp + 1, virtual_stages * micro_batches), on stage 0 about (1 + 1 /
+/// virtual_stages) times the layers 1F1B keeps there (Narayanan et al. 2021, section 2.2).
+/// Throws as pipeline_schedule does.
+int chunks_in_flight(ScheduleKind kind, int pp, int stage, int micro_batches,
+                     int virtual_stages = 1);
+
 /// One activation or gradient crossing the boundary between two consecutive virtual stages, as
 /// one end of it sees it.
 struct PipelineTransfer {
@@ -84,10 +94,11 @@ PipelineTransfer transfer_of(const PipelineAction& action, bool receive, int pp,
 
 /// Why `pp` stages with `virtual_stages` model chunks each cannot run `micro_batches`
 /// micro-batches, or empty: pp < 1, micro_batches < 1, virtual_stages < 1, and with
-/// virtual_stages >= 2 also pp < 2 ("interleaving needs at least 2 pipeline stages") or
-/// micro_batches not a multiple of pp (Megatron-LM's condition: the forwards go through each
-/// chunk in groups of pp micro-batches).
-std::string pipeline_layout_error(int pp, int virtual_stages, int micro_batches);
+/// virtual_stages >= 2 also pp < 2 ("interleaving needs at least 2 pipeline stages") or, unless
+/// `forward_only` (forward_schedule), micro_batches not a multiple of pp (Megatron-LM's condition:
+/// the forwards go through each chunk in groups of pp micro-batches).
+std::string pipeline_layout_error(int pp, int virtual_stages, int micro_batches,
+                                  bool forward_only = false);
 
 /// The schedule table of stage `stage` of a `pp`-stage pipeline with `virtual_stages` model
 /// chunks per stage running `micro_batches` micro-batches per step: 2 * virtual_stages *
@@ -96,6 +107,14 @@ std::string pipeline_layout_error(int pp, int virtual_stages, int micro_batches)
 /// stage when it is outside [0, pp).
 std::vector<PipelineAction> pipeline_schedule(ScheduleKind kind, int pp, int stage,
                                               int micro_batches, int virtual_stages = 1);
+
+/// The forwards of an evaluation (no backward) on stage `stage`: micro-batch 0 through chunk 0,
+/// 1, ..., virtual_stages - 1, then micro-batch 1, ...: virtual_stages * micro_batches actions
+/// with the transfer flags of pipeline_schedule. Any micro_batches >= 1. Throws
+/// std::invalid_argument with pipeline_layout_error's message (forward_only), or naming the
+/// stage when it is outside [0, pp).
+std::vector<PipelineAction> forward_schedule(int pp, int stage, int micro_batches,
+                                             int virtual_stages = 1);
 
 /// "F0 F1 B0 F2 B1 B2" (forward/backward and micro-batch), for logs and test messages; when an
 /// action runs a chunk other than 0, every action names its chunk: "F0c0 F1c0 F0c1 ...".

@@ -38,7 +38,7 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
                        const comm::ParallelTopology& topology, const GptTrainOptions& options)
     : topology_(topology),
       options_(options),
-      stage_(config, init, topology),
+      stage_(config, init, topology, options.virtual_stages),
       parameters_(stage_.parameters()),
       optimizer_(make_optimizer(parameters_, options)),
       gradients_(parameters_, topology.dp_comm()) {
@@ -60,16 +60,20 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
       }
     }
     const double weight = train ? 1.0 / count : 1.0;
-    PipelineStage stage{[&](int i, const Tensor& input) {
+    const int last_chunk = stage_.virtual_stages() - 1;
+    PipelineStage stage{[&](int i, int chunk, const Tensor& input) {
       const TokenBatch& b = batches[static_cast<std::size_t>(i)];
-      const Tensor x = stage_.forward(stage_.is_first() ? b.inputs : input);
-      return stage_.is_last() ? autograd::scale(stage_.loss(x, b.targets), weight) : x;
+      const Tensor x = stage_.forward(stage_.is_first() && chunk == 0 ? b.inputs : input, chunk);
+      return stage_.is_last() && chunk == last_chunk
+                 ? autograd::scale(stage_.loss(x, b.targets), weight)
+                 : x;
     }};
     const PipelineSpec spec{{rows, seq, stage_.config().hidden},
                             count,
                             options_.schedule,
                             options_.dtype,
-                            options_.device};
+                            options_.device,
+                            stage_.virtual_stages()};
     const std::vector<Tensor> losses = train ? run_pipeline_step(topology_, spec, stage)
                                              : run_pipeline_forward(topology_, spec, stage);
     for (const Tensor& l : losses)

@@ -20,6 +20,7 @@ enum class OptimizerKind { adamw, sgd };
 
 struct GptTrainOptions {
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  int virtual_stages = 1;  ///< model chunks per pipeline stage (interleaved 1F1B with >= 2)
   OptimizerKind optimizer = OptimizerKind::adamw;
   double lr = 1e-3;  ///< the optimizer's initial rate; each step passes its own
   AdamWOptions adamw;

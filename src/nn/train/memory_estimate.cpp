@@ -12,18 +12,21 @@ std::int64_t MemoryEstimate::peak() const {
 MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const GptConfig& c = in.config;
   if (in.seq < 1 || in.micro_batch < 1 || in.micro_batches < 1 || in.tp < 1 || in.pp < 1 ||
-      in.stage < 0 || in.stage >= in.pp || in.rank_parameters < 0 || c.layers < in.pp) {
-    throw std::invalid_argument("estimate_gpt_memory: sizes must be >= 1 and stage in [0, pp)");
+      in.stage < 0 || in.stage >= in.pp || in.rank_parameters < 0 || in.virtual_stages < 1 ||
+      c.layers % (in.pp * in.virtual_stages) != 0) {
+    throw std::invalid_argument(
+        "estimate_gpt_memory: sizes must be >= 1, stage in [0, pp) and layers divisible by pp x "
+        "virtual stages");
   }
   const std::int64_t s = in.seq, b = in.micro_batch, h = c.hidden, a = c.heads, t = in.tp;
   const std::int64_t sbh = s * b * h;
   const std::int64_t block = 4 * sbh + 16 * sbh / t + a * s * s * b / t;
-  const std::int64_t layers = c.layers / in.pp;
-  const std::int64_t in_flight = in.schedule == ScheduleKind::afab
-                                     ? in.micro_batches
-                                     : std::min<std::int64_t>(in.pp - in.stage, in.micro_batches);
+  const std::int64_t blocks_in_flight =
+      c.layers / (in.pp * in.virtual_stages) *
+      chunks_in_flight(in.schedule, in.pp, in.stage, static_cast<int>(in.micro_batches),
+                       in.virtual_stages);
   std::int64_t activations =
-      (in.recompute ? in_flight * layers * sbh + block : in_flight * layers * block) + block;
+      (in.recompute ? blocks_in_flight * sbh + block : blocks_in_flight * block) + block;
   if (in.stage == in.pp - 1) activations += 2 * sbh + 2 * s * b * c.vocab_rows() / t;
   const std::int64_t whole_model =
       (c.vocab_rows() + c.block_size) * h + c.layers * (12 * h * h + 13 * h) + 2 * h;

@@ -27,6 +27,7 @@ struct MemoryEstimateInput {
   int optimizer_states = 2;        ///< tensors per parameter: 2 for AdamW, 1 for SGD
   std::int64_t element_bytes = 4;  ///< 4 for float32, 8 for float64
   bool from_file = false;          ///< the run starts from a --init-from file
+  int virtual_stages = 1;          ///< model chunks per stage (interleaved 1F1B with >= 2)
 };
 
 /// The estimate, in bytes.
@@ -49,8 +50,11 @@ struct MemoryEstimate {
 /// - sharded, 16 sbh / t: q, k, v and their per-head copies (6 sbh / t), the attention context
 ///   and its reshape (2 sbh / t), the MLP's pre-activation and activation (8 sbh / t);
 /// - a s^2 b / t: the softmax probabilities (the scores are not kept).
-/// A stage keeps the blocks of min(pp - stage, micro_batches) micro-batches in flight under 1F1B
-/// (PipeDream-Flush, Narayanan et al. 2021) and all of them under all-forward-all-backward; with
+/// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
+/// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
+/// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.
+/// 2021), all of them under all-forward-all-backward, and under interleaved 1F1B about
+/// 1 + 1 / virtual_stages times 1F1B's on the first stage; with
 /// recompute, each block keeps only its input (sbh) and one block's full set is rebuilt at a
 /// time. Backward adds one block's set as workspace (the gradients beside the activations). The
 /// last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh) and the logits
@@ -60,7 +64,8 @@ struct MemoryEstimate {
 /// parameters beside this rank's weights, or, from a file, twice the whole model (the file read
 /// and its tensors, which live until the trainer is built) beside all of this rank's parameter
 /// states: an upper bound, 20-30 % above the measured peak for GPT-2 124M. And kRuntimeBytes.
-/// Throws std::invalid_argument for sizes < 1 or a stage outside [0, pp).
+/// Throws std::invalid_argument for sizes < 1, a stage outside [0, pp) or a layout the schedule
+/// cannot run (pipeline_layout_error; layers not divisible by pp virtual_stages).
 MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& input);
 
 }  // namespace mpitron::nn
