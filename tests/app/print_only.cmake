@@ -39,6 +39,15 @@ print_only_test(bench_step_option_before_comm 2
                 "^rank 0: error: bench comm does not take --recompute \\(an option of bench's MLP step given before 'comm'\\)\n$"
                 bench --recompute comm)
 
+# bench schedule is pure computation: the bubble of pp 4, 2 virtual stages, 8 micro-batches
+# ((pp - 1) / (v m) = 18.75 %), and a layout it cannot run, without MPI.
+print_only_test(bench_schedule 0
+                "\ninterleaved v 2 +28\\.50 +18\\.75 % +18\\.75 % +15\\.8 %, 15\\.8 %, 15\\.8 %, 15\\.8 %\n"
+                bench schedule)
+print_only_test(bench_schedule_bad_layout 2
+                "^rank 0: error: bench schedule: 2 virtual stages need micro-batches per step a multiple of pp=4, got 6\n$"
+                bench schedule --micro-batches 6)
+
 # Under a launcher every command is still printed once: rank 0 prints the help, the other ranks
 # exit quietly, and none starts MPI.
 _mpitron_mpiexec_command(print_only_launched 2 mpitron --help)

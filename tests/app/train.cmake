@@ -42,6 +42,10 @@ set(train_bad_runs
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "stop|--stop-after -1|--stop-after must be >= 0, got -1"
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of: 1f1b, afab"
+  "virtualstages|--virtual-stages 0|--virtual-stages must be >= 1, got 0"
+  "virtuallayers|--layers 4 --pp 2 --dp 1 --virtual-stages 4|layers 4 is not divisible by pp 2 x 4 virtual stages"
+  "virtualmicro|--layers 4 --pp 2 --dp 1 --global-batch 6 --micro-batch 2 --virtual-stages 2|--virtual-stages 2 needs micro-batches per step (--global-batch / (--micro-batch x dp) = 3) a multiple of --pp 2"
+  "virtualpp|--dp 2 --virtual-stages 2|--virtual-stages 2 needs --pp 2 or more, got --pp 1"
   "missing|--data ${CMAKE_CURRENT_BINARY_DIR}/missing.txt|missing.txt: cannot read: No such file"
   "empty|--data ${CMAKE_CURRENT_BINARY_DIR}/empty.txt|empty.txt: empty file"
   "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 tokens is shorter than one window"
@@ -70,6 +74,13 @@ endforeach()
 mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS train ${train_small} --recompute --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_recompute
   EXPECT_EXIT 0 EXPECT_OUTPUT "\\(1f1b schedule, recomputing activations\\)" "step 3/3 loss")
+
+# Interleaved 1F1B is stated in the start-up line; each stage's idle share closes the run.
+mpitron_add_expect_test(train_virtual_stages_stated TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --layers 4 --pp 2 --virtual-stages 2
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_virtual_stages
+  EXPECT_EXIT 0 EXPECT_OUTPUT "\\(1f1b schedule, 2 virtual stages\\)" "step 3/3 loss"
+  "idle share per pipeline stage \\(waiting on communication in the steps\\): [0-9]+ %, [0-9]+ %")
 
 # The progress line: under ctest stdout is a pipe, so `auto` adds nothing to the per-step lines;
 # `in-place` redraws one line with carriage returns, with the rate and ETA.
