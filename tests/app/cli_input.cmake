@@ -107,8 +107,8 @@ mpitron_add_expect_test(bench_gemm_bad_seconds TARGET mpitron NP 1 TIMEOUT 60
 
 # Every help screen fits on one screen and ends with one example; a line too wide, too many
 # lines or a missing example fail.
-foreach(command "" validate train eval generate export bench "bench comm" "bench gemm" train-dp
-                attention tokenize)
+foreach(command "" validate train eval generate export bench "bench comm" "bench gemm"
+                "bench schedule" train-dp attention tokenize)
   string(REPLACE " " "_" name "help_screen_mpitron_${command}")
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -DMPITRON=$<TARGET_FILE:mpitron>
                                 "-DCOMMAND=${command}" -P ${CMAKE_CURRENT_SOURCE_DIR}/HelpScreen.cmake)
