@@ -149,8 +149,8 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       "peak RSS {:.0f} MiB/rank (max)\n"
       "bench: {:.1f} allocations/step after warm-up (max over ranks); {} memory peak {:.0f} MiB "
       "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n"
-      "bench: share of the step waiting on communication per rank: {}; idle share per "
-      "pipeline stage ({} schedule): {}\n",
+      "bench: share of the step waiting on communication per rank: {}\n"
+      "bench: idle share per pipeline stage ({} schedule): {}\n",
       world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
       s.intermediate, s.batch, s.seq, s.layers, s.micro_batches,
       options.recompute ? ", recomputing activations" : "", ms_per_step,

@@ -155,10 +155,6 @@ Tensor input_gradient(const Tensor& input, const PipelineSpec& spec) {
   return grad;
 }
 
-}  // namespace
-
-namespace {
-
 // Runs `table` (this stage's, of spec's layout) with `stage`; with `train`, backward actions run
 // backward and each virtual stage's input is made to require its gradient. Returns the last
 // virtual stage's forward outputs (detached) in micro-batch order on the last stage, else none.
