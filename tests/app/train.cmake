@@ -43,6 +43,7 @@ set(train_bad_runs
   "stop|--stop-after -1|--stop-after must be >= 0, got -1"
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of: 1f1b, afab"
   "virtualstages|--virtual-stages 0|--virtual-stages must be >= 1, got 0"
+  "virtualmany|--layers 4 --virtual-stages 8|--virtual-stages 8 is more than the 4 layers"
   "virtuallayers|--layers 4 --pp 2 --dp 1 --virtual-stages 4|layers 4 is not divisible by pp 2 x 4 virtual stages"
   "virtualmicro|--layers 4 --pp 2 --dp 1 --global-batch 6 --micro-batch 2 --virtual-stages 2|--virtual-stages 2 needs micro-batches per step (--global-batch / (--micro-batch x dp) = 3) a multiple of --pp 2"
   "virtualpp|--dp 2 --virtual-stages 2|--virtual-stages 2 needs --pp 2 or more, got --pp 1"

@@ -26,7 +26,11 @@ namespace {
 
 void check_options(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
   check_train_settings(o);
-  const int virtual_stages = static_cast<int>(std::min<std::int64_t>(o.virtual_stages, 1 << 20));
+  if (config.layers >= 1 && o.virtual_stages > config.layers) {
+    throw comm::ConfigError(fmt::format("--virtual-stages {} is more than the {} layers",
+                                        o.virtual_stages, config.layers));
+  }
+  const auto virtual_stages = static_cast<int>(o.virtual_stages);
   if (const auto error = nn::gpt_size_error(config, s.tp, s.pp, virtual_stages)) {
     throw comm::ConfigError(*error);
   }
