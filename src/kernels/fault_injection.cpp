@@ -9,11 +9,13 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 23> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 25> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
     {"dp-sum-not-average", Fault::dp_sum_not_average},
+    {"distributed-optimizer-wrong-shard", Fault::distributed_optimizer_wrong_shard},
+    {"distributed-optimizer-no-all-gather", Fault::distributed_optimizer_no_all_gather},
     {"pp-gradient-not-sent", Fault::pp_gradient_not_sent},
     {"tp-input-grad-off-5-percent", Fault::tp_input_grad_off_5_percent},
     {"micro-batch-loss-weight-1", Fault::micro_batch_loss_weight_1},

@@ -20,6 +20,7 @@ struct Recipe {
   double grad_clip = 0.5;  // active in most steps, so the global norm matters
   std::int64_t vocab = 256;
   GeluForm gelu = GeluForm::exact;
+  bool distributed_optimizer = false;
 };
 
 constexpr std::int64_t kGlobalBatch = 16, kSeq = 8, kSteps = 20;
@@ -34,6 +35,7 @@ std::vector<double> loss_curve(const comm::Communicator& world, int tp, int pp, 
   options.schedule = recipe.schedule;
   options.optimizer = recipe.optimizer;
   options.grad_clip = recipe.grad_clip;
+  options.distributed_optimizer = recipe.distributed_optimizer;
   const double lr = recipe.optimizer == OptimizerKind::sgd ? 0.5 : 3e-3;
   GptConfig config = kConfig;
   config.vocab = recipe.vocab;
@@ -92,14 +94,17 @@ TEST(GptTraining, EveryTopologyFollowsTheOneRankLossCurve) {
       {ScheduleKind::one_f_one_b, 4, OptimizerKind::adamw},
       {ScheduleKind::afab, 4, OptimizerKind::adamw},
       {ScheduleKind::one_f_one_b, 2, OptimizerKind::sgd},
-      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 50257, GeluForm::tanh}};
+      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 50257, GeluForm::tanh},
+      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 256, GeluForm::exact, true},
+      {ScheduleKind::afab, 4, OptimizerKind::sgd, 0.5, 256, GeluForm::exact, true},
+      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 50257, GeluForm::tanh, true}};
   for (const Recipe& recipe : recipes) {
     const std::vector<double> reference = reference_curve(recipe);
     for (const auto& [tp, pp, dp] : curve_topologies()) {
-      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} x{} micro-batches, {}, vocab {}", tp, pp, dp,
-                               to_string(recipe.schedule), recipe.micro_batches,
+      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} x{} micro-batches, {}{}, vocab {}", tp, pp,
+                               dp, to_string(recipe.schedule), recipe.micro_batches,
                                recipe.optimizer == OptimizerKind::sgd ? "sgd" : "adamw",
-                               recipe.vocab));
+                               recipe.distributed_optimizer ? " (distributed)" : "", recipe.vocab));
       const std::vector<double> curve = loss_curve(test::world(), tp, pp, dp, recipe);
       EXPECT_LE(max_relative_deviation(curve, reference), 1e-5);
       EXPECT_LT(curve.back(), curve.front());  // it learns
@@ -110,30 +115,35 @@ TEST(GptTraining, EveryTopologyFollowsTheOneRankLossCurve) {
 // Each fault breaks one reduction rule; on a topology where that rule matters the curve must
 // leave the 1-rank curve by far more than rounding (1e-3). A DP sum instead of a mean scales the
 // gradient by dp, which AdamW and active clipping both cancel (the loss curve cannot see it), so
-// that fault is shown with plain SGD and clipping out of reach.
+// that fault is shown with plain SGD and clipping out of reach. The distributed optimizer's
+// faults (a shard one block off, the parameters' all-gather skipped) run with it on.
 TEST(GptTraining, PlantedFaultsLeaveTheLossCurve) {
-  const Recipe adamw, sgd{ScheduleKind::one_f_one_b, 2, OptimizerKind::sgd, 1e9};
+  const Recipe adamw, sgd{ScheduleKind::one_f_one_b, 2, OptimizerKind::sgd, 1e9},
+      distributed{.distributed_optimizer = true};
   const std::vector<double> adamw_reference = reference_curve(adamw);
   const std::vector<double> sgd_reference = reference_curve(sgd);
   struct Case {
     Fault fault;
     bool applies;  // the topology has the parallel degree the fault needs
-    bool with_sgd;
+    const Recipe& recipe;
+    const std::vector<double>& reference;
   };
   for (const auto& [tp, pp, dp] : curve_topologies()) {
-    const Case cases[] = {{Fault::dp_sum_not_average, dp > 1, true},
-                          {Fault::embedding_group_not_reduced, pp > 1, false},
-                          {Fault::norm_counts_replicas_per_rank, tp > 1, false},
-                          {Fault::copy_to_tp_no_all_reduce, tp > 1, false}};
+    const Case cases[] = {
+        {Fault::dp_sum_not_average, dp > 1, sgd, sgd_reference},
+        {Fault::embedding_group_not_reduced, pp > 1, adamw, adamw_reference},
+        {Fault::norm_counts_replicas_per_rank, tp > 1, adamw, adamw_reference},
+        {Fault::copy_to_tp_no_all_reduce, tp > 1, adamw, adamw_reference},
+        {Fault::distributed_optimizer_wrong_shard, dp > 1, distributed, adamw_reference},
+        {Fault::distributed_optimizer_no_all_gather, dp > 1, distributed, adamw_reference}};
     for (const Case& c : cases) {
       if (!c.applies) continue;
       SCOPED_TRACE(
           fmt::format("tp {} pp {} dp {}, fault {}", tp, pp, dp, static_cast<int>(c.fault)));
       inject_fault(c.fault);
-      const std::vector<double> curve =
-          loss_curve(test::world(), tp, pp, dp, c.with_sgd ? sgd : adamw);
+      const std::vector<double> curve = loss_curve(test::world(), tp, pp, dp, c.recipe);
       inject_fault(Fault::none);
-      EXPECT_GT(max_relative_deviation(curve, c.with_sgd ? sgd_reference : adamw_reference), 1e-3);
+      EXPECT_GT(max_relative_deviation(curve, c.reference), 1e-3);
     }
   }
 }

@@ -83,7 +83,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   run.log->info(
       "train: tp={} pp={} dp={} ({}, device {}{}, {}), {} x hidden {} x {}, seq "
       "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
-      "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
+      "step ({} schedule{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
       kernels::to_string(run.device),
@@ -101,7 +101,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       run.config.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "", fmt::join(counts, ", "),
       nn::counted(micro_per_step, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.schedule,
-      o.recompute ? ", recomputing activations" : "", o.global_batch,
+      o.recompute ? ", recomputing activations" : "",
+      trainer.gradients().sharded() ? ", distributed optimizer" : "", o.global_batch,
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
       nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
       corpus.tokens().size() - corpus.split());
