@@ -6,13 +6,15 @@ Every subcommand but `damage` takes, after `--`, the launcher command line of th
 "{np}" in place of the rank count, ending with the mpitron executable (`mpiexec -n {np} ...
 mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is made anew.
 
-  resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed] --rtol R
+  resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed]
+           [--distributed-optimizer stopped|resumed] --rtol R
            --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
       --load on --to (and --to-micro-batch). The losses of steps 4..6 and the final validation
       loss must equal the uninterrupted run's within relative R (0: exactly, bit for bit), those
       of steps 1..3 exactly. --recompute adds `--recompute` to the stopped or the resumed run
-      only (the uninterrupted run never recomputes).
+      only (the uninterrupted run never recomputes); --distributed-optimizer adds
+      `--use-distributed-optimizer` the same way.
   eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
            [--golden JSON] [--train-at T,P,D]
       `mpitron eval` on each --at topology; all agree with the first within R, and with the
@@ -102,7 +104,8 @@ def resume(args):
     checkpoint = name("checkpoint")
     base = ["train", *TRAIN, "--steps", str(STEPS), "--micro-batch", "2"]
     mpitron(args, args.source, *base, "--metrics", name("full.jsonl"))
-    recompute = {run: ["--recompute"] if args.recompute == run else []
+    recompute = {run: (["--recompute"] if args.recompute == run else []) +
+                 (["--use-distributed-optimizer"] if args.distributed_optimizer == run else [])
                  for run in ("stopped", "resumed")}
     mpitron(args, args.source, *base, "--stop-after", str(STOP_AFTER), "--save", checkpoint,
             "--metrics", name("stopped.jsonl"), *recompute["stopped"])
@@ -256,6 +259,7 @@ def main():
     p.add_argument("--to", dest="target", type=topology)
     p.add_argument("--to-micro-batch", type=int)
     p.add_argument("--recompute", choices=["stopped", "resumed"])
+    p.add_argument("--distributed-optimizer", choices=["stopped", "resumed"])
     p.add_argument("--rtol", type=float, default=0.0)
     p.add_argument("--load")
     p.add_argument("--data")
