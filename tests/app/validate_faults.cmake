@@ -12,6 +12,9 @@ set(fault_runs
   "embedding-group-not-reduced|4|2 2 1||COMBINED .1 micro-batch.: GPT loss and gradients|PASS  TP: vocab-parallel embedding"
   "vocab-ce-local-max|2|2 1 1||TP: vocab-parallel embedding and cross-entropy|PASS  TP: transformer block"
   "pp-gradient-not-sent|8|2 2 2||PP .1 micro-batch.: loss and every stage gradient|"
+  # The distributed optimizer: only its own check runs the step with it, so every other passes.
+  "distributed-optimizer-wrong-shard|4|1 2 2||DP: distributed optimizer .ZeRO-1. AdamW steps|PASS  COMBINED .1 micro-batch.: GPT loss and gradients"
+  "distributed-optimizer-no-all-gather|4|1 2 2||DP: distributed optimizer .ZeRO-1. AdamW steps|PASS  DP: averaged gradients"
   # Class 5: every TP gradient entry stays below --atol 1e-3, so only the scale-aware
   # max_rel_error test sees the 5 % error.
   "tp-input-grad-off-5-percent|4|2 2 1|--atol 1e-3|TP: training loss and gradients|max_rel_error=5.000e-02"
