@@ -1,5 +1,6 @@
 // The memory estimate against what the tensor allocator hands out: building a GPT trainer and
-// training it (1F1B and all-forward-all-backward, with and without recompute, AdamW and SGD) on
+// training it (1F1B and all-forward-all-backward, with and without recompute, AdamW and SGD, the
+// distributed optimizer) on
 // every topology of the test world never holds more than nn::estimate_gpt_memory says, and
 // holds at least 40 % of it (an estimate that bounds nothing useful fails too; SGD with recompute
 // holds the least, 48 %).
@@ -19,6 +20,7 @@ struct Case {
   ScheduleKind schedule;
   bool recompute;
   OptimizerKind optimizer;
+  bool distributed_optimizer = false;
 };
 
 TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
@@ -27,10 +29,12 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
   static const TokenCorpus corpus = TokenCorpus::builtin();
   for (const Case c : {Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw},
                        Case{ScheduleKind::afab, false, OptimizerKind::adamw},
-                       Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd}}) {
+                       Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd},
+                       Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, true}}) {
     for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
-      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, afab {}, recompute {}", tp, pp, dp,
-                               c.schedule == ScheduleKind::afab, c.recompute));
+      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, afab {}, recompute {}, distributed {}", tp, pp,
+                               dp, c.schedule == ScheduleKind::afab, c.recompute,
+                               c.distributed_optimizer));
       const comm::ParallelTopology topology(test::world(), tp, pp, dp);
       GptConfig config = base;
       config.padded_vocab = padded_vocab_size(config.vocab, tp);
@@ -38,6 +42,7 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
       options.schedule = c.schedule;
       options.recompute = c.recompute;
       options.optimizer = c.optimizer;
+      options.distributed_optimizer = c.distributed_optimizer;
       kernels::reset_allocator_peaks(Device::cpu);
       const std::size_t before = kernels::allocator_stats(Device::cpu).in_use_bytes;
       std::int64_t parameters = 0;
@@ -60,7 +65,8 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
           static_cast<double>(kernels::allocator_stats(Device::cpu).peak_in_use_bytes - before);
       const MemoryEstimate estimate = estimate_gpt_memory(
           {config, parameters, kSeq, kMicroBatch, kMicroBatches, tp, pp, topology.pp_rank(),
-           c.schedule, c.recompute, c.optimizer == OptimizerKind::adamw ? 2 : 1, 4, false});
+           c.schedule, c.recompute, c.optimizer == OptimizerKind::adamw ? 2 : 1, 4, false,
+           c.distributed_optimizer ? dp : 1});
       const double predicted = static_cast<double>(estimate.peak() - kRuntimeBytes);
       EXPECT_LE(used, predicted);
       EXPECT_GE(used, 0.4 * predicted);
