@@ -1,9 +1,8 @@
 #include "comm/pending_reduction.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "comm/collectives.h"
 #include "comm/errors.h"
@@ -45,8 +44,9 @@ void PendingReduction::start_reduce_scatter(const Communicator& comm, kernels::B
   if (active()) throw std::logic_error("PendingReduction: start while a reduction is pending");
   const auto size = static_cast<std::size_t>(comm.size());
   if (buffer.numel() % size != 0) {
-    throw std::invalid_argument(fmt::format(
-        "PendingReduction: a reduce-scatter of {} elements over {} ranks", buffer.numel(), size));
+    throw std::invalid_argument("PendingReduction: a reduce-scatter of " +
+                                std::to_string(buffer.numel()) + " elements over " +
+                                std::to_string(size) + " ranks");
   }
   const std::size_t block = buffer.numel() / size;
   const auto rank = static_cast<std::size_t>(comm.rank());
