@@ -10,13 +10,14 @@
 
 namespace mpitron::comm {
 
-void PendingReduction::begin(const char* name, const Communicator& comm, kernels::Buffer& buffer,
+void PendingReduction::begin(const char* name, const Communicator& comm, kernels::Buffer result,
                              ReduceOp op, std::size_t messages) {
   name_ = name;
   comm_ = comm;
   op_ = op;
+  result_ = std::move(result);
   requests_.assign(messages, MPI_REQUEST_NULL);
-  buffer_ = &buffer;
+  active_ = true;
 }
 
 void PendingReduction::start_all_reduce(const Communicator& comm, kernels::Buffer& buffer,
@@ -29,8 +30,8 @@ void PendingReduction::start_all_reduce(const Communicator& comm, kernels::Buffe
   const MPI_Datatype type = mpi_type(buffer.dtype());
   const MPI_Op mpi_reduce = mpi_op(op, buffer.dtype());
   const std::size_t limit = comm.max_message_elements();
-  begin("all_reduce", comm, buffer, op, message_count(buffer.numel(), limit));
-  result_ = kernels::Buffer::view(buffer, 0, buffer.numel());
+  begin("all_reduce", comm, kernels::Buffer::view(buffer, 0, buffer.numel()), op,
+        message_count(buffer.numel(), limit));
   for (std::size_t i = 0; i < requests_.size(); ++i) {
     const Range range = message_range(buffer.numel(), limit, i);
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, element(buffer, range.offset), mpi_count(range.count),
@@ -40,39 +41,37 @@ void PendingReduction::start_all_reduce(const Communicator& comm, kernels::Buffe
 }
 
 void PendingReduction::start_reduce_scatter(const Communicator& comm, kernels::Buffer& buffer,
-                                            ReduceOp op) {
+                                            std::size_t block, std::size_t offset,
+                                            std::size_t count, ReduceOp op) {
   if (active()) throw std::logic_error("PendingReduction: start while a reduction is pending");
   const auto size = static_cast<std::size_t>(comm.size());
-  if (buffer.numel() % size != 0) {
-    throw std::invalid_argument("PendingReduction: a reduce-scatter of " +
-                                std::to_string(buffer.numel()) + " elements over " +
-                                std::to_string(size) + " ranks");
+  if (offset + count > block || block * size > buffer.numel() ||
+      count > comm.max_message_elements()) {
+    throw std::invalid_argument("PendingReduction: a reduce-scatter of elements [" +
+                                std::to_string(offset) + ", " + std::to_string(offset + count) +
+                                ") of " + std::to_string(size) + " blocks of " +
+                                std::to_string(block) + " in " + std::to_string(buffer.numel()));
   }
-  const std::size_t block = buffer.numel() / size;
-  const auto rank = static_cast<std::size_t>(comm.rank());
+  const std::size_t rank = static_cast<std::size_t>(comm.rank());
+  kernels::Buffer mine = kernels::Buffer::view(buffer, rank * block + offset, count);
+  if (packed_.numel() != count * size || packed_.dtype() != buffer.dtype() ||
+      packed_.device() != buffer.device()) {
+    packed_ = kernels::Buffer(count * size, buffer.dtype(), buffer.device());
+  }
+  const std::size_t element_bytes = kernels::dtype_size(buffer.dtype());
+  for (std::size_t r = 0; r < size; ++r) {
+    kernels::copy_bytes(buffer, (r * block + offset) * element_bytes, packed_,
+                        r * count * element_bytes, count * element_bytes);
+  }
   if (buffer.device() != kernels::Device::cpu) {
-    kernels::Buffer own(block, buffer.dtype(), buffer.device());
-    reduce_scatter(comm, buffer, own, 1, op);
-    kernels::Buffer mine = kernels::Buffer::view(buffer, rank * block, block);
-    kernels::copy(own, mine);
+    reduce_scatter(comm, packed_, mine, 1, op);
     return;
   }
-  const MPI_Datatype type = mpi_type(buffer.dtype());
-  const MPI_Op mpi_reduce = mpi_op(op, buffer.dtype());
-  const std::size_t limit = comm.max_message_elements();
-  const std::size_t per_block = message_count(block, limit);
-  begin("reduce_scatter", comm, buffer, op, per_block * size);
-  result_ = kernels::Buffer::view(buffer, rank * block, block);
-  for (std::size_t root = 0; root < size; ++root) {
-    for (std::size_t i = 0; i < per_block; ++i) {
-      const Range range = message_range(block, limit, i);
-      void* data = element(buffer, root * block + range.offset);
-      check_mpi(MPI_Ireduce(root == rank ? MPI_IN_PLACE : data, data, mpi_count(range.count), type,
-                            mpi_reduce, static_cast<int>(root), comm.native(),
-                            &requests_[root * per_block + i]),
-                "MPI_Ireduce");
-    }
-  }
+  begin("reduce_scatter", comm, std::move(mine), op, 1);
+  check_mpi(MPI_Ireduce_scatter_block(packed_.data(), result_.data(), mpi_count(count),
+                                      mpi_type(buffer.dtype()), mpi_op(op, buffer.dtype()),
+                                      comm.native(), &requests_[0]),
+            "MPI_Ireduce_scatter_block");
 }
 
 PendingReduction::~PendingReduction() {
@@ -93,9 +92,8 @@ bool PendingReduction::test() {
 
 void PendingReduction::wait() {
   if (!active()) return;
-  const std::size_t bytes = buffer_->bytes();
-  buffer_ = nullptr;
-  wait_all(comm_, requests_, {name_, -1, bytes});
+  active_ = false;
+  wait_all(comm_, requests_, {name_, -1, result_.bytes()});
   finish_average(comm_, result_, op_);
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "comm/collectives.h"
+#include "kernels/allocator.h"
 #include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
@@ -69,18 +70,31 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
 
   const Tensor& first = parameters_.front().tensor;
   const auto total = static_cast<std::int64_t>(offset);
+  if (sharded_) {
+    // The parameters move first, and their former storage goes back to the system (not to the
+    // allocator's cache) before the gradient buffer is made: only one extra copy of them is
+    // alive at any time.
+    flat_parameters_ = Tensor::zeros({total}, first.dtype(), first.device());
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      Tensor& tensor = parameters_[i].tensor;
+      tensor.move_storage_to(flat_parameters_.flat_view(offset_of_[i], tensor.shape()));
+    }
+    kernels::release_cached_blocks();
+  }
   flat_ = Tensor::zeros({total}, first.dtype(), first.device());
-  if (sharded_) flat_parameters_ = Tensor::zeros({total}, first.dtype(), first.device());
   for (const auto& [begin, end] : bounds) {
     Bucket bucket;
     bucket.start = begin;
     bucket.buffer = kernels::Buffer::view(flat_.buffer(), begin, end - begin);
-    // Sharded, the whole bucket is one reduce-scatter; otherwise pieces of an all-reduce.
-    const std::size_t piece = sharded_ ? bucket.buffer.numel() : kPieceElements;
-    for (std::size_t at = 0; at < bucket.buffer.numel(); at += piece) {
-      bucket.pieces.push_back(
-          kernels::Buffer::view(bucket.buffer, at, std::min(piece, bucket.buffer.numel() - at)));
-    }
+    // Sharded, the pieces reduce-scatter ranges of the blocks (every rank's range within its
+    // own block); otherwise they all-reduce ranges of the bucket.
+    const std::size_t span = sharded_ ? bucket.buffer.numel() / replicas : bucket.buffer.numel();
+    const std::size_t piece =
+        sharded_ ? std::max<std::size_t>(
+                       1, std::min(kPieceElements / replicas, dp_.max_message_elements()))
+                 : kPieceElements;
+    for (std::size_t at = 0; at < span; at += piece)
+      bucket.pieces.push_back({buckets_.size(), at, std::min(piece, span - at)});
     buckets_.push_back(std::move(bucket));
   }
   // Sharded, DP rank r owns block r of each bucket (the fault: the next rank's block).
@@ -97,7 +111,6 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
     // Only the parameters that get a hook (below) are waited for: a frozen one never reports.
     if (tensor.requires_grad()) ++bucket.parameters;
     if (!sharded_) continue;
-    tensor.move_storage_to(flat_parameters_.flat_view(offset_of_[i], tensor.shape()));
     const auto block = static_cast<std::int64_t>(bucket.buffer.numel() / replicas);
     const auto block_start =
         static_cast<std::int64_t>(bucket.start) + static_cast<std::int64_t>(block_index) * block;
@@ -159,7 +172,7 @@ void DataParallelGradients::set_backward_passes(int passes) {
 
 void DataParallelGradients::start(Bucket& bucket) {
   bucket.started = true;
-  for (kernels::Buffer& piece : bucket.pieces)
+  for (Piece& piece : bucket.pieces)
     queued_.push_back(&piece);
   pump();
 }
@@ -171,14 +184,18 @@ void DataParallelGradients::pump() {
   }
   const comm::ReduceOp op =
       fault_active(Fault::dp_sum_not_average) ? comm::ReduceOp::sum : comm::ReduceOp::avg;
+  const auto replicas = static_cast<std::size_t>(dp_.size());
   for (comm::PendingReduction& slot : in_flight_) {
     if (next_piece_ == queued_.size()) break;
     if (slot.active()) continue;
-    kernels::Buffer& piece = *queued_[next_piece_++];
+    const Piece& piece = *queued_[next_piece_++];
+    kernels::Buffer& bucket = buckets_[piece.bucket].buffer;
     if (sharded_) {
-      slot.start_reduce_scatter(dp_, piece, op);
+      slot.start_reduce_scatter(dp_, bucket, bucket.numel() / replicas, piece.offset, piece.count,
+                                op);
     } else {
-      slot.start_all_reduce(dp_, piece, op);
+      kernels::Buffer range = kernels::Buffer::view(bucket, piece.offset, piece.count);
+      slot.start_all_reduce(dp_, range, op);
     }
   }
 }
@@ -229,13 +246,24 @@ void DataParallelGradients::finish() {
 }
 
 void DataParallelGradients::all_gather_buckets(Tensor& flat) {
+  // Piece by piece: range [at, at + count) of every rank's block is packed into one buffer of
+  // count x dp elements, so the temporaries stay at 2^18 elements whatever the bucket's size.
   const auto replicas = static_cast<std::size_t>(dp_.size());
+  const auto rank = static_cast<std::size_t>(dp_.rank());
+  const std::size_t element_bytes = kernels::dtype_size(flat.dtype());
   for (const Bucket& bucket : buckets_) {
     const std::size_t block = bucket.buffer.numel() / replicas;
-    kernels::Buffer all = kernels::Buffer::view(flat.buffer(), bucket.start, bucket.buffer.numel());
-    kernels::Buffer mine =
-        kernels::Buffer::view(all, static_cast<std::size_t>(dp_.rank()) * block, block).clone();
-    comm::all_gather(dp_, mine, all, 1);
+    for (const Piece& piece : bucket.pieces) {
+      const auto at = [&](std::size_t r) {
+        return (bucket.start + r * block + piece.offset) * element_bytes;
+      };
+      kernels::Buffer mine(piece.count, flat.dtype(), flat.device());
+      kernels::Buffer all(piece.count * replicas, flat.dtype(), flat.device());
+      kernels::copy_bytes(flat.buffer(), at(rank), mine, 0, mine.bytes());
+      comm::all_gather(dp_, mine, all, 1);
+      for (std::size_t r = 0; r < replicas; ++r)
+        kernels::copy_bytes(all, r * mine.bytes(), flat.buffer(), at(r), mine.bytes());
+    }
   }
 }
 

@@ -62,7 +62,8 @@ class DataParallelGradients {
   static constexpr std::size_t kDefaultBucketElements = std::size_t{1} << 20;
   /// A bucket's all-reduce runs as pieces of at most 2^18 elements (1 MiB of float32), queued
   /// in bucket order and started in that order, so every replica starts the same collectives in
-  /// the same order.
+  /// the same order. Sharded, a piece is the reduce-scatter of 2^18 / dp elements of each DP
+  /// rank's block.
   static constexpr std::size_t kPieceElements = std::size_t{1} << 18;
   /// At most this many pieces are in flight (each may hold MPI's temporary copy of itself:
   /// 2 MiB in all, where whole 4 MiB buckets took 8 MiB); the others start as these complete.
@@ -115,13 +116,20 @@ class DataParallelGradients {
   std::size_t buckets_started() const;
 
  private:
+  // One non-blocking reduction of a bucket's elements [offset, offset + count): an all-reduce,
+  // or, sharded, the reduce-scatter of that range of every DP rank's block.
+  struct Piece {
+    std::size_t bucket = 0;
+    std::size_t offset = 0;
+    std::size_t count = 0;
+  };
   struct Bucket {
-    std::size_t start = 0;                // its first element in flat_
-    kernels::Buffer buffer;               // a view of flat_
-    std::vector<kernels::Buffer> pieces;  // views of buffer, kPieceElements at most each
-    int parameters = 0;                   // how many parameters it holds
-    int waiting = 0;                      // of those, not yet final this step
-    bool started = false;                 // its pieces are queued or reduced this step
+    std::size_t start = 0;      // its first element in flat_
+    kernels::Buffer buffer;     // a view of flat_
+    std::vector<Piece> pieces;  // views of buffer, kPieceElements at most each
+    int parameters = 0;         // how many parameters it holds
+    int waiting = 0;            // of those, not yet final this step
+    bool started = false;       // its pieces are queued or reduced this step
   };
   void on_gradient(std::size_t parameter);
   // Makes the parameter's gradient its view of flat_ again when it is another tensor (replaced
@@ -129,7 +137,8 @@ class DataParallelGradients {
   // when it is undefined).
   void take_back(std::size_t parameter);
   void reset_counts();
-  // Sharded: every bucket of `flat` (this object's layout) gets every DP rank's block.
+  // Sharded: every bucket of `flat` (this object's layout) gets every DP rank's block, in the
+  // pieces of the reduce-scatter.
   void all_gather_buckets(Tensor& flat);
   // Queues the bucket's pieces and starts what fits.
   void start(Bucket& bucket);
@@ -150,8 +159,8 @@ class DataParallelGradients {
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<int> passes_seen_;        // per parameter, since zero()
   int backward_passes_ = 1;
-  std::vector<kernels::Buffer*> queued_;  // this step's pieces, in start order
-  std::size_t next_piece_ = 0;            // the first of queued_ not yet started
+  std::vector<Piece*> queued_;  // this step's pieces, in start order
+  std::size_t next_piece_ = 0;  // the first of queued_ not yet started
   // Declared last: destroyed (each waiting for its piece) before the buffer they reduce.
   std::array<comm::PendingReduction, kMaxInFlight> in_flight_;
 };
