@@ -195,6 +195,13 @@ Tensor Tensor::flat_view(std::int64_t offset, const Shape& shape) const {
   return Tensor(std::move(impl));
 }
 
+void Tensor::move_storage_to(const Tensor& destination) {
+  check_same_shape("move_storage_to", *this, destination);
+  detail::check_compatible("move_storage_to", {*this, destination});
+  kernels::copy(buffer(), *destination.impl_->storage);
+  impl_->storage = destination.impl_->storage;
+}
+
 void Tensor::set_post_accumulate_hook(std::function<void()> hook) {
   if (!is_leaf() || !requires_grad()) {
     throw std::logic_error("set_post_accumulate_hook: needs a leaf that requires grad, not shape " +

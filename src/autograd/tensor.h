@@ -97,6 +97,13 @@ class Tensor {
   /// history. Gradients that live in one flat buffer are such views. Throws std::out_of_range
   /// when the range exceeds numel().
   Tensor flat_view(std::int64_t offset, const Shape& shape) const;
+  /// Copies this tensor's elements into `destination` (same shape, dtype and device; e.g. a
+  /// flat_view of one flat buffer) and makes `destination`'s storage this tensor's: every handle
+  /// of this tensor reads and writes there from now on (tensors made from it earlier by `detach`
+  /// or `reshape` keep the old storage). Parameters that live in one flat buffer, as in
+  /// Megatron-LM's distributed optimizer, are moved there this way. Throws
+  /// std::invalid_argument on a shape, dtype or device mismatch.
+  void move_storage_to(const Tensor& destination);
 
   /// Registers `hook` on a leaf that requires grad: every backward pass calls it once this
   /// leaf's gradient has received its last contribution of the pass (after the last op that

@@ -9,11 +9,13 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 24> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 26> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
     {"dp-sum-not-average", Fault::dp_sum_not_average},
+    {"distributed-optimizer-wrong-shard", Fault::distributed_optimizer_wrong_shard},
+    {"distributed-optimizer-no-all-gather", Fault::distributed_optimizer_no_all_gather},
     {"pp-gradient-not-sent", Fault::pp_gradient_not_sent},
     {"pp-chunk-wrong-stage", Fault::pp_chunk_wrong_stage},
     {"tp-input-grad-off-5-percent", Fault::tp_input_grad_off_5_percent},

@@ -63,6 +63,12 @@ enum class Fault {
   layer_norm_dx_no_mean,
   /// the CPU causal softmax lets query position i see key i + 1 (the mask starts one late).
   causal_mask_one_late,
+  /// under the distributed optimizer each replica updates the next replica's shard of every
+  /// bucket: a shard offset one block off, so the gradients it applies were never averaged.
+  distributed_optimizer_wrong_shard,
+  /// under the distributed optimizer the parameters are not all-gathered after the update: each
+  /// replica keeps its stale copy of the other replicas' shards.
+  distributed_optimizer_no_all_gather,
   /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
   /// completing the step, so that a test's signal arrives in the middle of a save.
   save_pauses_before_finish,

@@ -35,6 +35,15 @@ struct Parameter {
 
 using Parameters = std::vector<Parameter>;
 
+/// Elements [begin, end) of a tensor in row-major order: e.g. the part of a parameter whose
+/// update a data-parallel rank owns under the distributed optimizer.
+struct ElementRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t size() const { return end - begin; }
+  bool operator==(const ElementRange&) const = default;
+};
+
 /// Appends `more` to `into`, prefixing each name with `prefix` + "." (layouts are kept).
 void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more);
 

@@ -42,6 +42,12 @@ checkpoint_cli_test(checkpoint_resume_recompute_stopped_tp1_pp2_dp2 4
                     resume --from 1,2,2 --to 1,2,2 --recompute stopped --rtol 0)
 checkpoint_cli_test(checkpoint_resume_recompute_resumed_tp2_pp1_dp1 2
                     resume --from 2,1,1 --to 2,1,1 --recompute resumed --rtol 0)
+# The distributed optimizer saves whole moments: a dp-4 run with it resumes at dp 1 without it,
+# and a run saved without it resumes with it (pp 2: the tied embedding's own bucket).
+checkpoint_cli_test(checkpoint_resume_distributed_optimizer_dp4_to_dp1 4
+                    resume --from 1,1,4 --to 1,1,1 --distributed-optimizer stopped --rtol 1e-5)
+checkpoint_cli_test(checkpoint_resume_tp2_pp2_dp1_to_distributed_optimizer_pp2_dp2 4
+                    resume --from 2,2,1 --to 1,2,2 --distributed-optimizer resumed --rtol 1e-5)
 
 # eval: the PyTorch peer's number for the committed checkpoint (1e-4: float32 sums in two
 # implementations), the same number on every topology (1e-5), also for a (1, 2, 2)-saved one.

@@ -14,6 +14,9 @@ set(fault_runs
   "pp-gradient-not-sent|8|2 2 2||PP .1 micro-batch.: loss and every stage gradient|"
   # An interleaved chunk on the wrong stage: only the interleaved GPT check runs chunks.
   "pp-chunk-wrong-stage|2|1 2 1||COMBINED .2 micro-batches, 1f1b, 2 virtual stages.: GPT loss and gradients|PASS  COMBINED .2 micro-batches, 1f1b.: GPT loss and gradients"
+  # The distributed optimizer: only its own check runs the step with it, so every other passes.
+  "distributed-optimizer-wrong-shard|4|1 2 2||DP: distributed optimizer .ZeRO-1. AdamW steps|PASS  COMBINED .1 micro-batch.: GPT loss and gradients"
+  "distributed-optimizer-no-all-gather|4|1 2 2||DP: distributed optimizer .ZeRO-1. AdamW steps|PASS  DP: averaged gradients"
   # Class 5: every TP gradient entry stays below --atol 1e-3, so only the scale-aware
   # max_rel_error test sees the 5 % error.
   "tp-input-grad-off-5-percent|4|2 2 1|--atol 1e-3|TP: training loss and gradients|max_rel_error=5.000e-02"

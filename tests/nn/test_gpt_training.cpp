@@ -20,6 +20,7 @@ struct Recipe {
   double grad_clip = 0.5;  // active in most steps, so the global norm matters
   std::int64_t vocab = 256;
   GeluForm gelu = GeluForm::exact;
+  bool distributed_optimizer = false;
   int virtual_stages = 1;  // model chunks per stage (interleaved 1F1B with 2)
   std::int64_t layers = 4;
 };
@@ -36,6 +37,7 @@ std::vector<double> loss_curve(const comm::Communicator& world, int tp, int pp, 
   options.schedule = recipe.schedule;
   options.optimizer = recipe.optimizer;
   options.grad_clip = recipe.grad_clip;
+  options.distributed_optimizer = recipe.distributed_optimizer;
   options.virtual_stages = recipe.virtual_stages;
   const double lr = recipe.optimizer == OptimizerKind::sgd ? 0.5 : 3e-3;
   GptConfig config = kConfig;
@@ -96,14 +98,17 @@ TEST(GptTraining, EveryTopologyFollowsTheOneRankLossCurve) {
       {ScheduleKind::one_f_one_b, 4, OptimizerKind::adamw},
       {ScheduleKind::afab, 4, OptimizerKind::adamw},
       {ScheduleKind::one_f_one_b, 2, OptimizerKind::sgd},
-      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 50257, GeluForm::tanh}};
+      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 50257, GeluForm::tanh},
+      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 256, GeluForm::exact, true},
+      {ScheduleKind::afab, 4, OptimizerKind::sgd, 0.5, 256, GeluForm::exact, true},
+      {ScheduleKind::one_f_one_b, 2, OptimizerKind::adamw, 0.5, 50257, GeluForm::tanh, true}};
   for (const Recipe& recipe : recipes) {
     const std::vector<double> reference = reference_curve(recipe);
     for (const auto& [tp, pp, dp] : curve_topologies()) {
-      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} x{} micro-batches, {}, vocab {}", tp, pp, dp,
-                               to_string(recipe.schedule), recipe.micro_batches,
+      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, {} x{} micro-batches, {}{}, vocab {}", tp, pp,
+                               dp, to_string(recipe.schedule), recipe.micro_batches,
                                recipe.optimizer == OptimizerKind::sgd ? "sgd" : "adamw",
-                               recipe.vocab));
+                               recipe.distributed_optimizer ? " (distributed)" : "", recipe.vocab));
       const std::vector<double> curve = loss_curve(test::world(), tp, pp, dp, recipe);
       EXPECT_LE(max_relative_deviation(curve, reference), 1e-5);
       EXPECT_LT(curve.back(), curve.front());  // it learns
@@ -117,9 +122,13 @@ TEST(GptTraining, EveryTopologyFollowsTheOneRankLossCurve) {
 // vocab 256 and with GPT-2's 50257 padded to 50304; the same bound as above.
 TEST(GptTraining, InterleavedStagesFollowTheOneRankLossCurve) {
   const Recipe recipes[] = {
-      {ScheduleKind::one_f_one_b, 4, OptimizerKind::adamw, 0.5, 256, GeluForm::exact, 2, 8},
-      {ScheduleKind::afab, 4, OptimizerKind::adamw, 0.5, 256, GeluForm::exact, 2, 8},
-      {ScheduleKind::one_f_one_b, 4, OptimizerKind::adamw, 0.5, 50257, GeluForm::tanh, 2, 8}};
+      {.micro_batches = 4, .virtual_stages = 2, .layers = 8},
+      {.schedule = ScheduleKind::afab, .micro_batches = 4, .virtual_stages = 2, .layers = 8},
+      {.micro_batches = 4,
+       .vocab = 50257,
+       .gelu = GeluForm::tanh,
+       .virtual_stages = 2,
+       .layers = 8}};
   for (const Recipe& recipe : recipes) {
     Recipe plain = recipe;
     plain.virtual_stages = 1;
@@ -138,44 +147,43 @@ TEST(GptTraining, InterleavedStagesFollowTheOneRankLossCurve) {
 // Each fault breaks one reduction rule; on a topology where that rule matters the curve must
 // leave the 1-rank curve by far more than rounding (1e-3). A DP sum instead of a mean scales the
 // gradient by dp, which AdamW and active clipping both cancel (the loss curve cannot see it), so
-// that fault is shown with plain SGD and clipping out of reach. Chunks mapped to the wrong stage
-// run the blocks in another order; GPT-2's small initialisation makes the blocks nearly commute,
-// so the curve moves by only 1.3e-4 (measured at pp 2 and 4), still 5x beyond 5e-5 and 13x beyond
-// the 1e-5 bound of the equality test above.
+// that fault is shown with plain SGD and clipping out of reach. The distributed optimizer's
+// faults (a shard one block off, the parameters' all-gather skipped) run with it on. Chunks
+// mapped to the wrong stage run the blocks in another order; GPT-2's small initialisation makes
+// the blocks nearly commute, so the curve moves by only 1.3e-4 (measured at pp 2 and 4), still
+// 2.6x beyond 5e-5 and 13x beyond the 1e-5 bound of the equality test above.
 TEST(GptTraining, PlantedFaultsLeaveTheLossCurve) {
-  const Recipe adamw, sgd{ScheduleKind::one_f_one_b, 2, OptimizerKind::sgd, 1e9};
-  const Recipe interleaved{
-      ScheduleKind::one_f_one_b, 4, OptimizerKind::adamw, 0.5, 256, GeluForm::exact, 2, 8};
-  Recipe plain = interleaved;
-  plain.virtual_stages = 1;
+  const Recipe adamw, sgd{ScheduleKind::one_f_one_b, 2, OptimizerKind::sgd, 1e9},
+      distributed{.distributed_optimizer = true},
+      interleaved{.micro_batches = 4, .virtual_stages = 2, .layers = 8};
+  const Recipe plain{.micro_batches = 4, .layers = 8};
   const std::vector<double> interleaved_reference = reference_curve(plain);
   const std::vector<double> adamw_reference = reference_curve(adamw);
   const std::vector<double> sgd_reference = reference_curve(sgd);
   struct Case {
     Fault fault;
     bool applies;  // the topology has the parallel degree the fault needs
-    bool with_sgd;
-    bool interleaved = false;  // with 2 virtual stages
-    double deviation = 1e-3;   // the least deviation from the 1-rank curve
+    const Recipe& recipe;
+    const std::vector<double>& reference;
+    double deviation = 1e-3;  // the least deviation from the 1-rank curve
   };
   for (const auto& [tp, pp, dp] : curve_topologies()) {
-    const Case cases[] = {{Fault::dp_sum_not_average, dp > 1, true},
-                          {Fault::embedding_group_not_reduced, pp > 1, false},
-                          {Fault::norm_counts_replicas_per_rank, tp > 1, false},
-                          {Fault::copy_to_tp_no_all_reduce, tp > 1, false},
-                          {Fault::pp_chunk_wrong_stage, pp > 1, false, true, 5e-5}};
+    const Case cases[] = {
+        {Fault::dp_sum_not_average, dp > 1, sgd, sgd_reference},
+        {Fault::embedding_group_not_reduced, pp > 1, adamw, adamw_reference},
+        {Fault::norm_counts_replicas_per_rank, tp > 1, adamw, adamw_reference},
+        {Fault::copy_to_tp_no_all_reduce, tp > 1, adamw, adamw_reference},
+        {Fault::distributed_optimizer_wrong_shard, dp > 1, distributed, adamw_reference},
+        {Fault::distributed_optimizer_no_all_gather, dp > 1, distributed, adamw_reference},
+        {Fault::pp_chunk_wrong_stage, pp > 1, interleaved, interleaved_reference, 5e-5}};
     for (const Case& c : cases) {
       if (!c.applies) continue;
       SCOPED_TRACE(
           fmt::format("tp {} pp {} dp {}, fault {}", tp, pp, dp, static_cast<int>(c.fault)));
       inject_fault(c.fault);
-      const Recipe& recipe = c.interleaved ? interleaved : c.with_sgd ? sgd : adamw;
-      const std::vector<double> curve = loss_curve(test::world(), tp, pp, dp, recipe);
+      const std::vector<double> curve = loss_curve(test::world(), tp, pp, dp, c.recipe);
       inject_fault(Fault::none);
-      const std::vector<double>& reference = c.interleaved ? interleaved_reference
-                                             : c.with_sgd  ? sgd_reference
-                                                           : adamw_reference;
-      EXPECT_GT(max_relative_deviation(curve, reference), c.deviation);
+      EXPECT_GT(max_relative_deviation(curve, c.reference), c.deviation);
     }
   }
 }

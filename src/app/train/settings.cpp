@@ -131,6 +131,8 @@ const std::vector<TrainSetting>& train_settings() {
        Check::finite_positive, true},
       {"recompute", &O::recompute, "Recompute each block's activations in backward (less memory)",
        Check::none, true},
+      {"use-distributed-optimizer", &O::use_distributed_optimizer,
+       "ZeRO-1: each DP replica keeps 1/dp of AdamW's moments", Check::none, true},
       {"eval-interval", &O::eval_interval, "Validation loss every N steps (0: at the end)",
        Check::at_least_zero, true},
       {"eval-iters", &O::eval_iters, "Validation windows to use (0: all)", Check::at_least_zero,

@@ -49,7 +49,9 @@ struct TrainOptions {
   double adam_eps = 1e-8;
   double weight_decay = 0.1;
   double grad_clip = 1.0;
-  bool recompute = false;           ///< --recompute: recompute each block's activations in backward
+  bool recompute = false;  ///< --recompute: recompute each block's activations in backward
+  /// --use-distributed-optimizer: ZeRO stage 1 (nn::GptTrainOptions::distributed_optimizer)
+  bool use_distributed_optimizer = false;
   std::int64_t eval_interval = 50;  ///< validation loss every N steps (and after the last)
   std::int64_t eval_iters = 0;      ///< validation windows used (0: all)
   std::string metrics;              ///< JSONL file appended by rank 0

@@ -214,6 +214,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
     run.train.adamw = {o.adam_beta1, o.adam_beta2, o.adam_eps, o.weight_decay};
     run.train.grad_clip = o.grad_clip;
     run.train.recompute = o.recompute;
+    run.train.distributed_optimizer = o.use_distributed_optimizer;
     run.device = resolve_device(o.common.device);
     run.train.device = run.device;
     if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));

@@ -85,7 +85,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   run.log->info(
       "train: tp={} pp={} dp={} ({}, device {}{}, {}), {} x hidden {} x {}, seq "
       "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
-      "step ({} schedule{}), global batch {} ({}); data {} ({}: {} train, {} "
+      "step ({} schedule{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
       kernels::to_string(run.device),
@@ -105,7 +105,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       nn::counted(o.micro_batch, "sequence"), o.schedule,
       (o.virtual_stages > 1 ? fmt::format(", {} virtual stages", o.virtual_stages) : "") +
           (o.recompute ? ", recomputing activations" : ""),
-      o.global_batch, nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
+      trainer.gradients().sharded() ? ", distributed optimizer" : "", o.global_batch,
+      nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
       nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
       corpus.tokens().size() - corpus.split());
 
@@ -116,7 +117,11 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                micro_per_step, run.sizes.tp, run.sizes.pp, topology.pp_rank(), run.train.schedule,
                o.recompute, run.train.optimizer == nn::OptimizerKind::adamw ? 2 : 1,
                static_cast<std::int64_t>(kernels::dtype_size(run.train.dtype)),
-               !o.init_from.empty() && first_step == 1, run.train.virtual_stages})
+               !o.init_from.empty() && first_step == 1,
+               trainer.gradients().sharded() && run.train.optimizer == nn::OptimizerKind::adamw
+                   ? run.sizes.dp
+                   : 1,
+               run.train.virtual_stages})
               .peak()));
   run.log->info(
       "memory estimate: {:.0f} MiB per rank at most (parameter states, activations in "

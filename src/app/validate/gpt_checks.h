@@ -29,4 +29,11 @@ std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx);
 /// finalize_gradients. Trivial only on one rank with one micro-batch.
 std::vector<LocalCheck> check_gpt(const ValidateContext& ctx);
 
+/// "DP: distributed optimizer (ZeRO-1) AdamW steps match dense reference": two AdamW steps
+/// (clipping at 1.0, eps 1e-3) of the GPT over the whole topology with the distributed optimizer
+/// (gradients reduce-scattered, each DP rank updating its shard, parameters all-gathered) vs
+/// the dense GPT and a dense AdamW on the global batch: each step's loss and global gradient
+/// norm, and every parameter shard after the second step. Trivial at dp 1.
+std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx);
+
 }  // namespace mpitron::app

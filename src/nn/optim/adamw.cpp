@@ -8,8 +8,12 @@
 
 namespace mpitron::nn {
 
-AdamW::AdamW(Parameters parameters, double lr, const AdamWOptions& options)
-    : Optimizer(std::move(parameters), lr), options_(options) {
+AdamW::AdamW(Parameters parameters, double lr, const AdamWOptions& options,
+             std::vector<ElementRange> shards)
+    : Optimizer(std::move(parameters), lr),
+      options_(options),
+      shards_(std::move(shards)),
+      sharded_(!shards_.empty()) {
   const auto in_unit = [](double b) { return b >= 0.0 && b < 1.0; };
   if (!in_unit(options.beta1) || !in_unit(options.beta2) || !(options.eps > 0.0) ||
       !(options.weight_decay >= 0.0)) {
@@ -18,9 +22,21 @@ AdamW::AdamW(Parameters parameters, double lr, const AdamWOptions& options)
                     "{}, {})",
                     options.beta1, options.beta2, options.eps, options.weight_decay));
   }
-  for (const Parameter& p : parameters_) {
-    exp_avg_.push_back(Tensor::zeros(p.tensor.shape(), p.tensor.dtype(), p.tensor.device()));
-    exp_avg_sq_.push_back(Tensor::zeros(p.tensor.shape(), p.tensor.dtype(), p.tensor.device()));
+  if (sharded_ && shards_.size() != parameters_.size()) {
+    throw std::invalid_argument(
+        fmt::format("AdamW: {} shards for {} parameters", shards_.size(), parameters_.size()));
+  }
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const Tensor& p = parameters_[i].tensor;
+    if (!sharded_) shards_.push_back({0, p.numel()});
+    const ElementRange& r = shards_[i];
+    if (r.begin < 0 || r.begin > r.end || r.end > p.numel()) {
+      throw std::invalid_argument(fmt::format("AdamW: shard [{}, {}) of {} outside its {} elements",
+                                              r.begin, r.end, parameters_[i].name, p.numel()));
+    }
+    const Shape shape = sharded_ ? Shape{r.size()} : p.shape();
+    exp_avg_.push_back(Tensor::zeros(shape, p.dtype(), p.device()));
+    exp_avg_sq_.push_back(Tensor::zeros(shape, p.dtype(), p.device()));
   }
 }
 
@@ -33,11 +49,16 @@ void AdamW::step() {
   ++steps_;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Tensor p = parameters_[i].tensor;
-    const Tensor grad = p.grad();
+    Tensor grad = p.grad();
     if (!grad.defined()) continue;
     const double decay = p.ndim() >= 2 ? options_.weight_decay : 0.0;
-    kernels::adamw_update(p.buffer(), grad.buffer(), exp_avg_[i].buffer(), exp_avg_sq_[i].buffer(),
-                          lr_, options_.beta1, options_.beta2, options_.eps, decay, steps_);
+    const auto begin = static_cast<std::size_t>(shards_[i].begin);
+    const auto count = static_cast<std::size_t>(shards_[i].size());
+    if (count == 0) continue;
+    kernels::Buffer values = kernels::Buffer::view(p.buffer(), begin, count);
+    kernels::Buffer gradient = kernels::Buffer::view(grad.buffer(), begin, count);
+    kernels::adamw_update(values, gradient, exp_avg_[i].buffer(), exp_avg_sq_[i].buffer(), lr_,
+                          options_.beta1, options_.beta2, options_.eps, decay, steps_);
   }
 }
 

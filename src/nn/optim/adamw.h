@@ -20,9 +20,13 @@ struct AdamWOptions {
 
 class AdamW final : public Optimizer {
  public:
-  /// Moments start at zero. Throws std::invalid_argument when lr is not a finite positive
-  /// number, a beta is outside [0, 1), eps <= 0 or weight_decay < 0.
-  AdamW(Parameters parameters, double lr, const AdamWOptions& options = {});
+  /// Moments start at zero. With `shards` (one range per parameter: the distributed optimizer,
+  /// DataParallelGradients::owned) only those elements of each parameter are updated and have
+  /// moments; empty means every element. Throws std::invalid_argument when lr is not a finite
+  /// positive number, a beta is outside [0, 1), eps <= 0 or weight_decay < 0, and when `shards`
+  /// has another count than the parameters or a range outside its parameter.
+  AdamW(Parameters parameters, double lr, const AdamWOptions& options = {},
+        std::vector<ElementRange> shards = {});
 
   /// For each parameter with a gradient g (step t counted from 1): p *= 1 - lr wd;
   /// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
@@ -31,7 +35,10 @@ class AdamW final : public Optimizer {
 
   /// Steps taken so far.
   std::int64_t steps() const { return steps_; }
-  /// First and second moments, one per parameter (same shapes), for checkpoints.
+  /// The elements of each parameter this optimizer updates (the whole parameter unsharded).
+  const std::vector<ElementRange>& shards() const { return shards_; }
+  /// First and second moments, one per parameter, for checkpoints: the parameter's shape, or
+  /// [shards()[i].size()] when the optimizer is sharded.
   std::vector<Tensor>& exp_avg() { return exp_avg_; }
   std::vector<Tensor>& exp_avg_sq() { return exp_avg_sq_; }
   /// Sets the step count (when resuming from a checkpoint). Throws std::invalid_argument when
@@ -41,6 +48,8 @@ class AdamW final : public Optimizer {
  private:
   AdamWOptions options_;
   std::int64_t steps_ = 0;
+  std::vector<ElementRange> shards_;
+  bool sharded_ = false;
   std::vector<Tensor> exp_avg_, exp_avg_sq_;
 };
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "comm/collectives.h"
+#include "kernels/allocator.h"
 #include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
@@ -28,10 +30,14 @@ void check_uniform(const Parameters& parameters) {
 
 DataParallelGradients::DataParallelGradients(const Parameters& parameters,
                                              const comm::Communicator& dp,
-                                             std::size_t bucket_elements)
+                                             std::size_t bucket_elements,
+                                             const GradientSharding& sharding)
     : dp_(dp),
       parameters_(parameters),
+      sharded_(sharding.enabled && dp.size() > 1),
+      offset_of_(parameters.size()),
       views_(parameters.size()),
+      owned_(parameters.size()),
       bucket_of_(parameters.size()),
       passes_seen_(parameters.size(), 0) {
   if (bucket_elements == 0) {
@@ -39,44 +45,78 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
   }
   if (parameters_.empty()) return;
   check_uniform(parameters_);
-  std::int64_t total = 0;
-  for (const Parameter& p : parameters_)
-    total += p.tensor.numel();
-  const Tensor& first = parameters_.front().tensor;
-  flat_ = Tensor::zeros({total}, first.dtype(), first.device());
 
-  // Reverse order: the parameters backward finishes first lead the buffer and the first bucket.
-  std::int64_t offset = 0;
-  std::size_t bucket_start = 0;
-  std::vector<std::size_t> members;
+  // The layout. Reverse order: the parameters backward finishes first lead the buffer and the
+  // first bucket. Sharded, each bucket is padded to a multiple of dp elements.
+  const auto replicas = static_cast<std::size_t>(dp_.size());
+  std::vector<std::pair<std::size_t, std::size_t>> bounds;  // per bucket, [start, end)
+  std::size_t offset = 0, bucket_start = 0;
   const auto close_bucket = [&] {
-    Bucket bucket;
-    // Only the parameters that get a hook (below) are waited for: a frozen one never reports.
-    bucket.parameters =
-        static_cast<int>(std::count_if(members.begin(), members.end(), [&](std::size_t i) {
-          return parameters_[i].tensor.requires_grad();
-        }));
-    bucket.buffer = kernels::Buffer::view(flat_.buffer(), bucket_start,
-                                          static_cast<std::size_t>(offset) - bucket_start);
-    for (std::size_t first = 0; first < bucket.buffer.numel(); first += kPieceElements) {
-      bucket.pieces.push_back(kernels::Buffer::view(
-          bucket.buffer, first, std::min(kPieceElements, bucket.buffer.numel() - first)));
-    }
-    for (const std::size_t i : members)
-      bucket_of_[i] = buckets_.size();
-    buckets_.push_back(std::move(bucket));
-    bucket_start = static_cast<std::size_t>(offset);
-    members.clear();
+    if (offset == bucket_start) return;
+    if (sharded_) offset = (offset + replicas - 1) / replicas * replicas;
+    bounds.emplace_back(bucket_start, offset);
+    bucket_start = offset;
   };
   for (std::size_t i = parameters_.size(); i-- > 0;) {
-    const Tensor& tensor = parameters_[i].tensor;
-    views_[i] = flat_.flat_view(offset, tensor.shape());
-    take_back(i);
-    offset += tensor.numel();
-    members.push_back(i);
-    if (static_cast<std::size_t>(offset) - bucket_start >= bucket_elements) close_bucket();
+    const bool alone = sharded_ && std::find(sharding.own_bucket.begin(), sharding.own_bucket.end(),
+                                             parameters_[i].name) != sharding.own_bucket.end();
+    if (alone) close_bucket();
+    offset_of_[i] = static_cast<std::int64_t>(offset);
+    bucket_of_[i] = bounds.size();
+    offset += static_cast<std::size_t>(parameters_[i].tensor.numel());
+    if (alone || offset - bucket_start >= bucket_elements) close_bucket();
   }
-  if (!members.empty()) close_bucket();
+  close_bucket();
+
+  const Tensor& first = parameters_.front().tensor;
+  const auto total = static_cast<std::int64_t>(offset);
+  if (sharded_) {
+    // The parameters move first, and their former storage goes back to the system (not to the
+    // allocator's cache) before the gradient buffer is made: only one extra copy of them is
+    // alive at any time.
+    flat_parameters_ = Tensor::zeros({total}, first.dtype(), first.device());
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      Tensor& tensor = parameters_[i].tensor;
+      tensor.move_storage_to(flat_parameters_.flat_view(offset_of_[i], tensor.shape()));
+    }
+    kernels::release_cached_blocks();
+  }
+  flat_ = Tensor::zeros({total}, first.dtype(), first.device());
+  for (const auto& [begin, end] : bounds) {
+    Bucket bucket;
+    bucket.start = begin;
+    bucket.buffer = kernels::Buffer::view(flat_.buffer(), begin, end - begin);
+    // Sharded, the pieces reduce-scatter ranges of the blocks (every rank's range within its
+    // own block); otherwise they all-reduce ranges of the bucket.
+    const std::size_t span = sharded_ ? bucket.buffer.numel() / replicas : bucket.buffer.numel();
+    const std::size_t piece =
+        sharded_ ? std::max<std::size_t>(
+                       1, std::min(kPieceElements / replicas, dp_.max_message_elements()))
+                 : kPieceElements;
+    for (std::size_t at = 0; at < span; at += piece)
+      bucket.pieces.push_back({buckets_.size(), at, std::min(piece, span - at)});
+    buckets_.push_back(std::move(bucket));
+  }
+  // Sharded, DP rank r owns block r of each bucket (the fault: the next rank's block).
+  const std::size_t block_index =
+      (static_cast<std::size_t>(dp_.rank()) +
+       (fault_active(Fault::distributed_optimizer_wrong_shard) ? 1 : 0)) %
+      replicas;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor& tensor = parameters_[i].tensor;
+    views_[i] = flat_.flat_view(offset_of_[i], tensor.shape());
+    take_back(i);
+    owned_[i] = {0, tensor.numel()};
+    Bucket& bucket = buckets_[bucket_of_[i]];
+    // Only the parameters that get a hook (below) are waited for: a frozen one never reports.
+    if (tensor.requires_grad()) ++bucket.parameters;
+    if (!sharded_) continue;
+    const auto block = static_cast<std::int64_t>(bucket.buffer.numel() / replicas);
+    const auto block_start =
+        static_cast<std::int64_t>(bucket.start) + static_cast<std::int64_t>(block_index) * block;
+    owned_[i] = {std::clamp<std::int64_t>(block_start - offset_of_[i], 0, tensor.numel()),
+                 std::clamp<std::int64_t>(block_start + block - offset_of_[i], 0, tensor.numel())};
+  }
   if (dp_.size() == 1) return;  // one replica: its gradients are the average
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     if (parameters_[i].tensor.requires_grad()) {
@@ -132,21 +172,30 @@ void DataParallelGradients::set_backward_passes(int passes) {
 
 void DataParallelGradients::start(Bucket& bucket) {
   bucket.started = true;
-  for (kernels::Buffer& piece : bucket.pieces)
+  for (Piece& piece : bucket.pieces)
     queued_.push_back(&piece);
   pump();
 }
 
 void DataParallelGradients::pump() {
   // Lets MPI move the transfers along; a completed piece is finished (scaled) and its slot freed.
-  for (comm::PendingAllReduce& slot : in_flight_) {
+  for (comm::PendingReduction& slot : in_flight_) {
     if (slot.active() && slot.test()) slot.wait();
   }
-  const bool average = !fault_active(Fault::dp_sum_not_average);
-  for (comm::PendingAllReduce& slot : in_flight_) {
+  const comm::ReduceOp op =
+      fault_active(Fault::dp_sum_not_average) ? comm::ReduceOp::sum : comm::ReduceOp::avg;
+  const auto replicas = static_cast<std::size_t>(dp_.size());
+  for (comm::PendingReduction& slot : in_flight_) {
     if (next_piece_ == queued_.size()) break;
-    if (!slot.active()) {
-      slot.start(dp_, *queued_[next_piece_++], average ? comm::ReduceOp::avg : comm::ReduceOp::sum);
+    if (slot.active()) continue;
+    const Piece& piece = *queued_[next_piece_++];
+    kernels::Buffer& bucket = buckets_[piece.bucket].buffer;
+    if (sharded_) {
+      slot.start_reduce_scatter(dp_, bucket, bucket.numel() / replicas, piece.offset, piece.count,
+                                op);
+    } else {
+      kernels::Buffer range = kernels::Buffer::view(bucket, piece.offset, piece.count);
+      slot.start_all_reduce(dp_, range, op);
     }
   }
 }
@@ -154,8 +203,8 @@ void DataParallelGradients::pump() {
 void DataParallelGradients::drain() {
   pump();
   while (std::any_of(in_flight_.begin(), in_flight_.end(),
-                     [](const comm::PendingAllReduce& slot) { return slot.active(); })) {
-    for (comm::PendingAllReduce& slot : in_flight_)
+                     [](const comm::PendingReduction& slot) { return slot.active(); })) {
+    for (comm::PendingReduction& slot : in_flight_)
       slot.wait();
     pump();
   }
@@ -194,6 +243,60 @@ void DataParallelGradients::finish() {
     if (!bucket.started) start(bucket);
   }
   reset_counts();  // drains the queue first
+}
+
+void DataParallelGradients::all_gather_buckets(Tensor& flat) {
+  // Piece by piece: range [at, at + count) of every rank's block is packed into one buffer of
+  // count x dp elements, so the temporaries stay at 2^18 elements whatever the bucket's size.
+  const auto replicas = static_cast<std::size_t>(dp_.size());
+  const auto rank = static_cast<std::size_t>(dp_.rank());
+  const std::size_t element_bytes = kernels::dtype_size(flat.dtype());
+  for (const Bucket& bucket : buckets_) {
+    const std::size_t block = bucket.buffer.numel() / replicas;
+    for (const Piece& piece : bucket.pieces) {
+      const auto at = [&](std::size_t r) {
+        return (bucket.start + r * block + piece.offset) * element_bytes;
+      };
+      kernels::Buffer mine(piece.count, flat.dtype(), flat.device());
+      kernels::Buffer all(piece.count * replicas, flat.dtype(), flat.device());
+      kernels::copy_bytes(flat.buffer(), at(rank), mine, 0, mine.bytes());
+      comm::all_gather(dp_, mine, all, 1);
+      for (std::size_t r = 0; r < replicas; ++r)
+        kernels::copy_bytes(all, r * mine.bytes(), flat.buffer(), at(r), mine.bytes());
+    }
+  }
+}
+
+void DataParallelGradients::all_gather_parameters() {
+  if (!sharded_ || fault_active(Fault::distributed_optimizer_no_all_gather)) return;
+  all_gather_buckets(flat_parameters_);
+}
+
+std::vector<Tensor> DataParallelGradients::all_gather_shards(const std::vector<Tensor>& shards) {
+  if (shards.size() != parameters_.size()) {
+    throw std::invalid_argument(fmt::format("all_gather_shards: {} shards for {} parameters",
+                                            shards.size(), parameters_.size()));
+  }
+  Tensor flat = sharded_ ? Tensor::zeros(flat_.shape(), flat_.dtype(), flat_.device()) : Tensor();
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    if (shards[i].numel() != owned_[i].size()) {
+      throw std::invalid_argument(fmt::format("all_gather_shards: {} has {} elements, not {}",
+                                              parameters_[i].name, shards[i].numel(),
+                                              owned_[i].size()));
+    }
+    if (!sharded_) continue;
+    kernels::Buffer place = kernels::Buffer::view(
+        flat.buffer(), static_cast<std::size_t>(offset_of_[i] + owned_[i].begin),
+        static_cast<std::size_t>(owned_[i].size()));
+    kernels::copy(shards[i].buffer(), place);
+  }
+  std::vector<Tensor> full;
+  if (sharded_) all_gather_buckets(flat);
+  for (std::size_t i = 0; i < shards.size(); ++i) {
+    const Shape& shape = parameters_[i].tensor.shape();
+    full.push_back(sharded_ ? flat.flat_view(offset_of_[i], shape) : shards[i].flat_view(0, shape));
+  }
+  return full;
 }
 
 }  // namespace mpitron::nn

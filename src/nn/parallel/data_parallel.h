@@ -2,18 +2,33 @@
 // averaged over the DP communicator, so each replica applies the gradient of the union of the
 // batches (for a mean loss over equal-size batches). As in PyTorch DDP and Megatron-LM's
 // gradient buffer, the gradients live in one flat buffer cut into buckets, and a bucket's
-// all-reduce starts during backward as soon as its gradients are final.
+// all-reduce starts during backward as soon as its gradients are final. Under the distributed
+// optimizer (ZeRO stage 1) a bucket's reduction is a reduce-scatter instead, each replica updates
+// only its shard of the parameters, and an all-gather brings the parameters back.
 #pragma once
 
 #include <array>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.h"
-#include "comm/pending_all_reduce.h"
+#include "comm/pending_reduction.h"
 #include "nn/parameter.h"
 
 namespace mpitron::nn {
+
+/// The distributed optimizer's layout (ZeRO stage 1: Rajbhandari et al. 2020, arXiv:1910.02054;
+/// Megatron-LM's --use-distributed-optimizer).
+struct GradientSharding {
+  /// Each bucket is padded to a multiple of dp elements and cut into dp equal blocks (cut across
+  /// parameter boundaries); DP rank r owns block r of every bucket: only that block's gradient
+  /// is averaged over the replicas, and only that part of the parameters is updated there.
+  bool enabled = false;
+  /// Parameters (by name) that get a bucket of their own, so that copies of one parameter on
+  /// different pipeline stages (the tied token embedding) are cut into the same blocks.
+  std::vector<std::string> own_bucket;
+};
 
 /// The gradients of a fixed list of parameters, laid out in one flat buffer and averaged over a
 /// DP communicator.
@@ -31,6 +46,12 @@ namespace mpitron::nn {
 /// that did not start (parameters no backward reached), waits for all and divides by the
 /// replica count. All parameters must share one dtype and device.
 /// Replicas must run the same graphs, so buckets start in the same order on every DP rank.
+///
+/// With `sharding.enabled` and dp > 1 the buckets are reduce-scattered instead (see
+/// GradientSharding): after `finish` only the elements in `owned()` hold the average, the others
+/// unspecified values. The parameters themselves are moved into a second flat buffer of the same
+/// layout (Tensor::move_storage_to), so that `all_gather_parameters` can bring back every
+/// replica's updated block with one all-gather per bucket.
 /// With dp > 1 a backward pass throws std::logic_error (from the hook) when a gradient grows
 /// after its bucket's all-reduce started: more backward passes than `set_backward_passes` said,
 /// or a parameter used by two `autograd::recompute` regions (or inside and outside one), whose
@@ -41,7 +62,8 @@ class DataParallelGradients {
   static constexpr std::size_t kDefaultBucketElements = std::size_t{1} << 20;
   /// A bucket's all-reduce runs as pieces of at most 2^18 elements (1 MiB of float32), queued
   /// in bucket order and started in that order, so every replica starts the same collectives in
-  /// the same order.
+  /// the same order. Sharded, a piece is the reduce-scatter of 2^18 / dp elements of each DP
+  /// rank's block.
   static constexpr std::size_t kPieceElements = std::size_t{1} << 18;
   /// At most this many pieces are in flight (each may hold MPI's temporary copy of itself:
   /// 2 MiB in all, where whole 4 MiB buckets took 8 MiB); the others start as these complete.
@@ -50,7 +72,8 @@ class DataParallelGradients {
   /// Throws std::invalid_argument naming two parameters when dtypes or devices differ, and
   /// when bucket_elements is 0.
   DataParallelGradients(const Parameters& parameters, const comm::Communicator& dp,
-                        std::size_t bucket_elements = kDefaultBucketElements);
+                        std::size_t bucket_elements = kDefaultBucketElements,
+                        const GradientSharding& sharding = {});
   DataParallelGradients(const DataParallelGradients&) = delete;
   DataParallelGradients& operator=(const DataParallelGradients&) = delete;
   /// Removes the hooks; the gradients stay valid (they keep the flat buffer alive).
@@ -71,19 +94,42 @@ class DataParallelGradients {
   /// undefined). Collective over the DP communicator.
   void finish();
 
-  /// Number of buckets and elements of bucket `i` (for tests and reports).
+  /// True when the buckets are reduce-scattered (sharding enabled and dp > 1).
+  bool sharded() const { return sharded_; }
+  /// Per parameter, the elements (row-major) this DP rank owns: whose averaged gradient `finish`
+  /// leaves and whose update this rank's optimizer makes. The whole parameter unless sharded();
+  /// then possibly empty, and the owned ranges of the DP ranks tile each parameter.
+  const std::vector<ElementRange>& owned() const { return owned_; }
+  /// Sharded: every DP rank's owned part of the parameters is all-gathered into every replica
+  /// (one all-gather per bucket), after the optimizer updated the owned parts. Nothing otherwise.
+  /// Collective over the DP communicator.
+  void all_gather_parameters();
+  /// Sharded: the full tensors (the parameters' shapes) whose owned parts are `shards` (one per
+  /// parameter, numel owned()[i].size(), e.g. AdamW's sharded moments), assembled from every DP
+  /// rank's shards; otherwise `shards` themselves reshaped. Throws std::invalid_argument on a
+  /// count or size mismatch. Collective over the DP communicator when sharded.
+  std::vector<Tensor> all_gather_shards(const std::vector<Tensor>& shards);
+  /// Number of buckets and elements of bucket `i` (padding included; for tests and reports).
   std::size_t bucket_count() const { return buckets_.size(); }
   std::size_t bucket_elements(std::size_t i) const { return buckets_.at(i).buffer.numel(); }
   /// Buckets whose all-reduce has started since the last `zero` / `finish`.
   std::size_t buckets_started() const;
 
  private:
+  // One non-blocking reduction of a bucket's elements [offset, offset + count): an all-reduce,
+  // or, sharded, the reduce-scatter of that range of every DP rank's block.
+  struct Piece {
+    std::size_t bucket = 0;
+    std::size_t offset = 0;
+    std::size_t count = 0;
+  };
   struct Bucket {
-    kernels::Buffer buffer;               // a view of flat_
-    std::vector<kernels::Buffer> pieces;  // views of buffer, kPieceElements at most each
-    int parameters = 0;                   // how many parameters it holds
-    int waiting = 0;                      // of those, not yet final this step
-    bool started = false;                 // its pieces are queued or reduced this step
+    std::size_t start = 0;      // its first element in flat_
+    kernels::Buffer buffer;     // a view of flat_
+    std::vector<Piece> pieces;  // views of buffer, kPieceElements at most each
+    int parameters = 0;         // how many parameters it holds
+    int waiting = 0;            // of those, not yet final this step
+    bool started = false;       // its pieces are queued or reduced this step
   };
   void on_gradient(std::size_t parameter);
   // Makes the parameter's gradient its view of flat_ again when it is another tensor (replaced
@@ -91,6 +137,9 @@ class DataParallelGradients {
   // when it is undefined).
   void take_back(std::size_t parameter);
   void reset_counts();
+  // Sharded: every bucket of `flat` (this object's layout) gets every DP rank's block, in the
+  // pieces of the reduce-scatter.
+  void all_gather_buckets(Tensor& flat);
   // Queues the bucket's pieces and starts what fits.
   void start(Bucket& bucket);
   // Forgets completed pieces and starts queued ones while fewer than kMaxInFlight run.
@@ -100,16 +149,20 @@ class DataParallelGradients {
 
   comm::Communicator dp_;
   Parameters parameters_;
+  bool sharded_ = false;
   Tensor flat_;
-  std::vector<Tensor> views_;  // per parameter, its gradient's place in flat_
+  Tensor flat_parameters_;               // sharded: the parameters, in flat_'s layout
+  std::vector<std::int64_t> offset_of_;  // per parameter, its first element in flat_
+  std::vector<Tensor> views_;            // per parameter, its gradient's place in flat_
+  std::vector<ElementRange> owned_;      // per parameter
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;  // per parameter
   std::vector<int> passes_seen_;        // per parameter, since zero()
   int backward_passes_ = 1;
-  std::vector<kernels::Buffer*> queued_;  // this step's pieces, in start order
-  std::size_t next_piece_ = 0;            // the first of queued_ not yet started
+  std::vector<Piece*> queued_;  // this step's pieces, in start order
+  std::size_t next_piece_ = 0;  // the first of queued_ not yet started
   // Declared last: destroyed (each waiting for its piece) before the buffer they reduce.
-  std::array<comm::PendingAllReduce, kMaxInFlight> in_flight_;
+  std::array<comm::PendingReduction, kMaxInFlight> in_flight_;
 };
 
 }  // namespace mpitron::nn

@@ -9,12 +9,6 @@
 
 namespace mpitron::nn {
 
-namespace {
-
-constexpr const char* kTiedEmbedding = "transformer.wte.weight";
-
-}  // namespace
-
 void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
                         DataParallelGradients& gradients) {
   gradients.finish();
@@ -27,22 +21,30 @@ void finalize_gradients(const Parameters& parameters, const comm::ParallelTopolo
   }
 }
 
-double global_gradient_norm(const Parameters& parameters, const comm::ParallelTopology& topology) {
+double global_gradient_norm(const Parameters& parameters, const comm::ParallelTopology& topology,
+                            const std::vector<ElementRange>* owned) {
   const bool count_replicated =
       topology.tp_rank() == 0 || fault_active(Fault::norm_counts_replicas_per_rank);
   kernels::Buffer total(1, kernels::DType::f64, kernels::Device::cpu);
   double sum = 0.0;
-  for (const Parameter& p : parameters) {
-    const Tensor grad = p.tensor.grad();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Parameter& p = parameters[i];
+    Tensor grad = p.tensor.grad();
     if (!grad.defined() || p.tied_copy) continue;
     if (p.split_dim == kReplicated && !count_replicated) continue;
+    const ElementRange range = owned != nullptr ? owned->at(i) : ElementRange{0, grad.numel()};
+    if (range.size() == 0) continue;
+    const kernels::Buffer counted =
+        kernels::Buffer::view(grad.buffer(), static_cast<std::size_t>(range.begin),
+                              static_cast<std::size_t>(range.size()));
     Tensor squares = Tensor::empty({}, grad.dtype(), grad.device());
-    kernels::sum_squares(grad.buffer(), squares.buffer());
+    kernels::sum_squares(counted, squares.buffer());
     sum += squares.item();
   }
   total.data_as<double>()[0] = sum;
   comm::all_reduce(topology.tp_comm(), total, comm::ReduceOp::sum);
   comm::all_reduce(topology.pp_comm(), total, comm::ReduceOp::sum);
+  if (owned != nullptr) comm::all_reduce(topology.dp_comm(), total, comm::ReduceOp::sum);
   return std::sqrt(total.data_as<double>()[0]);
 }
 

@@ -8,12 +8,16 @@
 
 namespace mpitron::nn {
 
+/// The name of the parameter that has a tied copy on another pipeline stage (the token
+/// embedding, reused by the LM head on the last stage).
+inline constexpr const char* kTiedEmbedding = "transformer.wte.weight";
+
 /// Every cross-group gradient reduction after backward, in this order:
 /// 1. Data parallel: every gradient is averaged over the DP group (`gradients.finish()`: the
 ///    buckets whose all-reduce did not start during backward start, and all are waited for).
 /// 2. Tied embedding: with pp > 1 the token embedding's gradient on the first stage and that of
 ///    its tied copy on the last stage are summed over the embedding group, so both copies get
-///    the gradient of the tied weight and stay equal (parameters named "transformer.wte.weight").
+///    the gradient of the tied weight and stay equal (parameters named kTiedEmbedding).
 /// TP needs no reduction here: split parameters own their slice's gradient, and replicated ones
 /// (LayerNorms, row-parallel biases, wpe) get identical gradients on every TP rank.
 /// Collective over the embedding group and the DP group; call it on every rank.
@@ -23,8 +27,11 @@ void finalize_gradients(const Parameters& parameters, const comm::ParallelTopolo
 /// The L2 norm of the whole model's gradient, the same on every rank: each element counted
 /// once, i.e. TP-split shards summed over TP, replicated parameters taken once, tied copies
 /// skipped, summed over the stages. Call after finalize_gradients (DP replicas are then equal).
-/// Collective over the TP and PP groups.
-double global_gradient_norm(const Parameters& parameters, const comm::ParallelTopology& topology);
+/// With `owned` (the distributed optimizer's DataParallelGradients::owned(), one range per
+/// parameter) only those elements are counted and the sum also runs over the DP group, whose
+/// ranks own disjoint parts. Collective over the TP and PP groups (and DP with `owned`).
+double global_gradient_norm(const Parameters& parameters, const comm::ParallelTopology& topology,
+                            const std::vector<ElementRange>* owned = nullptr);
 
 /// torch.nn.utils.clip_grad_norm_: multiplies every gradient by min(1, max_norm / (norm + 1e-6)),
 /// where `norm` is global_gradient_norm. Does nothing when max_norm <= 0.

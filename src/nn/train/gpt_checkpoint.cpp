@@ -26,18 +26,24 @@ AdamW* adamw_of(GptTrainer& trainer) {
 }
 
 // What this rank's shard of a checkpoint holds: the parameters, except tied copies, and for
-// AdamW "<name>.exp_avg" and "<name>.exp_avg_sq".
+// AdamW "<name>.exp_avg" and "<name>.exp_avg_sq", whole (the distributed optimizer's shards are
+// all-gathered over DP first, so the files do not depend on it). Collective over DP.
 std::vector<ShardTensor> shard_tensors(GptTrainer& trainer) {
   std::vector<ShardTensor> tensors;
   AdamW* adamw = adamw_of(trainer);
+  std::vector<Tensor> exp_avg, exp_avg_sq;
+  if (adamw != nullptr) {
+    exp_avg = trainer.gradients().all_gather_shards(adamw->exp_avg());
+    exp_avg_sq = trainer.gradients().all_gather_shards(adamw->exp_avg_sq());
+  }
   const Parameters& parameters = trainer.parameters();
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const Parameter& p = parameters[i];
     if (p.tied_copy) continue;
     tensors.push_back({p.name, p.tensor, p.split_dim});
     if (adamw != nullptr) {
-      tensors.push_back({p.name + kExpAvgSuffix, adamw->exp_avg()[i], p.split_dim});
-      tensors.push_back({p.name + kExpAvgSqSuffix, adamw->exp_avg_sq()[i], p.split_dim});
+      tensors.push_back({p.name + kExpAvgSuffix, exp_avg[i], p.split_dim});
+      tensors.push_back({p.name + kExpAvgSqSuffix, exp_avg_sq[i], p.split_dim});
     }
   }
   return tensors;
@@ -233,9 +239,12 @@ void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
                                    std::pair{kExpAvgSqSuffix, &adamw->exp_avg_sq()}}) {
       const Tensor slice = tp_slice(refitted(checkpoint, p.name + suffix, vocab_rows), p.split_dim,
                                     topology.tp_rank(), topology.tp());
+      // The distributed optimizer keeps the elements of its shard only.
+      const ElementRange& shard = adamw->shards()[i];
+      const std::vector<double> values = slice.to_vector();
       Tensor& moment = (*moments)[i];
-      moment =
-          Tensor::from_vector(slice.to_vector(), slice.shape(), moment.dtype(), moment.device());
+      moment = Tensor::from_vector({values.begin() + shard.begin, values.begin() + shard.end},
+                                   moment.shape(), moment.dtype(), moment.device());
     }
   }
   adamw->set_steps(checkpoint.meta.value("optimizer_steps", checkpoint.step));

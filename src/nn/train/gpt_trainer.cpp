@@ -16,12 +16,25 @@ namespace mpitron::nn {
 
 namespace {
 
+// SGD keeps no state, so it updates every element (the all-gather then overwrites those another
+// replica owns); AdamW keeps moments for its shard only.
 std::unique_ptr<Optimizer> make_optimizer(const Parameters& parameters,
-                                          const GptTrainOptions& options) {
+                                          const GptTrainOptions& options,
+                                          const DataParallelGradients& gradients) {
   if (options.optimizer == OptimizerKind::sgd) {
     return std::make_unique<Sgd>(parameters, options.lr);
   }
-  return std::make_unique<AdamW>(parameters, options.lr, options.adamw);
+  return std::make_unique<AdamW>(
+      parameters, options.lr, options.adamw,
+      gradients.sharded() ? gradients.owned() : std::vector<ElementRange>{});
+}
+
+GradientSharding sharding_of(const GptTrainOptions& options,
+                             const comm::ParallelTopology& topology) {
+  GradientSharding sharding;
+  sharding.enabled = options.distributed_optimizer;
+  if (topology.pp() > 1) sharding.own_bucket.push_back(kTiedEmbedding);
+  return sharding;
 }
 
 // In place: values[i] summed over `comm`.
@@ -40,8 +53,9 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
       options_(options),
       stage_(config, init, topology, options.virtual_stages),
       parameters_(stage_.parameters()),
-      optimizer_(make_optimizer(parameters_, options)),
-      gradients_(parameters_, topology.dp_comm()) {
+      gradients_(parameters_, topology.dp_comm(), DataParallelGradients::kDefaultBucketElements,
+                 sharding_of(options, topology)),
+      optimizer_(make_optimizer(parameters_, options, gradients_)) {
   stage_.set_recompute(options.recompute);
 }
 
@@ -92,7 +106,8 @@ StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_bat
   sum_over(topology_.dp_comm(), loss);
   result.loss = loss[0] / topology_.dp();
   finalize_gradients(parameters_, topology_, gradients_);
-  result.grad_norm = global_gradient_norm(parameters_, topology_);
+  result.grad_norm = global_gradient_norm(parameters_, topology_,
+                                          gradients_.sharded() ? &gradients_.owned() : nullptr);
   return result;
 }
 
@@ -101,6 +116,7 @@ StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double
   clip_gradients(parameters_, result.grad_norm, options_.grad_clip);
   optimizer_->set_lr(lr);
   optimizer_->step();
+  gradients_.all_gather_parameters();
   return result;
 }
 

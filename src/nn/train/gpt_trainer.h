@@ -26,6 +26,11 @@ struct GptTrainOptions {
   AdamWOptions adamw;
   double grad_clip = 1.0;  ///< global-norm clipping threshold; <= 0 disables clipping
   bool recompute = false;  ///< recompute each block's activations in backward (GptStage)
+  /// ZeRO stage 1 (Megatron-LM's --use-distributed-optimizer): each DP replica reduce-scatters
+  /// the gradients, keeps AdamW's moments for and updates only its shard of the parameters,
+  /// and all-gathers the parameters after the update (GradientSharding). The same numbers as
+  /// without it, up to the order of the sums; no effect at dp 1.
+  bool distributed_optimizer = false;
   DType dtype = DType::f32;
   Device device = Device::cpu;
 };
@@ -52,7 +57,9 @@ class GptTrainer {
   StepResult forward_backward(const std::vector<TokenBatch>& micro_batches);
 
   /// forward_backward, clipping to the global norm, then the optimizer update at learning rate
-  /// `lr`. The (clipped) gradients stay readable until the next step.
+  /// `lr` (and, with the distributed optimizer, the all-gather of the parameters). The (clipped)
+  /// gradients stay readable until the next step; with the distributed optimizer only the
+  /// elements this rank owns (gradients().owned()) hold the global batch's gradient.
   StepResult step(const std::vector<TokenBatch>& micro_batches, double lr);
 
   /// Mean cross-entropy over every replica's `windows` (each inputs and targets [1, seq]; the
@@ -63,6 +70,9 @@ class GptTrainer {
 
   GptStage& stage() { return stage_; }
   Optimizer& optimizer() { return *optimizer_; }
+  /// The flat gradient buffer: its layout, and under the distributed optimizer what each rank
+  /// owns and the all-gather of sharded state (checkpoints gather AdamW's moments with it).
+  DataParallelGradients& gradients() { return gradients_; }
   const Parameters& parameters() const { return parameters_; }
 
  private:
@@ -74,8 +84,8 @@ class GptTrainer {
   GptTrainOptions options_;
   GptStage stage_;
   Parameters parameters_;
+  DataParallelGradients gradients_;  // before the optimizer: it may move the parameters
   std::unique_ptr<Optimizer> optimizer_;
-  DataParallelGradients gradients_;
 };
 
 }  // namespace mpitron::nn

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "nn/parallel/data_parallel.h"
+
 namespace mpitron::nn {
 
 std::int64_t MemoryEstimate::peak() const {
@@ -12,8 +14,8 @@ std::int64_t MemoryEstimate::peak() const {
 MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const GptConfig& c = in.config;
   if (in.seq < 1 || in.micro_batch < 1 || in.micro_batches < 1 || in.tp < 1 || in.pp < 1 ||
-      in.stage < 0 || in.stage >= in.pp || in.rank_parameters < 0 || in.virtual_stages < 1 ||
-      c.layers % (in.pp * in.virtual_stages) != 0) {
+      in.stage < 0 || in.stage >= in.pp || in.rank_parameters < 0 || in.state_shards < 1 ||
+      in.virtual_stages < 1 || c.layers % (in.pp * in.virtual_stages) != 0) {
     throw std::invalid_argument(
         "estimate_gpt_memory: sizes must be >= 1, stage in [0, pp) and layers divisible by pp x "
         "virtual stages");
@@ -32,7 +34,18 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
       (c.vocab_rows() + c.block_size) * h + c.layers * (12 * h * h + 13 * h) + 2 * h;
   MemoryEstimate estimate;
   estimate.weights = in.rank_parameters * in.element_bytes;
-  estimate.parameter_states = in.rank_parameters * (2 + in.optimizer_states) * in.element_bytes;
+  // Sharded: every bucket but the last holds kDefaultBucketElements or more, and the tied
+  // embedding's own bucket may close one early; each is padded by fewer than state_shards.
+  const std::int64_t shards = in.state_shards;
+  const std::int64_t padding =
+      shards > 1 ? (in.rank_parameters /
+                        static_cast<std::int64_t>(DataParallelGradients::kDefaultBucketElements) +
+                    3) *
+                       shards
+                 : 0;
+  const std::int64_t flat = in.rank_parameters + padding;
+  const std::int64_t states = 2 * flat + (in.optimizer_states * flat + shards - 1) / shards;
+  estimate.parameter_states = states * in.element_bytes;
   estimate.activations = activations * in.element_bytes;
   estimate.optimizer_workspace = std::max(c.vocab_rows() * h, 4 * h * h) / t * in.element_bytes;
   estimate.start_up = in.from_file ? 2 * whole_model * in.element_bytes + estimate.parameter_states

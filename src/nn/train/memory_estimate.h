@@ -27,7 +27,10 @@ struct MemoryEstimateInput {
   int optimizer_states = 2;        ///< tensors per parameter: 2 for AdamW, 1 for SGD
   std::int64_t element_bytes = 4;  ///< 4 for float32, 8 for float64
   bool from_file = false;          ///< the run starts from a --init-from file
-  int virtual_stages = 1;          ///< model chunks per stage (interleaved 1F1B with >= 2)
+  /// The DP ranks the optimizer states are split over: dp under the distributed optimizer with
+  /// AdamW (each bucket padded to a multiple of it), else 1.
+  int state_shards = 1;
+  int virtual_stages = 1;  ///< model chunks per stage (interleaved 1F1B with >= 2)
 };
 
 /// The estimate, in bytes.
@@ -59,10 +62,11 @@ struct MemoryEstimate {
 /// time. Backward adds one block's set as workspace (the gradients beside the activations). The
 /// last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh) and the logits
 /// with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
-/// optimizer_states) elements, and the update's temporaries of the largest tensor (the
-/// embedding's shard, Vp h / t, or an MLP weight's, 4 h^2 / t). Start-up: the whole model's
-/// parameters beside this rank's weights, or, from a file, twice the whole model (the file read
-/// and its tensors, which live until the trainer is built) beside all of this rank's parameter
+/// optimizer_states / state_shards) elements (with state_shards > 1, plus each flat buffer's
+/// padding: under state_shards elements per bucket), and the update's temporaries of the largest
+/// tensor (the embedding's shard, Vp h / t, or an MLP weight's, 4 h^2 / t). Start-up: the whole
+/// model's parameters beside this rank's weights, or, from a file, twice the whole model (the file
+/// read and its tensors, which live until the trainer is built) beside all of this rank's parameter
 /// states: an upper bound, 20-30 % above the measured peak for GPT-2 124M. And kRuntimeBytes.
 /// Throws std::invalid_argument for sizes < 1, a stage outside [0, pp) or a layout the schedule
 /// cannot run (pipeline_layout_error; layers not divisible by pp virtual_stages).
