@@ -58,8 +58,6 @@ class GptStage {
   /// std::invalid_argument as forward does when seq is not divisible by tp.
   Shape activation_shape(std::int64_t rows, std::int64_t seq) const;
 
-  bool sequence_parallel() const { return sequence_parallel_; }
-
   /// With `on`, forward keeps only each transformer block's input and backward recomputes the
   /// block's activations (autograd::recompute; Megatron-LM's full recompute): activation
   /// memory per block drops to one [batch, seq, hidden] tensor, for one more forward pass of the
