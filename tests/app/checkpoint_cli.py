@@ -7,14 +7,15 @@ Every subcommand but `damage` takes, after `--`, the launcher command line of th
 mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is made anew.
 
   resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed]
-           [--distributed-optimizer stopped|resumed] --rtol R
-           --work DIR
+           [--distributed-optimizer stopped|resumed] [--sequence-parallel stopped|resumed]
+           --rtol R --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
       --load on --to (and --to-micro-batch). The losses of steps 4..6 and the final validation
       loss must equal the uninterrupted run's within relative R (0: exactly, bit for bit), those
       of steps 1..3 exactly. --recompute adds `--recompute` to the stopped or the resumed run
       only (the uninterrupted run never recomputes); --distributed-optimizer adds
-      `--use-distributed-optimizer` the same way.
+      `--use-distributed-optimizer` the same way, and
+      --sequence-parallel `--sequence-parallel`.
   eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
            [--golden JSON] [--train-at T,P,D]
       `mpitron eval` on each --at topology; all agree with the first within R, and with the
@@ -104,16 +105,18 @@ def resume(args):
     checkpoint = name("checkpoint")
     base = ["train", *TRAIN, "--steps", str(STEPS), "--micro-batch", "2"]
     mpitron(args, args.source, *base, "--metrics", name("full.jsonl"))
-    recompute = {run: (["--recompute"] if args.recompute == run else []) +
-                 (["--use-distributed-optimizer"] if args.distributed_optimizer == run else [])
-                 for run in ("stopped", "resumed")}
+    only = {"--recompute": args.recompute,
+            "--use-distributed-optimizer": args.distributed_optimizer,
+            "--sequence-parallel": args.sequence_parallel}
+    extra = {run: [flag for flag, on in only.items() if on == run]
+             for run in ("stopped", "resumed")}
     mpitron(args, args.source, *base, "--stop-after", str(STOP_AFTER), "--save", checkpoint,
-            "--metrics", name("stopped.jsonl"), *recompute["stopped"])
+            "--metrics", name("stopped.jsonl"), *extra["stopped"])
     if sorted(os.listdir(checkpoint)) != ["latest", f"step_{STOP_AFTER}"]:
         fail(f"the stopped run wrote {sorted(os.listdir(checkpoint))}")
     base[-1] = str(args.to_micro_batch or 2)
     log = b"".join(mpitron(args, args.target, *base, "--load", checkpoint, "--metrics",
-                           name("resumed.jsonl"), *recompute["resumed"]))
+                           name("resumed.jsonl"), *extra["resumed"]))
     saved_by = "saved by tp={} pp={} dp={}".format(*args.source)
     if f"step {STOP_AFTER} ({saved_by})".encode() not in log:
         fail(f"the resumed run does not say it resumes from step {STOP_AFTER} ({saved_by})")
@@ -260,6 +263,7 @@ def main():
     p.add_argument("--to-micro-batch", type=int)
     p.add_argument("--recompute", choices=["stopped", "resumed"])
     p.add_argument("--distributed-optimizer", choices=["stopped", "resumed"])
+    p.add_argument("--sequence-parallel", choices=["stopped", "resumed"])
     p.add_argument("--rtol", type=float, default=0.0)
     p.add_argument("--load")
     p.add_argument("--data")

@@ -1,9 +1,8 @@
 // The memory estimate against what the tensor allocator hands out: building a GPT trainer and
 // training it (1F1B and all-forward-all-backward, with and without recompute, AdamW and SGD, the
-// distributed optimizer) on
-// every topology of the test world never holds more than nn::estimate_gpt_memory says, and
-// holds at least 40 % of it (an estimate that bounds nothing useful fails too; SGD with recompute
-// holds the least, 48 %).
+// distributed optimizer, sequence parallelism) on every topology of the test world never holds
+// more than nn::estimate_gpt_memory says, and holds at least 40 % of it (an estimate that bounds
+// nothing useful fails too; SGD with recompute holds the least, 48 %).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -21,6 +20,7 @@ struct Case {
   bool recompute;
   OptimizerKind optimizer;
   bool distributed_optimizer = false;
+  bool sequence_parallel = false;
 };
 
 TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
@@ -30,11 +30,15 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
   for (const Case c : {Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw},
                        Case{ScheduleKind::afab, false, OptimizerKind::adamw},
                        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd},
-                       Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, true}}) {
+                       Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, true},
+                       Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, true},
+                       Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd, false, true}}) {
     for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
-      SCOPED_TRACE(fmt::format("tp {} pp {} dp {}, afab {}, recompute {}, distributed {}", tp, pp,
-                               dp, c.schedule == ScheduleKind::afab, c.recompute,
-                               c.distributed_optimizer));
+      SCOPED_TRACE(
+          fmt::format("tp {} pp {} dp {}, afab {}, recompute {}, distributed {}, sequence "
+                      "parallel {}",
+                      tp, pp, dp, c.schedule == ScheduleKind::afab, c.recompute,
+                      c.distributed_optimizer, c.sequence_parallel));
       const comm::ParallelTopology topology(test::world(), tp, pp, dp);
       GptConfig config = base;
       config.padded_vocab = padded_vocab_size(config.vocab, tp);
@@ -43,6 +47,7 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
       options.recompute = c.recompute;
       options.optimizer = c.optimizer;
       options.distributed_optimizer = c.distributed_optimizer;
+      options.sequence_parallel = c.sequence_parallel;
       kernels::reset_allocator_peaks(Device::cpu);
       const std::size_t before = kernels::allocator_stats(Device::cpu).in_use_bytes;
       std::int64_t parameters = 0;
@@ -66,7 +71,7 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
       const MemoryEstimate estimate = estimate_gpt_memory(
           {config, parameters, kSeq, kMicroBatch, kMicroBatches, tp, pp, topology.pp_rank(),
            c.schedule, c.recompute, c.optimizer == OptimizerKind::adamw ? 2 : 1, 4, false,
-           c.distributed_optimizer ? dp : 1});
+           c.distributed_optimizer ? dp : 1, c.sequence_parallel});
       const double predicted = static_cast<double>(estimate.peak() - kRuntimeBytes);
       EXPECT_LE(used, predicted);
       EXPECT_GE(used, 0.4 * predicted);

@@ -83,7 +83,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   run.log->info(
       "train: tp={} pp={} dp={} ({}, device {}{}, {}), {} x hidden {} x {}, seq "
       "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
-      "step ({} schedule{}{}), global batch {} ({}); data {} ({}: {} train, {} "
+      "step ({} schedule{}{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
       kernels::to_string(run.device),
@@ -102,7 +102,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       nn::counted(micro_per_step, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.schedule,
       o.recompute ? ", recomputing activations" : "",
-      trainer.gradients().sharded() ? ", distributed optimizer" : "", o.global_batch,
+      trainer.gradients().sharded() ? ", distributed optimizer" : "",
+      o.sequence_parallel ? ", sequence parallel" : "", o.global_batch,
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
       nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
       corpus.tokens().size() - corpus.split());
@@ -117,7 +118,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                !o.init_from.empty() && first_step == 1,
                trainer.gradients().sharded() && run.train.optimizer == nn::OptimizerKind::adamw
                    ? run.sizes.dp
-                   : 1})
+                   : 1,
+               o.sequence_parallel})
               .peak()));
   run.log->info(
       "memory estimate: {:.0f} MiB per rank at most (parameter states, activations in "

@@ -132,6 +132,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   report(check_data_parallel(ctx));
   per_micro_batch_run(check_combined);
   per_micro_batch_run(check_gpt);
+  per_micro_batch_run(check_gpt_sequence_parallel);
   report(check_distributed_optimizer(ctx));
   const bool passed =
       std::all_of(results.begin(), results.end(), [](const CheckResult& r) { return r.passed; });

@@ -6,6 +6,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/recompute.h"
+#include "nn/layers/tp_mappings.h"
 
 namespace mpitron::nn {
 
@@ -29,12 +30,13 @@ Tensor positions(std::int64_t batch, std::int64_t seq, Device device) {
 }  // namespace
 
 GptStage::GptStage(const GptConfig& config, const MasterInit& init,
-                   const comm::ParallelTopology& topology)
+                   const comm::ParallelTopology& topology, bool sequence_parallel)
     : config_(config),
       device_(Device::cpu),
       tp_(topology.tp_comm()),
       first_(topology.is_first_stage()),
-      last_(topology.is_last_stage()) {
+      last_(topology.is_last_stage()),
+      sequence_parallel_(sequence_parallel) {
   if (const auto error = gpt_size_error(config, topology.tp(), topology.pp())) {
     throw std::invalid_argument(*error);
   }
@@ -46,10 +48,11 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
   }
   const std::int64_t per_stage = config.layers / topology.pp();
   for (std::int64_t i = 0; i < per_stage; ++i) {
-    blocks_.emplace_back(config, topology.pp_rank() * per_stage + i, init, tp_);
+    blocks_.emplace_back(config, topology.pp_rank() * per_stage + i, init, tp_, sequence_parallel);
   }
   if (last_) {
-    ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"));
+    ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"),
+                  sequence_parallel);
     if (!first_) head_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
   }
   device_ = parameters().front().tensor.device();
@@ -68,8 +71,10 @@ Tensor GptStage::forward(const Tensor& input) const {
           fmt::format("GPT: sequence length {} is longer than the position table (block size {})",
                       seq, config_.block_size));
     }
+    check_sequence_split(seq);
     x = autograd::add(wte_->forward(input),
                       autograd::embedding(wpe_, positions(batch, seq, input.device())));
+    if (sequence_parallel_) x = scatter_to_sequence_parallel_region(x, tp_);
   }
   for (const TransformerBlock& block : blocks_) {
     x = recompute_
@@ -80,7 +85,19 @@ Tensor GptStage::forward(const Tensor& input) const {
 }
 
 Tensor GptStage::logits(const Tensor& hidden) const {
-  return head().logits(ln_f_->forward(hidden));
+  return head().logits(ln_f_->forward(hidden), sequence_parallel_);
+}
+
+void GptStage::check_sequence_split(std::int64_t seq) const {
+  if (sequence_parallel_ && seq % tp_.size() != 0) {
+    throw std::invalid_argument(
+        fmt::format("GPT: sequence length {} is not divisible by tp {}", seq, tp_.size()));
+  }
+}
+
+Shape GptStage::activation_shape(std::int64_t rows, std::int64_t seq) const {
+  check_sequence_split(seq);
+  return {rows, sequence_parallel_ ? seq / tp_.size() : seq, config_.hidden};
 }
 
 Tensor GptStage::loss(const Tensor& hidden, const Tensor& targets) const {

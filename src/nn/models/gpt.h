@@ -3,7 +3,9 @@
 // token embedding and the loss), every layer over the tensor-parallel group. See gpt_config.h for
 // the model. With pp > 1 the token embedding lives on the first and on the last stage; the two
 // copies start equal and stay equal because their gradients are summed over the embedding group
-// before each optimizer step (finalize_gradients), as in Megatron-LM.
+// before each optimizer step (finalize_gradients), as in Megatron-LM. With sequence parallelism
+// (Korthikanti et al. 2022, arXiv:2205.05198) the activations between the blocks' TP regions,
+// and those a stage sends to the next, are this rank's seq/tp rows [batch, seq/tp, hidden].
 #pragma once
 
 #include <optional>
@@ -22,17 +24,23 @@ class GptStage {
   /// Builds stage topology.pp_rank() of the model from the full tensors `init` returns (each
   /// rank slices its shards, so the model does not depend on the topology). Throws
   /// std::invalid_argument when gpt_size_error(config, tp, pp) reports one (before any
-  /// communication).
-  GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology);
+  /// communication). `sequence_parallel`: split the activations along the sequence over TP
+  /// between the TP regions (Megatron-LM's --sequence-parallel).
+  GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology,
+           bool sequence_parallel = false);
 
   /// First stage: token ids (int32/int64) [batch, seq] -> activations [batch, seq, hidden];
-  /// other stages: activations -> activations. Throws std::invalid_argument when seq exceeds the
-  /// position table ("sequence length S is longer than the position table (block size B)") or a
-  /// token id is outside [0, vocab).
+  /// other stages: activations -> activations. With sequence parallelism the activations are
+  /// this rank's rows [batch, seq/tp, hidden] (the first stage keeps them after the embedding).
+  /// Throws std::invalid_argument when seq exceeds the position table ("sequence length S is
+  /// longer than the position table (block size B)"), when sequence parallelism is on and seq is
+  /// not divisible by tp ("sequence length S is not divisible by tp T"), or when a token id is
+  /// outside [0, vocab).
   Tensor forward(const Tensor& input) const;
 
-  /// Last stage: activations [batch, seq, hidden] -> this rank's logits [batch, seq, Vp/tp]
-  /// (ln_f, then the tied head x wte_shard^T; columns >= vocab are padding).
+  /// Last stage: activations [batch, seq, hidden] (with sequence parallelism [batch, seq/tp,
+  /// hidden], all-gathered after ln_f) -> this rank's logits [batch, seq, Vp/tp] (ln_f, then the
+  /// tied head x wte_shard^T; columns >= vocab are padding).
   Tensor logits(const Tensor& hidden) const;
 
   /// Last stage: mean cross-entropy (nats per token) of logits(hidden) against targets
@@ -44,6 +52,12 @@ class GptStage {
   Parameters parameters() const;
 
   const GptConfig& config() const { return config_; }
+
+  /// The activation one stage sends the next for `rows` sequences of `seq` tokens:
+  /// [rows, seq, hidden], or with sequence parallelism [rows, seq/tp, hidden]. Throws
+  /// std::invalid_argument as forward does when seq is not divisible by tp.
+  Shape activation_shape(std::int64_t rows, std::int64_t seq) const;
+
   /// With `on`, forward keeps only each transformer block's input and backward recomputes the
   /// block's activations (autograd::recompute; Megatron-LM's full recompute): activation
   /// memory per block drops to one [batch, seq, hidden] tensor, for one more forward pass of the
@@ -57,11 +71,14 @@ class GptStage {
 
  private:
   const VocabParallelEmbedding& head() const { return head_ ? *head_ : *wte_; }
+  // Throws when sequence parallelism is on and `seq` is not divisible by tp.
+  void check_sequence_split(std::int64_t seq) const;
 
   GptConfig config_;
   Device device_;
   comm::Communicator tp_;
   bool first_, last_;
+  bool sequence_parallel_;
   bool recompute_ = false;
   std::optional<VocabParallelEmbedding> wte_;  // first stage
   Tensor wpe_;                                 // first stage

@@ -51,7 +51,7 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
                        const comm::ParallelTopology& topology, const GptTrainOptions& options)
     : topology_(topology),
       options_(options),
-      stage_(config, init, topology),
+      stage_(config, init, topology, options.sequence_parallel),
       parameters_(stage_.parameters()),
       gradients_(parameters_, topology.dp_comm(), DataParallelGradients::kDefaultBucketElements,
                  sharding_of(options, topology)),
@@ -79,11 +79,8 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
       const Tensor x = stage_.forward(stage_.is_first() ? b.inputs : input);
       return stage_.is_last() ? autograd::scale(stage_.loss(x, b.targets), weight) : x;
     }};
-    const PipelineSpec spec{{rows, seq, stage_.config().hidden},
-                            count,
-                            options_.schedule,
-                            options_.dtype,
-                            options_.device};
+    const PipelineSpec spec{stage_.activation_shape(rows, seq), count, options_.schedule,
+                            options_.dtype, options_.device};
     const std::vector<Tensor> losses = train ? run_pipeline_step(topology_, spec, stage)
                                              : run_pipeline_forward(topology_, spec, stage);
     for (const Tensor& l : losses)

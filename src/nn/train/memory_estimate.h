@@ -30,6 +30,7 @@ struct MemoryEstimateInput {
   /// The DP ranks the optimizer states are split over: dp under the distributed optimizer with
   /// AdamW (each bucket padded to a multiple of it), else 1.
   int state_shards = 1;
+  bool sequence_parallel = false;  ///< activations split along seq over TP (GptStage)
 };
 
 /// The estimate, in bytes.
@@ -49,15 +50,19 @@ struct MemoryEstimate {
 /// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
 /// section 4.1, without dropout masks and in one element size):
 /// - replicated across TP, 4 sbh: LayerNorm 1's input and output, LayerNorm 2's input and output;
+///   with sequence parallelism (Korthikanti et al. 2022, sec. 4.2.2) 2 sbh / t + 2 sbh: the
+///   LayerNorms' inputs are this rank's seq/tp rows, their outputs are kept all-gathered by the
+///   column-parallel layers that read them (Megatron-LM's re-gather in backward is not done);
 /// - sharded, 16 sbh / t: q, k, v and their per-head copies (6 sbh / t), the attention context
 ///   and its reshape (2 sbh / t), the MLP's pre-activation and activation (8 sbh / t);
 /// - a s^2 b / t: the softmax probabilities (the scores are not kept).
 /// A stage keeps the blocks of min(pp - stage, micro_batches) micro-batches in flight under 1F1B
 /// (PipeDream-Flush, Narayanan et al. 2021) and all of them under all-forward-all-backward; with
-/// recompute, each block keeps only its input (sbh) and one block's full set is rebuilt at a
-/// time. Backward adds one block's set as workspace (the gradients beside the activations). The
-/// last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh) and the logits
-/// with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
+/// recompute, each block keeps only its input (sbh, or sbh / t with sequence parallelism) and one
+/// block's full set is rebuilt at a time. Backward adds one block's set as workspace (the
+/// gradients beside the activations). The last stage adds, for one micro-batch, LayerNorm f's
+/// input and output (2 sbh; with sequence parallelism sbh / t + sbh, the output all-gathered)
+/// and the logits with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
 /// optimizer_states / state_shards) elements (with state_shards > 1, plus each flat buffer's
 /// padding: under state_shards elements per bucket), and the update's temporaries of the largest
 /// tensor (the embedding's shard, Vp h / t, or an MLP weight's, 4 h^2 / t). Start-up: the whole
