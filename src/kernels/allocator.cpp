@@ -7,6 +7,9 @@
 #include <bit>
 #include <cstdlib>
 #include <limits>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <mutex>
 #include <new>
 #include <stdexcept>
@@ -213,6 +216,11 @@ void set_allocator_cache_limit(std::size_t bytes) {
 
 void release_cached_blocks() {
   trim_pools(0);
+#ifdef __GLIBC__
+  // Host blocks below glibc's mmap threshold (32 MiB at most) came from its heap, which keeps
+  // freed chunks mapped; this hands their pages back too.
+  malloc_trim(0);
+#endif
 }
 
 std::size_t allocator_cache_limit() {

@@ -53,9 +53,10 @@ void reset_allocator_peaks(Device device, bool host = false);
 /// Throws std::invalid_argument when MPITRON_ALLOCATOR_CACHE_MIB is not a non-negative integer.
 void set_allocator_cache_limit(std::size_t bytes);
 
-/// Gives every cached block of every pool back to its backend (torch.cuda.empty_cache): for
-/// blocks the steady state will not ask for again, e.g. after a model is built from master
-/// weights. Blocks in use are untouched.
+/// Gives every cached block of every pool back to its backend (torch.cuda.empty_cache), and with
+/// glibc the freed pages of its heap back to the system (malloc_trim): for blocks the steady
+/// state will not ask for again, e.g. after a model is built from master weights. Blocks in use
+/// are untouched.
 void release_cached_blocks();
 
 /// The current limit on each pool's cached bytes.

@@ -69,6 +69,9 @@ enum class Fault {
   /// under the distributed optimizer the parameters are not all-gathered after the update: each
   /// replica keeps its stale copy of the other replicas' shards.
   distributed_optimizer_no_all_gather,
+  /// with sequence parallelism, the LayerNorm weights' and biases' gradients are not summed over
+  /// TP (each TP rank keeps the contribution of its own seq/tp rows).
+  sequence_parallel_layer_norm_grad_not_summed,
   /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
   /// completing the step, so that a test's signal arrives in the middle of a save.
   save_pauses_before_finish,

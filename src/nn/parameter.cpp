@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
@@ -12,8 +13,10 @@
 namespace mpitron::nn {
 
 void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more) {
-  for (const Parameter& p : more)
-    into.push_back({prefix + "." + p.name, p.tensor, p.split_dim, p.tied_copy});
+  for (Parameter p : more) {
+    p.name = prefix + "." + p.name;
+    into.push_back(std::move(p));
+  }
 }
 
 LinearWeights make_linear_weights(std::int64_t out_features, std::int64_t in_features,

@@ -31,6 +31,11 @@ struct Parameter {
   /// embedding on the last pipeline stage): it trains like any parameter, but norms and
   /// checkpoints count the owner's copy only.
   bool tied_copy = false;
+  /// True for a replicated parameter that sequence parallelism applies to only this TP rank's
+  /// seq/tp rows (LayerNorm weights and biases, row-parallel biases): each TP rank's gradient is
+  /// a partial sum, and finalize_gradients sums it over TP (Megatron-LM's `sequence_parallel`
+  /// attribute; Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
+  bool sequence_parallel = false;
 };
 
 using Parameters = std::vector<Parameter>;

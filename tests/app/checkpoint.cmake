@@ -48,6 +48,12 @@ checkpoint_cli_test(checkpoint_resume_distributed_optimizer_dp4_to_dp1 4
                     resume --from 1,1,4 --to 1,1,1 --distributed-optimizer stopped --rtol 1e-5)
 checkpoint_cli_test(checkpoint_resume_tp2_pp2_dp1_to_distributed_optimizer_pp2_dp2 4
                     resume --from 2,2,1 --to 1,2,2 --distributed-optimizer resumed --rtol 1e-5)
+# --sequence-parallel on only the resumed run, from a checkpoint saved without it: the
+# uninterrupted run's losses within 1e-5 (the sums over TP run in another order).
+checkpoint_cli_test(checkpoint_resume_sequence_parallel_resumed_tp2_pp1_dp1 2
+                    resume --from 2,1,1 --to 2,1,1 --sequence-parallel resumed --rtol 1e-5)
+checkpoint_cli_test(checkpoint_resume_sequence_parallel_resumed_tp1_pp1_dp1_to_tp2_pp2_dp2 8
+                    resume --from 1,1,1 --to 2,2,2 --sequence-parallel resumed --rtol 1e-5)
 
 # eval: the PyTorch peer's number for the committed checkpoint (1e-4: float32 sums in two
 # implementations), the same number on every topology (1e-5), also for a (1, 2, 2)-saved one.

@@ -7,14 +7,15 @@ Every subcommand but `damage` takes, after `--`, the launcher command line of th
 mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is made anew.
 
   resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed]
-           [--distributed-optimizer stopped|resumed] [--layers L] [--from-virtual-stages V]
-           [--to-virtual-stages V] --rtol R --work DIR
+           [--distributed-optimizer stopped|resumed] [--sequence-parallel stopped|resumed]
+           [--layers L] [--from-virtual-stages V] [--to-virtual-stages V] --rtol R --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
       --load on --to (and --to-micro-batch). The losses of steps 4..6 and the final validation
       loss must equal the uninterrupted run's within relative R (0: exactly, bit for bit), those
       of steps 1..3 exactly. --recompute adds `--recompute` to the stopped or the resumed run
       only (the uninterrupted run never recomputes); --distributed-optimizer adds
-      `--use-distributed-optimizer` the same way. --layers sets the model's blocks (default 2);
+      `--use-distributed-optimizer` the same way, and
+      --sequence-parallel `--sequence-parallel`. --layers sets the model's blocks (default 2);
       --from-virtual-stages gives the uninterrupted and the stopped run, --to-virtual-stages the
       resumed run --virtual-stages V (default 1).
   eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
@@ -108,16 +109,18 @@ def resume(args):
             "2"]
     source_stages = ["--virtual-stages", str(args.from_virtual_stages)]
     mpitron(args, args.source, *base, "--metrics", name("full.jsonl"), *source_stages)
-    recompute = {run: (["--recompute"] if args.recompute == run else []) +
-                 (["--use-distributed-optimizer"] if args.distributed_optimizer == run else [])
-                 for run in ("stopped", "resumed")}
+    only = {"--recompute": args.recompute,
+            "--use-distributed-optimizer": args.distributed_optimizer,
+            "--sequence-parallel": args.sequence_parallel}
+    extra = {run: [flag for flag, on in only.items() if on == run]
+             for run in ("stopped", "resumed")}
     mpitron(args, args.source, *base, "--stop-after", str(STOP_AFTER), "--save", checkpoint,
-            "--metrics", name("stopped.jsonl"), *recompute["stopped"], *source_stages)
+            "--metrics", name("stopped.jsonl"), *extra["stopped"], *source_stages)
     if sorted(os.listdir(checkpoint)) != ["latest", f"step_{STOP_AFTER}"]:
         fail(f"the stopped run wrote {sorted(os.listdir(checkpoint))}")
     base[-1] = str(args.to_micro_batch or 2)
     log = b"".join(mpitron(args, args.target, *base, "--load", checkpoint, "--metrics",
-                           name("resumed.jsonl"), *recompute["resumed"], "--virtual-stages",
+                           name("resumed.jsonl"), *extra["resumed"], "--virtual-stages",
                            str(args.to_virtual_stages)))
     saved_by = "saved by tp={} pp={} dp={}".format(*args.source)
     if f"step {STOP_AFTER} ({saved_by})".encode() not in log:
@@ -265,6 +268,7 @@ def main():
     p.add_argument("--to-micro-batch", type=int)
     p.add_argument("--recompute", choices=["stopped", "resumed"])
     p.add_argument("--distributed-optimizer", choices=["stopped", "resumed"])
+    p.add_argument("--sequence-parallel", choices=["stopped", "resumed"])
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--from-virtual-stages", type=int, default=1)
     p.add_argument("--to-virtual-stages", type=int, default=1)

@@ -38,6 +38,7 @@ set(train_bad_runs
   "beta|--adam-beta2 1|--adam-beta2 must be in "
   "eps|--adam-eps 0|--adam-eps must be a finite positive number, got 0"
   "blocksize|--block-size 8|--seq 16 is longer than --block-size 8"
+  "sequenceparallel|--seq 15 --tp 2 --dp 1 --sequence-parallel|--sequence-parallel needs --seq 15 divisible by tp 2"
   "lr|--lr nan|--lr must be a finite positive number, got nan"
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "stop|--stop-after -1|--stop-after must be >= 0, got -1"
@@ -75,6 +76,11 @@ endforeach()
 mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS train ${train_small} --recompute --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_recompute
   EXPECT_EXIT 0 EXPECT_OUTPUT "\\(1f1b schedule, recomputing activations\\)" "step 3/3 loss")
+# So is --sequence-parallel, on a TP pair of a 3-D run.
+mpitron_add_expect_test(train_sequence_parallel_stated TARGET mpitron NP 8 TIMEOUT 300
+  ARGS train --tp 2 --pp 2 --dp 2 ${train_small} --sequence-parallel
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_sequence_parallel
+  EXPECT_EXIT 0 EXPECT_OUTPUT "\\(1f1b schedule, sequence parallel\\)" "step 3/3 loss")
 
 # Interleaved 1F1B is stated in the start-up line; each stage's idle share closes the run.
 mpitron_add_expect_test(train_virtual_stages_stated TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30

@@ -11,6 +11,8 @@ set(fault_runs
   # vocab-parallel loss's shared row max.
   "embedding-group-not-reduced|4|2 2 1||COMBINED .1 micro-batch.: GPT loss and gradients|PASS  TP: vocab-parallel embedding"
   "vocab-ce-local-max|2|2 1 1||TP: vocab-parallel embedding and cross-entropy|PASS  TP: transformer block"
+  # Sequence parallelism's rule: the LayerNorms' gradients summed over TP. Plain TP is untouched.
+  "sp-layer-norm-grad-not-summed|4|2 2 1||TP+SP: transformer block forward and gradients|FAIL  COMBINED.SP .2 micro-batches, 1f1b.: GPT loss and gradients"
   "pp-gradient-not-sent|8|2 2 2||PP .1 micro-batch.: loss and every stage gradient|"
   # An interleaved chunk on the wrong stage: only the interleaved GPT check runs chunks.
   "pp-chunk-wrong-stage|2|1 2 1||COMBINED .2 micro-batches, 1f1b, 2 virtual stages.: GPT loss and gradients|PASS  COMBINED .2 micro-batches, 1f1b.: GPT loss and gradients"

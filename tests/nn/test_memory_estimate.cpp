@@ -1,8 +1,9 @@
 // The memory estimate against what the tensor allocator hands out: building a GPT trainer and
 // training it (1F1B, interleaved 1F1B with 2 virtual stages and all-forward-all-backward, with
-// and without recompute, AdamW and SGD, the distributed optimizer) on every topology of the test
-// world never holds more than nn::estimate_gpt_memory says, and holds at least 40 % of it (an
-// estimate that bounds nothing useful fails too; SGD with recompute holds the least, 48 %).
+// and without recompute, AdamW and SGD, the distributed optimizer, sequence parallelism) on every
+// topology of the test world never holds more than nn::estimate_gpt_memory says, and holds at
+// least 40 % of it (an estimate that bounds nothing useful fails too; SGD with recompute holds
+// the least, 48 %).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -20,6 +21,7 @@ struct Case {
   bool recompute;
   OptimizerKind optimizer;
   bool distributed_optimizer = false;
+  bool sequence_parallel = false;
   int virtual_stages = 1;
 };
 
@@ -27,20 +29,24 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
   constexpr std::int64_t kSeq = 32, kMicroBatch = 4, kMicroBatches = 4;
   const GptConfig base{256, kSeq, 4, 32, 4};
   static const TokenCorpus corpus = TokenCorpus::builtin();
-  for (const Case c : {Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw},
-                       Case{ScheduleKind::afab, false, OptimizerKind::adamw},
-                       Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd},
-                       Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, true},
-                       Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, 2}}) {
+  for (const Case c :
+       {Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw},
+        Case{ScheduleKind::afab, false, OptimizerKind::adamw},
+        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd},
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, true},
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, true},
+        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd, false, true},
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 2}}) {
     for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
       if (!pipeline_layout_error(pp, c.virtual_stages, kMicroBatches).empty() ||
           base.layers % (pp * c.virtual_stages) != 0) {
         continue;
       }
-      SCOPED_TRACE(
-          fmt::format("tp {} pp {} dp {}, afab {}, recompute {}, distributed {}, virtual stages {}",
-                      tp, pp, dp, c.schedule == ScheduleKind::afab, c.recompute,
-                      c.distributed_optimizer, c.virtual_stages));
+      SCOPED_TRACE(fmt::format(
+          "tp {} pp {} dp {}, afab {}, recompute {}, distributed {}, sequence parallel {}, "
+          "virtual stages {}",
+          tp, pp, dp, c.schedule == ScheduleKind::afab, c.recompute, c.distributed_optimizer,
+          c.sequence_parallel, c.virtual_stages));
       const comm::ParallelTopology topology(test::world(), tp, pp, dp);
       GptConfig config = base;
       config.padded_vocab = padded_vocab_size(config.vocab, tp);
@@ -49,6 +55,7 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
       options.recompute = c.recompute;
       options.optimizer = c.optimizer;
       options.distributed_optimizer = c.distributed_optimizer;
+      options.sequence_parallel = c.sequence_parallel;
       options.virtual_stages = c.virtual_stages;
       kernels::reset_allocator_peaks(Device::cpu);
       const std::size_t before = kernels::allocator_stats(Device::cpu).in_use_bytes;
@@ -73,7 +80,7 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
       const MemoryEstimate estimate = estimate_gpt_memory(
           {config, parameters, kSeq, kMicroBatch, kMicroBatches, tp, pp, topology.pp_rank(),
            c.schedule, c.recompute, c.optimizer == OptimizerKind::adamw ? 2 : 1, 4, false,
-           c.distributed_optimizer ? dp : 1, c.virtual_stages});
+           c.distributed_optimizer ? dp : 1, c.sequence_parallel, c.virtual_stages});
       const double predicted = static_cast<double>(estimate.peak() - kRuntimeBytes);
       EXPECT_LE(used, predicted);
       EXPECT_GE(used, 0.4 * predicted);

@@ -52,6 +52,7 @@ struct TrainOptions {
   bool recompute = false;  ///< --recompute: recompute each block's activations in backward
   /// --use-distributed-optimizer: ZeRO stage 1 (nn::GptTrainOptions::distributed_optimizer)
   bool use_distributed_optimizer = false;
+  bool sequence_parallel = false;   ///< --sequence-parallel: activations split along seq over tp
   std::int64_t eval_interval = 50;  ///< validation loss every N steps (and after the last)
   std::int64_t eval_iters = 0;      ///< validation windows used (0: all)
   std::string metrics;              ///< JSONL file appended by rank 0

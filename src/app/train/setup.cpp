@@ -54,6 +54,10 @@ void check_options(const TrainOptions& o, const nn::GptConfig& config, const Par
     throw comm::ConfigError(
         fmt::format("--model '{}' is not one of: {}", o.model, nn::gpt2_model_names()));
   }
+  if (o.sequence_parallel && o.seq % s.tp != 0) {
+    throw comm::ConfigError(
+        fmt::format("--sequence-parallel needs --seq {} divisible by tp {}", o.seq, s.tp));
+  }
   if (o.seq > config.block_size) {
     throw comm::ConfigError(
         fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
@@ -215,6 +219,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
     run.train.grad_clip = o.grad_clip;
     run.train.recompute = o.recompute;
     run.train.distributed_optimizer = o.use_distributed_optimizer;
+    run.train.sequence_parallel = o.sequence_parallel;
     run.device = resolve_device(o.common.device);
     run.train.device = run.device;
     if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));

@@ -85,7 +85,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   run.log->info(
       "train: tp={} pp={} dp={} ({}, device {}{}, {}), {} x hidden {} x {}, seq "
       "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
-      "step ({} schedule{}{}), global batch {} ({}); data {} ({}: {} train, {} "
+      "step ({} schedule{}{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
       kernels::to_string(run.device),
@@ -105,7 +105,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       nn::counted(o.micro_batch, "sequence"), o.schedule,
       (o.virtual_stages > 1 ? fmt::format(", {} virtual stages", o.virtual_stages) : "") +
           (o.recompute ? ", recomputing activations" : ""),
-      trainer.gradients().sharded() ? ", distributed optimizer" : "", o.global_batch,
+      trainer.gradients().sharded() ? ", distributed optimizer" : "",
+      o.sequence_parallel ? ", sequence parallel" : "", o.global_batch,
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
       nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
       corpus.tokens().size() - corpus.split());
@@ -121,7 +122,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                trainer.gradients().sharded() && run.train.optimizer == nn::OptimizerKind::adamw
                    ? run.sizes.dp
                    : 1,
-               run.train.virtual_stages})
+               o.sequence_parallel, run.train.virtual_stages})
               .peak()));
   run.log->info(
       "memory estimate: {:.0f} MiB per rank at most (parameter states, activations in "

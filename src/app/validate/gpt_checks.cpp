@@ -4,6 +4,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "nn/layers/tp_mappings.h"
 #include "nn/models/gpt_reference.h"
 #include "nn/parallel/gradients.h"
 #include "nn/train/gpt_trainer.h"
@@ -62,32 +63,86 @@ double dense_gradient_norm(const nn::Parameters& parameters) {
   return std::sqrt(sum);
 }
 
-}  // namespace
-
-std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx) {
+// The block over the TP group against the dense block; with `sequence_parallel` each rank feeds
+// its seq/tp rows, its output and input gradient are compared with those rows of the dense
+// ones, the loss is each rank's rows' share summed over TP, and the LayerNorm and row-parallel
+// bias gradients are summed over TP as finalize_gradients does.
+LocalCheck transformer_block_check(const ValidateContext& ctx, bool sequence_parallel) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = gpt_config(ctx);
   const nn::MasterInit init = nn::random_init(ctx.seed + 900, autograd::DType::f32, ctx.device);
-  const nn::TransformerBlock block(config, 0, init, topo.tp_comm());
+  const nn::TransformerBlock block(config, 0, init, topo.tp_comm(), sequence_parallel);
   const nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
   log_parameters(ctx.log, "tp transformer block shards", block.parameters());
+  const auto rows = [&](const Tensor& t) {
+    return sequence_parallel ? nn::tp_slice(t, 1, topo.tp_rank(), topo.tp()) : t;
+  };
   const Tensor input = make_activation(ctx, 91, 1.0), target = make_activation(ctx, 92, 0.5);
-  Tensor parallel_input = input.clone().set_requires_grad();
+  Tensor parallel_input = rows(input).clone().set_requires_grad();
   Tensor dense_input = input.clone().set_requires_grad();
   const Tensor output = block.forward(parallel_input);
   const Tensor reference = nn::dense_gpt_block(dense, 0, config.heads, dense_input);
-  const Tensor loss = autograd::mse_loss(output, target);
+  Tensor loss = autograd::mse_loss(output, rows(target));
+  if (sequence_parallel) {
+    loss = nn::reduce_from_tp(autograd::scale(loss, 1.0 / topo.tp()), topo.tp_comm());
+  }
   const Tensor reference_loss = autograd::mse_loss(reference, target);
   loss.backward();
   reference_loss.backward();
+  nn::sum_sequence_parallel_gradients(block.parameters(), topo.tp_comm());
 
-  LocalCheck check{"TP: transformer block forward and gradients match dense reference",
+  LocalCheck check{std::string(sequence_parallel ? "TP+SP" : "TP") +
+                       ": transformer block forward and gradients match dense reference",
                    Comparison(ctx.tolerance), trivial_at("tp", topo.tp())};
-  check.comparison.expect_close(output.detach(), reference.detach());
+  check.comparison.expect_close(output.detach(), rows(reference.detach()));
   check.comparison.expect_close(loss.detach(), reference_loss.detach());
-  check.comparison.expect_close(parallel_input.grad(), dense_input.grad());
+  check.comparison.expect_close(parallel_input.grad(), rows(dense_input.grad()));
   expect_gradients(check.comparison, block.parameters(), dense, topo);
-  return {check};
+  return check;
+}
+
+// The whole GPT over the topology against the dense GPT (check_gpt), with or without sequence
+// parallelism, with ctx.virtual_stages model chunks per stage.
+LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const nn::GptConfig config = gpt_config(ctx);
+  const nn::MasterInit init = nn::random_init(ctx.seed + 1000, autograd::DType::f32, ctx.device);
+  // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
+  const std::int64_t rows = ctx.sizes.batch * topo.dp();
+  const nn::TokenBatch batch{random_ids(ctx, rows, 1001), random_ids(ctx, rows, 1002)};
+  const nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
+  const Tensor dense_loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets);
+  dense_loss.backward();
+
+  nn::GptTrainOptions options;
+  options.device = ctx.device;
+  options.schedule = ctx.schedule;
+  options.sequence_parallel = sequence_parallel;
+  options.virtual_stages = ctx.virtual_stages;
+  nn::GptTrainer trainer(config, init, topo, options);
+  log_parameters(ctx.log, "gpt shards", trainer.parameters());
+  const nn::StepResult result = trainer.forward_backward(
+      nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
+
+  const std::string prefix =
+      micro_batch_prefix(sequence_parallel ? "COMBINED+SP" : "COMBINED", ctx.sizes.micro_batches,
+                         ctx.schedule, ctx.virtual_stages);
+  const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
+  LocalCheck check{prefix + "GPT loss and gradients match dense reference",
+                   Comparison(ctx.tolerance),
+                   sequence_parallel ? trivial_at("tp", topo.tp())
+                   : trivial         ? "tp 1, pp 1, dp 1"
+                                     : ""};
+  check.comparison.expect_close(Tensor::full({}, result.loss, autograd::DType::f64),
+                                dense_loss.detach().to(kernels::Device::cpu));
+  expect_gradients(check.comparison, trainer.parameters(), dense, topo);
+  return check;
+}
+
+}  // namespace
+
+std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx) {
+  return {transformer_block_check(ctx, false), transformer_block_check(ctx, true)};
 }
 
 std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx) {
@@ -134,34 +189,11 @@ std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx) {
 }
 
 std::vector<LocalCheck> check_gpt(const ValidateContext& ctx) {
-  const comm::ParallelTopology& topo = ctx.topology;
-  const nn::GptConfig config = gpt_config(ctx);
-  const nn::MasterInit init = nn::random_init(ctx.seed + 1000, autograd::DType::f32, ctx.device);
-  // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
-  const std::int64_t rows = ctx.sizes.batch * topo.dp();
-  const nn::TokenBatch batch{random_ids(ctx, rows, 1001), random_ids(ctx, rows, 1002)};
-  const nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
-  const Tensor dense_loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets);
-  dense_loss.backward();
+  return {gpt_check(ctx, false)};
+}
 
-  nn::GptTrainOptions options;
-  options.device = ctx.device;
-  options.schedule = ctx.schedule;
-  options.virtual_stages = ctx.virtual_stages;
-  nn::GptTrainer trainer(config, init, topo, options);
-  log_parameters(ctx.log, "gpt shards", trainer.parameters());
-  const nn::StepResult result = trainer.forward_backward(
-      nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
-
-  const std::string prefix =
-      micro_batch_prefix("COMBINED", ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
-  const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
-  LocalCheck check{prefix + "GPT loss and gradients match dense reference",
-                   Comparison(ctx.tolerance), trivial ? "tp 1, pp 1, dp 1" : ""};
-  check.comparison.expect_close(Tensor::full({}, result.loss, autograd::DType::f64),
-                                dense_loss.detach().to(kernels::Device::cpu));
-  expect_gradients(check.comparison, trainer.parameters(), dense, topo);
-  return {check};
+std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx) {
+  return {gpt_check(ctx, true)};
 }
 
 std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx) {

@@ -11,7 +11,11 @@ namespace mpitron::app {
 
 /// "TP: transformer block forward and gradients match dense reference": one causal GPT block
 /// (LayerNorms, attention with 2*tp or tp heads, MLP) over the TP group vs the dense block:
-/// output, MSE loss, input gradient and every parameter shard's gradient.
+/// output, MSE loss, input gradient and every parameter shard's gradient. Then "TP+SP: ..." the
+/// same with sequence parallelism (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2): each
+/// TP rank feeds its seq/tp rows [batch, seq/tp, hidden] and is compared on those rows, and the
+/// LayerNorm and row-parallel bias gradients are summed over TP (sum_sequence_parallel_gradients)
+/// before they are compared. Both trivial at tp 1.
 std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx);
 
 /// "TP: vocab-parallel embedding and cross-entropy match dense reference": the vocab-parallel
@@ -35,5 +39,10 @@ std::vector<LocalCheck> check_gpt(const ValidateContext& ctx);
 /// the dense GPT and a dense AdamW on the global batch: each step's loss and global gradient
 /// norm, and every parameter shard after the second step. Trivial at dp 1.
 std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx);
+
+/// "COMBINED+SP (M micro-batches, S): GPT loss and gradients match dense reference": check_gpt
+/// with sequence parallelism (the activations between TP regions and the pipeline transfers
+/// hold seq/tp rows; --seq is divisible by tp, as validate requires). Trivial at tp 1.
+std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx);
 
 }  // namespace mpitron::app

@@ -132,6 +132,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   report(check_data_parallel(ctx));
   per_micro_batch_run(check_combined);
   per_micro_batch_run(check_gpt);
+  per_micro_batch_run(check_gpt_sequence_parallel);
   report(check_distributed_optimizer(ctx));
   // Interleaved 1F1B with 2 virtual stages, where the layout allows it (pp >= 2, layers
   // divisible by 2 pp, micro-batches a multiple of pp).

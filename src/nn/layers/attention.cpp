@@ -9,6 +9,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "nn/fault_injection.h"
+#include "nn/layers/tp_mappings.h"
 
 namespace mpitron::nn {
 
@@ -122,17 +123,24 @@ Parameters MultiHeadAttention::parameters() const {
 
 ParallelMultiHeadAttention::ParallelMultiHeadAttention(const AttentionWeights& master,
                                                        std::int64_t heads,
-                                                       const comm::Communicator& tp, bool causal)
-    : local_heads_(heads_per_rank(master.q.weight.size(0), heads, tp.size())),
+                                                       const comm::Communicator& tp, bool causal,
+                                                       bool sequence_parallel)
+    : tp_(tp),
+      local_heads_(heads_per_rank(master.q.weight.size(0), heads, tp.size())),
       causal_(causal),
+      sequence_parallel_(sequence_parallel),
       q_(master.q, tp, /*gather_output=*/false),
       k_(master.k, tp, /*gather_output=*/false),
       v_(master.v, tp, /*gather_output=*/false),
-      out_(master.out, tp, /*input_is_parallel=*/true) {}
+      out_(master.out, tp, /*input_is_parallel=*/true, sequence_parallel) {}
 
 Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
-  return out_.forward(multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x),
-                                                local_heads_, causal_));
+  const Tensor input = enter_tp_region(x, tp_, sequence_parallel_);
+  const auto project = [&input](const ColumnParallelLinear& layer) {
+    return autograd::linear(input, layer.weight(), layer.bias());
+  };
+  return out_.forward(
+      multi_head_attention_core(project(q_), project(k_), project(v_), local_heads_, causal_));
 }
 
 Parameters ParallelMultiHeadAttention::parameters() const {

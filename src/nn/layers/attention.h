@@ -66,21 +66,28 @@ class MultiHeadAttention {
 /// weights and biases, and the same columns of the output weight; the output bias is
 /// replicated and added once after the all-reduce. The output equals the dense block's on every
 /// TP rank; `causal` as in MultiHeadAttention (heads are independent, so masking is local).
+/// The input enters the TP region once for all three projections (enter_tp_region).
 class ParallelMultiHeadAttention {
  public:
   /// Throws std::invalid_argument when attention_size_error(embed, heads, tp.size()) reports
-  /// one (before any communication).
+  /// one (before any communication). With `sequence_parallel` the input and output are this
+  /// rank's seq/tp rows (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
   ParallelMultiHeadAttention(const AttentionWeights& master, std::int64_t heads,
-                             const comm::Communicator& tp, bool causal = false);
-  /// x [batch, seq, embed] (the same on every TP rank) -> [batch, seq, embed].
+                             const comm::Communicator& tp, bool causal = false,
+                             bool sequence_parallel = false);
+  /// x [batch, seq, embed] (the same on every TP rank) -> [batch, seq, embed]; with sequence
+  /// parallelism x [batch, seq/tp, embed] -> [batch, seq/tp, embed] (attention over the whole
+  /// all-gathered sequence). Throws std::invalid_argument as the mappings do.
   Tensor forward(const Tensor& x) const;
   /// q/k/v.weight [embed/tp, embed], q/k/v.bias [embed/tp], out.weight [embed, embed/tp],
   /// out.bias [embed], in MultiHeadAttention's order.
   Parameters parameters() const;
 
  private:
+  comm::Communicator tp_;
   std::int64_t local_heads_;
   bool causal_;
+  bool sequence_parallel_;
   ColumnParallelLinear q_, k_, v_;
   RowParallelLinear out_;
 };

@@ -34,9 +34,10 @@ Parameters ColumnParallelLinear::parameters() const {
 }
 
 RowParallelLinear::RowParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
-                                     bool input_is_parallel)
+                                     bool input_is_parallel, bool sequence_parallel)
     : tp_(tp),
       input_is_parallel_(input_is_parallel),
+      sequence_parallel_(sequence_parallel),
       weight_(shard(master.weight, 1, tp.rank(), tp.size(), "RowParallelLinear in_features")),
       bias_(replicate(master.bias)) {}
 
@@ -47,13 +48,13 @@ Tensor RowParallelLinear::forward(const Tensor& x) const {
 
 Tensor RowParallelLinear::reduce_and_add_bias(const Tensor& partial) const {
   if (fault_active(Fault::row_bias_every_rank)) {
-    return reduce_from_tp(autograd::add(partial, bias_), tp_);
+    return exit_tp_region(autograd::add(partial, bias_), tp_, sequence_parallel_);
   }
-  return autograd::add(reduce_from_tp(partial, tp_), bias_);
+  return autograd::add(exit_tp_region(partial, tp_, sequence_parallel_), bias_);
 }
 
 Parameters RowParallelLinear::parameters() const {
-  return {{"weight", weight_, 1}, {"bias", bias_, kReplicated}};
+  return {{"weight", weight_, 1}, {"bias", bias_, kReplicated, false, sequence_parallel_}};
 }
 
 }  // namespace mpitron::nn

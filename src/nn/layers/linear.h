@@ -47,21 +47,27 @@ class ColumnParallelLinear {
 };
 
 /// Input features split over the TP group: rank t owns weight columns [t in/tp, (t+1) in/tp).
-/// Partial outputs are all-reduced, then the (replicated) bias is added once.
+/// Partial outputs are all-reduced, then the (replicated) bias is added once. With sequence
+/// parallelism they are reduce-scattered along the sequence instead and the bias is added to
+/// this rank's rows (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
 /// Throws std::invalid_argument when in is not divisible by tp.
 class RowParallelLinear {
  public:
   /// `input_is_parallel`: the input already is this rank's [..., in/tp] shard (as after a
   /// column-parallel layer); otherwise the full input is split here (scatter-to-TP).
+  /// `sequence_parallel`: the output is this rank's seq/tp rows (needs input_is_parallel).
   RowParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
-                    bool input_is_parallel);
+                    bool input_is_parallel, bool sequence_parallel = false);
   /// x [..., in/tp] (or [..., in]) -> [..., out], identical on every TP rank:
   /// reduce_and_add_bias(x_t W_t^T).
   Tensor forward(const Tensor& x) const;
   /// The second half of forward: all-reduces this rank's partial product [..., out] over TP
   /// (reduce-from-TP) and adds the bias once, so a fused op can compute the partial product.
+  /// With sequence parallelism: partial [batch, seq, out] -> [batch, seq/tp, out]
+  /// (reduce_scatter_to_sequence_parallel_region, then the bias).
   Tensor reduce_and_add_bias(const Tensor& partial) const;
-  /// "weight" [out, in/tp], "bias" [out] (replicated; its gradient is the same on every rank).
+  /// "weight" [out, in/tp], "bias" [out] (replicated; its gradient is the same on every rank,
+  /// or with sequence parallelism a partial sum marked Parameter::sequence_parallel).
   Parameters parameters() const;
   /// This rank's weight shard [out, in/tp] (for fused ops).
   const Tensor& weight() const { return weight_; }
@@ -69,6 +75,7 @@ class RowParallelLinear {
  private:
   comm::Communicator tp_;
   bool input_is_parallel_;
+  bool sequence_parallel_;
   Tensor weight_, bias_;
 };
 

@@ -32,15 +32,17 @@ Parameters Mlp::parameters() const {
   return named(fc1_.parameters(), fc2_.parameters());
 }
 
-ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp, GeluForm gelu)
+ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp, GeluForm gelu,
+                         bool sequence_parallel)
     : tp_(tp),
       fc1_(master.fc1, tp, /*gather_output=*/false),
-      fc2_(master.fc2, tp, /*input_is_parallel=*/true),
-      gelu_(gelu) {}
+      fc2_(master.fc2, tp, /*input_is_parallel=*/true, sequence_parallel),
+      gelu_(gelu),
+      sequence_parallel_(sequence_parallel) {}
 
 Tensor ParallelMlp::forward(const Tensor& x) const {
-  const Tensor partial =
-      autograd::fused_mlp(copy_to_tp(x, tp_), fc1_.weight(), fc1_.bias(), fc2_.weight(), gelu_);
+  const Tensor partial = autograd::fused_mlp(enter_tp_region(x, tp_, sequence_parallel_),
+                                             fc1_.weight(), fc1_.bias(), fc2_.weight(), gelu_);
   return fc2_.reduce_and_add_bias(partial);
 }
 

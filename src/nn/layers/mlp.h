@@ -42,12 +42,15 @@ class Mlp {
 /// Tensor-parallel MLP over `tp`: rank t holds fc1 rows and fc2 columns
 /// [t intermediate/tp, (t+1) intermediate/tp); the output is identical on every TP rank.
 /// Forward: copy-to-TP, autograd::fused_mlp on this rank's shards, reduce-from-TP, + fc2 bias.
+/// With `sequence_parallel` the input is all-gathered along seq and the output reduce-scattered
+/// (enter_tp_region, exit_tp_region; Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
 /// Throws std::invalid_argument when intermediate is not divisible by tp. GELU as in Mlp.
 class ParallelMlp {
  public:
   ParallelMlp(const MlpWeights& master, const comm::Communicator& tp,
-              GeluForm gelu = GeluForm::exact);
-  /// x [..., hidden] (same on every TP rank) -> [..., hidden].
+              GeluForm gelu = GeluForm::exact, bool sequence_parallel = false);
+  /// x [..., hidden] (same on every TP rank) -> [..., hidden]; with sequence parallelism
+  /// x [batch, seq/tp, hidden] -> [batch, seq/tp, hidden].
   Tensor forward(const Tensor& x) const;
   /// fc1.weight [intermediate/tp, hidden], fc1.bias [intermediate/tp],
   /// fc2.weight [hidden, intermediate/tp], fc2.bias [hidden].
@@ -58,6 +61,7 @@ class ParallelMlp {
   ColumnParallelLinear fc1_;
   RowParallelLinear fc2_;
   GeluForm gelu_;
+  bool sequence_parallel_;
 };
 
 }  // namespace mpitron::nn

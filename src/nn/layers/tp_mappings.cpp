@@ -19,13 +19,54 @@ Tensor all_reduced_copy(const Tensor& x, const comm::Communicator& tp) {
   return y;
 }
 
-Tensor all_gathered_last_dim(const Tensor& x, const comm::Communicator& tp) {
+// The product of x's dims before `dim`: all_gather's and reduce_scatter's `outer`.
+std::size_t outer_of(const Tensor& x, int dim) {
+  std::int64_t outer = 1;
+  for (int d = 0; d < dim; ++d)
+    outer *= x.size(d);
+  return static_cast<std::size_t>(outer);
+}
+
+void check_sequence_dim(const char* what, const Tensor& x, int divisor) {
+  if (x.ndim() != 3 || x.size(1) % divisor != 0) {
+    throw std::invalid_argument(
+        fmt::format("{}: {} is not [batch, seq, hidden] with seq divisible by tp {}", what,
+                    autograd::to_string(x.shape()), divisor));
+  }
+}
+
+// x gathered over `tp` along `dim`, rank r's part at block r of that dim.
+Tensor all_gathered(const Tensor& x, const comm::Communicator& tp, int dim) {
   autograd::Shape shape = x.shape();
-  const auto rows = static_cast<std::size_t>(x.numel() / shape.back());
-  shape.back() *= tp.size();
+  shape[static_cast<std::size_t>(dim)] *= tp.size();
   Tensor y = Tensor::empty(shape, x.dtype(), x.device());
-  comm::all_gather(tp, x.buffer(), y.buffer(), rows);
+  comm::all_gather(tp, x.buffer(), y.buffer(), outer_of(x, dim));
   return y;
+}
+
+Tensor all_gathered_last_dim(const Tensor& x, const comm::Communicator& tp) {
+  return all_gathered(x, tp, x.ndim() - 1);
+}
+
+Tensor all_gathered_sequence(const Tensor& x, const comm::Communicator& tp) {
+  check_sequence_dim("gather_from_sequence_parallel_region", x, 1);
+  return all_gathered(x, tp, 1);
+}
+
+Tensor reduce_scattered_sequence(const Tensor& x, const comm::Communicator& tp) {
+  check_sequence_dim("reduce_scatter_to_sequence_parallel_region", x, tp.size());
+  autograd::Shape shape = x.shape();
+  shape[1] /= tp.size();
+  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+  comm::reduce_scatter(tp, x.buffer(), y.buffer(), outer_of(x, 1));
+  return y;
+}
+
+Tensor own_rows_of_sequence(const Tensor& x, const comm::Communicator& tp) {
+  check_sequence_dim("scatter_to_sequence_parallel_region", x, tp.size());
+  const std::int64_t rows = x.size(1) / tp.size();
+  autograd::NoGradGuard no_grad;
+  return autograd::narrow(x, 1, tp.rank() * rows, rows);
 }
 
 Tensor all_reduced_copy_5_percent_high(const Tensor& x, const comm::Communicator& tp) {
@@ -89,6 +130,30 @@ Tensor gather_from_tp(const Tensor& x, const comm::Communicator& tp) {
 
 Tensor scatter_to_tp(const Tensor& x, const comm::Communicator& tp) {
   return apply("scatter_to_tp", own_shard_of_last_dim, all_gathered_last_dim, x, tp);
+}
+
+Tensor gather_from_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {
+  return apply("gather_from_sequence_parallel_region", all_gathered_sequence,
+               reduce_scattered_sequence, x, tp);
+}
+
+Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {
+  return apply("reduce_scatter_to_sequence_parallel_region", reduce_scattered_sequence,
+               all_gathered_sequence, x, tp);
+}
+
+Tensor scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {
+  return apply("scatter_to_sequence_parallel_region", own_rows_of_sequence, all_gathered_sequence,
+               x, tp);
+}
+
+Tensor enter_tp_region(const Tensor& x, const comm::Communicator& tp, bool sequence_parallel) {
+  return sequence_parallel ? gather_from_sequence_parallel_region(x, tp) : copy_to_tp(x, tp);
+}
+
+Tensor exit_tp_region(const Tensor& partial, const comm::Communicator& tp, bool sequence_parallel) {
+  return sequence_parallel ? reduce_scatter_to_sequence_parallel_region(partial, tp)
+                           : reduce_from_tp(partial, tp);
 }
 
 }  // namespace mpitron::nn

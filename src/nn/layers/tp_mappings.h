@@ -1,6 +1,9 @@
-// The four tensor-parallel "mappings": autograd Functions that move activations and gradients
-// across the TP group. Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3 (the f and g
-// operators). Each rank of the TP communicator calls them collectively, in the same order.
+// The tensor-parallel "mappings": autograd Functions that move activations and gradients across
+// the TP group. Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3 (the f and g operators);
+// the sequence-parallel ones split activations [batch, seq, hidden] along seq between TP regions:
+// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+// arXiv:2205.05198, sec. 4.2.2 (the g and g-bar operators; Megatron-LM's names). Each rank of the
+// TP communicator calls them collectively, in the same order.
 //
 // Errors: communication failures and deadline expiry are raised by comm/ (see comm/collectives.h).
 #pragma once
@@ -28,5 +31,32 @@ Tensor gather_from_tp(const Tensor& x, const comm::Communicator& tp);
 /// Forward keeps this rank's shard of the last dim: x [..., n] -> [..., n/tp]; backward
 /// all-gathers the gradient. Throws std::invalid_argument when n is not divisible by tp.
 Tensor scatter_to_tp(const Tensor& x, const comm::Communicator& tp);
+
+/// Forward all-gathers the sequence: x [batch, seq/tp, hidden] -> [batch, seq, hidden], rank r's
+/// rows at [r seq/tp, (r+1) seq/tp); backward reduce-scatters (sums) the gradient back to this
+/// rank's rows. Put in front of column-parallel layers under sequence parallelism ("g").
+/// Throws std::invalid_argument when x is not 3-D.
+Tensor gather_from_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
+
+/// Forward reduce-scatters (sums) the partial outputs of a row-parallel layer along the
+/// sequence: x [batch, seq, hidden] -> this rank's rows [batch, seq/tp, hidden]; backward
+/// all-gathers the gradient ("g-bar"). Throws std::invalid_argument when x is not 3-D or seq is
+/// not divisible by tp.
+Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
+
+/// Forward keeps this rank's rows of the sequence: x [batch, seq, hidden] (the same on every TP
+/// rank) -> [batch, seq/tp, hidden]; backward all-gathers the gradient. Throws
+/// std::invalid_argument when x is not 3-D or seq is not divisible by tp.
+Tensor scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
+
+/// The input mapping of a tensor-parallel region (attention, MLP, the vocab-parallel head):
+/// copy_to_tp, or with `sequence_parallel` gather_from_sequence_parallel_region (x then is
+/// [batch, seq/tp, hidden] and the result [batch, seq, hidden]).
+Tensor enter_tp_region(const Tensor& x, const comm::Communicator& tp, bool sequence_parallel);
+
+/// The output mapping of a tensor-parallel region, on this rank's partial sums [batch, seq,
+/// hidden]: reduce_from_tp, or with `sequence_parallel`
+/// reduce_scatter_to_sequence_parallel_region (the result then is [batch, seq/tp, hidden]).
+Tensor exit_tp_region(const Tensor& partial, const comm::Communicator& tp, bool sequence_parallel);
 
 }  // namespace mpitron::nn

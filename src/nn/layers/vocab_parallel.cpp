@@ -80,8 +80,8 @@ Tensor VocabParallelEmbedding::forward(const Tensor& tokens) const {
   return reduce_from_tp(autograd::embedding_slice(weight_, tokens, first_row_), tp_);
 }
 
-Tensor VocabParallelEmbedding::logits(const Tensor& x) const {
-  return autograd::linear(copy_to_tp(x, tp_), weight_);
+Tensor VocabParallelEmbedding::logits(const Tensor& x, bool sequence_parallel) const {
+  return autograd::linear(enter_tp_region(x, tp_, sequence_parallel), weight_);
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t vocab,

@@ -29,8 +29,12 @@ class VocabParallelEmbedding {
 
   /// The tied LM head: x [..., hidden] (identical on every TP rank) -> this rank's logits
   /// [..., Vp/tp] = x W_shard^T, padding columns included (vocab_parallel_cross_entropy leaves
-  /// them out); the input gradient is all-reduced over TP in backward.
-  Tensor logits(const Tensor& x) const;
+  /// them out); the input gradient is all-reduced over TP in backward. With `sequence_parallel`,
+  /// x is this rank's rows [batch, seq/tp, hidden], all-gathered along seq first, and the logits
+  /// are [batch, seq, Vp/tp] (the input gradient is reduce-scattered instead; Korthikanti et al.
+  /// 2022, arXiv:2205.05198, sec. 4.2.2). Throws std::invalid_argument as
+  /// gather_from_sequence_parallel_region does.
+  Tensor logits(const Tensor& x, bool sequence_parallel = false) const;
 
   /// This rank's rows [Vp/tp, hidden] (split_dim 0).
   const Tensor& weight() const { return weight_; }

@@ -7,6 +7,7 @@
 #include "autograd/ops.h"
 #include "autograd/recompute.h"
 #include "nn/fault_injection.h"
+#include "nn/layers/tp_mappings.h"
 
 namespace mpitron::nn {
 
@@ -30,12 +31,14 @@ Tensor positions(std::int64_t batch, std::int64_t seq, Device device) {
 }  // namespace
 
 GptStage::GptStage(const GptConfig& config, const MasterInit& init,
-                   const comm::ParallelTopology& topology, int virtual_stages)
+                   const comm::ParallelTopology& topology, bool sequence_parallel,
+                   int virtual_stages)
     : config_(config),
       device_(Device::cpu),
       tp_(topology.tp_comm()),
       first_(topology.is_first_stage()),
-      last_(topology.is_last_stage()) {
+      last_(topology.is_last_stage()),
+      sequence_parallel_(sequence_parallel) {
   if (const auto error = gpt_size_error(config, topology.tp(), topology.pp(), virtual_stages)) {
     throw std::invalid_argument(*error);
   }
@@ -53,11 +56,12 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
         fault_active(Fault::pp_chunk_wrong_stage) ? stage * virtual_stages + c : c * pp + stage;
     for (std::int64_t i = 0; i < per_chunk; ++i) {
       chunks_[static_cast<std::size_t>(c)].emplace_back(config, virtual_stage * per_chunk + i, init,
-                                                        tp_);
+                                                        tp_, sequence_parallel);
     }
   }
   if (last_) {
-    ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"));
+    ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"),
+                  sequence_parallel);
     if (!first_) head_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
   }
   device_ = parameters().front().tensor.device();
@@ -80,8 +84,10 @@ Tensor GptStage::forward(const Tensor& input, int chunk) const {
           fmt::format("GPT: sequence length {} is longer than the position table (block size {})",
                       seq, config_.block_size));
     }
+    check_sequence_split(seq);
     x = autograd::add(wte_->forward(input),
                       autograd::embedding(wpe_, positions(batch, seq, input.device())));
+    if (sequence_parallel_) x = scatter_to_sequence_parallel_region(x, tp_);
   }
   for (const TransformerBlock& block : chunks_[static_cast<std::size_t>(chunk)]) {
     x = recompute_
@@ -92,7 +98,19 @@ Tensor GptStage::forward(const Tensor& input, int chunk) const {
 }
 
 Tensor GptStage::logits(const Tensor& hidden) const {
-  return head().logits(ln_f_->forward(hidden));
+  return head().logits(ln_f_->forward(hidden), sequence_parallel_);
+}
+
+void GptStage::check_sequence_split(std::int64_t seq) const {
+  if (sequence_parallel_ && seq % tp_.size() != 0) {
+    throw std::invalid_argument(
+        fmt::format("GPT: sequence length {} is not divisible by tp {}", seq, tp_.size()));
+  }
+}
+
+Shape GptStage::activation_shape(std::int64_t rows, std::int64_t seq) const {
+  check_sequence_split(seq);
+  return {rows, sequence_parallel_ ? seq / tp_.size() : seq, config_.hidden};
 }
 
 Tensor GptStage::loss(const Tensor& hidden, const Tensor& targets) const {

@@ -7,7 +7,9 @@
 // the first stage, ln_f and the head after chunk v - 1 of the last. With pp > 1 the token embedding
 // lives on the first and on the last stage; the two copies start equal and stay equal because their
 // gradients are summed over the embedding group before each optimizer step (finalize_gradients), as
-// in Megatron-LM.
+// in Megatron-LM. With sequence parallelism (Korthikanti et al. 2022, arXiv:2205.05198) the
+// activations between the blocks' TP regions, and those a stage sends to the next, are this rank's
+// seq/tp rows [batch, seq/tp, hidden].
 #pragma once
 
 #include <optional>
@@ -27,18 +29,24 @@ class GptStage {
   /// full tensors `init` returns (each rank slices its shards, so the model does not depend on
   /// the topology; blocks keep their global names). Throws std::invalid_argument when
   /// gpt_size_error(config, tp, pp, virtual_stages) reports one (before any communication).
+  /// `sequence_parallel`: split the activations along the sequence over TP between the TP
+  /// regions (Megatron-LM's --sequence-parallel).
   GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology,
-           int virtual_stages = 1);
+           bool sequence_parallel = false, int virtual_stages = 1);
 
   /// Model chunk `chunk` (in [0, virtual_stages)). Chunk 0 of the first stage: token ids
   /// (int32/int64) [batch, seq] -> activations [batch, seq, hidden]; every other chunk:
-  /// activations -> activations. Throws std::invalid_argument when seq exceeds the position table
-  /// ("sequence length S is longer than the position table (block size B)"), a token id is
-  /// outside [0, vocab) or the chunk is outside [0, virtual_stages).
+  /// activations -> activations. With sequence parallelism the activations are this rank's rows
+  /// [batch, seq/tp, hidden] (the first stage keeps them after the embedding). Throws
+  /// std::invalid_argument when seq exceeds the position table ("sequence length S is longer
+  /// than the position table (block size B)"), when sequence parallelism is on and seq is not
+  /// divisible by tp ("sequence length S is not divisible by tp T"), when a token id is outside
+  /// [0, vocab) or the chunk is outside [0, virtual_stages).
   Tensor forward(const Tensor& input, int chunk = 0) const;
 
-  /// Last stage: activations [batch, seq, hidden] -> this rank's logits [batch, seq, Vp/tp]
-  /// (ln_f, then the tied head x wte_shard^T; columns >= vocab are padding).
+  /// Last stage: activations [batch, seq, hidden] (with sequence parallelism [batch, seq/tp,
+  /// hidden], all-gathered after ln_f) -> this rank's logits [batch, seq, Vp/tp] (ln_f, then the
+  /// tied head x wte_shard^T; columns >= vocab are padding).
   Tensor logits(const Tensor& hidden) const;
 
   /// Last stage: mean cross-entropy (nats per token) of logits(hidden) against targets
@@ -52,6 +60,12 @@ class GptStage {
   const GptConfig& config() const { return config_; }
   /// Model chunks on this stage: 1, or v with interleaved 1F1B.
   int virtual_stages() const { return static_cast<int>(chunks_.size()); }
+
+  /// The activation one stage sends the next for `rows` sequences of `seq` tokens:
+  /// [rows, seq, hidden], or with sequence parallelism [rows, seq/tp, hidden]. Throws
+  /// std::invalid_argument as forward does when seq is not divisible by tp.
+  Shape activation_shape(std::int64_t rows, std::int64_t seq) const;
+
   /// With `on`, forward keeps only each transformer block's input and backward recomputes the
   /// block's activations (autograd::recompute; Megatron-LM's full recompute): activation
   /// memory per block drops to one [batch, seq, hidden] tensor, for one more forward pass of the
@@ -65,11 +79,14 @@ class GptStage {
 
  private:
   const VocabParallelEmbedding& head() const { return head_ ? *head_ : *wte_; }
+  // Throws when sequence parallelism is on and `seq` is not divisible by tp.
+  void check_sequence_split(std::int64_t seq) const;
 
   GptConfig config_;
   Device device_;
   comm::Communicator tp_;
   bool first_, last_;
+  bool sequence_parallel_;
   bool recompute_ = false;
   std::optional<VocabParallelEmbedding> wte_;          // first stage
   Tensor wpe_;                                         // first stage

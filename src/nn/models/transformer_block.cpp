@@ -41,31 +41,33 @@ Parameters renamed(Parameters parameters, const std::map<std::string, std::strin
 
 }  // namespace
 
-LayerNorm::LayerNorm(const Tensor& weight, const Tensor& bias)
-    : weight_(replicate(weight)), bias_(replicate(bias)) {}
+LayerNorm::LayerNorm(const Tensor& weight, const Tensor& bias, bool sequence_parallel)
+    : weight_(replicate(weight)), bias_(replicate(bias)), sequence_parallel_(sequence_parallel) {}
 
 Tensor LayerNorm::forward(const Tensor& x) const {
   return autograd::layer_norm(x, weight_, bias_, 1e-5);
 }
 
 Parameters LayerNorm::parameters() const {
-  return {{"weight", weight_}, {"bias", bias_}};
+  return {{"weight", weight_, kReplicated, false, sequence_parallel_},
+          {"bias", bias_, kReplicated, false, sequence_parallel_}};
 }
 
 TransformerBlock::TransformerBlock(const GptConfig& config, std::int64_t layer,
-                                   const MasterInit& init, const comm::Communicator& tp)
+                                   const MasterInit& init, const comm::Communicator& tp,
+                                   bool sequence_parallel)
     : TransformerBlock(layer, config.heads, config.gelu,
-                       block_masters(config, layer, init, tp.size()), tp) {}
+                       block_masters(config, layer, init, tp.size()), tp, sequence_parallel) {}
 
 TransformerBlock::TransformerBlock(std::int64_t layer, std::int64_t heads, GeluForm gelu, Masters m,
-                                   const comm::Communicator& tp)
+                                   const comm::Communicator& tp, bool sequence_parallel)
     : layer_(layer),
-      ln_1_(m.at("ln_1.weight"), m.at("ln_1.bias")),
+      ln_1_(m.at("ln_1.weight"), m.at("ln_1.bias"), sequence_parallel),
       attn_({linear_of(m, "attn.q"), linear_of(m, "attn.k"), linear_of(m, "attn.v"),
              linear_of(m, "attn.c_proj")},
-            heads, tp, /*causal=*/true),
-      ln_2_(m.at("ln_2.weight"), m.at("ln_2.bias")),
-      mlp_({linear_of(m, "mlp.c_fc"), linear_of(m, "mlp.c_proj")}, tp, gelu) {}
+            heads, tp, /*causal=*/true, sequence_parallel),
+      ln_2_(m.at("ln_2.weight"), m.at("ln_2.bias"), sequence_parallel),
+      mlp_({linear_of(m, "mlp.c_fc"), linear_of(m, "mlp.c_proj")}, tp, gelu, sequence_parallel) {}
 
 Tensor TransformerBlock::forward(const Tensor& x) const {
   const Tensor h = autograd::add(x, attn_.forward(ln_1_.forward(x)));

@@ -3,7 +3,10 @@
 // GELU in the config's form, row-parallel c_proj). Radford et al. 2019 (pre-LayerNorm residual
 // blocks); Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3. LayerNorm parameters are
 // replicated on every TP rank; their gradients come out equal on every TP rank without any
-// reduction, because their inputs and output gradients are.
+// reduction, because their inputs and output gradients are. With sequence parallelism
+// (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2) the block's input, output, LayerNorms
+// and residual adds hold this rank's seq/tp rows; the LayerNorm and row-parallel bias gradients
+// then are partial sums that finalize_gradients sums over TP.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +24,9 @@ namespace mpitron::nn {
 /// (Ba, Kiros & Hinton, arXiv:1607.06450).
 class LayerNorm {
  public:
-  /// Copies of the full `weight` and `bias` [hidden] as parameters.
-  LayerNorm(const Tensor& weight, const Tensor& bias);
+  /// Copies of the full `weight` and `bias` [hidden] as parameters; `sequence_parallel` marks
+  /// them Parameter::sequence_parallel (the LayerNorm sees this rank's seq/tp rows only).
+  LayerNorm(const Tensor& weight, const Tensor& bias, bool sequence_parallel = false);
   /// x [..., hidden] -> [..., hidden].
   Tensor forward(const Tensor& x) const;
   /// "weight", "bias" (replicated).
@@ -30,6 +34,7 @@ class LayerNorm {
 
  private:
   Tensor weight_, bias_;
+  bool sequence_parallel_;
 };
 
 /// Block `layer` of a GPT over the TP communicator `tp`.
@@ -39,8 +44,10 @@ class TransformerBlock {
   /// transformer.h.{layer}.* specs of gpt_parameter_specs) and keeps this rank's shards. Throws
   /// std::invalid_argument when gpt_size_error(config, tp.size(), 1) reports one.
   TransformerBlock(const GptConfig& config, std::int64_t layer, const MasterInit& init,
-                   const comm::Communicator& tp);
-  /// x [batch, seq, hidden] (identical on every TP rank) -> [batch, seq, hidden].
+                   const comm::Communicator& tp, bool sequence_parallel = false);
+  /// x [batch, seq, hidden] (identical on every TP rank) -> [batch, seq, hidden]; with sequence
+  /// parallelism this rank's rows [batch, seq/tp, hidden] -> [batch, seq/tp, hidden] (the
+  /// attention all-gathers the sequence). Throws std::invalid_argument as the mappings do.
   Tensor forward(const Tensor& x) const;
   /// This rank's shards named as in gpt_parameter_specs ("transformer.h.0.attn.q.weight", ...),
   /// in that order, with their layouts.
@@ -49,7 +56,7 @@ class TransformerBlock {
  private:
   using Masters = std::map<std::string, Tensor>;
   TransformerBlock(std::int64_t layer, std::int64_t heads, GeluForm gelu, Masters masters,
-                   const comm::Communicator& tp);
+                   const comm::Communicator& tp, bool sequence_parallel);
 
   std::int64_t layer_;
   LayerNorm ln_1_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "comm/collectives.h"
 #include "kernels/ops.h"
@@ -18,6 +19,17 @@ void finalize_gradients(const Parameters& parameters, const comm::ParallelTopolo
       Tensor grad = p.tensor.grad();  // a view of the DP gradient buffer: always defined
       comm::all_reduce(topology.embedding_comm(), grad.buffer(), comm::ReduceOp::sum);
     }
+  }
+  sum_sequence_parallel_gradients(parameters, topology.tp_comm());
+}
+
+void sum_sequence_parallel_gradients(const Parameters& parameters, const comm::Communicator& tp) {
+  for (const Parameter& p : parameters) {
+    Tensor grad = p.tensor.grad();
+    if (!p.sequence_parallel || !grad.defined()) continue;
+    const bool layer_norm = p.name.find("ln_") != std::string::npos;
+    if (layer_norm && fault_active(Fault::sequence_parallel_layer_norm_grad_not_summed)) continue;
+    comm::all_reduce(tp, grad.buffer(), comm::ReduceOp::sum);
   }
 }
 

@@ -18,11 +18,21 @@ inline constexpr const char* kTiedEmbedding = "transformer.wte.weight";
 /// 2. Tied embedding: with pp > 1 the token embedding's gradient on the first stage and that of
 ///    its tied copy on the last stage are summed over the embedding group, so both copies get
 ///    the gradient of the tied weight and stay equal (parameters named kTiedEmbedding).
-/// TP needs no reduction here: split parameters own their slice's gradient, and replicated ones
-/// (LayerNorms, row-parallel biases, wpe) get identical gradients on every TP rank.
-/// Collective over the embedding group and the DP group; call it on every rank.
+/// 3. Sequence parallelism: sum_sequence_parallel_gradients over the TP group.
+/// Otherwise TP needs no reduction here: split parameters own their slice's gradient, and
+/// replicated ones (LayerNorms, row-parallel biases, wpe) get identical gradients on every TP
+/// rank. Collective over the embedding group, the DP group and (with a parameter marked
+/// sequence_parallel) the TP group; call it on every rank.
 void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
                         DataParallelGradients& gradients);
+
+/// In place: the gradient of every parameter marked Parameter::sequence_parallel (LayerNorm
+/// weights and biases, row-parallel biases [hidden]) is summed over `tp`, as each TP rank's holds
+/// the contribution of its seq/tp rows only (Korthikanti et al. 2022, arXiv:2205.05198,
+/// sec. 4.2.2; Megatron-LM's _allreduce_layernorm_grads, the bug class of Megatron-LM#1446).
+/// Parameters without a gradient are skipped. Collective over `tp`: every rank passes the same
+/// list of marked parameters.
+void sum_sequence_parallel_gradients(const Parameters& parameters, const comm::Communicator& tp);
 
 /// The L2 norm of the whole model's gradient, the same on every rank: each element counted
 /// once, i.e. TP-split shards summed over TP, replicated parameters taken once, tied copies

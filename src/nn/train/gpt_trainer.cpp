@@ -51,7 +51,7 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
                        const comm::ParallelTopology& topology, const GptTrainOptions& options)
     : topology_(topology),
       options_(options),
-      stage_(config, init, topology, options.virtual_stages),
+      stage_(config, init, topology, options.sequence_parallel, options.virtual_stages),
       parameters_(stage_.parameters()),
       gradients_(parameters_, topology.dp_comm(), DataParallelGradients::kDefaultBucketElements,
                  sharding_of(options, topology)),
@@ -82,7 +82,7 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
                  ? autograd::scale(stage_.loss(x, b.targets), weight)
                  : x;
     }};
-    const PipelineSpec spec{{rows, seq, stage_.config().hidden},
+    const PipelineSpec spec{stage_.activation_shape(rows, seq),
                             count,
                             options_.schedule,
                             options_.dtype,

@@ -31,6 +31,9 @@ struct GptTrainOptions {
   /// and all-gathers the parameters after the update (GradientSharding). The same numbers as
   /// without it, up to the order of the sums; no effect at dp 1.
   bool distributed_optimizer = false;
+  /// split the activations between TP regions along the sequence over TP (GptStage; seq must be
+  /// divisible by tp)
+  bool sequence_parallel = false;
   DType dtype = DType::f32;
   Device device = Device::cpu;
 };

@@ -22,14 +22,16 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   }
   const std::int64_t s = in.seq, b = in.micro_batch, h = c.hidden, a = c.heads, t = in.tp;
   const std::int64_t sbh = s * b * h;
-  const std::int64_t block = 4 * sbh + 16 * sbh / t + a * s * s * b / t;
+  // With sequence parallelism the LayerNorms' inputs (the residual stream) are split over TP.
+  const std::int64_t block_input = in.sequence_parallel ? sbh / t : sbh;
+  const std::int64_t block = 2 * block_input + 2 * sbh + 16 * sbh / t + a * s * s * b / t;
   const std::int64_t blocks_in_flight =
       c.layers / (in.pp * in.virtual_stages) *
       chunks_in_flight(in.schedule, in.pp, in.stage, static_cast<int>(in.micro_batches),
                        in.virtual_stages);
   std::int64_t activations =
-      (in.recompute ? blocks_in_flight * sbh + block : blocks_in_flight * block) + block;
-  if (in.stage == in.pp - 1) activations += 2 * sbh + 2 * s * b * c.vocab_rows() / t;
+      (in.recompute ? blocks_in_flight * block_input + block : blocks_in_flight * block) + block;
+  if (in.stage == in.pp - 1) activations += block_input + sbh + 2 * s * b * c.vocab_rows() / t;
   const std::int64_t whole_model =
       (c.vocab_rows() + c.block_size) * h + c.layers * (12 * h * h + 13 * h) + 2 * h;
   MemoryEstimate estimate;

@@ -30,7 +30,8 @@ struct MemoryEstimateInput {
   /// The DP ranks the optimizer states are split over: dp under the distributed optimizer with
   /// AdamW (each bucket padded to a multiple of it), else 1.
   int state_shards = 1;
-  int virtual_stages = 1;  ///< model chunks per stage (interleaved 1F1B with >= 2)
+  bool sequence_parallel = false;  ///< activations split along seq over TP (GptStage)
+  int virtual_stages = 1;          ///< model chunks per stage (interleaved 1F1B with >= 2)
 };
 
 /// The estimate, in bytes.
@@ -50,6 +51,9 @@ struct MemoryEstimate {
 /// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
 /// section 4.1, without dropout masks and in one element size):
 /// - replicated across TP, 4 sbh: LayerNorm 1's input and output, LayerNorm 2's input and output;
+///   with sequence parallelism (Korthikanti et al. 2022, sec. 4.2.2) 2 sbh / t + 2 sbh: the
+///   LayerNorms' inputs are this rank's seq/tp rows, their outputs are kept all-gathered by the
+///   column-parallel layers that read them (Megatron-LM's re-gather in backward is not done);
 /// - sharded, 16 sbh / t: q, k, v and their per-head copies (6 sbh / t), the attention context
 ///   and its reshape (2 sbh / t), the MLP's pre-activation and activation (8 sbh / t);
 /// - a s^2 b / t: the softmax probabilities (the scores are not kept).
@@ -57,11 +61,12 @@ struct MemoryEstimate {
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
 /// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.
 /// 2021), all of them under all-forward-all-backward, and under interleaved 1F1B about
-/// 1 + 1 / virtual_stages times 1F1B's on the first stage; with
-/// recompute, each block keeps only its input (sbh) and one block's full set is rebuilt at a
-/// time. Backward adds one block's set as workspace (the gradients beside the activations). The
-/// last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh) and the logits
-/// with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
+/// 1 + 1 / virtual_stages times 1F1B's on the first stage; with recompute, each block keeps only
+/// its input (sbh, or sbh / t with sequence parallelism) and one block's full set is rebuilt at
+/// a time. Backward adds one block's set as workspace (the gradients beside the activations).
+/// The last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh; with
+/// sequence parallelism sbh / t + sbh, the output all-gathered) and the logits with their
+/// gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
 /// optimizer_states / state_shards) elements (with state_shards > 1, plus each flat buffer's
 /// padding: under state_shards elements per bucket), and the update's temporaries of the largest
 /// tensor (the embedding's shard, Vp h / t, or an MLP weight's, 4 h^2 / t). Start-up: the whole
