@@ -44,6 +44,10 @@ class HelpFormatter : public CLI::Formatter {
                         CLI::AppFormatMode mode) const override {
     std::string text = CLI::Formatter::make_help(app, std::move(name), mode);
     text = std::regex_replace(text, std::regex("\n{3,}"), "\n\n");
+    // The list of common flags (the first group: --help is in it) follows the usage line at
+    // once, a synopsis, so that train's help fits one screen.
+    const std::string common = "\n\n" + std::string(kCommonGroup);
+    if (const std::size_t at = text.find(common); at != std::string::npos) text.erase(at, 1);
     return std::regex_replace(text, std::regex("([^\n])\nExample:"), "$1\n\nExample:");
   }
   std::string make_option_desc(const CLI::Option* option) const override {
@@ -59,8 +63,9 @@ class HelpFormatter : public CLI::Formatter {
   std::string make_group(std::string group, bool is_positional,
                          std::vector<const CLI::Option*> options) const override {
     if (group != kCommonGroup) return CLI::Formatter::make_group(group, is_positional, options);
-    std::string text = group + ":\n";
-    std::string line = " ";
+    // The names only, after the heading and on as few lines as fit.
+    std::string text;
+    std::string line = group + ":";
     for (const CLI::Option* option : options) {
       const std::string name = " " + option->get_name();
       if (line.size() + name.size() > kHelpWidth) {
@@ -83,8 +88,11 @@ std::string common_flags_help() {
   CLI::App scratch;
   CommonOptions unused;
   add_common_options(scratch, unused);
-  const std::vector<CLI::Option*> common = scratch.get_options(
-      [](const CLI::Option* option) { return option->get_group() == kCommonGroup; });
+  // --help is listed with the top level's own options already.
+  const CLI::Option* help = scratch.get_help_ptr();
+  const std::vector<CLI::Option*> common = scratch.get_options([help](const CLI::Option* option) {
+    return option->get_group() == kCommonGroup && option != help;
+  });
   return HelpFormatter().make_group(
       "Common flags (every subcommand; bench comm takes all but --tp --pp --dp)", false,
       {common.begin(), common.end()});

@@ -20,6 +20,7 @@
 namespace mpitron::app {
 
 void add_common_options(CLI::App& command, CommonOptions& options) {
+  if (CLI::Option* help = command.get_help_ptr()) help->group(kCommonGroup);
   command
       .add_option("--tp", options.tp,
                   "Tensor-parallel degree. With --tp, --pp and --dp all omitted, a world "
