@@ -40,13 +40,17 @@ print_only_test(bench_step_option_before_comm 2
                 bench --recompute comm)
 
 # bench schedule is pure computation: the bubble of pp 4, 2 virtual stages, 8 micro-batches
-# ((pp - 1) / (v m) = 18.75 %), and a layout it cannot run, without MPI.
+# ((pp - 1) / (v m) = 18.75 %), a layout it cannot run and one too large to simulate, without
+# MPI.
 print_only_test(bench_schedule 0
                 "\ninterleaved v 2 +28\\.50 +18\\.75 % +18\\.75 % +15\\.8 %, 15\\.8 %, 15\\.8 %, 15\\.8 %\n"
                 bench schedule)
 print_only_test(bench_schedule_bad_layout 2
                 "^rank 0: error: bench schedule: 2 virtual stages need micro-batches per step a multiple of pp=4, got 6\n$"
                 bench schedule --micro-batches 6)
+print_only_test(bench_schedule_too_large 2
+                "^rank 0: error: bench schedule: pp 4 x 1000000000 virtual stages x 8 micro-batches is 6\\.4e\\+10 actions, more than the 4194304 it simulates\n$"
+                bench schedule --virtual-stages 1000000000)
 
 # Under a launcher every command is still printed once: rank 0 prints the help, the other ranks
 # exit quietly, and none starts MPI.

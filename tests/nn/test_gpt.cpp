@@ -206,6 +206,9 @@ TEST(GptSizes, StepMemoryEstimateCountsWeightsStatesAndActivations) {
   // block's activations.
   EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4, true),
                    4 * parameters * 4 + 2 * 4 * 8 * 4.0 * 2 * 3 + activations_per_block);
+  // The distributed optimizer at dp 4: weights, gradients and a quarter of the two moments.
+  EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4, false, 4),
+                   2.5 * parameters * 4 + activations_per_block * 2 * 3);
   EXPECT_GT(gpt_step_memory_bytes({256, 16, 1000000, 64, 4}, 1, 1, 1, 16, 1, 4), 1e11);
 }
 

@@ -30,15 +30,25 @@ CLI::App& add_bench_schedule_command(CLI::App& bench, BenchScheduleOptions& opti
 
 std::string bench_schedule_error(const BenchScheduleOptions& o) {
   if (o.virtual_stages < 2) {
-    return fmt::format("--virtual-stages must be >= 2 (the interleaved schedule), got {}",
-                       o.virtual_stages);
+    return fmt::format(
+        "bench schedule: --virtual-stages must be >= 2 (the interleaved schedule), got {}",
+        o.virtual_stages);
   }
   if (!std::isfinite(o.backward_ratio) || o.backward_ratio <= 0) {
-    return fmt::format("--backward-ratio must be a finite positive number, got {}",
+    return fmt::format("bench schedule: --backward-ratio must be a finite positive number, got {}",
                        o.backward_ratio);
   }
   const std::string error = nn::pipeline_layout_error(o.pp, o.virtual_stages, o.micro_batches);
-  return error.empty() ? error : "bench schedule: " + error;
+  if (!error.empty()) return "bench schedule: " + error;
+  // The simulation holds every action of every stage: 2 pp V m of them.
+  const double actions = 2.0 * o.pp * o.virtual_stages * o.micro_batches;
+  if (actions > kMaxScheduleActions) {
+    return fmt::format(
+        "bench schedule: pp {} x {} virtual stages x {} micro-batches is {:.3g} actions, more "
+        "than the {} it simulates",
+        o.pp, o.virtual_stages, o.micro_batches, actions, kMaxScheduleActions);
+  }
+  return {};
 }
 
 namespace {

@@ -89,7 +89,8 @@ void check_memory(const TrainOptions& o, const TrainRun& run, int ranks_on_node)
       (nn::chunks_in_flight(run.train.schedule, run.sizes.pp, 0, micro, v) + v - 1) / v;
   const double need =
       nn::gpt_step_memory_bytes(run.config, run.sizes.tp, run.sizes.pp, o.micro_batch, o.seq,
-                                in_flight, kernels::dtype_size(run.train.dtype), o.recompute);
+                                in_flight, kernels::dtype_size(run.train.dtype), o.recompute,
+                                o.use_distributed_optimizer ? run.sizes.dp : 1);
   const double node =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (need * ranks_on_node > node) {

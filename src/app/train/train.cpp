@@ -106,7 +106,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       (o.virtual_stages > 1 ? fmt::format(", {} virtual stages", o.virtual_stages) : "") +
           (o.recompute ? ", recomputing activations" : ""),
       trainer.gradients().sharded() ? ", distributed optimizer" : "",
-      o.sequence_parallel ? ", sequence parallel" : "", o.global_batch,
+      o.sequence_parallel && run.sizes.tp > 1 ? ", sequence parallel" : "", o.global_batch,
       nn::counted(o.global_batch * o.seq, "token"), corpus.source(),
       nn::counted(static_cast<std::int64_t>(corpus.tokens().size()), corpus.unit()), corpus.split(),
       corpus.tokens().size() - corpus.split());

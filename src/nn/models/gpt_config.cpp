@@ -21,7 +21,7 @@ double gpt_flops_per_token(const GptConfig& c, std::int64_t seq) {
 
 double gpt_step_memory_bytes(const GptConfig& c, int tp, int pp, std::int64_t micro_batch,
                              std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes,
-                             bool recompute) {
+                             bool recompute, int state_shards) {
   const double C = static_cast<double>(c.hidden), L = static_cast<double>(c.layers);
   const double a = static_cast<double>(c.heads), s = static_cast<double>(seq);
   const double b = static_cast<double>(micro_batch), bytes = static_cast<double>(dtype_bytes);
@@ -29,10 +29,9 @@ double gpt_step_memory_bytes(const GptConfig& c, int tp, int pp, std::int64_t mi
                             static_cast<double>(c.vocab_rows() + c.block_size) * C / tp;
   const double activations_per_block = s * b * C * (34.0 + 5.0 * a * s / C) * (bytes / 2.0) / tp;
   const double blocks_in_flight = (L / pp) * static_cast<double>(in_flight);
-  if (recompute) {
-    return 4.0 * parameters * bytes + s * b * C * bytes * blocks_in_flight + activations_per_block;
-  }
-  return 4.0 * parameters * bytes + activations_per_block * blocks_in_flight;
+  const double states = (2.0 + 2.0 / state_shards) * parameters * bytes;
+  if (recompute) return states + s * b * C * bytes * blocks_in_flight + activations_per_block;
+  return states + activations_per_block * blocks_in_flight;
 }
 
 std::int64_t padded_vocab_size(std::int64_t vocab, int tp) {

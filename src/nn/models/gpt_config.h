@@ -85,10 +85,11 @@ double gpt_flops_per_token(const GptConfig& config, std::int64_t seq);
 /// et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", section 4.1),
 /// scaled by dtype_bytes / 2 and divided by tp. With `recompute` (GptStage::set_recompute) a
 /// block keeps only its input, s b C dtype_bytes, and one block's activations exist at a time.
-/// Sizes must pass gpt_size_error first.
+/// The distributed optimizer splits the two moments over `state_shards` DP ranks (1: not
+/// split). Sizes must pass gpt_size_error first; state_shards must be >= 1.
 double gpt_step_memory_bytes(const GptConfig& config, int tp, int pp, std::int64_t micro_batch,
                              std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes,
-                             bool recompute = false);
+                             bool recompute = false, int state_shards = 1);
 
 /// One parameter of the whole (unsharded) model.
 struct ParameterSpec {
