@@ -16,11 +16,13 @@
 #include "app/model/eval.h"
 #include "app/model/export.h"
 #include "app/model/generate.h"
+#include "app/options.h"
 #include "app/train/train.h"
 #include "app/train/train_dp.h"
 #include "app/validate/attention.h"
 #include "app/validate/validate.h"
 #include "app/version.h"
+#include "comm/algorithm_table.h"
 #include "comm/configuration.h"
 #include "comm/environment.h"
 #include "comm/errors.h"
@@ -166,6 +168,13 @@ int main(int argc, char** argv) {
       mpitron::comm::agree_on_configuration(
           world, [&]() -> std::string { throw mpitron::comm::ConfigError(parse_error); });
     }
+    // Rank 0's algorithm table, for every rank: the ranks of a communicator must take the same
+    // algorithms.
+    const mpitron::app::CommTableSource table = mpitron::app::comm_table_source(app);
+    const std::string note =
+        mpitron::comm::agree_on_algorithm_table(world, table.path, table.from_variable);
+    if (!note.empty() && world.rank() == 0)
+      std::fprintf(stderr, "rank 0: note: %s\n", note.c_str());
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
     if (bench_gemm_command) return mpitron::app::run_bench_gemm(bench_gemm, world);

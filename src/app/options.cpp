@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "app/help.h"
+#include "comm/algorithm_table.h"
 #include "comm/errors.h"
 #include "comm/placement.h"
 #include "kernels/ops.h"
@@ -71,6 +72,11 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->group(kCommonGroup);
   command.add_option("--json", options.json, "Write a JSON report to this file (rank 0)")
       ->group(kCommonGroup);
+  command
+      .add_option("--comm-table", options.comm_table,
+                  "Collective algorithm table (default: MPITRON_COMM_TABLE)")
+      ->type_name("FILE")
+      ->group(kCommonGroup);
   command.add_option("--init-timeout")
       ->description(
           "Deadline of MPI_Init in seconds (default: MPITRON_INIT_TIMEOUT, else 120); read "
@@ -117,6 +123,17 @@ CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum) {
         return fmt::format("must be an integer in [{}, {}], got {}", minimum, maximum, text);
       },
       "");
+}
+
+CommTableSource comm_table_source(const CLI::App& app) {
+  const CLI::App* leaf = &app;
+  while (!leaf->get_subcommands().empty())
+    leaf = leaf->get_subcommands().front();
+  const CLI::Option* flag = leaf->get_option_no_throw("--comm-table");
+  if (flag != nullptr && flag->count() > 0) return {flag->as<std::string>(), false};
+  const char* variable = std::getenv(comm::kAlgorithmTableVariable);
+  if (variable != nullptr && *variable != '\0') return {variable, true};
+  return {};
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {

@@ -18,8 +18,9 @@
 namespace mpitron::app {
 
 /// Flags every subcommand takes: --tp --pp --dp --device --comm --gemm --timeout-seconds --log-dir
-/// --filemode --seed --json, and --init-timeout (listed for --help and parsing; main reads it
-/// from argv before MPI starts, comm::resolve_init_timeout).
+/// --filemode --seed --json, --init-timeout (listed for --help and parsing; main reads it from
+/// argv before MPI starts, comm::resolve_init_timeout) and --comm-table (main installs rank 0's
+/// table before the subcommand runs, comm_table_source).
 struct CommonOptions {
   std::optional<int> tp, pp, dp;
   std::string device = "auto";
@@ -30,7 +31,17 @@ struct CommonOptions {
   std::string filemode = "a";
   std::uint64_t seed = 0;
   std::string json;
+  std::string comm_table;  ///< empty: MPITRON_COMM_TABLE, else the built-in rule
 };
+
+/// Where the algorithm table of a run comes from (comm/algorithm_table.h): the --comm-table of
+/// the subcommand that `app` parsed, else the MPITRON_COMM_TABLE environment variable
+/// (`from_variable`); an empty path when neither is given (the built-in rule).
+struct CommTableSource {
+  std::string path;
+  bool from_variable = false;
+};
+CommTableSource comm_table_source(const CLI::App& app);
 
 /// Registers the common flags on `command`.
 void add_common_options(CLI::App& command, CommonOptions& options);

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "comm/algorithm_choice.h"
+#include "comm/blocking_call.h"
 #include "comm/butterfly.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
@@ -16,29 +18,44 @@ using kernels::Buffer;
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
   const MPI_Op reduction = mpi_op(op, buffer.dtype());  // throws for avg of integers
-  // mpitron's own algorithms on point-to-point messages, each with its documented order.
-  void (*own)(const Communicator&, Buffer&, ReduceOp) =
-      uses_rabenseifner_all_reduce(comm, buffer) ? rabenseifner_all_reduce
-      : uses_ring_all_reduce(comm, buffer)       ? ring_all_reduce
-      : uses_recursive_doubling(comm, buffer)    ? recursive_doubling_all_reduce
-                                                 : nullptr;
-  if (own != nullptr) {
-    own(comm, buffer, op);
-    finish_average(comm, buffer, op);
-    return;
-  }
-  Buffer& image = stage_in_place(comm, buffer, Slot::send);
   const MPI_Datatype type = mpi_type(buffer.dtype());
-  for_each_message(
-      comm, buffer.numel(), comm.max_message_elements(), {"all_reduce", -1, buffer.bytes()},
-      [&](const Range& range) {
-        MPI_Request request = MPI_REQUEST_NULL;
-        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, element(image, range.offset), mpi_count(range.count),
-                                 type, reduction, comm.native(), &request),
-                  "MPI_Iallreduce");
-        return request;
-      });
-  stage_out(image, buffer);
+  const Operation operation{"all_reduce", -1, buffer.bytes()};
+  switch (all_reduce_algorithm(comm, buffer)) {
+    case Algorithm::recursive_doubling:
+      recursive_doubling_all_reduce(comm, buffer, op);
+      break;
+    case Algorithm::rabenseifner:
+      rabenseifner_all_reduce(comm, buffer, op);
+      break;
+    case Algorithm::ring:
+      ring_all_reduce(comm, buffer, op);
+      break;
+    case Algorithm::mpi:
+    case Algorithm::recursive_halving:  // not an all-reduce
+      if (buffer.device() == kernels::Device::cpu && mpi_visible(comm, buffer)) {
+        const std::size_t limit = comm.max_message_elements();
+        for (std::size_t i = 0; i < message_count(buffer.numel(), limit); ++i) {
+          const Range range = message_range(buffer.numel(), limit, i);
+          blocking_call(comm, operation, "MPI_Allreduce", [&] {
+            return MPI_Allreduce(MPI_IN_PLACE, element(buffer, range.offset),
+                                 mpi_count(range.count), type, reduction, comm.native());
+          });
+        }
+        break;
+      }
+      Buffer& image = stage_in_place(comm, buffer, Slot::send);
+      for_each_message(
+          comm, buffer.numel(), comm.max_message_elements(), operation, [&](const Range& range) {
+            MPI_Request request = MPI_REQUEST_NULL;
+            check_mpi(
+                MPI_Iallreduce(MPI_IN_PLACE, element(image, range.offset), mpi_count(range.count),
+                               type, reduction, comm.native(), &request),
+                "MPI_Iallreduce");
+            return request;
+          });
+      stage_out(image, buffer);
+      break;
+  }
   finish_average(comm, buffer, op);
 }
 

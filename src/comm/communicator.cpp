@@ -3,6 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "comm/algorithm_table.h"
 #include "comm/chunking.h"
 #include "comm/errors.h"
 #include "comm/staging.h"
@@ -54,6 +55,7 @@ struct Communicator::Shared {
   NodeShare node;
   bool mpi_cuda_aware = false;
   bool stage_host_buffers = false;
+  std::shared_ptr<const AlgorithmTable> algorithm_table;
   Staging staging;
 };
 
@@ -208,6 +210,14 @@ bool Communicator::stage_host_buffers() const {
 
 void Communicator::set_stage_host_buffers(bool stage) {
   shared().stage_host_buffers = stage;
+}
+
+const AlgorithmTable* Communicator::algorithm_table() const {
+  return shared().algorithm_table.get();
+}
+
+void Communicator::set_algorithm_table(std::shared_ptr<const AlgorithmTable> table) {
+  shared().algorithm_table = std::move(table);
 }
 
 Staging& Communicator::staging() const {

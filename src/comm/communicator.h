@@ -14,6 +14,7 @@
 namespace mpitron::comm {
 
 class Staging;
+struct AlgorithmTable;
 
 /// How CUDA buffers reach MPI. `staged` copies them through reused pinned host memory; `direct`
 /// hands device pointers to a CUDA-aware MPI; `automatic` picks direct only when the MPI library
@@ -109,6 +110,12 @@ class Communicator {
   /// the staging path; results are identical either way.
   bool stage_host_buffers() const;
   void set_stage_host_buffers(bool stage);
+
+  /// The algorithm table of the family (algorithm_table.h), or nullptr for the built-in rule
+  /// (the default). Every rank of the family must install the same table:
+  /// agree_on_algorithm_table does that at start-up.
+  const AlgorithmTable* algorithm_table() const;
+  void set_algorithm_table(std::shared_ptr<const AlgorithmTable> table);
 
   /// The reused host staging buffers of the family (communication layer internal).
   Staging& staging() const;

@@ -8,6 +8,8 @@
 // kernels::copy_rows.
 #include <stdexcept>
 
+#include "comm/algorithm_choice.h"
+#include "comm/blocking_call.h"
 #include "comm/collectives.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
@@ -127,9 +129,17 @@ void all_gather(const Communicator& comm, const Buffer& in, Buffer& out, std::si
               const std::size_t src_offset = tile.row * wide.chunk + tile.col;
               const std::size_t gathered_offset = in_place ? wide.offset(tile, 0) : 0;
               const Operation operation = tile_operation("all_gather", wide, tile, in);
-              if (uses_p2p_all_gather(comm, src)) {
+              const Algorithm algorithm = all_gather_algorithm(
+                  comm, src.device(), tile.rows * tile.cols * kernels::dtype_size(in.dtype()));
+              if (algorithm != Algorithm::mpi) {
                 p2p_all_gather(comm, src, src_offset, gathered, gathered_offset,
-                               tile.rows * tile.cols, operation);
+                               tile.rows * tile.cols, algorithm, operation);
+              } else if (src.device() == kernels::Device::cpu) {
+                blocking_call(comm, operation, "MPI_Allgather", [&] {
+                  return MPI_Allgather(element(src, src_offset), count, mpi_type(in.dtype()),
+                                       element(gathered, gathered_offset), count,
+                                       mpi_type(in.dtype()), comm.native());
+                });
               } else {
                 MPI_Request request = MPI_REQUEST_NULL;
                 check_mpi(MPI_Iallgather(element(src, src_offset), count, mpi_type(in.dtype()),
@@ -157,9 +167,20 @@ void reduce_scatter(const Communicator& comm, const Buffer& in, Buffer& out, std
               }
               const std::size_t dst_offset = tile.row * wide.chunk + tile.col;
               const Operation operation = tile_operation("reduce_scatter", wide, tile, in);
-              if (uses_p2p_reduce_scatter(comm, in)) {
-                p2p_reduce_scatter(comm, *packed, packed_offset, dst, dst_offset,
-                                   tile.rows * tile.cols, op, operation);
+              const std::size_t count = tile.rows * tile.cols;
+              const Algorithm algorithm = reduce_scatter_algorithm(
+                  comm, in, wide.size * count * kernels::dtype_size(in.dtype()));
+              if (algorithm != Algorithm::mpi) {
+                p2p_reduce_scatter(comm, *packed, packed_offset, dst, dst_offset, count, op,
+                                   algorithm, operation);
+                return;
+              }
+              if (uses_p2p_reduce_scatter(comm, in)) {  // a host buffer MPI reads in place
+                blocking_call(comm, operation, "MPI_Reduce_scatter_block", [&] {
+                  return MPI_Reduce_scatter_block(element(*packed, packed_offset),
+                                                  element(dst, dst_offset), mpi_count(count),
+                                                  mpi_type(in.dtype()), reduction, comm.native());
+                });
                 return;
               }
               MPI_Request request = MPI_REQUEST_NULL;

@@ -15,19 +15,16 @@ namespace mpitron::comm {
 
 using kernels::Buffer;
 
-bool uses_p2p_all_gather(const Communicator& comm, const Buffer& image) {
-  return comm.size() > 1 && image.device() == kernels::Device::cpu;
-}
-
 bool uses_p2p_reduce_scatter(const Communicator& comm, const Buffer& buffer) {
   return comm.size() > 1 && buffer.device() == kernels::Device::cpu && mpi_visible(comm, buffer);
 }
 
 void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_offset, Buffer& out,
-                    std::size_t out_offset, std::size_t count, const Operation& op) {
+                    std::size_t out_offset, std::size_t count, Algorithm algorithm,
+                    const Operation& op) {
   const auto p = static_cast<std::size_t>(comm.size());
   const std::size_t block_bytes = count * kernels::dtype_size(in.dtype());
-  if (is_butterfly_group(comm) && block_bytes < kRingAllGatherBlockBytesPerRankSquared * p * p) {
+  if (algorithm == Algorithm::recursive_doubling) {
     doubling_all_gather(comm, in, in_offset, out, out_offset, p * count,
                         kEagerPiecesBelowBytesForCopies, op);
     return;
@@ -51,9 +48,9 @@ void p2p_all_gather(const Communicator& comm, const Buffer& in, std::size_t in_o
 
 void p2p_reduce_scatter(const Communicator& comm, const Buffer& in, std::size_t in_offset,
                         Buffer& out, std::size_t out_offset, std::size_t count, ReduceOp op,
-                        const Operation& wait_op) {
+                        Algorithm algorithm, const Operation& wait_op) {
   const auto p = static_cast<std::size_t>(comm.size());
-  if (is_butterfly_group(comm)) {
+  if (algorithm == Algorithm::recursive_halving) {
     halving_reduce_scatter(comm, in, in_offset, p * count, out, out_offset, op, wait_op);
     return;
   }

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 
+#include "comm/algorithm_table.h"
 #include "comm/communicator.h"
 #include "comm/reduce_op.h"
 #include "comm/wait.h"
@@ -16,18 +17,15 @@
 
 namespace mpitron::comm {
 
-/// True when all_gather moves `image` (the MPI-visible memory of its input, staging.h) with
-/// ring_all_gather: more than one rank and host memory (copies only, so staged CUDA buffers get
-/// the same bytes either way).
-bool uses_p2p_all_gather(const Communicator& comm, const kernels::Buffer& image);
-
-/// True when reduce_scatter of `buffer` uses ring_reduce_scatter: more than one rank and a CPU
-/// buffer that MPI reads in place (staged buffers, CUDA ones included, keep MPI's reduction so
+/// True when reduce_scatter of `buffer` chooses between p2p_reduce_scatter and MPI's blocking
+/// call (reduce_scatter_algorithm, algorithm_choice.h): more than one rank and a CPU buffer that
+/// MPI reads in place (staged buffers, CUDA ones included, keep MPI's non-blocking reduction so
 /// staged and direct results stay identical).
 bool uses_p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& buffer);
 
-/// On p ranks, p2p_all_gather takes the ring for blocks of at least this many bytes x p^2, the
-/// recursive doubling below (and on groups that are no power of two, always the ring): the
+/// On p ranks, the built-in rule (all_gather_algorithm) takes the ring for blocks of at least
+/// this many bytes x p^2, the recursive doubling below (and on groups that are no power of two,
+/// always the ring): the
 /// doubling's last step moves half the result at once, the ring p - 1 steps of one block each,
 /// and each ring step waits on both neighbours. Ratio to MPI_Allgather's time, doubling vs ring,
 /// bench comm, ranks sharing 2 cores: 4 ranks, 512 KiB 0.92-1.05 vs 0.97-1.02 (3 runs),
@@ -37,27 +35,28 @@ inline constexpr std::size_t kRingAllGatherBlockBytesPerRankSquared = 16 * 1024;
 
 /// out[out_offset + q*count, +count) = rank q's in[in_offset, +count) for every rank q of
 /// `comm` ([count] per rank -> [size, count]). This rank's block is first copied into `out`.
-/// When p is a power of two and the block is below kRingAllGatherBlockBytesPerRankSquared x
-/// p^2 bytes, in step k = 0 .. log2(p) - 1 rank r exchanges the 2^k blocks it holds with rank r
-/// xor 2^k; otherwise, in p - 1 steps rank r sends block (r - s) mod p to rank r + 1 and receives
-/// block (r - s - 1) mod p from rank r - 1. The first step sends this rank's block from `in`.
-/// `in` and `out` share a dtype and live in host memory; the blocks do not overlap. Each step
-/// waits through the deadline routine as `op`. Throws MpiError when an MPI call fails.
+/// `algorithm` recursive_doubling (p a power of two): in step k = 0 .. log2(p) - 1 rank r
+/// exchanges the 2^k blocks it holds with rank r xor 2^k; ring: in p - 1 steps rank r sends block
+/// (r - s) mod p to rank r + 1 and receives block (r - s - 1) mod p from rank r - 1
+/// (all_gather_algorithm, algorithm_choice.h, chooses). The first step sends this rank's block
+/// from `in`. `in` and `out` share a dtype and live in host memory; the blocks do not overlap.
+/// Each step waits through the deadline routine as `op`. Throws MpiError when an MPI call fails.
 void p2p_all_gather(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,
                     kernels::Buffer& out, std::size_t out_offset, std::size_t count,
-                    const Operation& op);
+                    Algorithm algorithm, const Operation& op);
 
 /// out[out_offset + i] = op over ranks of that rank's in[in_offset + r*count + i] for i < count,
-/// r this rank ([size, count] per rank -> [count]; avg: the sum). When p is a power of two, by
-/// recursive halving: for d = p/2, p/4, .., 1 rank r sends the half of the blocks it holds that
-/// lies on rank r xor d's side and combines the other half with what arrives, the lower rank's
-/// operand first, so element i is reduced as a butterfly over the rank bits, highest bit first.
-/// Otherwise as a ring: block c starts at rank c + 1 and travels the ring, each rank combining
-/// its own block first with what arrived: x_c op (x_{c-1} op (... op x_{c+1})), indices mod p.
-/// The order is the same on every run. `in` is not modified; host memory, one dtype. Each step
-/// waits through the deadline routine as `wait_op`. Throws MpiError when an MPI call fails.
+/// r this rank ([size, count] per rank -> [count]; avg: the sum). `algorithm`
+/// recursive_halving (p a power of two): for d = p/2, p/4, .., 1 rank r sends the half of the
+/// blocks it holds that lies on rank r xor d's side and combines the other half with what
+/// arrives, the lower rank's operand first, so element i is reduced as a butterfly over the rank
+/// bits, highest bit first. ring: block c starts at rank c + 1 and travels the ring, each rank
+/// combining its own block first with what arrived: x_c op (x_{c-1} op (... op x_{c+1})),
+/// indices mod p. The order is the same on every run. `in` is not modified; host memory, one
+/// dtype. Each step waits through the deadline routine as `wait_op`. Throws MpiError when an MPI
+/// call fails.
 void p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& in, std::size_t in_offset,
                         kernels::Buffer& out, std::size_t out_offset, std::size_t count,
-                        ReduceOp op, const Operation& wait_op);
+                        ReduceOp op, Algorithm algorithm, const Operation& wait_op);
 
 }  // namespace mpitron::comm

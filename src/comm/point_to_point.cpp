@@ -1,5 +1,6 @@
 #include "comm/point_to_point.h"
 
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -26,7 +27,8 @@ struct SendRequest::State {
   int peer = -1;
   std::size_t bytes = 0;
   Header header;
-  Buffer staged;  // the payload's host copy when it is staged, else empty
+  Buffer message;  // the header and an inline payload (transfer.h), else empty
+  Buffer staged;   // the payload's host copy when it is staged, else empty
   std::vector<MPI_Request> requests;
 };
 
@@ -85,22 +87,35 @@ SendRequest isend(const Communicator& comm, const Buffer& buffer,
   state->peer = dst;
   state->bytes = buffer.bytes();
   const std::size_t limit = comm.max_message_elements();
-  state->header = Header::describe(shape, buffer.dtype(), limit);
-  state->staged = stage_copy(comm, buffer);
+  // A small payload that MPI would read from host memory travels inside the header's message.
+  const bool inline_payload = !buffer.empty() && buffer.bytes() <= transfer::kInlinePayloadBytes &&
+                              buffer.numel() <= limit &&
+                              mpi_space(comm, buffer) == kernels::Device::cpu;
+  state->header =
+      Header::describe(shape, buffer.dtype(), limit, inline_payload ? buffer.bytes() : 0);
+  if (inline_payload) {
+    state->message = Buffer((transfer::kHeaderBytes + buffer.bytes() + 7) / 8, kernels::DType::i64,
+                            kernels::Device::cpu);
+    std::memcpy(state->message.data(), state->header.words.data(), transfer::kHeaderBytes);
+    kernels::copy_bytes(buffer, 0, state->message, transfer::kHeaderBytes, buffer.bytes());
+  } else {
+    state->staged = stage_copy(comm, buffer);
+  }
   const Buffer& image = state->staged.empty() ? buffer : state->staged;
-  const std::size_t messages = message_count(buffer.numel(), limit);
+  const std::size_t messages = inline_payload ? 0 : message_count(buffer.numel(), limit);
   state->requests.assign(1 + messages, MPI_REQUEST_NULL);
   SendRequest request(std::move(state));  // from here on, a failure releases what was started
-  std::vector<MPI_Request>& requests = request.state_->requests;
-  auto& words = request.state_->header.words;
-  check_mpi(MPI_Isend(words.data(), static_cast<int>(words.size()), MPI_INT64_T, dst,
-                      transfer::header_tag(tag), comm.native(), &requests[0]),
+  SendRequest::State& s = *request.state_;
+  const void* first = inline_payload ? s.message.data() : s.header.words.data();
+  const std::size_t first_bytes = transfer::kHeaderBytes + (inline_payload ? buffer.bytes() : 0);
+  check_mpi(MPI_Isend(first, static_cast<int>(first_bytes), MPI_BYTE, dst,
+                      transfer::header_tag(tag), comm.native(), &s.requests[0]),
             "MPI_Isend");
   for (std::size_t i = 0; i < messages; ++i) {
     const Range range = message_range(buffer.numel(), limit, i);
     check_mpi(
         MPI_Isend(element(image, range.offset), mpi_count(range.count), mpi_type(image.dtype()),
-                  dst, transfer::payload_tag(tag), comm.native(), &requests[1 + i]),
+                  dst, transfer::payload_tag(tag), comm.native(), &s.requests[1 + i]),
         "MPI_Isend");
   }
   return request;

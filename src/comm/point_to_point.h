@@ -1,12 +1,14 @@
 // Shape-checked point-to-point transfers (pipeline activations and gradients).
 //
 // A send is a small header (dtype, shape, message size limit) followed by the payload, cut into
-// messages of at most `comm.max_message_elements()` elements. The receiver compares the header
-// with what it expects before it accepts any payload, so a mismatch is an error naming both
-// shapes and both ranks, never truncated or garbage data. Both sides wait through the deadline
-// routine (wait.h). A send may stay in flight (`isend`) while its rank goes on, e.g. to receive
-// from the same peer: a pipeline schedule then cannot deadlock on two ranks that both send first.
-// A receive may be started early (`irecv`) and finished when its data is needed.
+// messages of at most `comm.max_message_elements()` elements; a payload of at most
+// transfer::kInlinePayloadBytes in host memory rides in the header's own message instead. The
+// receiver compares the header with what it expects before it accepts any payload, so a mismatch
+// is an error naming both shapes and both ranks, never truncated or garbage data. Both sides wait
+// through the deadline routine (wait.h). A send may stay in flight (`isend`) while its rank goes
+// on, e.g. to receive from the same peer: a pipeline schedule then cannot deadlock on two ranks
+// that both send first. A receive may be started early (`irecv`) and finished when its data is
+// needed.
 //
 // Every transfer carries a tag in [0, kMaxTransferTag] that the sender and the receiver agree on
 // (0 unless given). Its header and payload only match a receive of the same tag, so receives of

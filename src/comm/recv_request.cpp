@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
 #include <vector>
@@ -26,7 +27,8 @@ struct RecvRequest::State {
   Buffer* buffer = nullptr;  // the caller's
   std::array<std::int64_t, kMaxTransferDims> expected{};
   std::size_t ndim = 0;
-  Header header;  // as received
+  Header header;   // as received
+  Buffer landing;  // where the header message lands: the header, then an inline payload
   MPI_Request header_request = MPI_REQUEST_NULL;
   bool header_checked = false;
   Buffer staged;  // where a staged payload lands before it is copied into `buffer`, else empty
@@ -74,13 +76,23 @@ void RecvRequest::release() noexcept {
 void RecvRequest::accept_header() {
   State& s = *state_;
   s.header_checked = true;
+  std::memcpy(s.header.words.data(), s.landing.data(), transfer::kHeaderBytes);
   const Header& header = s.header;
   const std::span<const std::int64_t> expected = s.expected_shape();
+  // A header is well-formed when its fields are in range and an inline payload is its shape's.
+  const bool well_formed =
+      header.valid() && (header.inline_bytes() == 0 ||
+                         header.inline_bytes() == transfer::product(header.shape()) *
+                                                      kernels::dtype_size(header.dtype()));
   const bool matches =
-      header.valid() && header.dtype() == s.buffer->dtype() &&
+      well_formed && header.dtype() == s.buffer->dtype() &&
       std::equal(expected.begin(), expected.end(), header.shape().begin(), header.shape().end());
   if (matches) {
     Buffer& image = s.staged.empty() ? *s.buffer : s.staged;
+    if (header.inline_bytes() > 0) {  // the payload came with the header
+      kernels::copy_bytes(s.landing, transfer::kHeaderBytes, image, 0, header.inline_bytes());
+      return;
+    }
     const std::size_t numel = s.buffer->numel();
     s.payload.assign(message_count(numel, header.limit()), MPI_REQUEST_NULL);
     for (std::size_t i = 0; i < s.payload.size(); ++i) {
@@ -97,9 +109,15 @@ void RecvRequest::accept_header() {
                      std::to_string(s.comm.world_rank()) + " expected " +
                      transfer::describe(expected, s.buffer->dtype()) + " from rank " +
                      std::to_string(s.comm.global_rank(s.peer)) + ", but ";
-  if (!header.valid()) {
+  if (!well_formed) {
     state_.reset();
     throw std::runtime_error(what + "received a malformed header");
+  }
+  what += "rank " + std::to_string(s.comm.global_rank(s.peer)) + " sent " +
+          transfer::describe(header.shape(), header.dtype());
+  if (header.inline_bytes() > 0) {  // the rejected payload came with the header
+    state_.reset();
+    throw std::runtime_error(what);
   }
   // The sender's payload, message by message into scratch memory, so later transfers of this
   // tag stay in step.
@@ -113,8 +131,6 @@ void RecvRequest::accept_header() {
               "MPI_Irecv");
     return request;
   });
-  what += "rank " + std::to_string(s.comm.global_rank(s.peer)) + " sent " +
-          transfer::describe(header.shape(), header.dtype());
   state_.reset();
   throw std::runtime_error(what);
 }
@@ -164,8 +180,12 @@ RecvRequest irecv(const Communicator& comm, Buffer& buffer,
   state->ndim = expected_shape.size();
   state->staged = stage_landing(comm, buffer);
   RecvRequest request(std::move(state));  // from here on, a failure releases what was started
-  auto& words = request.state_->header.words;
-  check_mpi(MPI_Irecv(words.data(), static_cast<int>(words.size()), MPI_INT64_T, src,
+  // Room for the header and an inline payload of any sender (transfer.h).
+  constexpr std::size_t kLandingBytes = transfer::kHeaderBytes + transfer::kInlinePayloadBytes;
+  Buffer& landing = request.state_->landing;
+  landing = Buffer(kLandingBytes / 8, kernels::DType::i64, kernels::Device::cpu);
+  std::memset(landing.data(), 0, transfer::kHeaderBytes);  // a short stray message is malformed
+  check_mpi(MPI_Irecv(landing.data(), static_cast<int>(kLandingBytes), MPI_BYTE, src,
                       transfer::header_tag(tag), comm.native(), &request.state_->header_request),
             "MPI_Irecv");
   return request;

@@ -14,20 +14,22 @@ constexpr std::int64_t kDTypes = 4;  // kernels::DType f32, f64, i32, i64, sent 
 }  // namespace
 
 Header Header::describe(std::span<const std::int64_t> shape, kernels::DType dtype,
-                        std::size_t limit) {
+                        std::size_t limit, std::size_t inline_bytes) {
   Header header;
   header.words[0] = kMagic;
   header.words[1] = static_cast<std::int64_t>(dtype);
   header.words[2] = static_cast<std::int64_t>(limit);
   header.words[3] = static_cast<std::int64_t>(shape.size());
   std::copy(shape.begin(), shape.end(), header.words.begin() + 4);
+  header.words.back() = static_cast<std::int64_t>(inline_bytes);
   return header;
 }
 
 bool Header::valid() const {
   return words[0] == kMagic && words[1] >= 0 && words[1] < kDTypes && words[2] >= 1 &&
          words[2] <= static_cast<std::int64_t>(kMaxMessageElements) && words[3] >= 0 &&
-         words[3] <= static_cast<std::int64_t>(kMaxTransferDims);
+         words[3] <= static_cast<std::int64_t>(kMaxTransferDims) && words.back() >= 0 &&
+         words.back() <= static_cast<std::int64_t>(kInlinePayloadBytes);
 }
 
 std::size_t product(std::span<const std::int64_t> shape) {

@@ -145,6 +145,10 @@ double wait_seconds() {
   return g_wait_seconds;
 }
 
+void add_wait_seconds(double seconds) {
+  g_wait_seconds += seconds;
+}
+
 void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op) {
   wait_all(comm, std::span<MPI_Request>(&request, 1), op);
 }

@@ -42,6 +42,9 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
 /// communication kept it waiting: transfers, and peers that had not arrived yet).
 double wait_seconds();
 
+/// Adds `seconds` to wait_seconds(): time spent waiting outside wait_all (blocking_call.h).
+void add_wait_seconds(double seconds);
+
 /// `wait_all` for one request.
 void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op);
 

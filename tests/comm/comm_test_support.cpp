@@ -62,12 +62,16 @@ SettingsGuard::SettingsGuard(comm::Communicator& world)
     : world_(world),
       timeout_(world.timeout()),
       limit_(world.max_message_elements()),
-      stage_host_(world.stage_host_buffers()) {}
+      stage_host_(world.stage_host_buffers()),
+      table_(world.algorithm_table() != nullptr
+                 ? std::make_shared<const comm::AlgorithmTable>(*world.algorithm_table())
+                 : nullptr) {}
 
 SettingsGuard::~SettingsGuard() {
   world_.set_timeout(timeout_);
   world_.set_max_message_elements(limit_);
   world_.set_stage_host_buffers(stage_host_);
+  world_.set_algorithm_table(table_);
 }
 
 std::vector<std::size_t> message_limits() {

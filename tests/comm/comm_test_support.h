@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "comm/algorithm_table.h"
 #include "comm/communicator.h"
 #include "kernels/device.h"
 #include "support/compare.h"
@@ -57,8 +59,8 @@ class BufferKindTest : public ::testing::TestWithParam<BufferKind> {
   void TearDown() override;
 };
 
-/// Restores the world's deadline, message limit and host staging when it goes out of scope (the
-/// settings are shared with every communicator split from the world).
+/// Restores the world's deadline, message limit, host staging and algorithm table when it goes
+/// out of scope (the settings are shared with every communicator split from the world).
 class SettingsGuard {
  public:
   explicit SettingsGuard(comm::Communicator& world);
@@ -71,6 +73,7 @@ class SettingsGuard {
   double timeout_;
   std::size_t limit_;
   bool stage_host_;
+  std::shared_ptr<const comm::AlgorithmTable> table_;
 };
 
 /// The message limits every chunked operation is checked with: the default and small ones that

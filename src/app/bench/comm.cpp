@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/bench/comm_ops.h"
+#include "app/bench/comm_tune.h"
 #include "app/help.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
@@ -47,6 +48,12 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
       ->delimiter(',')
       ->allow_extra_args(false)
       ->type_name("OP,...");
+  command
+      .add_option("--tune-table", options.tune,
+                  "Time every algorithm and MPI's own collective per size and group size, and "
+                  "write the fastest as a comm table (default FILE: comm_table.json)")
+      ->expected(0, 1)
+      ->type_name("[FILE]");
   add_example(command,
               "mpirun -np 4 mpitron bench comm --ops all-reduce,all-gather --max-bytes 16777216");
   return command;
@@ -69,25 +76,6 @@ struct Timing {
   int iterations = 0;
   double mpitron_s = 0.0, mpi_s = 0.0;  // per iteration, slowest rank
 };
-
-// Seconds per run of `run`, the slowest rank's, after the ranks line up.
-template <class Run>
-double time_runs(const comm::Communicator& world, int iterations, Run&& run) {
-  comm::barrier(world);
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i)
-    run();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return comm::all_reduce_scalar(world, seconds, comm::ReduceOp::max) / iterations;
-}
-
-std::string size_text(std::size_t bytes) {
-  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0)
-    return fmt::format("{} MiB", bytes >> 20);
-  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
-  return fmt::format("{} B", bytes);
-}
 
 // `run()`, which makes `calls` plain blocking MPI calls of `op`. They have no deadline of their
 // own, so a watchdog ends the job with one line when they take longer than the timeout per call
@@ -122,30 +110,18 @@ bool results_match(CommOp op, const comm::Communicator& world, std::size_t n,
   return comm::all_reduce_scalar(world, same ? 0.0 : 1.0, comm::ReduceOp::max) == 0.0;
 }
 
-// The median of `values` (not empty).
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
-
-// The iterations are run in kRounds rounds, each timing comm and then plain MPI, and each path's
-// time is its median round: a burst of load from other processes on a shared machine then spoils
-// one round of both paths, not the whole of one.
-constexpr int kRounds = 5;
-
 Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int iterations,
                kernels::Device device) {
   CommBuffers buffers = make_comm_buffers(op, n, world.size(), world.rank(), device);
   run_mpitron(op, world, buffers);  // warm-up: staging workspaces, MPI connections
   with_mpi_deadline(world, op, n * sizeof(float), 1, [&] { run_mpi(op, world, buffers); });
-  const int rounds = std::min(kRounds, iterations);
+  const int rounds = std::min(kCommRounds, iterations);
   const int per_round = iterations / rounds;
   std::vector<double> mpitron_s, mpi_s;
   for (int round = 0; round < rounds; ++round) {
-    mpitron_s.push_back(time_runs(world, per_round, [&] { run_mpitron(op, world, buffers); }));
+    mpitron_s.push_back(time_calls(world, per_round, [&] { run_mpitron(op, world, buffers); }));
     mpi_s.push_back(with_mpi_deadline(world, op, n * sizeof(float), per_round, [&] {
-      return time_runs(world, per_round, [&] { run_mpi(op, world, buffers); });
+      return time_calls(world, per_round, [&] { run_mpi(op, world, buffers); });
     }));
   }
   Timing timing;
@@ -170,23 +146,35 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
           "--min-bytes and --max-bytes must satisfy 4 <= min <= max <= {} ({} MiB), got {} and {}",
           kMaxCommBytes, kMaxCommBytes >> 20, options.min_bytes, options.max_bytes));
     }
-    device = resolve_device(options.common.device);
+    if (options.tune && options.common.device == "cuda") {
+      throw comm::ConfigError("bench comm --tune-table measures host buffers: drop --device cuda");
+    }
+    device = options.tune ? kernels::Device::cpu : resolve_device(options.common.device);
     prepare_run(options.common, world);
     return fmt::format(
-        "bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {} --ops {}",
+        "bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {} --ops {}{}",
         kernels::to_string(device), options.min_bytes, options.max_bytes, options.max_iterations,
-        fmt::join(options.ops, ","));
+        fmt::join(options.ops, ","), options.tune ? " --tune-table " + *options.tune : "");
   });
+  if (options.tune) {
+    return run_comm_tune(world, options.ops, options.min_bytes, options.max_bytes,
+                         options.max_iterations,
+                         options.tune->empty() ? std::string(kDefaultCommTable) : *options.tune);
+  }
   const bool print = world.rank() == 0;
   if (print) {
+    const comm::AlgorithmTable* table = world.algorithm_table();
     fmt::print(
         "bench comm: {}, {} float32 buffers; time = median of {} of the slowest rank per call "
         "(send/recv: one way of a ping-pong of rank pairs); iters = timed calls per path; "
-        "GB/s = 1e9 bytes/s; bus GB/s = mpitron's, nccl-tests convention\n"
-        "{:<15} {:>11} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}\n",
+        "GB/s = 1e9 bytes/s; bus GB/s = mpitron's, nccl-tests convention; algorithms: {}\n"
+        "{:<15} {:>11} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}  {}\n",
         nn::counted(world.size(), "rank"), kernels::to_string(device),
-        nn::counted(std::min(kRounds, options.max_iterations), "round"), "op", "bytes", "iters",
-        "mpitron us", "MPI us", "ratio", "mpitron GB/s", "MPI GB/s", "bus GB/s");
+        nn::counted(std::min(kCommRounds, options.max_iterations), "round"),
+        table != nullptr ? "comm table " + table->source + " (" + table->measured_on + ")"
+                         : std::string("the built-in rule"),
+        "op", "bytes", "iters", "mpitron us", "MPI us", "ratio", "mpitron GB/s", "MPI GB/s",
+        "bus GB/s", "algorithm");
   }
   nlohmann::json results = nlohmann::json::array();
   bool all_match = true;
@@ -197,32 +185,33 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
       continue;
     }
     std::size_t previous_n = 0;  // sizes that round to the same count are timed once
-    for (std::size_t size = options.min_bytes; size <= options.max_bytes;
-         size = size > options.max_bytes / 4 ? options.max_bytes + 1 : size * 4) {
+    for (const std::size_t size : comm_sizes(options.min_bytes, options.max_bytes)) {
       const std::size_t n = comm_elements(op, size, world.size());
       if (n == previous_n) continue;
       previous_n = n;
       const std::size_t bytes = n * sizeof(float);
       const bool match = results_match(op, world, n, device);
       all_match = all_match && match;
-      const int iterations = static_cast<int>(std::min<std::size_t>(
-          std::max<std::size_t>(options.budget_bytes / bytes, options.min_iterations),
-          static_cast<std::size_t>(options.max_iterations)));
-      const Timing t = measure(op, world, n, iterations, device);
+      const Timing t =
+          measure(op, world, n, comm_iterations(bytes, options.max_iterations), device);
+      const std::string algorithm =
+          algorithm_taken(op, world, make_comm_buffers(op, n, world.size(), world.rank(), device));
       const double gbps_mpitron = static_cast<double>(bytes) / t.mpitron_s / 1e9;
       const double gbps_mpi = static_cast<double>(bytes) / t.mpi_s / 1e9;
       const double bus = bus_factor(op, world.size());
       if (print) {
         fmt::print(
-            "{:<15} {:>11} {:>6} {:>12.1f} {:>12.1f} {:>7.2f} {:>12.2f} {:>10.2f} {:>10.2f}{}\n",
+            "{:<15} {:>11} {:>6} {:>12.1f} {:>12.1f} {:>7.2f} {:>12.2f} {:>10.2f} {:>10.2f}  "
+            "{}{}\n",
             to_string(op), size_text(bytes), t.iterations, t.mpitron_s * 1e6, t.mpi_s * 1e6,
-            t.mpitron_s / t.mpi_s, gbps_mpitron, gbps_mpi, gbps_mpitron * bus,
+            t.mpitron_s / t.mpi_s, gbps_mpitron, gbps_mpi, gbps_mpitron * bus, algorithm,
             match ? "" : "  RESULTS DIFFER");
       }
       results.push_back({{"op", to_string(op)},
                          {"bytes", bytes},
                          {"iterations", t.iterations},
                          {"results_match", match},
+                         {"algorithm", algorithm},
                          {"mpitron_us", t.mpitron_s * 1e6},
                          {"mpi_us", t.mpi_s * 1e6},
                          {"mpitron_gbps", gbps_mpitron},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,16 +19,22 @@ namespace mpitron::app {
 /// checks that both paths agree.
 inline constexpr std::size_t kMaxCommBytes = std::size_t{256} << 20;
 
+/// The file `bench comm --tune-table` writes when it is given no name.
+inline constexpr const char* kDefaultCommTable = "comm_table.json";
+
 struct BenchCommOptions {
   CommonOptions common;
   std::size_t min_bytes = std::size_t{4} << 10;
   std::size_t max_bytes = std::size_t{64} << 20;
-  /// Bytes moved per measurement: iterations = min(max(budget / size, min), max iterations).
-  std::size_t budget_bytes = std::size_t{512} << 20;
-  int min_iterations = 5;
+  /// Most timed calls per size and path (comm_iterations).
   int max_iterations = 1000;
   /// The operations to time, by to_string(CommOp) name, in this order; all four by default.
   std::vector<std::string> ops = comm_op_names();
+  /// --tune-table's file ("": kDefaultCommTable): measure every algorithm and write a comm
+  /// table instead of the comparison. Not `--tune`: Open MPI's mpirun takes `--tune FILE` from
+  /// anywhere on its command line, the program's arguments included, as its own MCA parameter
+  /// file.
+  std::optional<std::string> tune;
 };
 
 /// Adds the `comm` subcommand and its flags (--min-bytes --max-bytes --max-iterations --ops and

@@ -2,11 +2,16 @@
 
 #include <mpi.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <stdexcept>
 #include <vector>
 
+#include "comm/agreement.h"
+#include "comm/algorithm_choice.h"
 #include "comm/collectives.h"
 #include "comm/point_to_point.h"
 
@@ -42,6 +47,20 @@ CommOp comm_op_named(const std::string& name) {
     if (to_string(op) == name) return op;
   }
   throw std::invalid_argument("bench comm: no operation named '" + name + "'");
+}
+
+std::optional<comm::Collective> collective_of(CommOp op) {
+  switch (op) {
+    case CommOp::all_reduce:
+      return comm::Collective::all_reduce;
+    case CommOp::all_gather:
+      return comm::Collective::all_gather;
+    case CommOp::reduce_scatter:
+      return comm::Collective::reduce_scatter;
+    case CommOp::send_recv:
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 double bus_factor(CommOp op, int size) {
@@ -184,6 +203,59 @@ void run_mpi(CommOp op, const comm::Communicator& comm, CommBuffers& buffers) {
 
 const Buffer& comm_result(CommOp op, const CommBuffers& buffers) {
   return scatters(op) ? buffers.out : buffers.in;
+}
+
+std::string algorithm_taken(CommOp op, const comm::Communicator& comm, const CommBuffers& buffers) {
+  switch (op) {
+    case CommOp::all_reduce:
+      return std::string(comm::to_string(comm::all_reduce_algorithm(comm, buffers.in)));
+    case CommOp::all_gather:
+      return std::string(comm::to_string(comm::all_gather_algorithm(comm, buffers.in)));
+    case CommOp::reduce_scatter:
+      return std::string(comm::to_string(comm::reduce_scatter_algorithm(comm, buffers.in)));
+    case CommOp::send_recv:
+      return "header + payload";
+  }
+  return "";
+}
+
+int comm_iterations(std::size_t bytes, int max_iterations) {
+  return static_cast<int>(
+      std::min<std::size_t>(std::max<std::size_t>(kCommBudgetBytes / bytes, kMinCommIterations),
+                            static_cast<std::size_t>(max_iterations)));
+}
+
+std::vector<std::size_t> comm_sizes(std::size_t min_bytes, std::size_t max_bytes) {
+  std::vector<std::size_t> sizes;
+  for (std::size_t size = min_bytes; size <= max_bytes;
+       size = size > max_bytes / 4 ? max_bytes + 1 : size * 4) {
+    sizes.push_back(size);
+  }
+  return sizes;
+}
+
+std::string size_text(std::size_t bytes) {
+  if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0)
+    return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+double time_calls(const comm::Communicator& world, int iterations,
+                  const std::function<void()>& run) {
+  comm::barrier(world);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i)
+    run();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return comm::all_reduce_scalar(world, seconds, comm::ReduceOp::max) / iterations;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 }  // namespace mpitron::app

@@ -5,9 +5,12 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "comm/algorithm_table.h"
 #include "comm/communicator.h"
 #include "kernels/device.h"
 
@@ -27,6 +30,9 @@ std::vector<std::string> comm_op_names();
 
 /// The CommOp whose to_string is `name`; throws std::invalid_argument for another name.
 CommOp comm_op_named(const std::string& name);
+
+/// The collective a table chooses the algorithm of for `op`; nullopt for send/recv.
+std::optional<comm::Collective> collective_of(CommOp op);
 
 /// Bus bandwidth per algorithm bandwidth (bytes/time) on `size` ranks, the nccl-tests
 /// convention: 2(size-1)/size for all-reduce, (size-1)/size for all-gather and reduce-scatter,
@@ -60,5 +66,34 @@ void run_mpi(CommOp op, const comm::Communicator& comm, CommBuffers& buffers);
 
 /// The buffer holding `op`'s result after a run (out, or in for the in-place operations).
 const kernels::Buffer& comm_result(CommOp op, const CommBuffers& buffers);
+
+/// The name of the algorithm run_mpitron(op, comm, buffers) takes (comm/algorithm_choice.h),
+/// "header + payload" for send/recv.
+std::string algorithm_taken(CommOp op, const comm::Communicator& comm, const CommBuffers& buffers);
+
+/// Timed rounds per measurement: a burst of load from other processes on a shared machine then
+/// spoils one round of every path, not the whole of one.
+inline constexpr int kCommRounds = 5;
+
+/// Bytes moved per measurement: calls = min(max(budget / size, kMinCommIterations), most).
+inline constexpr std::size_t kCommBudgetBytes = std::size_t{512} << 20;
+inline constexpr int kMinCommIterations = 5;
+
+/// The calls per measurement of `bytes`, at most `max_iterations` (see kCommBudgetBytes).
+int comm_iterations(std::size_t bytes, int max_iterations);
+
+/// The sizes bench comm times: min_bytes, 4 x min_bytes, ... up to max_bytes.
+std::vector<std::size_t> comm_sizes(std::size_t min_bytes, std::size_t max_bytes);
+
+/// "4 KiB", "64 MiB", "12 B".
+std::string size_text(std::size_t bytes);
+
+/// Seconds per call of `run`, the slowest rank's of `world`, after the ranks of `world` line up
+/// (comm::barrier); `iterations` calls.
+double time_calls(const comm::Communicator& world, int iterations,
+                  const std::function<void()>& run);
+
+/// The median of `values` (not empty).
+double median(std::vector<double> values);
 
 }  // namespace mpitron::app

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "autograd/ops.h"
+#include "comm/algorithm_choice.h"
 #include "comm/butterfly.h"
 #include "comm/collectives.h"
 #include "comm/p2p_gather_scatter.h"
@@ -165,6 +166,24 @@ void expect_mappings(const ValidateContext& ctx, const Group& tp, Comparison& ou
                    }));
 }
 
+// How the name of the large collectives' check names `algorithm` of `op`.
+std::string taken_name(comm::Collective op, comm::Algorithm algorithm) {
+  switch (algorithm) {
+    case comm::Algorithm::rabenseifner:
+      return "Rabenseifner";
+    case comm::Algorithm::recursive_halving:
+      return "recursive halving";
+    case comm::Algorithm::recursive_doubling:
+      return op == comm::Collective::all_reduce ? "recursive doubling"
+                                                : "recursive-doubling all-gather";
+    case comm::Algorithm::ring:
+      return "ring " + std::string(comm::to_string(op));
+    case comm::Algorithm::mpi:
+      return "MPI " + std::string(comm::to_string(op));
+  }
+  return "?";
+}
+
 // Large-buffer collectives over `g`, sized to take each algorithm beyond the small buffers'
 // recursive doubling: all-reduce (sum) of just over kRecursiveDoublingMaxBytes and of just over
 // kRabenseifnerMaxBytes, all-gather of blocks of just over kRingAllGatherBlockBytesPerRankSquared
@@ -182,10 +201,8 @@ void expect_large_collectives(const ValidateContext& ctx, const Group& g, Compar
   for (const std::size_t bytes : {comm::kRecursiveDoublingMaxBytes, comm::kRabenseifnerMaxBytes}) {
     const auto n = static_cast<std::int64_t>(bytes / sizeof(float)) + 3;
     Tensor x = make(ctx, table(n, [&](auto i) { return (w + 1) * residue(i); }), {n});
-    taken.insert(comm::uses_rabenseifner_all_reduce(g.comm, x.buffer()) ? "Rabenseifner"
-                 : comm::uses_ring_all_reduce(g.comm, x.buffer())       ? "ring all-reduce"
-                 : comm::uses_recursive_doubling(g.comm, x.buffer())    ? "recursive doubling"
-                                                                        : "MPI all-reduce");
+    taken.insert(
+        taken_name(comm::Collective::all_reduce, comm::all_reduce_algorithm(g.comm, x.buffer())));
     comm::all_reduce(g.comm, x.buffer(), comm::ReduceOp::sum);
     out.expect_close(x.to_vector(), table(n, [&](auto i) { return sum * residue(i); }));
   }
@@ -197,7 +214,8 @@ void expect_large_collectives(const ValidateContext& ctx, const Group& g, Compar
       make(ctx, table(count, [&](auto i) { return 1000 * w + residue(i); }), {1, count});
   Tensor gathered = Tensor::empty({1, size * count}, autograd::DType::f32, ctx.device);
   comm::all_gather(g.comm, part.buffer(), gathered.buffer(), 1);
-  taken.insert(size > 1 ? "ring all-gather" : "MPI all-gather");
+  taken.insert(
+      taken_name(comm::Collective::all_gather, comm::all_gather_algorithm(g.comm, part.buffer())));
   out.expect_close(gathered.to_vector(), table(size * count, [&](auto i) {
                      return 1000.0 * g.members[static_cast<std::size_t>(i / count)] +
                             residue(i % count);
@@ -206,9 +224,8 @@ void expect_large_collectives(const ValidateContext& ctx, const Group& g, Compar
                            {1, size * count});
   Tensor scattered = Tensor::empty({1, count}, autograd::DType::f32, ctx.device);
   comm::reduce_scatter(g.comm, wide.buffer(), scattered.buffer(), 1);
-  taken.insert(size < 2                           ? "MPI reduce-scatter"
-               : comm::is_butterfly_group(g.comm) ? "recursive halving"
-                                                  : "ring reduce-scatter");
+  taken.insert(taken_name(comm::Collective::reduce_scatter,
+                          comm::reduce_scatter_algorithm(g.comm, wide.buffer())));
   out.expect_close(scattered.to_vector(),
                    table(count, [&](auto i) { return sum * residue(g.position * count + i); }));
 }
@@ -260,7 +277,6 @@ std::vector<LocalCheck> check_communication(const ValidateContext& ctx) {
     for (const Group& g : groups(topo)) {
       if (g.comm.size() > 1) expect_large_collectives(ctx, g, large, taken);
     }
-    taken.erase("MPI all-reduce");
     checks.push_back(
         {fmt::format("COMM: large all-reduce, all-gather and reduce-scatter ({}) "
                      "match closed form",
