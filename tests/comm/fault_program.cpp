@@ -11,6 +11,9 @@
 //                 waits in a recv from rank 0 instead, rank 3 computes (sleeps 30 s). Expect the
 //                 deadline line with "arrived: ranks 0, 1" and ranks 2 and 3 named with what
 //                 they were doing.
+//   stall-mpi-all-reduce  on 2 ranks, with a table that hands all-reduce to MPI's blocking
+//                 collective: rank 0 enters it with a 3 s deadline, rank 1 computes (sleeps
+//                 30 s). Expect the watch thread's deadline line from rank 0 within 20 s.
 //   throw         the last rank throws while the others wait in a barrier: run_guarded prints
 //                 its line and aborts the job with exit code 1.
 //   uncaught      the last rank lets an exception escape main: the terminate handler prints
@@ -19,11 +22,14 @@
 //                 and the job exits 2 after a clean finalize.
 #include <chrono>
 #include <cstdio>
+#include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "comm/algorithm_table.h"
 #include "comm/collectives.h"
 #include "comm/environment.h"
 #include "comm/guard.h"
@@ -69,11 +75,25 @@ int stall_all_reduce(comm::Communicator& world) {
   return 0;
 }
 
+int stall_mpi_all_reduce(comm::Communicator& world) {
+  auto table = std::make_shared<comm::AlgorithmTable>();
+  table->world_size = world.size();
+  table->choices.push_back({comm::Collective::all_reduce, world.size(), 0,
+                            std::numeric_limits<std::size_t>::max(), comm::Algorithm::mpi});
+  world.set_algorithm_table(std::move(table));
+  world.set_timeout(world.rank() == 0 ? 3.0 : 60.0);
+  kernels::Buffer value(1, kernels::DType::f64, kernels::Device::cpu);
+  if (world.rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(30));
+  comm::all_reduce(world, value, comm::ReduceOp::sum);
+  return 0;
+}
+
 int run(const std::string& mode, comm::Communicator& world) {
   world.set_timeout(60.0);
   if (mode == "skip-recv") return skip_receive(world);
   if (mode == "skip-send") return skip_send(world);
   if (mode == "stall-all-reduce") return stall_all_reduce(world);
+  if (mode == "stall-mpi-all-reduce") return stall_mpi_all_reduce(world);
   if (mode == "throw") {
     if (world.rank() == world.size() - 1) throw std::runtime_error("injected failure");
     comm::barrier(world);
