@@ -32,14 +32,7 @@ struct Watch {
 };
 
 [[noreturn]] void expire(const Communicator& comm, const Operation& op) {
-  DeadlineReport report;
-  report.rank = comm.world_rank();
-  report.what = op.what;
-  report.peer = op.peer >= 0 ? comm.global_rank(op.peer) : -1;
-  report.communicator = comm.name();
-  report.members = comm.members();
-  report.bytes = op.bytes;
-  report.seconds = comm.timeout();
+  DeadlineReport report = deadline_report(comm, op);
   report.stalled =
       "it waited inside MPI's own blocking collective (chosen by the comm table), where no rank "
       "can be asked what it is doing";

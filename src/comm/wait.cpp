@@ -37,6 +37,18 @@ void Backoff::pause() {
   }
 }
 
+DeadlineReport deadline_report(const Communicator& comm, const Operation& op) {
+  DeadlineReport report;
+  report.rank = comm.world_rank();
+  report.what = op.what;
+  report.peer = op.peer >= 0 ? comm.global_rank(op.peer) : -1;
+  report.communicator = comm.name();
+  report.members = comm.members();
+  report.bytes = op.bytes;
+  report.seconds = comm.timeout();
+  return report;
+}
+
 std::string deadline_message(const DeadlineReport& report) {
   constexpr std::size_t kMaxListed = 16;
   std::ostringstream line;
@@ -84,14 +96,7 @@ std::string operation_text(const Communicator& comm, const Operation& op) {
 }
 
 [[noreturn]] void expire(const Communicator& comm, const Operation& op, const std::string& doing) {
-  DeadlineReport report;
-  report.rank = comm.world_rank();
-  report.what = op.what;
-  report.peer = op.peer >= 0 ? comm.global_rank(op.peer) : -1;
-  report.communicator = comm.name();
-  report.members = comm.members();
-  report.bytes = op.bytes;
-  report.seconds = comm.timeout();
+  DeadlineReport report = deadline_report(comm, op);
   std::vector<int> peers;
   if (report.peer >= 0) {
     peers.push_back(report.peer);

@@ -114,6 +114,9 @@ struct DeadlineReport {
   std::string stalled;   ///< stall_summary of the peers' answers (stall_inspector.h), or ""
 };
 
+/// The report of `op` on `comm` past its deadline (comm.timeout()), `stalled` empty.
+DeadlineReport deadline_report(const Communicator& comm, const Operation& op);
+
 /// One line, e.g. "rank 3: recv from rank 1 on the pp communicator (16384 bytes) did not
 /// complete within 5 s" or "rank 0: all_reduce on the tp communicator of ranks 0, 1 (64 bytes)
 /// did not complete within 120 s", followed by "; " and `stalled` when it is not empty, e.g.

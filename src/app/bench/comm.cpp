@@ -75,6 +75,7 @@ namespace {
 struct Timing {
   int iterations = 0;
   double mpitron_s = 0.0, mpi_s = 0.0;  // per iteration, slowest rank
+  std::string algorithm;                // the one mpitron's path took
 };
 
 // `run()`, which makes `calls` plain blocking MPI calls of `op`. They have no deadline of their
@@ -125,6 +126,7 @@ Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int it
     }));
   }
   Timing timing;
+  timing.algorithm = algorithm_taken(op, world, buffers);
   timing.iterations = rounds * per_round;
   timing.mpitron_s = median(mpitron_s);
   timing.mpi_s = median(mpi_s);
@@ -194,8 +196,6 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
       all_match = all_match && match;
       const Timing t =
           measure(op, world, n, comm_iterations(bytes, options.max_iterations), device);
-      const std::string algorithm =
-          algorithm_taken(op, world, make_comm_buffers(op, n, world.size(), world.rank(), device));
       const double gbps_mpitron = static_cast<double>(bytes) / t.mpitron_s / 1e9;
       const double gbps_mpi = static_cast<double>(bytes) / t.mpi_s / 1e9;
       const double bus = bus_factor(op, world.size());
@@ -204,14 +204,14 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
             "{:<15} {:>11} {:>6} {:>12.1f} {:>12.1f} {:>7.2f} {:>12.2f} {:>10.2f} {:>10.2f}  "
             "{}{}\n",
             to_string(op), size_text(bytes), t.iterations, t.mpitron_s * 1e6, t.mpi_s * 1e6,
-            t.mpitron_s / t.mpi_s, gbps_mpitron, gbps_mpi, gbps_mpitron * bus, algorithm,
+            t.mpitron_s / t.mpi_s, gbps_mpitron, gbps_mpi, gbps_mpitron * bus, t.algorithm,
             match ? "" : "  RESULTS DIFFER");
       }
       results.push_back({{"op", to_string(op)},
                          {"bytes", bytes},
                          {"iterations", t.iterations},
                          {"results_match", match},
-                         {"algorithm", algorithm},
+                         {"algorithm", t.algorithm},
                          {"mpitron_us", t.mpitron_s * 1e6},
                          {"mpi_us", t.mpi_s * 1e6},
                          {"mpitron_gbps", gbps_mpitron},

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <fstream>
