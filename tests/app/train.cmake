@@ -12,7 +12,8 @@ mpitron_add_expect_test(train_tp2_pp2_dp2 TARGET mpitron NP 8 TIMEOUT 300
        --metrics ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl
   EXPECT_EXIT 0
   EXPECT_OUTPUT "train: tp=2 pp=2 dp=2 \\(8 ranks" "2 micro-batches of 2 sequences"
-                "step 3/3 loss [0-9.]+ lr [^\n]* tokens/s [0-9.]+ GFLOP/s MFU [0-9.]+%" "step 2 val_loss" "step 3 val_loss" "train done")
+                "step 3/3 loss [0-9.]+ lr [^\n]* tokens/s [0-9.]+ GFLOP/s MFU [0-9.]+%" "step 2 val_loss" "step 3 val_loss" "train done"
+                "step phases \\(rank 0, mean\\): forward-backward [0-9.]+ ms \\([0-9]+ %\\), gradient reduction [0-9.]+ ms \\([0-9]+ %\\), gradient norm [0-9.]+ ms \\([0-9]+ %\\), optimizer [0-9.]+ ms \\([0-9]+ %\\)\n")
 add_test(NAME train_metrics_format
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_metrics.py
                  ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl --topology 2 2 2 --steps 3
