@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/erf_f32.h"
+#include "kernels/cpu/tanh_f32.h"
 #include "kernels/fault_injection.h"
 #include "kernels/math.h"
 
@@ -95,6 +96,7 @@ struct Elementwise {
     if constexpr (std::is_same_v<T, float>) {
       if (form == GeluForm::exact)
         return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_exact_grad_f32(x[i]); });
+      return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_tanh_grad_f32(x[i]); });
     }
     map(dx, n, [=](std::size_t i) { return dy[i] * math::gelu_grad(x[i], form); });
   }
@@ -116,12 +118,13 @@ struct Elementwise {
   }
 
  private:
-  /// body(gelu) with `gelu` the scalar GELU of `form`: exact GELU in float32 takes the
-  /// vectorizable erf_f32, other cases math::gelu (the C library's erf and tanh).
+  /// body(gelu) with `gelu` the scalar GELU of `form`: in float32 the vectorizable erf_f32 or
+  /// tanh_f32, in float64 math::gelu (the C library's erf and tanh).
   template <class T, class Body>
   static void with_gelu(GeluForm form, Body body) {
     if constexpr (std::is_same_v<T, float>) {
       if (form == GeluForm::exact) return body([](float v) { return gelu_exact_f32(v); });
+      return body([](float v) { return gelu_tanh_f32(v); });
     }
     body([form](T v) { return math::gelu(v, form); });
   }
