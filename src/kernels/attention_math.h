@@ -59,8 +59,8 @@ MPITRON_HOST_DEVICE inline T online_softmax_block(T* s, std::size_t n, T& runnin
 /// accumulator out[0, d) (sum_j p_j v_j against the old max) scaled by alpha, before the caller
 /// adds the block's p v.
 template <class T>
-MPITRON_HOST_DEVICE inline void online_softmax_rescale(T alpha, T block_sum, T& running_sum,
-                                                       T* out, std::size_t d) {
+MPITRON_HOST_DEVICE inline void online_softmax_rescale(T alpha, T block_sum, T& running_sum, T* out,
+                                                       std::size_t d) {
   running_sum = alpha * running_sum + block_sum;
   for (std::size_t x = 0; x < d; ++x)
     out[x] *= alpha;

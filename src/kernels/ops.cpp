@@ -156,10 +156,10 @@ void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const
     for (const Arg& in : {Arg{"q", q}, Arg{"k", k}, Arg{"v", v}, Arg{"o", o}, Arg{"dout", dout}})
       expect_distinct(op, out, in);
   }
-  if (check_attention(op, seq, head_dim, q,
-                      {{"k", k}, {"v", v}, {"o", o}, {"dout", dout}, {"dq", dq}, {"dk", dk},
-                       {"dv", dv}},
-                      lse)) {
+  if (check_attention(
+          op, seq, head_dim, q,
+          {{"k", k}, {"v", v}, {"o", o}, {"dout", dout}, {"dq", dq}, {"dk", dk}, {"dv", dv}},
+          lse)) {
     be.attention_backward(q, k, v, o, lse, dout, seq, head_dim, causal, scale, dq, dk, dv);
   }
 }

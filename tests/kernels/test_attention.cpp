@@ -81,9 +81,8 @@ Reference reference(const std::vector<double>& q, const std::vector<double>& k,
 }
 
 TEST_P(AttentionTest, ForwardAndBackwardMatchFloat64Loop) {
-  const Sizes cases[] = {{3, 1, 5, true},   {3, 1, 5, false},  {2, 67, 3, true},
-                         {2, 67, 3, false}, {4, 64, 7, true},  {1, 130, 8, true},
-                         {1, 130, 8, false}};
+  const Sizes cases[] = {{3, 1, 5, true},  {3, 1, 5, false},  {2, 67, 3, true},  {2, 67, 3, false},
+                         {4, 64, 7, true}, {1, 130, 8, true}, {1, 130, 8, false}};
   for (const Sizes z : cases) {
     SCOPED_TRACE(::testing::Message() << "slices " << z.slices << " seq " << z.seq << " head_dim "
                                       << z.d << " causal " << z.causal);

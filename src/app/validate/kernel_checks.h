@@ -12,8 +12,8 @@
 namespace mpitron::app {
 
 /// "KERNELS: GELU ...", "KERNELS: softmax ...", "KERNELS: linear, matmul and attention core
-/// ..." (the unfused core, plain and causal), "KERNELS: element-wise, reduction, loss and shape ops ...",
-/// "KERNELS: backward engine ...", then the GPT's kernels (validate_kernels_gpt.h): "KERNELS:
+/// ..." (the unfused core, plain and causal), "KERNELS: element-wise, reduction, loss and shape ops
+/// ...", "KERNELS: backward engine ...", then the GPT's kernels (validate_kernels_gpt.h): "KERNELS:
 /// LayerNorm ...", "KERNELS: causal and scaled softmax ...", "KERNELS: fused causal attention
 /// ..." (the blocked online-softmax kernel at seq 67, 66 and 1, odd head_dim, causal or not, and
 /// the model's attention core through it), "KERNELS: embedding ...",

@@ -1,11 +1,11 @@
 // CPU loops of the fused attention (kernels::attention_forward / attention_backward): tiles of
-// kBlockQ queries x kBlockK keys, the per-row math of kernels/attention_math.h (which the CUDA
-// kernel runs too), and inner loops over contiguous rows that the compiler vectorizes (the
-// q k^T and dO v^T tiles read a transposed key / value block, so no loop is a horizontal sum).
-// Every output row is written by exactly one iteration of one outer loop, a plain `for` over
-// independent tasks: forward over (batch*head, query block); backward once over (batch*head, key
-// block) for dK and dV, then over (batch*head, query block) for dQ. No atomics: the result does
-// not depend on the order of the tasks.
+// kBlockQ queries x kBlockK keys, their products through the CPU GEMM (cpu/gemm.h: each tile is
+// a small row-major product of contiguous row blocks, so nothing is transposed or copied), and
+// between them the per-row math of kernels/attention_math.h, which the CUDA kernel runs too, in
+// plain loops over a tile's rows. Every output row is written by exactly one iteration of one
+// outer loop, a plain `for` over independent tasks: forward over (batch*head, query block);
+// backward once over (batch*head, key block) for dK and dV, then over (batch*head, query block)
+// for dQ. No atomics: the result does not depend on the order of the tasks.
 #pragma once
 
 #include <algorithm>
@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "kernels/attention_math.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/fault_injection.h"
 
 namespace mpitron::kernels::cpu {
 
 struct Attention {
-  /// Queries and keys per tile: a 64 x 64 tile of scores and one transposed key block of
-  /// head_dim 64 are 16 KiB each in float32, so a tile's working set stays in L1/L2.
+  /// Queries and keys per tile: a 64 x 64 tile of scores is 16 KiB in float32, and with the
+  /// query, key and value blocks of head_dim 64 a tile's working set stays in L2.
   static constexpr std::size_t kBlockQ = 64;
   static constexpr std::size_t kBlockK = 64;
 
@@ -34,7 +35,7 @@ struct Attention {
       const std::size_t slice = task / q_blocks * seq * d;
       const std::size_t i0 = task % q_blocks * kBlockQ;
       const std::size_t rows = std::min(kBlockQ, seq - i0);
-      Tile<T> tile(d);
+      Tile<T> tile;
       T* out = o + slice + i0 * d;
       std::fill(out, out + rows * d, T(0));
       T max[kBlockQ], sum[kBlockQ];
@@ -43,17 +44,14 @@ struct Attention {
       const std::size_t key_end = causal ? i0 + rows : seq;  // later blocks are all masked
       for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
         const std::size_t cols = std::min(kBlockK, key_end - j0);
-        tile.scores(q + slice, k + slice, i0, rows, j0, cols, causal, scale);
+        tile.scores(q + slice, k + slice, d, i0, rows, j0, cols, causal, scale);
         for (std::size_t r = 0; r < rows; ++r) {
-          T* p = tile.s + r * kBlockK;
           T block_sum;
-          T alpha = math::online_softmax_block(p, cols, max[r], block_sum);
+          T alpha = math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum);
           if (no_rescale) alpha = T(1);
-          T* out_row = out + r * d;
-          math::online_softmax_rescale(alpha, block_sum, sum[r], out_row, d);
-          for (std::size_t c = 0; c < cols; ++c)
-            add_scaled(p[c], v + slice + (j0 + c) * d, out_row, d);
+          math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
         }
+        product(false, rows, d, cols, tile.s, v + slice + j0 * d, out);  // O += P V
       }
       for (std::size_t r = 0; r < rows; ++r) {
         const T inv = T(1) / sum[r];
@@ -75,21 +73,17 @@ struct Attention {
       const std::size_t slice = task / k_blocks * seq * d;
       const std::size_t j0 = task % k_blocks * kBlockK;
       const std::size_t cols = std::min(kBlockK, seq - j0);
-      Tile<T> tile(d);
-      std::fill(dk + slice + j0 * d, dk + slice + (j0 + cols) * d, T(0));
-      std::fill(dv + slice + j0 * d, dv + slice + (j0 + cols) * d, T(0));
+      Tile<T> tile;
+      T* dk_block = dk + slice + j0 * d;
+      T* dv_block = dv + slice + j0 * d;
+      std::fill(dk_block, dk_block + cols * d, T(0));
+      std::fill(dv_block, dv_block + cols * d, T(0));
       for (std::size_t i0 = causal ? j0 : 0; i0 < seq; i0 += kBlockQ) {
         const std::size_t rows = std::min(kBlockQ, seq - i0);
-        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d,
-                         dout + slice, i0, rows, j0, cols, causal, scale);
-        for (std::size_t r = 0; r < rows; ++r) {
-          for (std::size_t c = 0; c < cols; ++c) {
-            add_scaled(tile.s[r * kBlockK + c], dout + slice + (i0 + r) * d, dv + slice + (j0 + c) * d,
-                 d);
-            add_scaled(tile.ds[r * kBlockK + c], q + slice + (i0 + r) * d, dk + slice + (j0 + c) * d,
-                 d);
-          }
-        }
+        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d, dout + slice,
+                         d, i0, rows, j0, cols, causal, scale);
+        product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv_block);  // dV += P^T dO
+        product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk_block);    // dK += dS^T Q
       }
     }
     // dQ: each task owns one query block's rows and visits every key it sees.
@@ -98,76 +92,53 @@ struct Attention {
       const std::size_t slice = task / q_blocks * seq * d;
       const std::size_t i0 = task % q_blocks * kBlockQ;
       const std::size_t rows = std::min(kBlockQ, seq - i0);
-      Tile<T> tile(d);
-      std::fill(dq + slice + i0 * d, dq + slice + (i0 + rows) * d, T(0));
+      Tile<T> tile;
+      T* dq_block = dq + slice + i0 * d;
+      std::fill(dq_block, dq_block + rows * d, T(0));
       const std::size_t key_end = causal ? i0 + rows : seq;
       for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
         const std::size_t cols = std::min(kBlockK, key_end - j0);
-        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d,
-                         dout + slice, i0, rows, j0, cols, causal, scale);
-        for (std::size_t r = 0; r < rows; ++r) {
-          for (std::size_t c = 0; c < cols; ++c)
-            add_scaled(tile.ds[r * kBlockK + c], k + slice + (j0 + c) * d, dq + slice + (i0 + r) * d, d);
-        }
+        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d, dout + slice,
+                         d, i0, rows, j0, cols, causal, scale);
+        product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq_block);  // dQ += dS K
       }
     }
   }
 
  private:
-  /// y[x] += a b[x] for x < n.
+  /// c[m, n] += op(a) b with op(a) [m, inner] (a stored [m, inner], or [inner, m] when
+  /// `trans_a`) and b [inner, n], all row-major and packed.
   template <class T>
-  static void add_scaled(T a, const T* b, T* y, std::size_t n) {
-    for (std::size_t x = 0; x < n; ++x)
-      y[x] += a * b[x];
+  static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const T* a,
+                      const T* b, T* c) {
+    Gemm::gemm_batched(trans_a, false, 1, m, n, inner, T(1), a, 0, b, 0, T(1), c, 0);
   }
 
   /// One thread's tile scratch, kept between calls (thread_local: one per thread once the outer
-  /// loops run in parallel): scores / probabilities s and score gradients ds [kBlockQ, kBlockK],
-  /// and a key and a value block transposed to [d, kBlockK].
+  /// loops run in parallel): scores / probabilities s and score gradients ds, each [rows, cols]
+  /// packed in kBlockQ x kBlockK elements.
   template <class T>
   struct Tile {
-    T *s, *ds, *kt, *vt;
-    std::size_t d;
+    T *s, *ds;
 
-    explicit Tile(std::size_t head_dim) : d(head_dim) {
-      thread_local std::vector<T> scratch;
-      scratch.resize(2 * kBlockQ * kBlockK + 2 * d * kBlockK);
+    Tile() {
+      thread_local std::vector<T> scratch(2 * kBlockQ * kBlockK);
       s = scratch.data();
       ds = s + kBlockQ * kBlockK;
-      kt = ds + kBlockQ * kBlockK;
-      vt = kt + d * kBlockK;
     }
 
-    /// t[x, c] = m[j0 + c, x] for c < cols: rows [j0, j0 + cols) of m [seq, d], transposed.
-    void transpose(const T* m, std::size_t j0, std::size_t cols, T* t) const {
-      for (std::size_t c = 0; c < cols; ++c)
-        for (std::size_t x = 0; x < d; ++x)
-          t[x * kBlockK + c] = m[(j0 + c) * d + x];
-    }
-
-    /// out[r, c] = a[i0 + r] . b[j0 + c] for r < rows, c < cols, with b's block transposed in
-    /// bt: for each row, an axpy over the block's columns per element of a's row.
-    void products(const T* a, std::size_t i0, std::size_t rows, const T* bt, std::size_t cols,
-                  T* out) const {
-      for (std::size_t r = 0; r < rows; ++r) {
-        T* out_row = out + r * kBlockK;
-        std::fill(out_row, out_row + cols, T(0));
-        for (std::size_t x = 0; x < d; ++x)
-          add_scaled(a[(i0 + r) * d + x], bt + x * kBlockK, out_row, cols);
-      }
-    }
-
-    /// s = scale q k^T of queries [i0, i0 + rows) and keys [j0, j0 + cols) of one slice, masked
-    /// entries -inf.
-    void scores(const T* q, const T* k, std::size_t i0, std::size_t rows, std::size_t j0,
-                std::size_t cols, bool causal, T scale) {
-      transpose(k, j0, cols, kt);
-      products(q, i0, rows, kt, cols, s);
+    /// s = scale q k^T of queries [i0, i0 + rows) and keys [j0, j0 + cols) of one slice
+    /// ([seq, d] each), masked entries -inf.
+    void scores(const T* q, const T* k, std::size_t d, std::size_t i0, std::size_t rows,
+                std::size_t j0, std::size_t cols, bool causal, T scale) {
+      Gemm::gemm_batched(false, true, 1, rows, cols, d, scale, q + i0 * d, 0, k + j0 * d, 0, T(0),
+                         s, 0);
+      if (!causal || j0 + cols <= i0 + 1) return;  // the tile lies on or below the diagonal
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t c = 0; c < cols; ++c) {
-          T& score = s[r * kBlockK + c];
-          score = math::attention_masked(i0 + r, j0 + c, causal) ? math::negative_infinity<T>()
-                                                                 : scale * score;
+          if (math::attention_masked(i0 + r, j0 + c, causal)) {
+            s[r * cols + c] = math::negative_infinity<T>();
+          }
         }
       }
     }
@@ -175,18 +146,18 @@ struct Attention {
     /// The tile's probabilities P = exp(S - lse) in s and scale dS = scale P (dP - D) in ds,
     /// with dP = dO v^T and D = rowsum(dO * O), recomputed from q, k, v, o, lse and dout.
     void score_grads(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout,
-                     std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols,
-                     bool causal, T scale) {
-      scores(q, k, i0, rows, j0, cols, causal, scale);
-      transpose(v, j0, cols, vt);
-      products(dout, i0, rows, vt, cols, ds);
+                     std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
+                     std::size_t cols, bool causal, T scale) {
+      scores(q, k, d, i0, rows, j0, cols, causal, scale);
+      Gemm::gemm_batched(false, true, 1, rows, cols, d, T(1), dout + i0 * d, 0, v + j0 * d, 0, T(0),
+                         ds, 0);
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t i = i0 + r;
         const T delta = math::attention_delta(dout + i * d, o + i * d, d);
         for (std::size_t c = 0; c < cols; ++c) {
-          T& p = s[r * kBlockK + c];
+          T& p = s[r * cols + c];
           p = math::attention_probability(p, lse[i]);
-          T& g = ds[r * kBlockK + c];
+          T& g = ds[r * cols + c];
           g = scale * math::attention_score_grad(p, g, delta);
         }
       }

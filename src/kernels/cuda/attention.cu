@@ -122,8 +122,8 @@ __global__ void key_grad_rows(const T* q, const T* k, const T* v, const T* o, co
       if (math::attention_masked(i0 + r, j, causal)) continue;
       const T* q_row = q_block + r * d;
       const T* dout_row = dout_block + r * d;
-      const T p = math::attention_probability(scale * dot(q_row, k + slice + j * d, d),
-                                              lse_block[r]);
+      const T p =
+          math::attention_probability(scale * dot(q_row, k + slice + j * d, d), lse_block[r]);
       const T ds = scale * math::attention_score_grad(p, dot(dout_row, v + slice + j * d, d),
                                                       delta_block[r]);
       for (std::size_t x = 0; x < d; ++x) {
@@ -137,8 +137,8 @@ __global__ void key_grad_rows(const T* q, const T* k, const T* v, const T* o, co
 /// Thread t of block (slice, query block) computes dQ of query row i = i0 + t.
 template <class T>
 __global__ void query_grad_rows(const T* q, const T* k, const T* v, const T* o, const T* lse,
-                                const T* dout, std::size_t seq, std::size_t d, bool causal,
-                                T scale, T* dq) {
+                                const T* dout, std::size_t seq, std::size_t d, bool causal, T scale,
+                                T* dq) {
   extern __shared__ unsigned char shared_bytes[];
   T* k_block = reinterpret_cast<T*>(shared_bytes);
   T* v_block = k_block + kBlock * d;
@@ -209,8 +209,8 @@ template <class T>
 void Kernels::attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
                                  const T* dout, std::size_t batch_heads, std::size_t seq,
                                  std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv) {
-  launch(key_grad_rows<T>, batch_heads, seq, (2 * kBlock * d + 2 * kBlock) * sizeof(T), q, k, v,
-         o, lse, dout, seq, d, causal, scale, dk, dv);
+  launch(key_grad_rows<T>, batch_heads, seq, (2 * kBlock * d + 2 * kBlock) * sizeof(T), q, k, v, o,
+         lse, dout, seq, d, causal, scale, dk, dv);
   launch(query_grad_rows<T>, batch_heads, seq, 2 * kBlock * d * sizeof(T), q, k, v, o, lse, dout,
          seq, d, causal, scale, dq);
 }

@@ -90,9 +90,9 @@ Tensor attention_over_heads(const char* op, const Tensor& q, const Tensor& k, co
   autograd::check_same_shape(op, q, k);
   autograd::check_same_shape(op, q, v);
   if (q.ndim() != 3 || heads < 1 || q.size(2) % heads != 0) {
-    throw std::invalid_argument(fmt::format(
-        "{}: q {} is not [batch, seq, width] with width divisible by {} heads", op,
-        autograd::to_string(q.shape()), heads));
+    throw std::invalid_argument(
+        fmt::format("{}: q {} is not [batch, seq, width] with width divisible by {} heads", op,
+                    autograd::to_string(q.shape()), heads));
   }
   const std::int64_t batch = q.size(0), seq = q.size(1), width = q.size(2);
   const std::int64_t head_dim = width / heads;
@@ -117,8 +117,8 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
       });
 }
 
-Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
-                              std::int64_t heads, bool causal) {
+Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
+                              bool causal) {
   return attention_over_heads(
       "unfused_attention_core", q, k, v, heads,
       [causal](const Tensor& qh, const Tensor& kh, const Tensor& vh, double scale) {

@@ -51,8 +51,8 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
 /// independent form the references use (MultiHeadAttention, the dense GPT of gpt_reference.h),
 /// so the fused kernel is always checked against something it does not share. Arguments and
 /// errors as multi_head_attention_core.
-Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
-                              std::int64_t heads, bool causal = false);
+Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
+                              bool causal = false);
 
 /// Dense multi-head attention owning copies of `weights`: x [batch, seq, embed] ->
 /// out(attention(q(x), k(x), v(x))) [batch, seq, embed], causal when constructed so. The
