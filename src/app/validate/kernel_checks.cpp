@@ -167,20 +167,21 @@ std::vector<OpCase> product_cases() {
 }
 
 // One case of the fused attention on q, k, v [slices, seq, head_dim] (heads = 1 per slice of the
-// reference loop): q in [-1.5, 1.5], k too but 2.5 times larger from key 64 on, so rows that
-// reach a second key block of the CPU kernel (64 keys) find their max there and the online
-// softmax must rescale what it summed against the first block's max.
+// reference loop): q in [0.5, 1.5] and k in [-1.5, 1.5], but from key 64 on k in [4, 5], so a row
+// that reaches a second key block of the CPU kernel (64 keys) finds its max there (scores near
+// 4.5 head_dim / sqrt(head_dim), against at most 2.25 head_dim / sqrt(head_dim) in the first)
+// and the online softmax must rescale what it summed against the first block's max.
 OpCase fused_attention_case(const char* name, std::size_t slices, std::size_t seq,
                             std::size_t head_dim, bool causal, std::uint64_t seed) {
   const std::size_t n = slices * seq * head_dim;
   const autograd::Shape shape{static_cast<std::int64_t>(slices), static_cast<std::int64_t>(seq),
                               static_cast<std::int64_t>(head_dim)};
   const V k = map_values(uniform_values(n, -1.5, 1.5, seed + 1), [&](double u, std::size_t i) {
-    return i / head_dim % seq >= 64 ? 2.5 * u : u;
+    return i / head_dim % seq >= 64 ? 4.5 + u / 3.0 : u;
   });
   return {name,
           {shape, shape, shape},
-          {uniform_values(n, -1.5, 1.5, seed), k, uniform_values(n, -2, 2, seed + 2)},
+          {uniform_values(n, 0.5, 1.5, seed), k, uniform_values(n, -2, 2, seed + 2)},
           {true, true, true},
           [=](const HostValues& in) {
             return attention(in[0], in[1], in[2], slices, seq, 1, head_dim, causal);
@@ -190,12 +191,12 @@ OpCase fused_attention_case(const char* name, std::size_t slices, std::size_t se
           }};
 }
 
-// The fused kernel at the sizes that reach its edges: two key blocks with a partial second one
-// (seq 67 causal, 66 not), seq 1, odd head_dim, several slices; and the model layer's path
-// through it (heads split and put back).
+// The fused kernel at the sizes that reach its edges, kept small because the reference's finite
+// differences cost seq^3 head_dim^2: two key blocks with a partial second one (causal seq 66,
+// odd head_dim), seq 1 with several slices, and the model layer's path through it (heads split
+// and put back). The unit tests (tests/kernels/test_attention.cpp) cover more sizes.
 std::vector<OpCase> fused_attention_cases() {
-  return {fused_attention_case("fused causal attention [2, 67, 3]", 2, 67, 3, true, 60),
-          fused_attention_case("fused attention [1, 66, 4]", 1, 66, 4, false, 63),
+  return {fused_attention_case("fused causal attention [1, 66, 3]", 1, 66, 3, true, 60),
           fused_attention_case("fused causal attention, seq 1 [3, 1, 5]", 3, 1, 5, true, 66),
           {"causal attention core (2 heads, fused)",
            {{2, 5, 6}, {2, 5, 6}, {2, 5, 6}},
