@@ -32,9 +32,7 @@ struct Attention {
     const bool no_rescale = fault_active(Fault::flash_attention_no_rescale);
     const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
     for (std::size_t task = 0; task < batch_heads * q_blocks; ++task) {
-      const std::size_t slice = task / q_blocks * seq * d;
-      const std::size_t i0 = task % q_blocks * kBlockQ;
-      const std::size_t rows = std::min(kBlockQ, seq - i0);
+      const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
       Tile<T> tile;
       T* out = o + slice + i0 * d;
       std::fill(out, out + rows * d, T(0));
@@ -70,9 +68,7 @@ struct Attention {
     const std::size_t k_blocks = (seq + kBlockK - 1) / kBlockK;
     // dK and dV: each task owns one key block's rows and visits every query that sees it.
     for (std::size_t task = 0; task < batch_heads * k_blocks; ++task) {
-      const std::size_t slice = task / k_blocks * seq * d;
-      const std::size_t j0 = task % k_blocks * kBlockK;
-      const std::size_t cols = std::min(kBlockK, seq - j0);
+      const auto [slice, j0, cols] = task_block(task, k_blocks, kBlockK, seq, d);
       Tile<T> tile;
       T* dk_block = dk + slice + j0 * d;
       T* dv_block = dv + slice + j0 * d;
@@ -89,9 +85,7 @@ struct Attention {
     // dQ: each task owns one query block's rows and visits every key it sees.
     const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
     for (std::size_t task = 0; task < batch_heads * q_blocks; ++task) {
-      const std::size_t slice = task / q_blocks * seq * d;
-      const std::size_t i0 = task % q_blocks * kBlockQ;
-      const std::size_t rows = std::min(kBlockQ, seq - i0);
+      const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
       Tile<T> tile;
       T* dq_block = dq + slice + i0 * d;
       std::fill(dq_block, dq_block + rows * d, T(0));
@@ -106,6 +100,18 @@ struct Attention {
   }
 
  private:
+  /// Task `task` of an outer loop over (slice, block of `block` rows of seq), `blocks` blocks
+  /// per slice: the slice's element offset in a [batch_heads, seq, d] buffer, the block's first
+  /// row and its row count (the last block of a slice may be partial).
+  struct TaskBlock {
+    std::size_t slice, first, rows;
+  };
+  static TaskBlock task_block(std::size_t task, std::size_t blocks, std::size_t block,
+                              std::size_t seq, std::size_t d) {
+    const std::size_t first = task % blocks * block;
+    return {task / blocks * seq * d, first, std::min(block, seq - first)};
+  }
+
   /// c[m, n] += op(a) b with op(a) [m, inner] (a stored [m, inner], or [inner, m] when
   /// `trans_a`) and b [inner, n], all row-major and packed.
   template <class T>
