@@ -52,6 +52,12 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::IsMember({"auto", "eigen", "blas"}))
       ->group(kCommonGroup);
   command
+      .add_option("--threads", options.threads,
+                  "CPU threads per rank: the OpenMP threads of the CPU kernels, the same results "
+                  "for any count (default: MPITRON_CPU_THREADS, else 1)")
+      ->check(integer_in(1, kernels::kMaxCpuThreads))
+      ->group(kCommonGroup);
+  command
       .add_option("--timeout-seconds", options.timeout_seconds,
                   "Deadline of every communication operation, in seconds")
       ->capture_default_str()
@@ -194,6 +200,15 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
     throw comm::ConfigError(
         fmt::format("{} {}: {}", options.gemm.empty() ? "MPITRON_GEMM" : "--gemm", gemm, e.what()));
   }
+  try {
+    if (options.threads) {
+      kernels::set_cpu_threads(*options.threads);
+    } else {
+      kernels::cpu_threads();  // reads MPITRON_CPU_THREADS
+    }
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
 }
 
 void check_json_writable(const CommonOptions& options, int rank) {
@@ -240,6 +255,13 @@ void write_json(const std::string& path, const nlohmann::json& report, bool appe
   file << (append ? report.dump() : report.dump(2)) << "\n";
   if (!file.good())
     throw std::runtime_error(fmt::format("writing the --json file '{}' failed", path));
+}
+
+std::string device_text(kernels::Device device) {
+  if (device != kernels::Device::cpu) return kernels::to_string(device);
+  const int threads = kernels::cpu_threads();
+  return fmt::format("cpu ({} GEMM, {} thread{})", kernels::to_string(kernels::gemm_provider()),
+                     threads, threads == 1 ? "" : "s");
 }
 
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
