@@ -209,6 +209,12 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
   } catch (const std::invalid_argument& e) {
     throw comm::ConfigError(e.what());
   }
+  if (kernels::cpu_threads() > 1 && !kernels::cpu_openmp_available()) {
+    throw comm::ConfigError(fmt::format(
+        "{} {}: this build of mpitron has no OpenMP (the compiler's OpenMP was not found), so "
+        "its CPU kernels run on one thread",
+        options.threads ? "--threads" : "MPITRON_CPU_THREADS", kernels::cpu_threads()));
+  }
 }
 
 void check_json_writable(const CommonOptions& options, int rank) {

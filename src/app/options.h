@@ -84,7 +84,8 @@ std::string device_text(kernels::Device device);
 /// first line records this rank's placement (comm::placement_text: host, pid, local rank, CPUs,
 /// GPU). Throws
 /// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unusable
-/// --gemm or MPITRON_GEMM, an MPITRON_CPU_THREADS that is not a count, an unwritable --json file
+/// --gemm or MPITRON_GEMM, an MPITRON_CPU_THREADS that is not a count, more than one thread in a
+/// build without OpenMP, an unwritable --json file
 /// or a log file that cannot be opened.
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world);

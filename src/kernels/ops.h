@@ -222,7 +222,8 @@ void set_cpu_threads(int threads);
 /// The current CPU thread count.
 int cpu_threads();
 
-/// Whether the CPU kernels were built with OpenMP (otherwise cpu_threads() is not used).
+/// Whether the CPU kernels were built with OpenMP; without it they run on one thread whatever
+/// cpu_threads() says.
 bool cpu_openmp_available();
 
 /// The library under the CPU GEMM: Eigen's own blocked kernels, or a BLAS (OpenBLAS, which picks
