@@ -53,8 +53,7 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->group(kCommonGroup);
   command
       .add_option("--threads", options.threads,
-                  "CPU threads per rank: the OpenMP threads of the CPU kernels, the same results "
-                  "for any count (default: MPITRON_CPU_THREADS, else 1)")
+                  "CPU threads per rank (default: MPITRON_CPU_THREADS, else 1)")
       ->check(integer_in(1, kernels::kMaxCpuThreads))
       ->group(kCommonGroup);
   command
