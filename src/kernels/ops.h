@@ -231,13 +231,24 @@ void adamw_update(Buffer& param, const Buffer& grad, Buffer& exp_avg, Buffer& ex
 /// of a gradient shard before a global-norm all-reduce.
 void sum_squares(const Buffer& x, Buffer& out);
 
-/// Sets the number of threads CPU kernels (Eigen GEMM) may use; default 1, because the ranks of
-/// one machine already share its cores. The environment variable MPITRON_CPU_THREADS sets the
-/// initial value. Throws std::invalid_argument when `threads` < 1.
+/// The largest CPU thread count set_cpu_threads accepts.
+inline constexpr int kMaxCpuThreads = 4096;
+
+/// Sets the number of OpenMP threads of the CPU kernels (the GEMM, the element-wise, row and
+/// reduction loops); default 1, because the ranks of one machine already share its cores. The
+/// environment variable MPITRON_CPU_THREADS sets the initial value. Every result is the same
+/// bits for any count: work is split by rules of the sizes alone and sums are combined in a
+/// fixed order (src/kernels/cpu/parallel.h, cpu/gemm.cpp). Without OpenMP in the build the
+/// kernels run on one thread whatever the count. Throws std::invalid_argument when `threads` is
+/// outside [1, kMaxCpuThreads].
 void set_cpu_threads(int threads);
 
 /// The current CPU thread count.
 int cpu_threads();
+
+/// Whether the CPU kernels were built with OpenMP; without it they run on one thread whatever
+/// cpu_threads() says.
+bool cpu_openmp_available();
 
 /// The library under the CPU GEMM: Eigen's own blocked kernels, or a BLAS (OpenBLAS, which picks
 /// its kernels for the CPU it runs on) when mpitron was built with one (gemm_blas_available).

@@ -293,3 +293,15 @@ foreach(case "bad_magic|not an llm.c token shard \\(magic 20240521, expected 202
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${name}.bin: ${message}" "rank 1: error:")
   set_tests_properties(train_shards_bad_${name} PROPERTIES FIXTURES_REQUIRED train_shards)
 endforeach()
+
+# --threads: a few steps of the train example (docs/train.md) at 1 and at 2 threads per rank
+# have bit-identical losses, gradient norms and validation losses (the kernels' rule,
+# src/kernels/cpu/parallel.h).
+_mpitron_mpiexec_command(threads_launch 1 mpitron train --data /usr/share/common-licenses/GPL-3
+  --layers 4 --hidden 256 --heads 8 --seq 128 --global-batch 32 --micro-batch 4 --steps 3
+  --lr 1e-3 --min-lr 1e-4 --warmup-steps 20 --eval-interval 3 --eval-iters 2 --device cpu
+  --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_threads)
+add_test(NAME train_threads_same_losses
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/threads_same_losses.py
+                 ${CMAKE_CURRENT_BINARY_DIR}/threads -- ${threads_launch})
+set_tests_properties(train_threads_same_losses PROPERTIES TIMEOUT 300 PROCESSORS 2)

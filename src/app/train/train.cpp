@@ -84,16 +84,12 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const std::vector<double> counts = comm::all_gather_scalar(
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
-      "train: tp={} pp={} dp={} ({}, device {}{}, {}), {} x hidden {} x {}, seq "
+      "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {}, seq "
       "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
       "step ({} schedule{}{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
-      kernels::to_string(run.device),
-      run.device == kernels::Device::cpu
-          ? fmt::format(" ({} GEMM)", kernels::to_string(kernels::gemm_provider()))
-          : std::string(),
-      o.dtype, nn::counted(run.config.layers, "layer"), run.config.hidden,
+      device_text(run.device), o.dtype, nn::counted(run.config.layers, "layer"), run.config.hidden,
       nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),
