@@ -132,6 +132,22 @@ TEST_P(ThreadsTest, SoftmaxMatchesOneThread) {
   }
 }
 
+TEST_P(ThreadsTest, FusedAttentionMatchesOneThread) {
+  // 3 slices of seq 150 (3 query and key blocks each, the last partial) x head_dim 16: 9 tasks
+  // per outer loop.
+  constexpr std::size_t kSeq = 150, kDim = 16, kNumel = 3 * kSeq * kDim;
+  const Buffer q = random(kNumel, 1), k = random(kNumel, 2), v = random(kNumel, 3);
+  const Buffer dout = random(kNumel, 4);
+  Buffer o = empty(kNumel), lse = empty(3 * kSeq);
+  Buffer dq = empty(kNumel), dk = empty(kNumel), dv = empty(kNumel);
+  for (const bool causal : {false, true}) {
+    expect_same_bits("fused attention forward and backward", {&o, &lse, &dq, &dk, &dv}, [&] {
+      attention_forward(q, k, v, kSeq, kDim, causal, 0.25, o, lse);
+      attention_backward(q, k, v, o, lse, dout, kSeq, kDim, causal, 0.25, dq, dk, dv);
+    });
+  }
+}
+
 TEST_P(ThreadsTest, LayerNormMatchesOneThread) {
   const Buffer x = random(kRows * kCols, 1), weight = random(kCols, 2), bias = random(kCols, 3);
   const Buffer dy = random(kRows * kCols, 4);

@@ -2,10 +2,10 @@
 // kBlockQ queries x kBlockK keys, their products through the CPU GEMM (cpu/gemm.h: each tile is
 // a small row-major product of contiguous row blocks, so nothing is transposed or copied), and
 // between them the per-row math of kernels/attention_math.h, which the CUDA kernel runs too, in
-// plain loops over a tile's rows. Every output row is written by exactly one iteration of one
-// outer loop, a plain `for` over independent tasks: forward over (batch*head, query block);
-// backward once over (batch*head, key block) for dK and dV, then over (batch*head, query block)
-// for dQ. No atomics: the result does not depend on the order of the tasks.
+// plain loops over a tile's rows. Every output row is written by exactly one task of one outer
+// loop over independent tasks, spread over cpu_threads() threads: forward over (batch*head, query
+// block); backward once over (batch*head, key block) for dK and dV, then over (batch*head, query
+// block) for dQ. No atomics: the result does not depend on the order of the tasks or the threads.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 
 #include "kernels/attention_math.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
 #include "kernels/fault_injection.h"
 
 namespace mpitron::kernels::cpu {
@@ -31,7 +32,7 @@ struct Attention {
                                 T* lse) {
     const bool no_rescale = fault_active(Fault::flash_attention_no_rescale);
     const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
-    for (std::size_t task = 0; task < batch_heads * q_blocks; ++task) {
+    parallel_tasks(batch_heads * q_blocks, [=](std::size_t task) {
       const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
       Tile<T> tile;
       T* out = o + slice + i0 * d;
@@ -57,7 +58,7 @@ struct Attention {
           out[r * d + x] *= inv;
         lse[slice / d + i0 + r] = math::online_softmax_lse(max[r], sum[r]);
       }
-    }
+    });
   }
 
   /// dq, dk, dv from the saved o and lse (kernels::attention_backward).
@@ -67,7 +68,7 @@ struct Attention {
                                  std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv) {
     const std::size_t k_blocks = (seq + kBlockK - 1) / kBlockK;
     // dK and dV: each task owns one key block's rows and visits every query that sees it.
-    for (std::size_t task = 0; task < batch_heads * k_blocks; ++task) {
+    parallel_tasks(batch_heads * k_blocks, [=](std::size_t task) {
       const auto [slice, j0, cols] = task_block(task, k_blocks, kBlockK, seq, d);
       Tile<T> tile;
       T* dk_block = dk + slice + j0 * d;
@@ -81,10 +82,10 @@ struct Attention {
         product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv_block);  // dV += P^T dO
         product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk_block);    // dK += dS^T Q
       }
-    }
+    });
     // dQ: each task owns one query block's rows and visits every key it sees.
     const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
-    for (std::size_t task = 0; task < batch_heads * q_blocks; ++task) {
+    parallel_tasks(batch_heads * q_blocks, [=](std::size_t task) {
       const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
       Tile<T> tile;
       T* dq_block = dq + slice + i0 * d;
@@ -96,10 +97,20 @@ struct Attention {
                          d, i0, rows, j0, cols, causal, scale);
         product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq_block);  // dQ += dS K
       }
-    }
+    });
   }
 
  private:
+  /// body(task) for every task < tasks, one task at a time per thread (parallel.h); the tile
+  /// products inside stay on their thread (a tile is below the GEMM's threading size).
+  template <class Body>
+  static void parallel_tasks(std::size_t tasks, Body body) {
+    parallel_chunks(tasks, 1, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t task = begin; task < end; ++task)
+        body(task);
+    });
+  }
+
   /// Task `task` of an outer loop over (slice, block of `block` rows of seq), `blocks` blocks
   /// per slice: the slice's element offset in a [batch_heads, seq, d] buffer, the block's first
   /// row and its row count (the last block of a slice may be partial).
