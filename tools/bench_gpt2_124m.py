@@ -2,18 +2,24 @@
 """The GPT-2 124M table of docs/train.md: `mpitron train --model gpt2` on every topology of
 --topologies at each --seq, from a random init and from an --init-from llm.c file, beside a
 PyTorch peer (tools/torch_peer_gpt.py with --vocab 50257 --padded-vocab 50304 --gelu tanh, or
---init-from the same file) at the same sizes, launched by mpirun like mpitron. Python standard
-library only; minutes per row on a 2-core machine.
+--init-from the same file) at the same sizes, launched by mpirun like mpitron, and, with --llmc
+DIR, beside llm.c's CPU trainer (train_gpt2.c of a clone of the public project karpathy/llm.c)
+from the same file at --llmc-threads OpenMP threads. Python standard library only; minutes per
+row on a 2-core machine.
 
     tools/bench_gpt2_124m.py --mpitron build/mpitron --data SHARDS --init-from gpt2_124M.bin \\
-        --peak-gflops 118 --cores 2 [--peer PATH] [--steps 3] [--out table.md]
+        --peak-gflops 118 --cores 2 [--peer PATH] [--llmc DIR] [--steps 3] [--out table.md]
 
 Each run takes --steps optimizer steps (the first one is a warm-up and is left out of ms/step):
 seq 64 with a global batch of 8 (micro-batches of 4), seq 1024 with a global batch of 2
 (micro-batches of 1). ms/step and tokens/s come from the --metrics file, GFLOP/s from the model
 FLOPs of a step (nn::gpt_flops_per_token), MFU = GFLOP/s / (min(ranks, --cores) x
 --peak-gflops), the peak RSS per rank and the memory estimate from train's --json report. The
-peer needs python3-torch (tools/README.md). Prints a Markdown table (and writes it to --out).
+peer needs python3-torch (tools/README.md). llm.c is timed by a small C driver this script
+writes, which includes DIR/train_gpt2.c (its TESTING switch leaves out llm.c's main), builds with
+llm.c's own flags (gcc -Ofast -march=native -fopenmp) and times gpt2_forward, gpt2_zero_grad,
+gpt2_backward and gpt2_update (AdamW, lr 1e-4) on the same batches from the first train shard.
+Prints a Markdown table (and writes it to --out).
 """
 import argparse
 import json
@@ -99,6 +105,59 @@ def peer_row(args, dp, seq, init_from, work):
             "loss": f"{line['loss']:.3f} (last)"}
 
 
+LLMC_DRIVER = r"""
+#define TESTING
+#include "train_gpt2.c"
+#include <sys/resource.h>
+
+int main(int argc, char** argv) {
+  GPT2 model;
+  gpt2_build_from_checkpoint(&model, argv[1]);
+  const int B = atoi(argv[3]), T = atoi(argv[4]), steps = atoi(argv[5]);
+  DataLoader loader;
+  dataloader_init(&loader, argv[2], B, T, 0, 1, 0);
+  for (int step = 1; step <= steps; step++) {
+    dataloader_next_batch(&loader);
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    gpt2_forward(&model, loader.inputs, loader.targets, B, T);
+    gpt2_zero_grad(&model);
+    gpt2_backward(&model);
+    gpt2_update(&model, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.0f, step);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    printf("{\"loss\": %f, \"ms\": %f, \"peak_rss_mib\": %f}\n", model.mean_loss,
+           (end.tv_sec - start.tv_sec) * 1e3 + (end.tv_nsec - start.tv_nsec) / 1e6,
+           usage.ru_maxrss / 1024.0);
+  }
+  gpt2_free(&model);
+  return 0;
+}
+"""
+
+
+def llmc_row(args, threads, seq, work):
+    batch, _ = SIZES[seq]
+    driver = os.path.join(work, "llmc_driver")
+    if not os.path.exists(driver):
+        with open(driver + ".c", "w") as f:
+            f.write(LLMC_DRIVER)
+        run(["gcc", "-Ofast", "-march=native", "-fopenmp", "-I", args.llmc, "-o", driver,
+             driver + ".c", "-lm"])
+    out = run([driver, args.init_from, args.data_file, str(batch), str(seq), str(args.steps)],
+              env={"OMP_NUM_THREADS": str(threads)})
+    steps = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    timed = steps[1:] or steps
+    ms = sum(s["ms"] for s in timed) / len(timed)
+    gflops = batch * seq / (ms / 1000) * flops_per_token(seq) / 1e9
+    return {"who": f"llm.c, {threads} thread{'s' if threads > 1 else ''}", "sizes": None,
+            "seq": seq, "init": "file", "ms": ms, "tokens_per_s": batch * seq / (ms / 1000),
+            "gflops": gflops, "mfu": gflops / (min(threads, args.cores) * args.peak_gflops),
+            "rss": steps[-1]["peak_rss_mib"], "estimate": None,
+            "loss": f"{steps[0]['loss']:.3f} -> {steps[-1]['loss']:.3f}"}
+
+
 def flops_per_token(seq):
     """nn::gpt_flops_per_token for GPT-2 124M (vocab 50257, 12 layers, hidden 768)."""
     layers, c, vocab = 12, 768, 50257
@@ -111,7 +170,8 @@ def markdown(rows):
              "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         estimate = f"{r['estimate']:.0f}" if r["estimate"] is not None else "-"
-        lines.append(f"| {r['who']} | ({','.join(map(str, r['sizes']))}) | {r['seq']} | "
+        sizes = f"({','.join(map(str, r['sizes']))})" if r["sizes"] else "-"
+        lines.append(f"| {r['who']} | {sizes} | {r['seq']} | "
                      f"{r['init']} | {r['ms']:.0f} | {r['tokens_per_s']:.0f} | "
                      f"{r['gflops']:.1f} | {100 * r['mfu']:.1f} % | {r['rss']:.0f} | {estimate} | "
                      f"{r['loss']} |")
@@ -133,6 +193,9 @@ def main():
     p.add_argument("--topologies", default="1,1,1;2,1,1;1,2,1;1,1,2;2,2,2")
     p.add_argument("--inits", default="random,file")
     p.add_argument("--peer-dps", default="1,2")
+    p.add_argument("--llmc", help="a folder holding llm.c's train_gpt2.c and llmc/ (a clone of "
+                   "karpathy/llm.c): adds its rows, from --init-from")
+    p.add_argument("--llmc-threads", default="1,2")
     p.add_argument("--out")
     args = p.parse_args()
     train = sorted(f for f in os.listdir(args.data) if "train" in f and f.endswith(".bin"))
@@ -148,6 +211,10 @@ def main():
                     for dp in (int(d) for d in args.peer_dps.split(",") if d):
                         rows.append(peer_row(args, dp, seq, init == "file", work))
                         print(markdown(rows[-1:]), file=sys.stderr, flush=True)
+            if args.llmc:
+                for threads in (int(t) for t in args.llmc_threads.split(",")):
+                    rows.append(llmc_row(args, threads, seq, work))
+                    print(markdown(rows[-1:]), file=sys.stderr, flush=True)
     table = markdown(rows)
     print(table)
     if args.out:

@@ -12,7 +12,8 @@ MFU is the whole job's model GFLOP/s over ranks x --peak-gflops (one rank's peak
 run under `mpirun --oversubscribe -np N` (one process when N is 1). The peers need Debian's
 python3-torch and libopenblas0-pthread, at one thread per rank (OPENBLAS_NUM_THREADS=1, set).
 
-    /usr/bin/python3 tools/compare_with_torch.py --workload gpt --peak-gflops 243
+    /usr/bin/python3 tools/compare_with_torch.py --workload gpt --peak-gflops 243 \\
+        [--topologies "1,1,1;2,1,1"]
 """
 from __future__ import annotations
 
@@ -112,7 +113,12 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=6, help="timed steps per run")
     p.add_argument("--skip", type=int, default=2, help="untimed first steps per run")
     p.add_argument("--peak-gflops", type=float, default=0.0, help="one rank's peak, for MFU")
+    p.add_argument("--topologies", help="'tp,pp,dp;...' (default: the workload's list above)")
     args = p.parse_args()
+    topologies = ([tuple(int(x) for x in t.split(",")) for t in args.topologies.split(";")]
+                  if args.topologies else TOPOLOGIES[args.workload])
+    if any(len(t) != 3 or min(t) < 1 for t in topologies):
+        p.error(f"--topologies {args.topologies}: expected 'tp,pp,dp;...' of positive integers")
     if not os.access(args.mpitron, os.X_OK):
         p.error(f"--mpitron {args.mpitron}: no such executable (build it: bash scripts/build.sh)")
     if args.steps < 1 or args.skip < 0:
@@ -131,7 +137,7 @@ def main() -> None:
     print("| (tp, pp, dp) | ranks | mpitron ms/step | MFU | PyTorch ms/step | MFU |" + extra)
     print("|---|---|---|---|---|---|" + ("---|---|---|---|" if extra else ""))
     peer_cache: dict[int, float] = {}
-    for topology in TOPOLOGIES[args.workload]:
+    for topology in topologies:
         ranks = topology[0] * topology[1] * topology[2]
         job_flop = flop * (topology[2] if args.workload == "mlp" else 1)
         ours, theirs, extra_cells = row(args, topology, env, peer_cache)

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "comm/errors.h"
+#include "kernels/ops.h"
 
 namespace mpitron::app {
 
@@ -72,6 +73,7 @@ nlohmann::json config_json(const ModelSizes& sizes, const ParallelSizes& paralle
           {"pp", parallel.pp},
           {"dp", parallel.dp},
           {"device", kernels::to_string(device)},
+          {"threads", kernels::cpu_threads()},
           {"hidden", sizes.hidden},
           {"intermediate", sizes.intermediate},
           {"batch", sizes.batch},

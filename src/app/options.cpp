@@ -53,6 +53,11 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->check(CLI::IsMember({"auto", "eigen", "blas"}))
       ->group(kCommonGroup);
   command
+      .add_option("--threads", options.threads,
+                  "CPU threads per rank (default: MPITRON_CPU_THREADS, else 1)")
+      ->check(integer_in(1, kernels::kMaxCpuThreads))
+      ->group(kCommonGroup);
+  command
       .add_option("--timeout-seconds", options.timeout_seconds,
                   "Deadline of every communication operation, in seconds")
       ->capture_default_str()
@@ -211,6 +216,21 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
     throw comm::ConfigError(
         fmt::format("{} {}: {}", options.gemm.empty() ? "MPITRON_GEMM" : "--gemm", gemm, e.what()));
   }
+  try {
+    if (options.threads) {
+      kernels::set_cpu_threads(*options.threads);
+    } else {
+      kernels::cpu_threads();  // reads MPITRON_CPU_THREADS
+    }
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
+  if (kernels::cpu_threads() > 1 && !kernels::cpu_openmp_available()) {
+    throw comm::ConfigError(fmt::format(
+        "{} {}: this build of mpitron has no OpenMP (the compiler's OpenMP was not found), so "
+        "its CPU kernels run on one thread",
+        options.threads ? "--threads" : "MPITRON_CPU_THREADS", kernels::cpu_threads()));
+  }
 }
 
 void check_json_writable(const CommonOptions& options, int rank) {
@@ -257,6 +277,13 @@ void write_json(const std::string& path, const nlohmann::json& report, bool appe
   file << (append ? report.dump() : report.dump(2)) << "\n";
   if (!file.good())
     throw std::runtime_error(fmt::format("writing the --json file '{}' failed", path));
+}
+
+std::string device_text(kernels::Device device) {
+  if (device != kernels::Device::cpu) return kernels::to_string(device);
+  const int threads = kernels::cpu_threads();
+  return fmt::format("cpu ({} GEMM, {} thread{})", kernels::to_string(kernels::gemm_provider()),
+                     threads, threads == 1 ? "" : "s");
 }
 
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,

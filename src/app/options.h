@@ -17,15 +17,16 @@
 
 namespace mpitron::app {
 
-/// Flags every subcommand takes: --tp --pp --dp --device --comm --gemm --timeout-seconds --log-dir
-/// --filemode --seed --json, --init-timeout (listed for --help and parsing; main reads it from
-/// argv before MPI starts, comm::resolve_init_timeout) and --comm-table (main installs rank 0's
-/// table before the subcommand runs, comm_table_source).
+/// Flags every subcommand takes: --tp --pp --dp --device --comm --gemm --threads --timeout-seconds
+/// --log-dir --filemode --seed --json, --init-timeout (listed for --help and parsing; main reads
+/// it from argv before MPI starts, comm::resolve_init_timeout) and --comm-table (main installs
+/// rank 0's table before the subcommand runs, comm_table_source).
 struct CommonOptions {
   std::optional<int> tp, pp, dp;
   std::string device = "auto";
   std::string comm_mode = "auto";
-  std::string gemm;  ///< auto, eigen or blas; empty: MPITRON_GEMM, else auto
+  std::string gemm;            ///< auto, eigen or blas; empty: MPITRON_GEMM, else auto
+  std::optional<int> threads;  ///< CPU threads per rank; unset: MPITRON_CPU_THREADS, else 1
   double timeout_seconds = 120.0;
   std::string log_dir = ".";
   std::string filemode = "a";
@@ -80,16 +81,23 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 /// visible (every rank of a workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0).
 kernels::Device resolve_device(const std::string& device);
 
+/// "cpu (blas GEMM, 2 threads)" for the CPU (the GEMM provider and cpu_threads()), "cuda" for
+/// CUDA: how the start-up lines of train and validate name the device.
+std::string device_text(kernels::Device device);
+
 /// Everything a subcommand sets up before its first collective, on this rank, without
-/// communicating: applies --timeout-seconds and --comm to the world communicator family, checks
+/// communicating: applies --timeout-seconds and --comm to the world communicator family, --gemm
+/// and --threads to the CPU kernels, checks
 /// on rank 0 that the --json file can be written (opening it for appending creates it), and
 /// returns a logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per
 /// --filemode) and to the console with a "[rank N]" prefix (debug lines such as shapes go to the
 /// file only; the console shows rank 0's info lines and every rank's warnings). The log file's
 /// first line records this rank's placement (comm::placement_text: host, pid, local rank, CPUs,
 /// GPU). Throws
-/// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unwritable
-/// --json file or a log file that cannot be opened.
+/// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unusable
+/// --gemm or MPITRON_GEMM, an MPITRON_CPU_THREADS that is not a count, more than one thread in a
+/// build without OpenMP, an unwritable --json file
+/// or a log file that cannot be opened.
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
                                             comm::Communicator& world);
 

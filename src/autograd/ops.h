@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -65,6 +66,20 @@ Tensor gelu(const Tensor& x, GeluForm form = GeluForm::exact);
 /// mask tensor is made. Throws std::invalid_argument when x is a scalar, or when `causal` and x
 /// is not [..., n, n].
 Tensor softmax(const Tensor& x, bool causal = false, double scale = 1.0);
+
+/// Fused scaled dot-product attention, softmax(scale q k^T) v over the last two dims
+/// (torch.nn.functional.scaled_dot_product_attention without dropout or a mask tensor): q, k, v
+/// [..., seq, head_dim] of equal shapes (at least 2-D; the leading dims are batch and heads) ->
+/// [..., seq, head_dim]. `scale` defaults to 1 / sqrt(head_dim); with `causal`, query i attends
+/// to keys j <= i only. The kernel (kernels::attention_forward, FlashAttention's blocked online
+/// softmax) never stores the [seq, seq] scores: backward keeps q, k, v, the output and one
+/// log-sum-exp per query row and recomputes the probabilities block by block. Equal to
+/// matmul(softmax(matmul(q, k, false, true), causal, scale), v) up to rounding. Throws
+/// std::invalid_argument "scaled_dot_product_attention: ..." when the shapes differ, q has fewer
+/// than 2 dims or an empty seq or head_dim, and on a device/dtype mismatch.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    bool causal = false,
+                                    std::optional<double> scale = std::nullopt);
 
 /// Layer normalization over the last dim (Ba, Kiros & Hinton, arXiv:1607.06450;
 /// torch.nn.functional.layer_norm with normalized_shape [C]): x [..., C], weight and bias [C];

@@ -47,6 +47,14 @@ class Backend {
                                double scale) = 0;
   virtual void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx,
                                 double scale) = 0;
+  /// batch_heads = numel / (seq head_dim) > 0 here.
+  virtual void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
+                                 std::size_t head_dim, bool causal, double scale, Buffer& o,
+                                 Buffer& lse) = 0;
+  virtual void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v,
+                                  const Buffer& o, const Buffer& lse, const Buffer& dout,
+                                  std::size_t seq, std::size_t head_dim, bool causal, double scale,
+                                  Buffer& dq, Buffer& dk, Buffer& dv) = 0;
   virtual void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) = 0;
   virtual void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss,
                             Buffer& dpred) = 0;

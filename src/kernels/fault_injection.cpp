@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 27> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 28> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -36,6 +36,7 @@ constexpr std::array<std::pair<const char*, Fault>, 27> kNames{{
     {"save-pauses-before-finish", Fault::save_pauses_before_finish},
     {"layer-norm-dx-no-mean", Fault::layer_norm_dx_no_mean},
     {"causal-mask-one-late", Fault::causal_mask_one_late},
+    {"flash-attention-no-rescale", Fault::flash_attention_no_rescale},
     {"sp-layer-norm-grad-not-summed", Fault::sequence_parallel_layer_norm_grad_not_summed},
 }};
 std::string fault_names() {

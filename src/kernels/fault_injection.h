@@ -63,6 +63,10 @@ enum class Fault {
   layer_norm_dx_no_mean,
   /// the CPU causal softmax lets query position i see key i + 1 (the mask starts one late).
   causal_mask_one_late,
+  /// the CPU fused attention's online softmax does not rescale a query row's running sum and
+  /// output when a later key block raises its running max (invisible while every row's keys fit
+  /// one block, or the max comes in the first).
+  flash_attention_no_rescale,
   /// under the distributed optimizer each replica updates the next replica's shard of every
   /// bucket: a shard offset one block off, so the gradients it applies were never averaged.
   distributed_optimizer_wrong_shard,

@@ -107,6 +107,63 @@ void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffe
   if (!dx.empty()) be.softmax_backward(y, dy, cols, dx, scale);
 }
 
+namespace {
+
+// The checks shared by attention_forward and attention_backward: q's numel is batch_heads seq
+// head_dim, k, v and every [batch_heads, seq, head_dim] buffer match it, and lse holds
+// batch_heads seq elements. Returns whether there is any work.
+bool check_attention(const char* op, std::size_t seq, std::size_t head_dim, const Buffer& q,
+                     std::initializer_list<Arg> same_as_q, const Buffer& lse) {
+  if (seq == 0 || head_dim == 0) {
+    fail(op, "seq and head_dim must be >= 1, got seq " + std::to_string(seq) + " and head_dim " +
+                 std::to_string(head_dim));
+  }
+  expect_rows_of(op, {"q", q}, seq * head_dim);
+  for (const Arg& arg : same_as_q)
+    expect_numel(op, arg, q.numel(), "numel of q");
+  expect_numel(op, {"lse", lse}, q.numel() / head_dim, "numel of q / head_dim");
+  return !q.empty();
+}
+
+}  // namespace
+
+void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
+                       std::size_t head_dim, bool causal, double scale, Buffer& o, Buffer& lse) {
+  constexpr const char* op = "attention_forward";
+  Backend& be = same_place(op, {{"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}});
+  for (const Arg& in : {Arg{"q", q}, Arg{"k", k}, Arg{"v", v}})
+    expect_distinct(op, {"o", o}, in);
+  if (check_attention(op, seq, head_dim, q, {{"k", k}, {"v", v}, {"o", o}}, lse)) {
+    be.attention_forward(q, k, v, seq, head_dim, causal, scale, o, lse);
+  }
+}
+
+void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
+                        const Buffer& lse, const Buffer& dout, std::size_t seq,
+                        std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,
+                        Buffer& dv) {
+  constexpr const char* op = "attention_backward";
+  Backend& be = same_place(op, {{"q", q},
+                                {"k", k},
+                                {"v", v},
+                                {"o", o},
+                                {"lse", lse},
+                                {"dout", dout},
+                                {"dq", dq},
+                                {"dk", dk},
+                                {"dv", dv}});
+  for (const Arg& out : {Arg{"dq", dq}, Arg{"dk", dk}, Arg{"dv", dv}}) {
+    for (const Arg& in : {Arg{"q", q}, Arg{"k", k}, Arg{"v", v}, Arg{"o", o}, Arg{"dout", dout}})
+      expect_distinct(op, out, in);
+  }
+  if (check_attention(
+          op, seq, head_dim, q,
+          {{"k", k}, {"v", v}, {"o", o}, {"dout", dout}, {"dq", dq}, {"dk", dk}, {"dv", dv}},
+          lse)) {
+    be.attention_backward(q, k, v, o, lse, dout, seq, head_dim, causal, scale, dq, dk, dv);
+  }
+}
+
 void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) {
   Backend& be = same_place("mse_forward", {{"pred", pred}, {"target", target}, {"loss", loss}});
   expect_numel("mse_forward", {"target", target}, pred.numel(), "numel of pred");

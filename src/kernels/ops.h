@@ -88,6 +88,30 @@ void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal =
 void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx,
                       double scale = 1.0);
 
+/// Fused scaled dot-product attention, o = softmax(scale q k^T) v per slice, computed in blocks
+/// of queries x keys with an online softmax (FlashAttention, Dao et al. 2022, arXiv:2205.14135,
+/// Algorithm 1) so the [seq, seq] scores are never stored: q, k, v and o are [batch_heads, seq,
+/// head_dim] (batch_heads = numel / (seq head_dim)); lse [batch_heads, seq] receives each query
+/// row's log-sum-exp of its scaled scores, log sum_j exp(scale q_i . k_j), which
+/// attention_backward needs. With `causal`, query i sees keys j <= i only (the rest count as
+/// -inf; key blocks entirely above the diagonal are skipped). scale is usually 1 / sqrt(head_dim)
+/// (Vaswani et al., arXiv:1706.03762, sec. 3.2.1). Deterministic: each output element is written
+/// by one task, in a fixed order. Throws std::invalid_argument when seq or head_dim is 0 or q's
+/// numel is not a multiple of seq head_dim.
+void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
+                       std::size_t head_dim, bool causal, double scale, Buffer& o, Buffer& lse);
+
+/// The gradients of attention_forward from dout [batch_heads, seq, head_dim], given its inputs
+/// and saved o and lse (FlashAttention-2's backward, Dao 2023, arXiv:2307.08691, Algorithm 2):
+/// the probabilities P = exp(scale q k^T - lse) are recomputed block by block, D = rowsum(dout *
+/// o), dS = P (dout v^T - D); dv = P^T dout, dk = scale dS^T q, dq = scale dS k. One pass over key
+/// blocks writes dk and dv, one over query blocks writes dq (no atomics). dq, dk, dv are
+/// overwritten. Sizes and errors as attention_forward.
+void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
+                        const Buffer& lse, const Buffer& dout, std::size_t seq,
+                        std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,
+                        Buffer& dv);
+
 /// loss[0] = mean_i (pred[i] - target[i])^2 (torch.nn.functional.mse_loss, reduction "mean");
 /// loss has one element.
 void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss);
@@ -207,13 +231,24 @@ void adamw_update(Buffer& param, const Buffer& grad, Buffer& exp_avg, Buffer& ex
 /// of a gradient shard before a global-norm all-reduce.
 void sum_squares(const Buffer& x, Buffer& out);
 
-/// Sets the number of threads CPU kernels (Eigen GEMM) may use; default 1, because the ranks of
-/// one machine already share its cores. The environment variable MPITRON_CPU_THREADS sets the
-/// initial value. Throws std::invalid_argument when `threads` < 1.
+/// The largest CPU thread count set_cpu_threads accepts.
+inline constexpr int kMaxCpuThreads = 4096;
+
+/// Sets the number of OpenMP threads of the CPU kernels (the GEMM, the element-wise, row and
+/// reduction loops); default 1, because the ranks of one machine already share its cores. The
+/// environment variable MPITRON_CPU_THREADS sets the initial value. Every result is the same
+/// bits for any count: work is split by rules of the sizes alone and sums are combined in a
+/// fixed order (src/kernels/cpu/parallel.h, cpu/gemm.cpp). Without OpenMP in the build the
+/// kernels run on one thread whatever the count. Throws std::invalid_argument when `threads` is
+/// outside [1, kMaxCpuThreads].
 void set_cpu_threads(int threads);
 
 /// The current CPU thread count.
 int cpu_threads();
+
+/// Whether the CPU kernels were built with OpenMP; without it they run on one thread whatever
+/// cpu_threads() says.
+bool cpu_openmp_available();
 
 /// The library under the CPU GEMM: Eigen's own blocked kernels, or a BLAS (OpenBLAS, which picks
 /// its kernels for the CPU it runs on) when mpitron was built with one (gemm_blas_available).

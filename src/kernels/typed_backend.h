@@ -92,6 +92,26 @@ class TypedBackend : public Backend {
     });
   }
 
+  void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
+                         std::size_t head_dim, bool causal, double scale, Buffer& o,
+                         Buffer& lse) override {
+    dispatch(o.dtype(), [&]<class T>(T) {
+      K::attention_forward(in<T>(q), in<T>(k), in<T>(v), lse.numel() / seq, seq, head_dim, causal,
+                           static_cast<T>(scale), out<T>(o), out<T>(lse));
+    });
+  }
+
+  void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
+                          const Buffer& lse, const Buffer& dout, std::size_t seq,
+                          std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,
+                          Buffer& dv) override {
+    dispatch(dq.dtype(), [&]<class T>(T) {
+      K::attention_backward(in<T>(q), in<T>(k), in<T>(v), in<T>(o), in<T>(lse), in<T>(dout),
+                            lse.numel() / seq, seq, head_dim, causal, static_cast<T>(scale),
+                            out<T>(dq), out<T>(dk), out<T>(dv));
+    });
+  }
+
   void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) override {
     dispatch(loss.dtype(), [&]<class T>(T) {
       K::mse_forward(in<T>(pred), in<T>(target), pred.numel(), out<T>(loss));

@@ -1,7 +1,8 @@
 """Checks a `mpitron train --metrics` file against the documented format: a first line
 {"config": {...}} holding the run's tp, pp and dp; then one line per step with "step" (1..N in
 order), "loss", "lr", "grad_norm", "ms", "tokens_per_s" and "gflops" ("mfu" too with --mfu), all
-finite numbers; and {"step",
+finite numbers, and "phases_ms": the step's five phases in milliseconds, each finite and >= 0,
+together at most "ms" (they are timed inside the step); and {"step",
 "val_loss"} lines at the given evaluation steps. With --resumed-from K: one {"resume":
 {"from_step": K, "config": {...}}} line right after the records of steps up to K, and still every
 step once. Exit 1 with one line naming what differs.
@@ -36,7 +37,9 @@ def main():
     topology = [config.get(axis) for axis in ("tp", "pp", "dp")]
     if topology != args.topology:
         fail(f"{args.file}:1: topology {topology}, expected {args.topology}")
-    step_keys = {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s", "gflops"}
+    step_keys = {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s", "gflops", "phases_ms"}
+    phase_keys = {"forward_backward", "gradient_reduction", "gradient_norm", "optimizer",
+                  "parameter_all_gather"}
     if args.mfu:
         step_keys.add("mfu")
     steps, evals, resumes = [], [], []
@@ -47,7 +50,17 @@ def main():
                 fail(f"{args.file}:{number}: the resume line has no config: {line}")
             resumes.append((resume.get("from_step"), max(steps + evals, default=0)))
             continue
-        values = [v for k, v in line.items() if k != "step"]
+        phases = line.pop("phases_ms", None)
+        if phases is not None:
+            if not isinstance(phases, dict) or set(phases) != phase_keys:
+                fail(f"{args.file}:{number}: phases_ms is not an object of {sorted(phase_keys)}")
+            if not all(isinstance(v, (int, float)) and 0 <= v < math.inf for v in phases.values()):
+                fail(f"{args.file}:{number}: a phase is not a finite number >= 0: {phases}")
+            if sum(phases.values()) > line["ms"]:
+                fail(f"{args.file}:{number}: the phases add up to {sum(phases.values())} ms, more "
+                     f"than the step's {line['ms']}")
+            line["phases_ms"] = phases
+        values = [v for k, v in line.items() if k not in ("step", "phases_ms")]
         if not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
             fail(f"{args.file}:{number}: a value is not a finite number: {line}")
         if set(line) == step_keys:

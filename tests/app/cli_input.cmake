@@ -118,3 +118,5 @@ add_test(NAME help_screen_catches_a_missing_example
          COMMAND ${CMAKE_COMMAND} -DEXPECT_EXIT=nonzero "-DEXPECT_OUTPUT=does not end with one example"
                  -P ${PROJECT_SOURCE_DIR}/cmake/ExpectRun.cmake -- ${CMAKE_COMMAND}
                  -DMPITRON=cat -DCOMMAND= -P ${CMAKE_CURRENT_SOURCE_DIR}/HelpScreen.cmake)
+cli_bad_test(threads_zero 1 "--threads: must be an integer in [1, 4096], got 0 (see --help)"
+             validate --threads 0)

@@ -12,7 +12,8 @@ mpitron_add_expect_test(train_tp2_pp2_dp2 TARGET mpitron NP 8 TIMEOUT 300
        --metrics ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl
   EXPECT_EXIT 0
   EXPECT_OUTPUT "train: tp=2 pp=2 dp=2 \\(8 ranks" "2 micro-batches of 2 sequences"
-                "step 3/3 loss [0-9.]+ lr [^\n]* tokens/s [0-9.]+ GFLOP/s MFU [0-9.]+%" "step 2 val_loss" "step 3 val_loss" "train done")
+                "step 3/3 loss [0-9.]+ lr [^\n]* tokens/s [0-9.]+ GFLOP/s MFU [0-9.]+%" "step 2 val_loss" "step 3 val_loss" "train done"
+                "step phases \\(rank 0, mean\\): forward-backward [0-9.]+ ms \\([0-9]+ %\\), gradient reduction [0-9.]+ ms \\([0-9]+ %\\), gradient norm [0-9.]+ ms \\([0-9]+ %\\), optimizer [0-9.]+ ms \\([0-9]+ %\\)\n")
 add_test(NAME train_metrics_format
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_metrics.py
                  ${CMAKE_CURRENT_BINARY_DIR}/train_metrics.jsonl --topology 2 2 2 --steps 3
@@ -292,3 +293,15 @@ foreach(case "bad_magic|not an llm.c token shard \\(magic 20240521, expected 202
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${name}.bin: ${message}" "rank 1: error:")
   set_tests_properties(train_shards_bad_${name} PROPERTIES FIXTURES_REQUIRED train_shards)
 endforeach()
+
+# --threads: a few steps of the train example (docs/train.md) at 1 and at 2 threads per rank
+# have bit-identical losses, gradient norms and validation losses (the kernels' rule,
+# src/kernels/cpu/parallel.h).
+_mpitron_mpiexec_command(threads_launch 1 mpitron train --data /usr/share/common-licenses/GPL-3
+  --layers 4 --hidden 256 --heads 8 --seq 128 --global-batch 32 --micro-batch 4 --steps 3
+  --lr 1e-3 --min-lr 1e-4 --warmup-steps 20 --eval-interval 3 --eval-iters 2 --device cpu
+  --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_threads)
+add_test(NAME train_threads_same_losses
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/threads_same_losses.py
+                 ${CMAKE_CURRENT_BINARY_DIR}/threads -- ${threads_launch})
+set_tests_properties(train_threads_same_losses PROPERTIES TIMEOUT 300 PROCESSORS 2)

@@ -39,7 +39,12 @@ set(fault_runs
   "non-leaf-grad-overwritten|2|2 1 1||KERNELS: backward engine|"
   # The GPT's kernels: the transformer block's and the GPT's dense references run them too.
   "layer-norm-dx-no-mean|2|2 1 1||KERNELS: LayerNorm forward and backward|PASS  TP: transformer block forward and gradients"
-  "causal-mask-one-late|2|2 1 1||KERNELS: causal and scaled softmax|PASS  TP: transformer block forward and gradients")
+  # The causal softmax is the dense references' attention only (the model runs the fused
+  # kernel), so the transformer block check sees it too.
+  "causal-mask-one-late|2|2 1 1||KERNELS: causal and scaled softmax|FAIL  TP: transformer block forward and gradients"
+  # The fused attention's online softmax: validate's models (seq 16) fit one key block, where no
+  # rescale happens, so only the KERNELS check's two-block rows see it.
+  "flash-attention-no-rescale|2|2 1 1||KERNELS: fused causal attention|PASS  TP: transformer block forward and gradients")
 foreach(run IN LISTS fault_runs)
   string(REPLACE "|" ";" fields "${run}")
   list(GET fields 0 fault)

@@ -10,6 +10,7 @@
 
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
+#include "support/compare.h"
 
 namespace mpitron::test {
 using namespace ::mpitron::autograd;
@@ -31,6 +32,31 @@ TEST_P(ModelOps, CausalScaledSoftmaxGradcheckAndMask) {
       EXPECT_EQ(y[i], 0.0) << "masked element " << i;
     }
   }
+}
+
+TEST_P(ModelOps, FusedAttentionGradchecksAndMatchesUnfusedOps) {
+  // seq 67 spans two 64-key blocks of the CPU kernel (the second partial), head_dim 3 is odd,
+  // seq 1 is a single score; [2, 2, ...] has two leading dims (batch, heads).
+  for (const Shape& shape : {Shape{2, 67, 3}, Shape{3, 1, 5}, Shape{2, 2, 5, 4}}) {
+    for (const bool causal : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << to_string(shape) << " causal " << causal);
+      const Inputs in{normal(shape, 66), normal(shape, 67), normal(shape, 68)};
+      EXPECT_TRUE(gradcheck_passes(
+          [causal](const Inputs& t) {
+            return scaled_dot_product_attention(t[0], t[1], t[2], causal);
+          },
+          in));
+      const double scale = 1.0 / std::sqrt(static_cast<double>(shape.back()));
+      const Tensor unfused =
+          matmul(softmax(matmul(in[0], in[1], false, true), causal, scale), in[2]);
+      // float64 both ways; the two differ only in summation order.
+      expect_close(scaled_dot_product_attention(in[0], in[1], in[2], causal), unfused, 1e-13);
+    }
+  }
+  const Tensor q = normal({2, 3, 4}, 69);
+  EXPECT_THROW(scaled_dot_product_attention(q, normal({2, 4, 4}, 70), q), std::invalid_argument);
+  EXPECT_THROW(scaled_dot_product_attention(normal({4}, 71), normal({4}, 71), normal({4}, 71)),
+               std::invalid_argument);
 }
 
 TEST_P(ModelOps, EmbeddingGathersRowsAndGradchecks) {

@@ -199,7 +199,8 @@ TEST(GptSizes, FlopsPerTokenCountEveryMatmul) {
 TEST(GptSizes, StepMemoryEstimateCountsWeightsStatesAndActivations) {
   const GptConfig config{16, 4, 2, 8, 2};
   const double parameters = (2 * (12.0 * 64 + 13 * 8)) / 2 + (16 + 4) * 8 / 2.0;
-  const double activations_per_block = 4 * 2 * 8 * (34 + 5.0 * 2 * 4 / 8) * 2 / 2.0;
+  // Per block s b (34 C + 2 a) half-precision bytes: no [s, s] attention term (fused attention).
+  const double activations_per_block = 4 * 2 * (34 * 8 + 2.0 * 2) * 2 / 2.0;
   EXPECT_DOUBLE_EQ(gpt_step_memory_bytes(config, 2, 1, 2, 4, 3, 4),
                    4 * parameters * 4 + activations_per_block * 2 * 3);
   // Recomputation: 2 blocks x 3 micro-batches keep their [2, 4, 8] float32 input, plus one

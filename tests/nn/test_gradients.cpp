@@ -1,6 +1,7 @@
 // Global-norm clipping (nn/parallel/gradients.h) through one SGD step: with the limit above the
 // norm the step is the unclipped step, bit for bit; below it every gradient is scaled by
-// limit / (norm + 1e-6) (torch.nn.utils.clip_grad_norm_). SGD shows the scale that AdamW would
+// limit / (norm + 1e-6) (torch.nn.utils.clip_grad_norm_), or only the owned elements when the
+// distributed optimizer passes its shards. SGD shows the scale that AdamW would
 // hide, so a clip that scales small gradients up fails here.
 #include <gtest/gtest.h>
 
@@ -51,6 +52,19 @@ TEST(ClipGradients, BelowTheNormEveryGradientIsScaledToTheLimit) {
     EXPECT_DOUBLE_EQ(w, 1.0 - 0.5 * 3.0 * scale);
   EXPECT_DOUBLE_EQ(step[1][0], 2.0 - 0.5 * 4.0 * scale);
   EXPECT_DOUBLE_EQ(step[1][1], 2.0 + 0.5 * 4.0 * scale);
+}
+
+TEST(ClipGradients, WithOwnedRangesOnlyThoseElementsAreScaled) {
+  const Model model;
+  const std::vector<ElementRange> owned{{1, 3}, {0, 0}};  // w's elements 1 and 2, none of b
+  const double scale = 2.0 / (std::sqrt(68.0) + 1e-6);
+  clip_gradients(model.parameters(), std::sqrt(68.0), 2.0, &owned);
+  const std::vector<double> w_grad = model.w.grad().to_vector();
+  EXPECT_EQ(w_grad[0], 3.0);
+  EXPECT_DOUBLE_EQ(w_grad[1], 3.0 * scale);
+  EXPECT_DOUBLE_EQ(w_grad[2], 3.0 * scale);
+  EXPECT_EQ(w_grad[3], 3.0);
+  EXPECT_EQ(model.b.grad().to_vector(), (std::vector<double>{4.0, -4.0}));
 }
 
 TEST(ClipGradients, ALimitOfZeroTurnsClippingOff) {

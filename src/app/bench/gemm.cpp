@@ -13,6 +13,7 @@
 #include "comm/errors.h"
 #include "kernels/build_info.h"
 #include "kernels/ops.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -103,10 +104,11 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
     if (kernels::gemm_blas_available()) providers.push_back(kernels::GemmProvider::blas);
     const kernels::GemmProvider chosen = kernels::gemm_provider();
     const double peak = kernels::cpu_fma_peak_gflops(std::max(0.2, options.seconds));
+    const int threads = kernels::cpu_threads();  // --threads: the % is of threads x peak
     fmt::print(
-        "bench gemm: float32, one thread, best of repeated calls; FMA peak {:.1f} GFLOP/s "
+        "bench gemm: float32, {}, best of repeated calls; FMA peak {:.1f} GFLOP/s per core "
         "({}); auto = {}\n{:<14} {:<10} {:<8} {:>22}",
-        peak, kernels::cpu_vector_extensions(),
+        nn::counted(threads, "thread"), peak, kernels::cpu_vector_extensions(),
         kernels::to_string(kernels::default_gemm_provider()), "model", "layer", "pass",
         "m x n x k");
     for (const kernels::GemmProvider provider : providers)
@@ -126,16 +128,18 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
         row[kernels::to_string(provider) + "_gflops"] = gflops;
         fmt::print(" {:>8.1f}", gflops);
       }
-      fmt::print(" {:>6.0f}%\n", 100.0 * best / peak);
+      fmt::print(" {:>6.0f}%\n", 100.0 * best / (peak * threads));
       results.push_back(row);
     }
     kernels::set_gemm_provider(chosen);
     if (!options.common.json.empty()) {
-      write_json(
-          options.common.json,
-          nlohmann::json{
-              {"tool", "mpitron"}, {"bench", "gemm"}, {"peak_gflops", peak}, {"results", results}},
-          /*append=*/true);
+      write_json(options.common.json,
+                 nlohmann::json{{"tool", "mpitron"},
+                                {"bench", "gemm"},
+                                {"peak_gflops", peak},
+                                {"threads", threads},
+                                {"results", results}},
+                 /*append=*/true);
     }
   }
   comm::barrier(world);

@@ -17,9 +17,11 @@
 #include "comm/errors.h"
 #include "comm/wait.h"
 #include "kernels/allocator.h"
+#include "kernels/ops.h"
 #include "nn/models/mlp_stack.h"
 #include "nn/parallel/data_parallel.h"
 #include "nn/parallel/pipeline.h"
+#include "nn/wording.h"
 
 namespace mpitron::app {
 
@@ -141,21 +143,27 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   const double achieved = gflop / (ms_per_step / 1e3);
   const std::optional<double> mfu =
       model_flops_utilisation(achieved, options.peak_gflops, world.size());
+  // Ranks x threads: the CPU threads the step ran on (a CUDA rank counts as one).
+  const int threads = device == kernels::Device::cpu ? kernels::cpu_threads() : 1;
+  const double tokens_per_s = tokens / (ms_per_step / 1e3);
+  const double per_thread = tokens_per_s / (world.size() * threads);
   fmt::print(
       "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
       "layers {} micro-batches {}{}\n"
       "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model "
       "GFLOP/step{}), "
       "peak RSS {:.0f} MiB/rank (max)\n"
+      "bench: {:.0f} tokens/s per thread ({} x {})\n"
       "bench: {:.1f} allocations/step after warm-up (max over ranks); {} memory peak {:.0f} MiB "
       "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n"
       "bench: share of the step waiting on communication per rank: {}\n"
       "bench: idle share per pipeline stage ({} schedule): {}\n",
-      world.size(), sizes.tp, sizes.pp, sizes.dp, kernels::to_string(device), s.hidden,
-      s.intermediate, s.batch, s.seq, s.layers, s.micro_batches,
-      options.recompute ? ", recomputing activations" : "", ms_per_step,
-      tokens / (ms_per_step / 1e3), achieved, gflop, mfu ? ", " + mfu_text(mfu) : std::string(),
-      peak, *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
+      world.size(), sizes.tp, sizes.pp, sizes.dp, device_text(device), s.hidden, s.intermediate,
+      s.batch, s.seq, s.layers, s.micro_batches,
+      options.recompute ? ", recomputing activations" : "", ms_per_step, tokens_per_s, achieved,
+      gflop, mfu ? ", " + mfu_text(mfu) : std::string(), peak, per_thread,
+      nn::counted(world.size(), "rank"), nn::counted(threads, "thread"),
+      *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
       *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()),
       percentages(wait_share), nn::to_string(pipeline.schedule),
       percentages(mean_by_stage(wait_share, sizes.tp, sizes.pp)));
@@ -164,7 +172,9 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
                           {"config", config_json(s, sizes, device, seed, world.size())},
                           {"recompute", options.recompute},
                           {"ms_per_step", ms_per_step},
-                          {"tokens_per_s", tokens / (ms_per_step / 1e3)},
+                          {"tokens_per_s", tokens_per_s},
+                          {"threads", threads},
+                          {"tokens_per_s_per_thread", per_thread},
                           {"achieved_gflops", achieved},
                           {"model_gflop_per_step", gflop},
                           {"peak_rss_mib_by_rank", rss},

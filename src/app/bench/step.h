@@ -25,7 +25,8 @@ struct BenchOptions {
 CLI::App& add_bench_command(CLI::App& app, BenchOptions& options);
 
 /// Runs warm-up and timed steps on every rank; rank 0 prints the figures and, with --json,
-/// appends one JSON line {"config", "ms_per_step", "tokens_per_s", "achieved_gflops",
+/// appends one JSON line {"config", "ms_per_step", "tokens_per_s", "threads" (CPU threads per
+/// rank; 1 on CUDA), "tokens_per_s_per_thread" (tokens/s over ranks x threads), "achieved_gflops",
 /// "model_gflop_per_step", "peak_rss_mib_by_rank", "allocations_per_step_by_rank" (blocks the
 /// backends allocated per timed step: cache misses of kernels' allocator),
 /// "allocator_peak_in_use_mib_by_rank", "allocator_peak_held_mib_by_rank" (the compute device's

@@ -11,10 +11,11 @@
 namespace mpitron::app {
 
 /// Lines: {"config": {...}} first, then {"step", "loss", "lr", "grad_norm", "ms",
-/// "tokens_per_s", "gflops"[, "mfu"]} per step and {"step", "val_loss"} per evaluation. A run
-/// resumed from step k adds {"resume": {"from_step": k, "config": {...}}}; the records of steps
-/// after k that an interrupted run left (it went on past its last save) are dropped first, so
-/// every step appears once. Only the writer (rank 0) touches the file.
+/// "tokens_per_s", "gflops", "phases_ms" (rank 0's, app/train/step_phases.h)[, "mfu"]} per step and
+/// {"step", "val_loss"} per evaluation. A run resumed from step k adds {"resume": {"from_step": k,
+/// "config": {...}}}; the records of steps after k that an interrupted run left (it went on past
+/// its last save) are dropped first, so every step appears once. Only the writer (rank 0) touches
+/// the file.
 class MetricsFile {
  public:
   /// An empty `path` or `writer` false: writes nothing. Otherwise a fresh run (no

@@ -16,6 +16,7 @@
 #include "app/train/stop.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "kernels/ops.h"
 #include "nn/checkpoint/checkpoint.h"
 #include "nn/fault_injection.h"
 #include "nn/wording.h"
@@ -307,6 +308,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                    {"pp", run.sizes.pp},
                    {"dp", run.sizes.dp},
                    {"device", kernels::to_string(run.device)},
+                   {"threads", kernels::cpu_threads()},
                    {"seed", run.seed},
                    {"data", run.corpus->source()},
                    {"data_tokens", run.corpus->tokens().size()},

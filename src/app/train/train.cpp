@@ -12,6 +12,7 @@
 #include "app/throughput.h"
 #include "app/train/metrics.h"
 #include "app/train/setup.h"
+#include "app/train/step_phases.h"
 #include "app/train/stop.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
@@ -83,16 +84,12 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const std::vector<double> counts = comm::all_gather_scalar(
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
-      "train: tp={} pp={} dp={} ({}, device {}{}, {}), {} x hidden {} x {}, seq "
+      "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {}, seq "
       "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
       "step ({} schedule{}{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
-      kernels::to_string(run.device),
-      run.device == kernels::Device::cpu
-          ? fmt::format(" ({} GEMM)", kernels::to_string(kernels::gemm_provider()))
-          : std::string(),
-      o.dtype, nn::counted(run.config.layers, "layer"), run.config.hidden,
+      device_text(run.device), o.dtype, nn::counted(run.config.layers, "layer"), run.config.hidden,
       nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),
@@ -171,6 +168,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                          {"val_loss", nullptr}};
   double step_ms = 0.0;
   double step_wait_s = 0.0;  // in the wait routine during the steps
+  PhaseTotals phases(o.use_distributed_optimizer && run.sizes.dp > 1);  // this rank's
   const StopWatch stop(stop_signals(o.exit_signal), o.exit_duration_in_mins);
   // Saves `step` with --save; false (after the error line) when the step is not finite.
   const auto save_step = [&](std::int64_t step) {
@@ -206,11 +204,12 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
         "GFLOP/s{}",
         step, o.steps, result.loss, lr, result.grad_norm, ms, tokens_per_s, gflops,
         mfu ? " " + mfu_text(mfu) : std::string());
-    nlohmann::json line{{"step", step},    {"loss", result.loss},
-                        {"lr", lr},        {"grad_norm", result.grad_norm},
-                        {"ms", ms},        {"tokens_per_s", tokens_per_s},
-                        {"gflops", gflops}};
+    nlohmann::json line{{"step", step},     {"loss", result.loss},
+                        {"lr", lr},         {"grad_norm", result.grad_norm},
+                        {"ms", ms},         {"tokens_per_s", tokens_per_s},
+                        {"gflops", gflops}, {"phases_ms", phases_ms(result.phases)}};
     if (mfu) line["mfu"] = *mfu;
+    phases.add(result.phases);
     metrics->write(line);
     summary["loss"] = result.loss;
     step_ms += ms;
@@ -253,6 +252,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     run.log->info("idle share per pipeline stage (waiting on communication in the steps): {}",
                   percentages(idle_by_stage));
   }
+  if (first_step <= last_step) run.log->info("step phases (rank 0, mean): {}", phases.text());
   const std::vector<double> rss_mib = comm::all_gather_scalar(world, peak_rss_mib());
   run.log->info("peak RSS {:.0f} MiB per rank at most (estimate {:.0f} MiB)",
                 *std::max_element(rss_mib.begin(), rss_mib.end()),
@@ -261,6 +261,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     summary["peak_rss_mib_by_rank"] = rss_mib;
     summary["memory_estimate_mib_by_rank"] = estimate_mib;
     summary["idle_share_by_stage"] = idle_by_stage;
+    summary["step_phases_ms"] = phases.mean_ms();
     const auto steps = static_cast<double>(std::max<std::int64_t>(last_step - first_step + 1, 0));
     summary["seconds"] = seconds;
     summary["ms_per_step"] = steps > 0 ? step_ms / steps : 0.0;

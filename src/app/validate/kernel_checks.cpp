@@ -151,7 +151,7 @@ std::vector<OpCase> product_cases() {
   }
   for (const bool causal : {false, true}) {
     cases.push_back(
-        {causal ? "causal attention core (2 heads)" : "attention core (2 heads)",
+        {causal ? "causal unfused attention core (2 heads)" : "unfused attention core (2 heads)",
          {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}},
          {uniform_values(24, -2, 2, 14 + 3 * causal), uniform_values(24, -2, 2, 15 + 3 * causal),
           uniform_values(24, -2, 2, 16 + 3 * causal)},
@@ -160,10 +160,51 @@ std::vector<OpCase> product_cases() {
            return attention(in[0], in[1], in[2], 2, 3, 2, 2, causal);
          },
          [causal](const Ts& t) {
-           return nn::multi_head_attention_core(t[0], t[1], t[2], 2, causal);
+           return nn::unfused_attention_core(t[0], t[1], t[2], 2, causal);
          }});
   }
   return cases;
+}
+
+// One case of the fused attention on q, k, v [slices, seq, head_dim] (heads = 1 per slice of the
+// reference loop): q in [0.5, 1.5] and k in [-1.5, 1.5], but from key 64 on k in [4, 5], so a row
+// that reaches a second key block of the CPU kernel (64 keys) finds its max there (scores near
+// 4.5 head_dim / sqrt(head_dim), against at most 2.25 head_dim / sqrt(head_dim) in the first)
+// and the online softmax must rescale what it summed against the first block's max.
+OpCase fused_attention_case(const char* name, std::size_t slices, std::size_t seq,
+                            std::size_t head_dim, bool causal, std::uint64_t seed) {
+  const std::size_t n = slices * seq * head_dim;
+  const autograd::Shape shape{static_cast<std::int64_t>(slices), static_cast<std::int64_t>(seq),
+                              static_cast<std::int64_t>(head_dim)};
+  const V k = map_values(uniform_values(n, -1.5, 1.5, seed + 1), [&](double u, std::size_t i) {
+    return i / head_dim % seq >= 64 ? 4.5 + u / 3.0 : u;
+  });
+  return {name,
+          {shape, shape, shape},
+          {uniform_values(n, 0.5, 1.5, seed), k, uniform_values(n, -2, 2, seed + 2)},
+          {true, true, true},
+          [=](const HostValues& in) {
+            return attention(in[0], in[1], in[2], slices, seq, 1, head_dim, causal);
+          },
+          [causal](const Ts& t) {
+            return autograd::scaled_dot_product_attention(t[0], t[1], t[2], causal);
+          }};
+}
+
+// The fused kernel at the sizes that reach its edges, kept small because the reference's finite
+// differences cost seq^3 head_dim^2: two key blocks with a partial second one (causal seq 66,
+// odd head_dim), seq 1 with several slices, and the model layer's path through it (heads split
+// and put back). The unit tests (tests/kernels/test_attention.cpp) cover more sizes.
+std::vector<OpCase> fused_attention_cases() {
+  return {fused_attention_case("fused causal attention [1, 66, 3]", 1, 66, 3, true, 60),
+          fused_attention_case("fused causal attention, seq 1 [3, 1, 5]", 3, 1, 5, true, 66),
+          {"causal attention core (2 heads, fused)",
+           {{2, 5, 6}, {2, 5, 6}, {2, 5, 6}},
+           {uniform_values(60, -2, 2, 69), uniform_values(60, -2, 2, 70),
+            uniform_values(60, -2, 2, 71)},
+           {true, true, true},
+           [](const HostValues& in) { return attention(in[0], in[1], in[2], 2, 5, 2, 3, true); },
+           [](const Ts& t) { return nn::multi_head_attention_core(t[0], t[1], t[2], 2, true); }}};
 }
 
 std::vector<OpCase> elementwise_cases() {
@@ -273,6 +314,9 @@ std::vector<LocalCheck> check_kernels(const ValidateContext& ctx) {
        layer_norm_cases},
       {"KERNELS: causal and scaled softmax forward and backward match float64 reference",
        causal_softmax_cases},
+      {"KERNELS: fused causal attention (online softmax in blocks) forward and backward match "
+       "float64 reference",
+       fused_attention_cases},
       {"KERNELS: embedding gather and scatter-add backward (repeated ids, vocabulary slice) match "
        "float64 reference",
        embedding_cases},

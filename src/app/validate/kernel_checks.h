@@ -12,9 +12,11 @@
 namespace mpitron::app {
 
 /// "KERNELS: GELU ...", "KERNELS: softmax ...", "KERNELS: linear, matmul and attention core
-/// ..." (plain and causal), "KERNELS: element-wise, reduction, loss and shape ops ...",
-/// "KERNELS: backward engine ...", then the GPT's kernels (validate_kernels_gpt.h): "KERNELS:
-/// LayerNorm ...", "KERNELS: causal and scaled softmax ...", "KERNELS: embedding ...",
+/// ..." (the unfused core, plain and causal), "KERNELS: element-wise, reduction, loss and shape ops
+/// ...", "KERNELS: backward engine ...", then the GPT's kernels (validate_kernels_gpt.h): "KERNELS:
+/// LayerNorm ...", "KERNELS: causal and scaled softmax ...", "KERNELS: fused causal attention
+/// ..." (the blocked online-softmax kernel at seq 66 and 1, odd head_dim, and the model's
+/// attention core through it), "KERNELS: embedding ...",
 /// "KERNELS: cross-entropy ..." and "KERNELS: AdamW update ...", each "match(es) float64
 /// reference". Inputs reach the edge cases: GELU on [-10, 10], softmax rows with -inf entries,
 /// equal entries and logits of +-1000, LayerNorm rows of large offset and small variance, logits

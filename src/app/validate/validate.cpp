@@ -93,11 +93,8 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
   log->debug("rank {} of {}: (t, p, d) = ({}, {}, {}); {}", world.rank(), world.size(),
              topology.tp_rank(), topology.pp_rank(), topology.dp_rank(), config.dump());
-  log->info("world {} = tp {} x pp {} x dp {}, device {}{}", world.size(), sizes.tp, sizes.pp,
-            sizes.dp, kernels::to_string(device),
-            device == kernels::Device::cpu
-                ? fmt::format(" ({} GEMM)", kernels::to_string(kernels::gemm_provider()))
-                : std::string());
+  log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
+            sizes.dp, device_text(device));
 
   const ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
                             options.tolerance, *log};

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <new>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
@@ -16,6 +17,7 @@ namespace {
 
 /// The CPU kernel table of TypedBackend.
 struct CpuKernels : cpu::Elementwise,
+                    cpu::Attention,
                     cpu::Reductions,
                     cpu::Normalization,
                     cpu::Embedding,

@@ -1,12 +1,14 @@
 // CPU reference loops of cross-entropy on a vocabulary slice (columns [first_col, first_col +
 // cols) of the logits): per-row statistics, the mean loss and the logit gradient. Sums
-// accumulate in double.
+// accumulate in double. The per-row kernels run rows on cpu_threads() threads (parallel.h); the
+// mean over the rows stays one ordered loop (a few thousand terms).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/parallel.h"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::cpu {
@@ -18,7 +20,7 @@ struct CrossEntropy {
   static void cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
                                   std::size_t used_cols, const I* targets, std::int64_t first_col,
                                   const T* row_max, T* sum_exp, T* target_logit) {
-    for (std::size_t r = 0; r < rows; ++r) {
+    parallel_rows(rows, cols, [=](std::size_t r) {
       const T* lr = logits + r * cols;
       double total = 0.0;
       for (std::size_t c = 0; c < used_cols; ++c)
@@ -26,7 +28,7 @@ struct CrossEntropy {
       sum_exp[r] = static_cast<T>(total);
       const std::int64_t col = math::slice_row(targets[r], first_col, used_cols);
       target_logit[r] = col < 0 ? T(0) : lr[col];
-    }
+    });
   }
 
   /// loss[0] = mean_r (log sum_exp[r] + row_max[r] - target_logit[r]).
@@ -48,7 +50,7 @@ struct CrossEntropy {
                                      std::int64_t first_col, const T* row_max, const T* sum_exp,
                                      const T* dloss, T* dlogits) {
     const T coef = static_cast<T>(static_cast<double>(dloss[0]) / static_cast<double>(rows));
-    for (std::size_t r = 0; r < rows; ++r) {
+    parallel_rows(rows, cols, [=](std::size_t r) {
       const std::int64_t target = math::slice_row(targets[r], first_col, used_cols);
       for (std::size_t c = 0; c < cols; ++c) {
         const std::size_t i = r * cols + c;
@@ -57,7 +59,7 @@ struct CrossEntropy {
                                                     static_cast<std::int64_t>(c) == target, coef)
                          : T(0);
       }
-    }
+    });
   }
 };
 

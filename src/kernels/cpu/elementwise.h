@@ -1,5 +1,6 @@
-// CPU reference loops for the element-wise ops, one pass over memory each. `out` may alias an
-// input: every loop reads element i before it writes element i.
+// CPU reference loops for the element-wise ops, one pass over memory each, on cpu_threads()
+// threads (parallel.h). `out` may alias an input: every loop reads element i before it writes
+// element i.
 #pragma once
 
 #include <cmath>
@@ -7,6 +8,8 @@
 #include <type_traits>
 
 #include "kernels/cpu/erf_f32.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/tanh_f32.h"
 #include "kernels/fault_injection.h"
 #include "kernels/math.h"
 
@@ -53,12 +56,12 @@ struct Elementwise {
   /// plain vector add (an index modulo cols per element cost as much as the add).
   template <class T>
   static void bias_add(const T* x, const T* bias, std::size_t rows, std::size_t cols, T* out) {
-    for (std::size_t r = 0; r < rows; ++r) {
+    parallel_rows(rows, cols, [=](std::size_t r) {
       const T* row = x + r * cols;
       T* out_row = out + r * cols;
       for (std::size_t c = 0; c < cols; ++c)
         out_row[c] = row[c] + bias[c];
-    }
+    });
   }
 
   template <class T>
@@ -71,7 +74,7 @@ struct Elementwise {
   static void bias_gelu(T* y, const T* bias, std::size_t rows, std::size_t cols, T* g,
                         GeluForm form) {
     with_gelu<T>(form, [=](auto gelu) {
-      for (std::size_t r = 0; r < rows; ++r) {
+      parallel_rows(rows, cols, [=](std::size_t r) {
         T* y_row = y + r * cols;
         T* g_row = g + r * cols;
         for (std::size_t c = 0; c < cols; ++c) {
@@ -79,7 +82,7 @@ struct Elementwise {
           y_row[c] = pre;
           g_row[c] = gelu(pre);
         }
-      }
+      });
     });
   }
 
@@ -95,6 +98,7 @@ struct Elementwise {
     if constexpr (std::is_same_v<T, float>) {
       if (form == GeluForm::exact)
         return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_exact_grad_f32(x[i]); });
+      return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_tanh_grad_f32(x[i]); });
     }
     map(dx, n, [=](std::size_t i) { return dy[i] * math::gelu_grad(x[i], form); });
   }
@@ -111,26 +115,31 @@ struct Elementwise {
   template <class T>
   static void adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, std::size_t n,
                            const math::AdamWHyper<T>& hyper) {
-    for (std::size_t i = 0; i < n; ++i)
-      math::adamw(param[i], grad[i], exp_avg[i], exp_avg_sq[i], hyper);
+    parallel_chunks(n, kElementChunk, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        math::adamw(param[i], grad[i], exp_avg[i], exp_avg_sq[i], hyper);
+    });
   }
 
  private:
-  /// body(gelu) with `gelu` the scalar GELU of `form`: exact GELU in float32 takes the
-  /// vectorizable erf_f32, other cases math::gelu (the C library's erf and tanh).
+  /// body(gelu) with `gelu` the scalar GELU of `form`: in float32 the vectorizable erf_f32 or
+  /// tanh_f32, in float64 math::gelu (the C library's erf and tanh).
   template <class T, class Body>
   static void with_gelu(GeluForm form, Body body) {
     if constexpr (std::is_same_v<T, float>) {
       if (form == GeluForm::exact) return body([](float v) { return gelu_exact_f32(v); });
+      return body([](float v) { return gelu_tanh_f32(v); });
     }
     body([form](T v) { return math::gelu(v, form); });
   }
 
-  /// out[i] = f(i) for i in [0, n).
+  /// out[i] = f(i) for i in [0, n), in chunks of kElementChunk.
   template <class T, class F>
   static void map(T* out, std::size_t n, F f) {
-    for (std::size_t i = 0; i < n; ++i)
-      out[i] = f(i);
+    parallel_chunks(n, kElementChunk, [=](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        out[i] = f(i);
+    });
   }
 };
 

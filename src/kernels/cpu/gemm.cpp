@@ -20,11 +20,50 @@ namespace {
 template <class T>
 using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// C is computed in panels of at most this many columns. Eigen packs kc x (columns of C) of op(B)
-// into a temporary it mallocs and frees on every call (kc <= ~700 for float here); a panel keeps
-// that under 1.4 MiB of float32 where a [1024, 2048] result took 4 MiB, which glibc then keeps
-// resident (measured: 4 MiB less peak RSS in bench at its default sizes, about 3 % more time).
+// At one thread, Eigen computes C in panels of at most this many columns. Eigen packs kc x
+// (columns of C) of op(B) into a temporary it mallocs and frees on every call (kc <= ~700 for
+// float here); a panel keeps that under 1.4 MiB of float32 where a [1024, 2048] result took
+// 4 MiB, which glibc then keeps resident (measured: 4 MiB less peak RSS in bench at its default
+// sizes, about 3 % more time). OpenBLAS takes the whole product in one call.
 constexpr std::size_t kPanelColumns = 512;
+
+// At more than one thread, each product is cut into tiles of `height` rows (the last tile takes
+// a remainder below height / 2 with it) by Eigen's column panels (OpenBLAS: all columns), a
+// rule that depends only on the sizes; the threads take tiles, and each tile is one
+// single-threaded provider call. Tiles give the bits of the one-thread calls because both
+// providers sum every element's k terms in an order set by k alone: neither splits k by the
+// thread count here (Eigen's own threads would: its k blocking depends on them), and a height
+// that is a multiple of 96 rows is a multiple of the rows of every micro-kernel of Eigen's
+// (3 vectors: 48 floats with AVX-512, 24 with AVX2), so rows meet the same micro-kernels as in
+// one call. OpenBLAS picks other kernels for small calls (below about 10^6 multiply-adds here)
+// and for one-column ones, which round differently: hence tiles of at least kMinTileWork
+// multiply-adds, so that a tile and its whole product take the same kernel, and whole rows.
+// tests/kernels/test_threads.cpp checks the bits for both providers.
+constexpr std::size_t kTileRows = 96;
+constexpr std::size_t kMinTileWork = std::size_t{1} << 22;
+
+// Rows per tile of an [m, n] x k product: the least multiple of kTileRows with at least
+// kMinTileWork multiply-adds.
+std::size_t tile_height(std::size_t n, std::size_t k) {
+  const std::size_t per_row = std::max<std::size_t>(n * k, 1);
+  const std::size_t rows = (kMinTileWork + per_row - 1) / per_row;
+  return (rows + kTileRows - 1) / kTileRows * kTileRows;
+}
+
+std::size_t tile_count(std::size_t m, std::size_t height) {
+  const std::size_t full = m / height;
+  return full == 0 ? 1 : full + (m % height >= height / 2 ? 1 : 0);
+}
+
+struct Range {
+  std::size_t begin, end;
+};
+
+// Rows of row tile `tile` of `count` tiles of `height` over `m` rows (the last takes the rest).
+Range tile_rows(std::size_t m, std::size_t height, std::size_t count, std::size_t tile) {
+  const std::size_t begin = tile * height;
+  return {begin, tile + 1 == count ? m : begin + height};
+}
 
 /// C = alpha A B + beta C for any Eigen expressions A and B.
 template <class C, class A, class B, class T>
@@ -37,37 +76,79 @@ void multiply(C& out, const A& lhs, const B& rhs, T alpha, T beta) {
   }
 }
 
-// The provider, first read from MPITRON_GEMM; OpenBLAS's own thread pool (all cores by default)
-// is set to cpu_threads() before its first GEMM.
+#if MPITRON_HAVE_BLAS
+// CBLAS wants every leading dimension >= 1, also for empty matrices.
+int leading(std::size_t columns) {
+  return std::max(static_cast<int>(columns), 1);
+}
+
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+               const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
+               const double* a, int lda, const double* b, int ldb, double beta, double* c,
+               int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+#endif
+
+// One product C[m, n] = alpha op(A) op(B) + beta C (gemm.h's layout) and its tiles.
+template <class T>
+struct Product {
+  bool trans_a, trans_b;
+  std::size_t m, n, k;
+  T alpha, beta;
+
+  // C[rows, cols] = alpha op(A)[rows, :] op(B)[:, cols] + beta C[rows, cols], one thread,
+  // through CBLAS or Eigen.
+  void tile(Range rows, Range cols, const T* a, const T* b, T* c, bool blas) const {
+    const std::size_t height = rows.end - rows.begin, width = cols.end - cols.begin;
+    const T* a_rows = a + (trans_a ? rows.begin : rows.begin * k);
+    const T* b_cols = b + (trans_b ? cols.begin * k : cols.begin);
+    T* c_tile = c + rows.begin * n + cols.begin;
+    const std::size_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+#if MPITRON_HAVE_BLAS
+    if (blas) {
+      blas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+                static_cast<int>(height), static_cast<int>(width), static_cast<int>(k), alpha,
+                a_rows, leading(lda), b_cols, leading(ldb), beta, c_tile, leading(n));
+      return;
+    }
+#else
+    (void)blas;
+#endif
+    using Index = Eigen::Index;
+    using Strided = Eigen::OuterStride<>;
+    const auto ix = [](std::size_t v) { return static_cast<Index>(v); };
+    Eigen::Map<RowMajor<T>, 0, Strided> mc(c_tile, ix(height), ix(width), Strided(ix(n)));
+    Eigen::Map<const RowMajor<T>, 0, Strided> ma(a_rows, ix(trans_a ? k : height),
+                                                 ix(trans_a ? height : k), Strided(ix(lda)));
+    Eigen::Map<const RowMajor<T>, 0, Strided> mb(b_cols, ix(trans_b ? width : k),
+                                                 ix(trans_b ? k : width), Strided(ix(ldb)));
+    if (trans_a && trans_b) {
+      multiply(mc, ma.transpose(), mb.transpose(), alpha, beta);
+    } else if (trans_a) {
+      multiply(mc, ma.transpose(), mb, alpha, beta);
+    } else if (trans_b) {
+      multiply(mc, ma, mb.transpose(), alpha, beta);
+    } else {
+      multiply(mc, ma, mb, alpha, beta);
+    }
+  }
+};
+
+// The provider, first read from MPITRON_GEMM; cpu_threads() first sets the providers' own
+// thread counts to 1 (threads.cpp), before their first GEMM.
 GemmProvider& provider_state() {
   static GemmProvider provider = [] {
-    set_blas_threads(cpu_threads());
+    cpu_threads();
     const char* text = std::getenv("MPITRON_GEMM");
     return text == nullptr || *text == '\0' ? default_gemm_provider() : parse_gemm_provider(text);
   }();
   return provider;
 }
-
-#if MPITRON_HAVE_BLAS
-// CBLAS wants every leading dimension >= 1, also for empty matrices.
-int leading(int columns) {
-  return std::max(columns, 1);
-}
-
-void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-               const float* b, float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, leading(trans_a ? m : k), b,
-              leading(trans_b ? k : n), beta, c, leading(n));
-}
-
-void blas_gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
-               const double* b, double beta, double* c) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, leading(trans_a ? m : k), b,
-              leading(trans_b ? k : n), beta, c, leading(n));
-}
-#endif
 
 }  // namespace
 
@@ -83,44 +164,36 @@ template <class T>
 void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,
                         std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
                         std::size_t stride_b, T beta, T* c, std::size_t stride_c) {
-#if MPITRON_HAVE_BLAS
-  if (gemm_provider() == GemmProvider::blas) {
+  const Product<T> product{trans_a, trans_b, m, n, k, alpha, beta};
+  const bool blas = gemm_provider() == GemmProvider::blas;
+  if (cpu_threads() == 1) {  // the calls of one thread, without an OpenMP region
     for (std::size_t i = 0; i < batch; ++i) {
-      blas_gemm(trans_a, trans_b, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                alpha, a + i * stride_a, b + i * stride_b, beta, c + i * stride_c);
+      const T* ai = a + i * stride_a;
+      const T* bi = b + i * stride_b;
+      T* ci = c + i * stride_c;
+      if (blas) {
+        product.tile({0, m}, {0, n}, ai, bi, ci, true);
+      } else {
+        for (std::size_t first = 0; first < n; first += kPanelColumns)
+          product.tile({0, m}, {first, std::min(n, first + kPanelColumns)}, ai, bi, ci, false);
+      }
     }
     return;
   }
-#endif
-  using Index = Eigen::Index;
-  using Strided = Eigen::OuterStride<>;
-  const auto rows_a = static_cast<Index>(trans_a ? k : m);
-  const auto cols_a = static_cast<Index>(trans_a ? m : k);
-  for (std::size_t i = 0; i < batch; ++i) {
-    Eigen::Map<const RowMajor<T>> ma(a + i * stride_a, rows_a, cols_a);
-    for (std::size_t first = 0; first < n; first += kPanelColumns) {
-      const auto cols = static_cast<Index>(std::min(kPanelColumns, n - first));
-      Eigen::Map<RowMajor<T>, 0, Strided> mc(c + i * stride_c + first, static_cast<Index>(m), cols,
-                                             Strided(static_cast<Index>(n)));
-      if (trans_b) {
-        Eigen::Map<const RowMajor<T>, 0, Strided> mb(b + i * stride_b + first * k, cols,
-                                                     static_cast<Index>(k),
-                                                     Strided(static_cast<Index>(k)));
-        if (trans_a) {
-          multiply(mc, ma.transpose(), mb.transpose(), alpha, beta);
-        } else {
-          multiply(mc, ma, mb.transpose(), alpha, beta);
-        }
-      } else {
-        Eigen::Map<const RowMajor<T>, 0, Strided> mb(
-            b + i * stride_b + first, static_cast<Index>(k), cols, Strided(static_cast<Index>(n)));
-        if (trans_a) {
-          multiply(mc, ma.transpose(), mb, alpha, beta);
-        } else {
-          multiply(mc, ma, mb, alpha, beta);
-        }
-      }
-    }
+  const std::size_t height = tile_height(n, k);
+  const std::size_t row_tiles = tile_count(m, height);
+  const std::size_t panel = blas ? std::max<std::size_t>(n, 1) : kPanelColumns;
+  const std::size_t col_tiles = (n + panel - 1) / panel;
+  const auto tiles = static_cast<std::int64_t>(batch * row_tiles * col_tiles);
+#pragma omp parallel for num_threads( \
+    static_cast <int>(std::min <std::int64_t>(cpu_threads(), tiles))) schedule(dynamic)
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const auto index = static_cast<std::size_t>(t);
+    const std::size_t i = index / (row_tiles * col_tiles);
+    const std::size_t row_tile = index / col_tiles % row_tiles;
+    const std::size_t first = index % col_tiles * panel;
+    product.tile(tile_rows(m, height, row_tiles, row_tile), {first, std::min(n, first + panel)},
+                 a + i * stride_a, b + i * stride_b, c + i * stride_c, blas);
   }
 }
 
@@ -148,7 +221,6 @@ void set_gemm_provider(GemmProvider provider) {
     throw std::invalid_argument("the blas GEMM is not in this build (no libopenblas-dev)");
   }
   cpu::provider_state() = provider;
-  cpu::set_blas_threads(cpu_threads());
 }
 
 GemmProvider gemm_provider() {

@@ -8,7 +8,9 @@ namespace mpitron::kernels::cpu {
 /// `batch` row-major products C_i[m, n] = alpha op(A_i) op(B_i) + beta C_i with A_i at
 /// a + i * stride_a (stored [m, k], or [k, m] when trans_a), B_i at b + i * stride_b (stored
 /// [k, n], or [n, k] when trans_b) and C_i at c + i * stride_c. beta = 0 never reads C.
-/// Eigen's blocked GEMM or CBLAS (kernels::gemm_provider()), on cpu_threads() threads. Defined
+/// Eigen's blocked GEMM or CBLAS (kernels::gemm_provider()). At cpu_threads() > 1 the products
+/// are cut into tiles by a rule of the sizes alone and the threads compute tiles with the
+/// single-threaded provider, so C has the same bits for any thread count (gemm.cpp). Defined
 /// for T = float and double.
 struct Gemm {
   template <class T>
@@ -17,8 +19,8 @@ struct Gemm {
                            const T* b, std::size_t stride_b, T beta, T* c, std::size_t stride_c);
 };
 
-/// Sets the BLAS provider's own thread count (OpenBLAS keeps one of its own); nothing in a build
-/// without BLAS.
+/// Sets the BLAS provider's own thread count (OpenBLAS keeps a thread pool of its own; mpitron
+/// keeps it at 1 and threads over tiles instead); nothing in a build without BLAS.
 void set_blas_threads(int threads);
 
 }  // namespace mpitron::kernels::cpu

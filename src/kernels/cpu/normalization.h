@@ -1,11 +1,13 @@
 // CPU reference loops of LayerNorm (Ba, Kiros & Hinton, arXiv:1607.06450) forward and backward.
-// Row statistics and column sums accumulate in double.
+// Row statistics and column sums accumulate in double. Rows, and blocks of columns for the
+// column sums, go to cpu_threads() threads whole (parallel.h): the same bits for any count.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/cpu/parallel.h"
 #include "kernels/fault_injection.h"
 #include "kernels/math.h"
 
@@ -17,7 +19,7 @@ struct Normalization {
   template <class T>
   static void layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
                                  std::size_t cols, double eps, T* y, T* mean, T* rstd) {
-    for (std::size_t r = 0; r < rows; ++r) {
+    parallel_rows(rows, cols, [=](std::size_t r) {
       const T* xr = x + r * cols;
       double sum = 0.0;
       for (std::size_t c = 0; c < cols; ++c)
@@ -30,16 +32,18 @@ struct Normalization {
       rstd[r] = static_cast<T>(1.0 / std::sqrt(squares / static_cast<double>(cols) + eps));
       for (std::size_t c = 0; c < cols; ++c)
         y[r * cols + c] = (xr[c] - mean[r]) * rstd[r] * weight[c] + bias[c];
-    }
+    });
   }
 
   /// dx row by row from the two row means of g = dy weight and g xhat; dweight and dbias as
-  /// column sums over the rows, 64 columns at a time so the double accumulators stay local.
+  /// column sums over the rows, kColumnBlock columns at a time so the double accumulators stay
+  /// local.
   template <class T>
   static void layer_norm_backward(const T* x, const T* weight, const T* mean, const T* rstd,
                                   const T* dy, std::size_t rows, std::size_t cols, T* dx,
                                   T* dweight, T* dbias) {
-    for (std::size_t r = 0; r < rows; ++r) {
+    const bool dx_no_mean = fault_active(Fault::layer_norm_dx_no_mean);
+    parallel_rows(rows, cols, [=](std::size_t r) {
       const std::size_t base = r * cols;
       double sum_g = 0.0, sum_g_xhat = 0.0;
       for (std::size_t c = 0; c < cols; ++c) {
@@ -47,7 +51,7 @@ struct Normalization {
         sum_g += g;
         sum_g_xhat += g * ((x[base + c] - mean[r]) * rstd[r]);
       }
-      if (fault_active(Fault::layer_norm_dx_no_mean)) sum_g = 0.0;
+      if (dx_no_mean) sum_g = 0.0;
       const T mean_g = static_cast<T>(sum_g / static_cast<double>(cols));
       const T mean_g_xhat = static_cast<T>(sum_g_xhat / static_cast<double>(cols));
       for (std::size_t c = 0; c < cols; ++c) {
@@ -55,11 +59,9 @@ struct Normalization {
         dx[base + c] =
             math::layer_norm_dx(dy[base + c] * weight[c], xhat, rstd[r], mean_g, mean_g_xhat);
       }
-    }
-    constexpr std::size_t kBlock = 64;
-    for (std::size_t c0 = 0; c0 < cols; c0 += kBlock) {
-      const std::size_t width = std::min(kBlock, cols - c0);
-      double dw[kBlock] = {}, db[kBlock] = {};
+    });
+    parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
+      double dw[kColumnBlock] = {}, db[kColumnBlock] = {};
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t j = 0; j < width; ++j) {
           const std::size_t i = r * cols + c0 + j;
@@ -71,7 +73,7 @@ struct Normalization {
         dweight[c0 + j] = static_cast<T>(dw[j]);
         dbias[c0 + j] = static_cast<T>(db[j]);
       }
-    }
+    });
   }
 };
 

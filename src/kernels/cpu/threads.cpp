@@ -1,5 +1,7 @@
-// The CPU thread count: Eigen's GEMM threads, 1 unless MPITRON_CPU_THREADS or set_cpu_threads say
-// otherwise (with OpenMP off, Eigen is single-threaded whatever the count).
+// The CPU thread count: the OpenMP threads of the CPU kernels (parallel.h) and of the GEMM's
+// tiles (gemm.cpp), 1 unless MPITRON_CPU_THREADS or set_cpu_threads say otherwise. Eigen's and
+// OpenBLAS's own threads stay at 1: the kernels split the work themselves, by rules that keep
+// every result's bits independent of the count. Without OpenMP every kernel runs on one thread.
 #include <Eigen/Core>
 #include <cstdlib>
 #include <stdexcept>
@@ -16,19 +18,18 @@ int parse_env_threads() {
   if (text == nullptr || *text == '\0') return 1;
   char* end = nullptr;
   const long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < 1 || value > 4096) {
-    throw std::invalid_argument(std::string("MPITRON_CPU_THREADS must be an integer >= 1, not '") +
-                                text + "'");
+  if (*end != '\0' || value < 1 || value > kMaxCpuThreads) {
+    throw std::invalid_argument(std::string("MPITRON_CPU_THREADS must be an integer in [1, ") +
+                                std::to_string(kMaxCpuThreads) + "], not '" + text + "'");
   }
   return static_cast<int>(value);
 }
 
 int& thread_count() {
   static int count = [] {
-    const int threads = parse_env_threads();
-    Eigen::setNbThreads(threads);
-    cpu::set_blas_threads(threads);
-    return threads;
+    Eigen::setNbThreads(1);
+    cpu::set_blas_threads(1);
+    return parse_env_threads();
   }();
   return count;
 }
@@ -36,17 +37,24 @@ int& thread_count() {
 }  // namespace
 
 void set_cpu_threads(int threads) {
-  if (threads < 1) {
-    throw std::invalid_argument("kernels::set_cpu_threads: threads must be >= 1, not " +
+  if (threads < 1 || threads > kMaxCpuThreads) {
+    throw std::invalid_argument("kernels::set_cpu_threads: threads must be in [1, " +
+                                std::to_string(kMaxCpuThreads) + "], not " +
                                 std::to_string(threads));
   }
   thread_count() = threads;
-  Eigen::setNbThreads(threads);
-  cpu::set_blas_threads(threads);
 }
 
 int cpu_threads() {
   return thread_count();
+}
+
+bool cpu_openmp_available() {
+#ifdef _OPENMP
+  return true;
+#else
+  return false;
+#endif
 }
 
 }  // namespace mpitron::kernels

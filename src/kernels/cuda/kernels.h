@@ -62,6 +62,15 @@ struct Kernels {
   template <class T>
   static void sum_squares(const T* x, std::size_t n, T* out);
 
+  // attention.cu: one block per (batch*head, query or key block), one thread per row.
+  template <class T>
+  static void attention_forward(const T* q, const T* k, const T* v, std::size_t batch_heads,
+                                std::size_t seq, std::size_t d, bool causal, T scale, T* o, T* lse);
+  template <class T>
+  static void attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
+                                 const T* dout, std::size_t batch_heads, std::size_t seq,
+                                 std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv);
+
   // normalization.cu: LayerNorm, one block per row (forward, dx), one thread per column (dweight,
   // dbias).
   template <class T>

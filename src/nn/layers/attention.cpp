@@ -79,28 +79,52 @@ std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t
   return std::nullopt;
 }
 
-Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
-                                 std::int64_t heads, bool causal) {
-  autograd::check_same_shape("multi_head_attention_core", q, k);
-  autograd::check_same_shape("multi_head_attention_core", q, v);
+namespace {
+
+// The core of both attention forms: q, k, v [batch, seq, heads*head_dim] split into heads
+// [batch, heads, seq, head_dim], `attend` (per-head q, k, v and the scale -> per-head context)
+// applied, and the heads put back as [batch, seq, heads*head_dim].
+template <class Attend>
+Tensor attention_over_heads(const char* op, const Tensor& q, const Tensor& k, const Tensor& v,
+                            std::int64_t heads, Attend attend) {
+  autograd::check_same_shape(op, q, k);
+  autograd::check_same_shape(op, q, v);
   if (q.ndim() != 3 || heads < 1 || q.size(2) % heads != 0) {
     throw std::invalid_argument(
-        fmt::format("multi_head_attention_core: q {} is not [batch, seq, width] with width "
-                    "divisible by {} heads",
+        fmt::format("{}: q {} is not [batch, seq, width] with width divisible by {} heads", op,
                     autograd::to_string(q.shape()), heads));
   }
   const std::int64_t batch = q.size(0), seq = q.size(1), width = q.size(2);
   const std::int64_t head_dim = width / heads;
-  // [batch, seq, heads*head_dim] -> [batch, heads, seq, head_dim].
   const auto per_head = [&](const Tensor& t) {
     return autograd::transpose(autograd::reshape(t, {batch, seq, heads, head_dim}), 1, 2);
   };
-  const Tensor scores = autograd::matmul(per_head(q), per_head(k), false, /*trans_b=*/true);
   const double scale = fault_active(Fault::attention_scale_head_dim)
                            ? 1.0 / static_cast<double>(head_dim)
                            : 1.0 / std::sqrt(static_cast<double>(head_dim));
-  const Tensor context = autograd::matmul(autograd::softmax(scores, causal, scale), per_head(v));
+  const Tensor context = attend(per_head(q), per_head(k), per_head(v), scale);
   return autograd::reshape(autograd::transpose(context, 1, 2), {batch, seq, width});
+}
+
+}  // namespace
+
+Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 std::int64_t heads, bool causal) {
+  return attention_over_heads(
+      "multi_head_attention_core", q, k, v, heads,
+      [causal](const Tensor& qh, const Tensor& kh, const Tensor& vh, double scale) {
+        return autograd::scaled_dot_product_attention(qh, kh, vh, causal, scale);
+      });
+}
+
+Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
+                              bool causal) {
+  return attention_over_heads(
+      "unfused_attention_core", q, k, v, heads,
+      [causal](const Tensor& qh, const Tensor& kh, const Tensor& vh, double scale) {
+        const Tensor scores = autograd::matmul(qh, kh, false, /*trans_b=*/true);
+        return autograd::matmul(autograd::softmax(scores, causal, scale), vh);
+      });
 }
 
 MultiHeadAttention::MultiHeadAttention(const AttentionWeights& weights, std::int64_t heads,
@@ -114,7 +138,7 @@ MultiHeadAttention::MultiHeadAttention(const AttentionWeights& weights, std::int
 
 Tensor MultiHeadAttention::forward(const Tensor& x) const {
   return out_.forward(
-      multi_head_attention_core(q_.forward(x), k_.forward(x), v_.forward(x), heads_, causal_));
+      unfused_attention_core(q_.forward(x), k_.forward(x), v_.forward(x), heads_, causal_));
 }
 
 Parameters MultiHeadAttention::parameters() const {

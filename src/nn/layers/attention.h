@@ -38,15 +38,26 @@ std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t
 
 /// Scaled dot-product attention of projected activations, for `heads` heads:
 /// q, k, v [batch, seq, heads*head_dim] -> softmax(q_h k_h^T / sqrt(head_dim)) v_h per head,
-/// reassembled as [batch, seq, heads*head_dim]. The softmax subtracts the row max (stable) and
-/// applies the 1/sqrt(head_dim) scale itself (autograd::softmax). With `causal`, position i
-/// attends to positions j <= i only (a decoder; Vaswani et al. sec. 3.2.3), without a mask tensor.
+/// reassembled as [batch, seq, heads*head_dim], through the fused kernel
+/// (autograd::scaled_dot_product_attention: blocked online softmax, no [seq, seq] scores kept
+/// for backward). With `causal`, position i attends to positions j <= i only (a decoder;
+/// Vaswani et al. sec. 3.2.3), without a mask tensor. The attention of every model layer.
 /// Throws std::invalid_argument when the last dim is not divisible by heads or shapes differ.
 Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
                                  std::int64_t heads, bool causal = false);
 
+/// The same attention composed of unfused ops, matmul(softmax(matmul(q_h, k_h^T), causal,
+/// 1/sqrt(head_dim)), v_h), which materialize the [batch, heads, seq, seq] probabilities: the
+/// independent form the references use (MultiHeadAttention, the dense GPT of gpt_reference.h),
+/// so the fused kernel is always checked against something it does not share. Arguments and
+/// errors as multi_head_attention_core.
+Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
+                              bool causal = false);
+
 /// Dense multi-head attention owning copies of `weights`: x [batch, seq, embed] ->
-/// out(attention(q(x), k(x), v(x))) [batch, seq, embed], causal when constructed so.
+/// out(attention(q(x), k(x), v(x))) [batch, seq, embed], causal when constructed so. The
+/// reference that the tensor-parallel layer is checked against: its attention is
+/// unfused_attention_core.
 class MultiHeadAttention {
  public:
   /// Throws std::invalid_argument when attention_size_error(embed, heads, 1) reports one.

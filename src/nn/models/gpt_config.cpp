@@ -27,7 +27,7 @@ double gpt_step_memory_bytes(const GptConfig& c, int tp, int pp, std::int64_t mi
   const double b = static_cast<double>(micro_batch), bytes = static_cast<double>(dtype_bytes);
   const double parameters = L * (12.0 * C * C + 13.0 * C) / (tp * pp) +
                             static_cast<double>(c.vocab_rows() + c.block_size) * C / tp;
-  const double activations_per_block = s * b * C * (34.0 + 5.0 * a * s / C) * (bytes / 2.0) / tp;
+  const double activations_per_block = s * b * (34.0 * C + 2.0 * a) * (bytes / 2.0) / tp;
   const double blocks_in_flight = (L / pp) * static_cast<double>(in_flight);
   const double states = (2.0 + 2.0 / state_shards) * parameters * bytes;
   if (recompute) return states + s * b * C * bytes * blocks_in_flight + activations_per_block;

@@ -81,12 +81,14 @@ double gpt_flops_per_token(const GptConfig& config, std::int64_t seq);
 /// parameters, their gradients and two AdamW moments (4 copies of layers (12 C^2 + 13 C) / (tp
 /// pp) plus the (vocab + block_size) x C embeddings / tp), and the activations kept for
 /// backward by `in_flight` micro-batches of `micro_batch` sequences of `seq` tokens on its
-/// layers / pp blocks: per block s b C (34 + 5 a s / C) bytes in half precision (Korthikanti
-/// et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", section 4.1),
-/// scaled by dtype_bytes / 2 and divided by tp. With `recompute` (GptStage::set_recompute) a
-/// block keeps only its input, s b C dtype_bytes, and one block's activations exist at a time.
-/// The distributed optimizer splits the two moments over `state_shards` DP ranks (1: not
-/// split). Sizes must pass gpt_size_error first; state_shards must be >= 1.
+/// layers / pp blocks: per block s b (34 C + 2 a) bytes in half precision (Korthikanti et al.
+/// 2022, "Reducing Activation Recomputation in Large Transformer Models", section 4.1: 34 s b C,
+/// and the fused attention's log-sum-exp per row and head, 2 a s b, in place of the 5 a s^2 b of
+/// its scores, softmax and dropout mask), scaled by dtype_bytes / 2 and divided by tp. With
+/// `recompute` (GptStage::set_recompute) a block keeps only its input, s b C dtype_bytes, and one
+/// block's activations exist at a time. The distributed optimizer splits the two moments over
+/// `state_shards` DP ranks (1: not split). Sizes must pass gpt_size_error first; state_shards must
+/// be >= 1.
 double gpt_step_memory_bytes(const GptConfig& config, int tp, int pp, std::int64_t micro_batch,
                              std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes,
                              bool recompute = false, int state_shards = 1);

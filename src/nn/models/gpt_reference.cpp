@@ -34,8 +34,8 @@ Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t head
   const std::string h = fmt::format("transformer.h.{}.", layer);
   const Tensor a = layer_norm(p, h + "ln_1", input);
   const Tensor context =
-      multi_head_attention_core(linear(p, h + "attn.q", a), linear(p, h + "attn.k", a),
-                                linear(p, h + "attn.v", a), heads, /*causal=*/true);
+      unfused_attention_core(linear(p, h + "attn.q", a), linear(p, h + "attn.k", a),
+                             linear(p, h + "attn.v", a), heads, /*causal=*/true);
   const Tensor x = autograd::add(input, linear(p, h + "attn.c_proj", context));
   const Tensor m = autograd::gelu(linear(p, h + "mlp.c_fc", layer_norm(p, h + "ln_2", x)), gelu);
   return autograd::add(x, linear(p, h + "mlp.c_proj", m));

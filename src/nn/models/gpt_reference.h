@@ -18,7 +18,8 @@ using TensorMap = std::map<std::string, Tensor>;
 TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init);
 
 /// Dense block `layer` of `parameters` (names transformer.h.{layer}.*): x [batch, seq, hidden] ->
-/// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads, GELU of form
+/// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads
+/// (unfused_attention_core, independent of the fused kernel the model runs), GELU of form
 /// `gelu`.
 Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int64_t heads,
                        const Tensor& x, GeluForm gelu = GeluForm::exact);

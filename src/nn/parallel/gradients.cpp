@@ -60,12 +60,20 @@ double global_gradient_norm(const Parameters& parameters, const comm::ParallelTo
   return std::sqrt(total.data_as<double>()[0]);
 }
 
-void clip_gradients(const Parameters& parameters, double norm, double max_norm) {
+void clip_gradients(const Parameters& parameters, double norm, double max_norm,
+                    const std::vector<ElementRange>* owned) {
   if (max_norm <= 0.0) return;
   const double coefficient = std::min(1.0, max_norm / (norm + 1e-6));
-  for (const Parameter& p : parameters) {
-    Tensor grad = p.tensor.grad();
-    if (grad.defined()) kernels::scale(grad.buffer(), coefficient, grad.buffer());
+  if (coefficient == 1.0) return;  // x * 1 is x: skipping the pass changes no bit
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    Tensor grad = parameters[i].tensor.grad();
+    if (!grad.defined()) continue;
+    const ElementRange range = owned != nullptr ? owned->at(i) : ElementRange{0, grad.numel()};
+    if (range.size() == 0) continue;
+    kernels::Buffer scaled =
+        kernels::Buffer::view(grad.buffer(), static_cast<std::size_t>(range.begin),
+                              static_cast<std::size_t>(range.size()));
+    kernels::scale(scaled, coefficient, scaled);
   }
 }
 

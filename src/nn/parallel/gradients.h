@@ -44,7 +44,10 @@ double global_gradient_norm(const Parameters& parameters, const comm::ParallelTo
                             const std::vector<ElementRange>* owned = nullptr);
 
 /// torch.nn.utils.clip_grad_norm_: multiplies every gradient by min(1, max_norm / (norm + 1e-6)),
-/// where `norm` is global_gradient_norm. Does nothing when max_norm <= 0.
-void clip_gradients(const Parameters& parameters, double norm, double max_norm);
+/// where `norm` is global_gradient_norm. Does nothing when max_norm <= 0 or the factor is 1. With
+/// `owned` (one range per parameter, as for global_gradient_norm) only those elements are scaled:
+/// the distributed optimizer updates its shard only, so the rest of a gradient is never read.
+void clip_gradients(const Parameters& parameters, double norm, double max_norm,
+                    const std::vector<ElementRange>* owned = nullptr);
 
 }  // namespace mpitron::nn

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <limits>
 #include <stdexcept>
 
@@ -15,6 +16,20 @@
 namespace mpitron::nn {
 
 namespace {
+
+// Seconds since construction or the last lap.
+class PhaseClock {
+ public:
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    return seconds;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 // SGD keeps no state, so it updates every element (the all-gather then overwrites those another
 // replica owns); AdamW keeps moments for its shard only.
@@ -99,24 +114,32 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool tra
 }
 
 StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_batches) {
+  StepResult result;
+  PhaseClock clock;
   gradients_.zero();
   gradients_.set_backward_passes(static_cast<int>(micro_batches.size()));
-  StepResult result;
   std::vector<double> loss = {run_pipeline(micro_batches, /*train=*/true)};
+  result.phases.forward_backward = clock.lap();
   sum_over(topology_.dp_comm(), loss);
   result.loss = loss[0] / topology_.dp();
   finalize_gradients(parameters_, topology_, gradients_);
+  result.phases.gradient_reduction = clock.lap();
   result.grad_norm = global_gradient_norm(parameters_, topology_,
                                           gradients_.sharded() ? &gradients_.owned() : nullptr);
+  result.phases.gradient_norm = clock.lap();
   return result;
 }
 
 StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double lr) {
-  const StepResult result = forward_backward(micro_batches);
-  clip_gradients(parameters_, result.grad_norm, options_.grad_clip);
+  StepResult result = forward_backward(micro_batches);
+  PhaseClock clock;
+  clip_gradients(parameters_, result.grad_norm, options_.grad_clip,
+                 gradients_.sharded() ? &gradients_.owned() : nullptr);
   optimizer_->set_lr(lr);
   optimizer_->step();
+  result.phases.optimizer = clock.lap();
   gradients_.all_gather_parameters();
+  result.phases.parameter_all_gather = clock.lap();
   return result;
 }
 

@@ -38,10 +38,26 @@ struct GptTrainOptions {
   Device device = Device::cpu;
 };
 
-/// What one step reports; the same on every rank.
+/// Where one step's wall time went on this rank, in seconds (steady clock); the phases run one
+/// after another and add up to the step. Megatron-LM's timers report the same split.
+struct StepPhases {
+  /// the micro-batches through the pipeline schedule: forward, backward, the stage-to-stage
+  /// transfers and the data-parallel reductions the backward overlaps
+  double forward_backward = 0.0;
+  /// finalize_gradients: the wait for the last data-parallel reductions, the tensor-parallel
+  /// sums of replicated parameters' gradients, the tied embedding's sum; and the loss's sum
+  double gradient_reduction = 0.0;
+  double gradient_norm = 0.0;  ///< the global norm: sums of squares and their all-reduce
+  double optimizer = 0.0;      ///< clipping and the optimizer's update
+  /// the distributed optimizer's parameter all-gather (0 without it)
+  double parameter_all_gather = 0.0;
+};
+
+/// What one step reports; loss and grad_norm are the same on every rank.
 struct StepResult {
   double loss = 0.0;       ///< mean cross-entropy over the global batch (nats per token)
   double grad_norm = 0.0;  ///< global gradient norm before clipping
+  StepPhases phases;       ///< this rank's time per phase
 };
 
 /// This rank's part of a GPT training run.

@@ -24,7 +24,7 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t sbh = s * b * h;
   // With sequence parallelism the LayerNorms' inputs (the residual stream) are split over TP.
   const std::int64_t block_input = in.sequence_parallel ? sbh / t : sbh;
-  const std::int64_t block = 2 * block_input + 2 * sbh + 16 * sbh / t + a * s * s * b / t;
+  const std::int64_t block = 2 * block_input + 2 * sbh + 16 * sbh / t + a * s * b / t;
   const std::int64_t blocks_in_flight =
       c.layers / (in.pp * in.virtual_stages) *
       chunks_in_flight(in.schedule, in.pp, in.stage, static_cast<int>(in.micro_batches),

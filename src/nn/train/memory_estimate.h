@@ -54,9 +54,10 @@ struct MemoryEstimate {
 ///   with sequence parallelism (Korthikanti et al. 2022, sec. 4.2.2) 2 sbh / t + 2 sbh: the
 ///   LayerNorms' inputs are this rank's seq/tp rows, their outputs are kept all-gathered by the
 ///   column-parallel layers that read them (Megatron-LM's re-gather in backward is not done);
-/// - sharded, 16 sbh / t: q, k, v and their per-head copies (6 sbh / t), the attention context
-///   and its reshape (2 sbh / t), the MLP's pre-activation and activation (8 sbh / t);
-/// - a s^2 b / t: the softmax probabilities (the scores are not kept).
+/// - sharded, 16 sbh / t: q, k, v and their per-head copies (6 sbh / t), the attention output
+///   per head and its reshape (2 sbh / t), the MLP's pre-activation and activation (8 sbh / t);
+/// - a s b / t: the fused attention's log-sum-exp per query row and head. Its [s, s] scores and
+///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
 /// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.

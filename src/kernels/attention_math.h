@@ -1,0 +1,101 @@
+// Internal: the per-row math of the fused attention kernels (kernels::attention_forward and
+// attention_backward), shared by the CPU loops (cpu/attention.h) and the CUDA kernel
+// (cuda/attention.cu), so the CPU tests run the CUDA kernel's arithmetic. The scheme is
+// FlashAttention's (Dao et al. 2022, arXiv:2205.14135, Algorithm 1: online softmax over key
+// blocks, saving the row's log-sum-exp) with FlashAttention-2's backward (Dao 2023,
+// arXiv:2307.08691, Algorithm 2: P recomputed from the log-sum-exp, dS = P (dP - D) with
+// D = rowsum(dO * O)).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/math.h"
+
+namespace mpitron::kernels::math {
+
+/// -inf in T, usable in device code (INFINITY is a constant expression there too).
+template <class T>
+MPITRON_HOST_DEVICE inline T negative_infinity() {
+  return -static_cast<T>(INFINITY);
+}
+
+/// Whether key position j is hidden from query position i: with `causal`, every j > i is.
+MPITRON_HOST_DEVICE inline bool attention_masked(std::size_t i, std::size_t j, bool causal) {
+  return causal && j > i;
+}
+
+/// The first step of folding a block of one query row's scores into its online softmax: with
+/// `s` the block's n scaled scores (masked ones -inf) and `running_max` the row's max so far
+/// (-inf before the first block), raises running_max to include the block, turns s[c] into
+/// exp(s[c] - running_max) (0 for masked entries), stores their sum in `block_sum` and returns
+/// the factor alpha = exp(old max - new max) by which the row's sum and output, accumulated
+/// against the old max, must be scaled (online_softmax_rescale). alpha is 1 while the max stays;
+/// a row with no visible score yet keeps max -inf, probabilities 0 and alpha 1 (no NaN).
+template <class T>
+MPITRON_HOST_DEVICE inline T online_softmax_block(T* s, std::size_t n, T& running_max,
+                                                  T& block_sum) {
+  using std::exp;
+  T block_max = negative_infinity<T>();
+  for (std::size_t c = 0; c < n; ++c)
+    block_max = s[c] > block_max ? s[c] : block_max;
+  const T new_max = block_max > running_max ? block_max : running_max;
+  block_sum = T(0);
+  if (new_max == negative_infinity<T>()) {
+    for (std::size_t c = 0; c < n; ++c)
+      s[c] = T(0);
+    return T(1);
+  }
+  const T alpha = exp(running_max - new_max);  // exp(-inf) = 0 on the first visible block
+  running_max = new_max;
+  for (std::size_t c = 0; c < n; ++c) {
+    s[c] = exp(s[c] - new_max);
+    block_sum += s[c];
+  }
+  return alpha;
+}
+
+/// The second step: running_sum = alpha running_sum + block_sum, and the row's output
+/// accumulator out[0, d) (sum_j p_j v_j against the old max) scaled by alpha, before the caller
+/// adds the block's p v.
+template <class T>
+MPITRON_HOST_DEVICE inline void online_softmax_rescale(T alpha, T block_sum, T& running_sum, T* out,
+                                                       std::size_t d) {
+  running_sum = alpha * running_sum + block_sum;
+  for (std::size_t x = 0; x < d; ++x)
+    out[x] *= alpha;
+}
+
+/// The row's log-sum-exp of the scaled scores, max + log(sum), saved for backward.
+template <class T>
+MPITRON_HOST_DEVICE inline T online_softmax_lse(T running_max, T running_sum) {
+  using std::log;
+  return running_max + log(running_sum);
+}
+
+/// The probability p = exp(s - lse) of a scaled score recomputed in backward (0 when masked:
+/// s = -inf).
+template <class T>
+MPITRON_HOST_DEVICE inline T attention_probability(T s, T lse) {
+  using std::exp;
+  return exp(s - lse);
+}
+
+/// D = rowsum(dO * O) = sum_x dout[x] out[x] of one query row (accumulated in double): the
+/// softmax backward's row dot product sum_j P_j dP_j, from d numbers instead of seq.
+template <class T>
+MPITRON_HOST_DEVICE inline T attention_delta(const T* dout, const T* out, std::size_t d) {
+  double acc = 0.0;
+  for (std::size_t x = 0; x < d; ++x)
+    acc += static_cast<double>(dout[x]) * static_cast<double>(out[x]);
+  return static_cast<T>(acc);
+}
+
+/// The score gradient dS = P (dP - D) of one entry (the softmax backward), with dP = dO v_j.
+/// The caller multiplies by the scale when it forms dQ = scale dS K and dK = scale dS^T Q.
+template <class T>
+MPITRON_HOST_DEVICE inline T attention_score_grad(T p, T dp, T delta) {
+  return p * (dp - delta);
+}
+
+}  // namespace mpitron::kernels::math

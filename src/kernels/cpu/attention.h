@@ -1,0 +1,185 @@
+// CPU loops of the fused attention (kernels::attention_forward / attention_backward): tiles of
+// kBlockQ queries x kBlockK keys, their products through the CPU GEMM (cpu/gemm.h: each tile is
+// a small row-major product of contiguous row blocks, so nothing is transposed or copied), and
+// between them the per-row math of kernels/attention_math.h, which the CUDA kernel runs too, in
+// plain loops over a tile's rows. Every output row is written by exactly one task of one outer
+// loop over independent tasks, spread over cpu_threads() threads: forward over (batch*head, query
+// block); backward once over (batch*head, key block) for dK and dV, then over (batch*head, query
+// block) for dQ. No atomics: the result does not depend on the order of the tasks or the threads.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+#include "kernels/attention_math.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/fault_injection.h"
+
+namespace mpitron::kernels::cpu {
+
+struct Attention {
+  /// Queries and keys per tile: a 64 x 64 tile of scores is 16 KiB in float32, and with the
+  /// query, key and value blocks of head_dim 64 a tile's working set stays in L2.
+  static constexpr std::size_t kBlockQ = 64;
+  static constexpr std::size_t kBlockK = 64;
+
+  /// o and lse of softmax(scale q k^T) v per batch*head slice (kernels::attention_forward).
+  template <class T>
+  static void attention_forward(const T* q, const T* k, const T* v, std::size_t batch_heads,
+                                std::size_t seq, std::size_t d, bool causal, T scale, T* o,
+                                T* lse) {
+    const bool no_rescale = fault_active(Fault::flash_attention_no_rescale);
+    const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
+    parallel_tasks(batch_heads * q_blocks, [=](std::size_t task) {
+      const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
+      Tile<T> tile;
+      T* out = o + slice + i0 * d;
+      std::fill(out, out + rows * d, T(0));
+      T max[kBlockQ], sum[kBlockQ];
+      std::fill(max, max + rows, math::negative_infinity<T>());
+      std::fill(sum, sum + rows, T(0));
+      const std::size_t key_end = causal ? i0 + rows : seq;  // later blocks are all masked
+      for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
+        const std::size_t cols = std::min(kBlockK, key_end - j0);
+        tile.scores(q + slice, k + slice, d, i0, rows, j0, cols, causal, scale);
+        for (std::size_t r = 0; r < rows; ++r) {
+          T block_sum;
+          T alpha = math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum);
+          if (no_rescale) alpha = T(1);
+          math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
+        }
+        product(false, rows, d, cols, tile.s, v + slice + j0 * d, out);  // O += P V
+      }
+      for (std::size_t r = 0; r < rows; ++r) {
+        const T inv = T(1) / sum[r];
+        for (std::size_t x = 0; x < d; ++x)
+          out[r * d + x] *= inv;
+        lse[slice / d + i0 + r] = math::online_softmax_lse(max[r], sum[r]);
+      }
+    });
+  }
+
+  /// dq, dk, dv from the saved o and lse (kernels::attention_backward).
+  template <class T>
+  static void attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
+                                 const T* dout, std::size_t batch_heads, std::size_t seq,
+                                 std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv) {
+    const std::size_t k_blocks = (seq + kBlockK - 1) / kBlockK;
+    // dK and dV: each task owns one key block's rows and visits every query that sees it.
+    parallel_tasks(batch_heads * k_blocks, [=](std::size_t task) {
+      const auto [slice, j0, cols] = task_block(task, k_blocks, kBlockK, seq, d);
+      Tile<T> tile;
+      T* dk_block = dk + slice + j0 * d;
+      T* dv_block = dv + slice + j0 * d;
+      std::fill(dk_block, dk_block + cols * d, T(0));
+      std::fill(dv_block, dv_block + cols * d, T(0));
+      for (std::size_t i0 = causal ? j0 : 0; i0 < seq; i0 += kBlockQ) {
+        const std::size_t rows = std::min(kBlockQ, seq - i0);
+        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d, dout + slice,
+                         d, i0, rows, j0, cols, causal, scale);
+        product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv_block);  // dV += P^T dO
+        product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk_block);    // dK += dS^T Q
+      }
+    });
+    // dQ: each task owns one query block's rows and visits every key it sees.
+    const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
+    parallel_tasks(batch_heads * q_blocks, [=](std::size_t task) {
+      const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
+      Tile<T> tile;
+      T* dq_block = dq + slice + i0 * d;
+      std::fill(dq_block, dq_block + rows * d, T(0));
+      const std::size_t key_end = causal ? i0 + rows : seq;
+      for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
+        const std::size_t cols = std::min(kBlockK, key_end - j0);
+        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d, dout + slice,
+                         d, i0, rows, j0, cols, causal, scale);
+        product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq_block);  // dQ += dS K
+      }
+    });
+  }
+
+ private:
+  /// body(task) for every task < tasks, one task at a time per thread (parallel.h); the tile
+  /// products inside stay on their thread (a tile is below the GEMM's threading size).
+  template <class Body>
+  static void parallel_tasks(std::size_t tasks, Body body) {
+    parallel_chunks(tasks, 1, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t task = begin; task < end; ++task)
+        body(task);
+    });
+  }
+
+  /// Task `task` of an outer loop over (slice, block of `block` rows of seq), `blocks` blocks
+  /// per slice: the slice's element offset in a [batch_heads, seq, d] buffer, the block's first
+  /// row and its row count (the last block of a slice may be partial).
+  struct TaskBlock {
+    std::size_t slice, first, rows;
+  };
+  static TaskBlock task_block(std::size_t task, std::size_t blocks, std::size_t block,
+                              std::size_t seq, std::size_t d) {
+    const std::size_t first = task % blocks * block;
+    return {task / blocks * seq * d, first, std::min(block, seq - first)};
+  }
+
+  /// c[m, n] += op(a) b with op(a) [m, inner] (a stored [m, inner], or [inner, m] when
+  /// `trans_a`) and b [inner, n], all row-major and packed.
+  template <class T>
+  static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const T* a,
+                      const T* b, T* c) {
+    Gemm::gemm_batched(trans_a, false, 1, m, n, inner, T(1), a, 0, b, 0, T(1), c, 0);
+  }
+
+  /// One thread's tile scratch, kept between calls (thread_local: one per thread once the outer
+  /// loops run in parallel): scores / probabilities s and score gradients ds, each [rows, cols]
+  /// packed in kBlockQ x kBlockK elements.
+  template <class T>
+  struct Tile {
+    T *s, *ds;
+
+    Tile() {
+      thread_local std::vector<T> scratch(2 * kBlockQ * kBlockK);
+      s = scratch.data();
+      ds = s + kBlockQ * kBlockK;
+    }
+
+    /// s = scale q k^T of queries [i0, i0 + rows) and keys [j0, j0 + cols) of one slice
+    /// ([seq, d] each), masked entries -inf.
+    void scores(const T* q, const T* k, std::size_t d, std::size_t i0, std::size_t rows,
+                std::size_t j0, std::size_t cols, bool causal, T scale) {
+      Gemm::gemm_batched(false, true, 1, rows, cols, d, scale, q + i0 * d, 0, k + j0 * d, 0, T(0),
+                         s, 0);
+      if (!causal || j0 + cols <= i0 + 1) return;  // the tile lies on or below the diagonal
+      for (std::size_t r = 0; r < rows; ++r) {
+        for (std::size_t c = 0; c < cols; ++c) {
+          if (math::attention_masked(i0 + r, j0 + c, causal)) {
+            s[r * cols + c] = math::negative_infinity<T>();
+          }
+        }
+      }
+    }
+
+    /// The tile's probabilities P = exp(S - lse) in s and scale dS = scale P (dP - D) in ds,
+    /// with dP = dO v^T and D = rowsum(dO * O), recomputed from q, k, v, o, lse and dout.
+    void score_grads(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout,
+                     std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
+                     std::size_t cols, bool causal, T scale) {
+      scores(q, k, d, i0, rows, j0, cols, causal, scale);
+      Gemm::gemm_batched(false, true, 1, rows, cols, d, T(1), dout + i0 * d, 0, v + j0 * d, 0, T(0),
+                         ds, 0);
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::size_t i = i0 + r;
+        const T delta = math::attention_delta(dout + i * d, o + i * d, d);
+        for (std::size_t c = 0; c < cols; ++c) {
+          T& p = s[r * cols + c];
+          p = math::attention_probability(p, lse[i]);
+          T& g = ds[r * cols + c];
+          g = scale * math::attention_score_grad(p, g, delta);
+        }
+      }
+    }
+  };
+};
+
+}  // namespace mpitron::kernels::cpu

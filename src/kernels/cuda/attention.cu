@@ -1,0 +1,228 @@
+// The fused attention on CUDA, written plainly: one thread block of kBlock threads per (query or
+// key block, batch*head), one thread per query (forward, dQ) or key (dK, dV) row, the other
+// side's blocks staged in shared memory. The per-row math is kernels/attention_math.h, the same
+// functions the CPU loops (cpu/attention.h) run. A thread accumulates its own output row in
+// global memory, so every element has one writer and no atomics are needed.
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/attention_math.h"
+#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/kernels.h"
+
+namespace mpitron::kernels::cuda {
+namespace {
+
+constexpr std::size_t kBlock = 64;  // rows per block on either side, and threads per block
+
+/// The smaller of two sizes (std::min is host-only).
+__device__ std::size_t smaller(std::size_t a, std::size_t b) {
+  return a < b ? a : b;
+}
+
+/// a . b over d elements.
+template <class T>
+__device__ T dot(const T* a, const T* b, std::size_t d) {
+  T acc = T(0);
+  for (std::size_t x = 0; x < d; ++x)
+    acc += a[x] * b[x];
+  return acc;
+}
+
+/// Copies rows [first, first + rows) of a [seq, d] slice into shared memory, block-wide.
+template <class T>
+__device__ void stage_rows(const T* m, std::size_t first, std::size_t rows, std::size_t d,
+                           T* shared) {
+  for (std::size_t e = threadIdx.x; e < rows * d; e += blockDim.x)
+    shared[e] = m[first * d + e];
+}
+
+/// Thread t of block (slice, query block) computes query row i = i0 + t.
+template <class T>
+__global__ void forward_rows(const T* q, const T* k, const T* v, std::size_t seq, std::size_t d,
+                             bool causal, T scale, T* o, T* lse) {
+  extern __shared__ unsigned char shared_bytes[];
+  T* k_block = reinterpret_cast<T*>(shared_bytes);
+  T* v_block = k_block + kBlock * d;
+  const std::size_t slice = blockIdx.x * seq * d;
+  const std::size_t i0 = blockIdx.y * kBlock;
+  const std::size_t i = i0 + threadIdx.x;
+  const bool active = i < seq;
+  const std::size_t rows = smaller(kBlock, seq - i0);
+  T* out = o + slice + i * d;
+  if (active) {
+    for (std::size_t x = 0; x < d; ++x)
+      out[x] = T(0);
+  }
+  T max = math::negative_infinity<T>(), sum = T(0);
+  T p[kBlock];
+  const std::size_t key_end = causal ? i0 + rows : seq;
+  for (std::size_t j0 = 0; j0 < key_end; j0 += kBlock) {
+    const std::size_t cols = smaller(kBlock, key_end - j0);
+    __syncthreads();  // the previous block's tiles are no longer read
+    stage_rows(k + slice, j0, cols, d, k_block);
+    stage_rows(v + slice, j0, cols, d, v_block);
+    __syncthreads();
+    if (!active) continue;
+    for (std::size_t c = 0; c < cols; ++c) {
+      p[c] = math::attention_masked(i, j0 + c, causal)
+                 ? math::negative_infinity<T>()
+                 : scale * dot(q + slice + i * d, k_block + c * d, d);
+    }
+    T block_sum;
+    const T alpha = math::online_softmax_block(p, cols, max, block_sum);
+    math::online_softmax_rescale(alpha, block_sum, sum, out, d);
+    for (std::size_t c = 0; c < cols; ++c) {
+      for (std::size_t x = 0; x < d; ++x)
+        out[x] += p[c] * v_block[c * d + x];
+    }
+  }
+  if (!active) return;
+  const T inv = T(1) / sum;
+  for (std::size_t x = 0; x < d; ++x)
+    out[x] *= inv;
+  lse[blockIdx.x * seq + i] = math::online_softmax_lse(max, sum);
+}
+
+/// Thread t of block (slice, key block) computes dK and dV of key row j = j0 + t over every
+/// query block that sees it.
+template <class T>
+__global__ void key_grad_rows(const T* q, const T* k, const T* v, const T* o, const T* lse,
+                              const T* dout, std::size_t seq, std::size_t d, bool causal, T scale,
+                              T* dk, T* dv) {
+  extern __shared__ unsigned char shared_bytes[];
+  T* q_block = reinterpret_cast<T*>(shared_bytes);
+  T* dout_block = q_block + kBlock * d;
+  T* lse_block = dout_block + kBlock * d;
+  T* delta_block = lse_block + kBlock;
+  const std::size_t slice = blockIdx.x * seq * d;
+  const std::size_t j0 = blockIdx.y * kBlock;
+  const std::size_t j = j0 + threadIdx.x;
+  const bool active = j < seq;
+  T* dk_row = dk + slice + j * d;
+  T* dv_row = dv + slice + j * d;
+  if (active) {
+    for (std::size_t x = 0; x < d; ++x)
+      dk_row[x] = dv_row[x] = T(0);
+  }
+  for (std::size_t i0 = causal ? j0 : 0; i0 < seq; i0 += kBlock) {
+    const std::size_t rows = smaller(kBlock, seq - i0);
+    __syncthreads();
+    stage_rows(q + slice, i0, rows, d, q_block);
+    stage_rows(dout + slice, i0, rows, d, dout_block);
+    if (threadIdx.x < rows) {
+      const std::size_t i = i0 + threadIdx.x;
+      lse_block[threadIdx.x] = lse[blockIdx.x * seq + i];
+      delta_block[threadIdx.x] = math::attention_delta(dout + slice + i * d, o + slice + i * d, d);
+    }
+    __syncthreads();
+    if (!active) continue;
+    for (std::size_t r = 0; r < rows; ++r) {
+      if (math::attention_masked(i0 + r, j, causal)) continue;
+      const T* q_row = q_block + r * d;
+      const T* dout_row = dout_block + r * d;
+      const T p =
+          math::attention_probability(scale * dot(q_row, k + slice + j * d, d), lse_block[r]);
+      const T ds = scale * math::attention_score_grad(p, dot(dout_row, v + slice + j * d, d),
+                                                      delta_block[r]);
+      for (std::size_t x = 0; x < d; ++x) {
+        dv_row[x] += p * dout_row[x];
+        dk_row[x] += ds * q_row[x];
+      }
+    }
+  }
+}
+
+/// Thread t of block (slice, query block) computes dQ of query row i = i0 + t.
+template <class T>
+__global__ void query_grad_rows(const T* q, const T* k, const T* v, const T* o, const T* lse,
+                                const T* dout, std::size_t seq, std::size_t d, bool causal, T scale,
+                                T* dq) {
+  extern __shared__ unsigned char shared_bytes[];
+  T* k_block = reinterpret_cast<T*>(shared_bytes);
+  T* v_block = k_block + kBlock * d;
+  const std::size_t slice = blockIdx.x * seq * d;
+  const std::size_t i0 = blockIdx.y * kBlock;
+  const std::size_t i = i0 + threadIdx.x;
+  const bool active = i < seq;
+  const std::size_t rows = smaller(kBlock, seq - i0);
+  T* dq_row = dq + slice + i * d;
+  T delta = T(0), row_lse = T(0);
+  if (active) {
+    for (std::size_t x = 0; x < d; ++x)
+      dq_row[x] = T(0);
+    delta = math::attention_delta(dout + slice + i * d, o + slice + i * d, d);
+    row_lse = lse[blockIdx.x * seq + i];
+  }
+  const std::size_t key_end = causal ? i0 + rows : seq;
+  for (std::size_t j0 = 0; j0 < key_end; j0 += kBlock) {
+    const std::size_t cols = smaller(kBlock, key_end - j0);
+    __syncthreads();
+    stage_rows(k + slice, j0, cols, d, k_block);
+    stage_rows(v + slice, j0, cols, d, v_block);
+    __syncthreads();
+    if (!active) continue;
+    for (std::size_t c = 0; c < cols; ++c) {
+      if (math::attention_masked(i, j0 + c, causal)) continue;
+      const T* k_row = k_block + c * d;
+      const T p = math::attention_probability(scale * dot(q + slice + i * d, k_row, d), row_lse);
+      const T ds = scale * math::attention_score_grad(
+                               p, dot(dout + slice + i * d, v_block + c * d, d), delta);
+      for (std::size_t x = 0; x < d; ++x)
+        dq_row[x] += ds * k_row[x];
+    }
+  }
+}
+
+/// Launches `kernel` on the grid (batch_heads, blocks of seq) with `shared` bytes of dynamic
+/// shared memory, raising the kernel's limit above the default 48 KiB when needed.
+template <class Kernel, class... Args>
+void launch(Kernel kernel, std::size_t batch_heads, std::size_t seq, std::size_t shared,
+            Args... args) {
+  const std::size_t blocks = (seq + kBlock - 1) / kBlock;
+  if (batch_heads > static_cast<std::size_t>(std::numeric_limits<int>::max()) || blocks > 65535) {
+    throw std::invalid_argument("kernels: attention of " + std::to_string(batch_heads) +
+                                " slices of " + std::to_string(seq) +
+                                " rows exceeds one CUDA grid");
+  }
+  if (shared > 48 * 1024) {
+    MPITRON_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(shared)));
+  }
+  kernel<<<dim3(static_cast<unsigned>(batch_heads), static_cast<unsigned>(blocks)),
+           static_cast<unsigned>(kBlock), shared>>>(args...);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+template <class T>
+void Kernels::attention_forward(const T* q, const T* k, const T* v, std::size_t batch_heads,
+                                std::size_t seq, std::size_t d, bool causal, T scale, T* o,
+                                T* lse) {
+  launch(forward_rows<T>, batch_heads, seq, 2 * kBlock * d * sizeof(T), q, k, v, seq, d, causal,
+         scale, o, lse);
+}
+
+template <class T>
+void Kernels::attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
+                                 const T* dout, std::size_t batch_heads, std::size_t seq,
+                                 std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv) {
+  launch(key_grad_rows<T>, batch_heads, seq, (2 * kBlock * d + 2 * kBlock) * sizeof(T), q, k, v, o,
+         lse, dout, seq, d, causal, scale, dk, dv);
+  launch(query_grad_rows<T>, batch_heads, seq, 2 * kBlock * d * sizeof(T), q, k, v, o, lse, dout,
+         seq, d, causal, scale, dq);
+}
+
+#define MPITRON_INSTANTIATE(T)                                                                   \
+  template void Kernels::attention_forward<T>(const T*, const T*, const T*, std::size_t,         \
+                                              std::size_t, std::size_t, bool, T, T*, T*);        \
+  template void Kernels::attention_backward<T>(const T*, const T*, const T*, const T*, const T*, \
+                                               const T*, std::size_t, std::size_t, std::size_t,  \
+                                               bool, T, T*, T*, T*);
+MPITRON_INSTANTIATE(float)
+MPITRON_INSTANTIATE(double)
+#undef MPITRON_INSTANTIATE
+
+}  // namespace mpitron::kernels::cuda
