@@ -42,7 +42,7 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->group(kCommonGroup);
   command
       .add_option("--comm", options.comm_mode,
-                  "How CUDA buffers reach MPI: staged through host memory, direct, or auto")
+                  "How CUDA buffers reach MPI: staged via host, direct or auto")
       ->check(CLI::IsMember({"auto", "staged", "direct"}))
       ->capture_default_str()
       ->group(kCommonGroup);
