@@ -38,51 +38,64 @@ __device__ void stage_rows(const T* m, std::size_t first, std::size_t rows, std:
     shared[e] = m[first * d + e];
 }
 
+/// What thread t of block (slice, query block) of a query-side kernel works on: query row
+/// i = i0 + t of the slice at element `slice` (active when i < seq; the block has `rows` rows),
+/// and the key and value blocks it stages in the `shared` bytes.
+template <class T>
+struct QueryRow {
+  T *k_block, *v_block;
+  std::size_t slice, i0, i, rows;
+  bool active;
+
+  __device__ QueryRow(unsigned char* shared, std::size_t seq, std::size_t d)
+      : k_block(reinterpret_cast<T*>(shared)),
+        v_block(k_block + kBlock * d),
+        slice(blockIdx.x * seq * d),
+        i0(blockIdx.y * kBlock),
+        i(i0 + threadIdx.x),
+        rows(smaller(kBlock, seq - i0)),
+        active(i < seq) {}
+};
+
 /// Thread t of block (slice, query block) computes query row i = i0 + t.
 template <class T>
 __global__ void forward_rows(const T* q, const T* k, const T* v, std::size_t seq, std::size_t d,
                              bool causal, T scale, T* o, T* lse) {
   extern __shared__ unsigned char shared_bytes[];
-  T* k_block = reinterpret_cast<T*>(shared_bytes);
-  T* v_block = k_block + kBlock * d;
-  const std::size_t slice = blockIdx.x * seq * d;
-  const std::size_t i0 = blockIdx.y * kBlock;
-  const std::size_t i = i0 + threadIdx.x;
-  const bool active = i < seq;
-  const std::size_t rows = smaller(kBlock, seq - i0);
-  T* out = o + slice + i * d;
-  if (active) {
+  const QueryRow<T> row(shared_bytes, seq, d);
+  T* out = o + row.slice + row.i * d;
+  if (row.active) {
     for (std::size_t x = 0; x < d; ++x)
       out[x] = T(0);
   }
   T max = math::negative_infinity<T>(), sum = T(0);
   T p[kBlock];
-  const std::size_t key_end = causal ? i0 + rows : seq;
+  const std::size_t key_end = causal ? row.i0 + row.rows : seq;
   for (std::size_t j0 = 0; j0 < key_end; j0 += kBlock) {
     const std::size_t cols = smaller(kBlock, key_end - j0);
     __syncthreads();  // the previous block's tiles are no longer read
-    stage_rows(k + slice, j0, cols, d, k_block);
-    stage_rows(v + slice, j0, cols, d, v_block);
+    stage_rows(k + row.slice, j0, cols, d, row.k_block);
+    stage_rows(v + row.slice, j0, cols, d, row.v_block);
     __syncthreads();
-    if (!active) continue;
+    if (!row.active) continue;
     for (std::size_t c = 0; c < cols; ++c) {
-      p[c] = math::attention_masked(i, j0 + c, causal)
+      p[c] = math::attention_masked(row.i, j0 + c, causal)
                  ? math::negative_infinity<T>()
-                 : scale * dot(q + slice + i * d, k_block + c * d, d);
+                 : scale * dot(q + row.slice + row.i * d, row.k_block + c * d, d);
     }
     T block_sum;
     const T alpha = math::online_softmax_block(p, cols, max, block_sum);
     math::online_softmax_rescale(alpha, block_sum, sum, out, d);
     for (std::size_t c = 0; c < cols; ++c) {
       for (std::size_t x = 0; x < d; ++x)
-        out[x] += p[c] * v_block[c * d + x];
+        out[x] += p[c] * row.v_block[c * d + x];
     }
   }
-  if (!active) return;
+  if (!row.active) return;
   const T inv = T(1) / sum;
   for (std::size_t x = 0; x < d; ++x)
     out[x] *= inv;
-  lse[blockIdx.x * seq + i] = math::online_softmax_lse(max, sum);
+  lse[blockIdx.x * seq + row.i] = math::online_softmax_lse(max, sum);
 }
 
 /// Thread t of block (slice, key block) computes dK and dV of key row j = j0 + t over every
@@ -140,35 +153,30 @@ __global__ void query_grad_rows(const T* q, const T* k, const T* v, const T* o, 
                                 const T* dout, std::size_t seq, std::size_t d, bool causal, T scale,
                                 T* dq) {
   extern __shared__ unsigned char shared_bytes[];
-  T* k_block = reinterpret_cast<T*>(shared_bytes);
-  T* v_block = k_block + kBlock * d;
-  const std::size_t slice = blockIdx.x * seq * d;
-  const std::size_t i0 = blockIdx.y * kBlock;
-  const std::size_t i = i0 + threadIdx.x;
-  const bool active = i < seq;
-  const std::size_t rows = smaller(kBlock, seq - i0);
-  T* dq_row = dq + slice + i * d;
+  const QueryRow<T> row(shared_bytes, seq, d);
+  T* dq_row = dq + row.slice + row.i * d;
   T delta = T(0), row_lse = T(0);
-  if (active) {
+  if (row.active) {
     for (std::size_t x = 0; x < d; ++x)
       dq_row[x] = T(0);
-    delta = math::attention_delta(dout + slice + i * d, o + slice + i * d, d);
-    row_lse = lse[blockIdx.x * seq + i];
+    delta = math::attention_delta(dout + row.slice + row.i * d, o + row.slice + row.i * d, d);
+    row_lse = lse[blockIdx.x * seq + row.i];
   }
-  const std::size_t key_end = causal ? i0 + rows : seq;
+  const std::size_t key_end = causal ? row.i0 + row.rows : seq;
   for (std::size_t j0 = 0; j0 < key_end; j0 += kBlock) {
     const std::size_t cols = smaller(kBlock, key_end - j0);
     __syncthreads();
-    stage_rows(k + slice, j0, cols, d, k_block);
-    stage_rows(v + slice, j0, cols, d, v_block);
+    stage_rows(k + row.slice, j0, cols, d, row.k_block);
+    stage_rows(v + row.slice, j0, cols, d, row.v_block);
     __syncthreads();
-    if (!active) continue;
+    if (!row.active) continue;
     for (std::size_t c = 0; c < cols; ++c) {
-      if (math::attention_masked(i, j0 + c, causal)) continue;
-      const T* k_row = k_block + c * d;
-      const T p = math::attention_probability(scale * dot(q + slice + i * d, k_row, d), row_lse);
+      if (math::attention_masked(row.i, j0 + c, causal)) continue;
+      const T* k_row = row.k_block + c * d;
+      const T p =
+          math::attention_probability(scale * dot(q + row.slice + row.i * d, k_row, d), row_lse);
       const T ds = scale * math::attention_score_grad(
-                               p, dot(dout + slice + i * d, v_block + c * d, d), delta);
+                               p, dot(dout + row.slice + row.i * d, row.v_block + c * d, d), delta);
       for (std::size_t x = 0; x < d; ++x)
         dq_row[x] += ds * k_row[x];
     }
