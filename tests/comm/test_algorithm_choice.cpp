@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 
 #include "comm/algorithm_choice.h"
@@ -55,114 +56,108 @@ constexpr std::size_t kCounts[] = {10, 70001};
 const BufferKind kF32{kernels::DType::f32, kernels::Device::cpu};
 const BufferKind kI64{kernels::DType::i64, kernels::Device::cpu};
 
-TEST(AlgorithmChoice, ATableForcingEachAllReduceAlgorithmIsExact) {
-  SettingsGuard guard(world());
+// Calls body(comm, algorithm, kind, count) for every group, every algorithm of `collective`
+// forced by a table, both message limits (the default and 4093 elements), every kind of `kinds`
+// and kCounts, under a trace naming them.
+template <class Body>
+void for_each_forced_case(Collective collective, std::initializer_list<BufferKind> kinds,
+                          Body body) {
   for (const Communicator& comm : groups()) {
-    for (const Algorithm algorithm : comm::algorithms_for(Collective::all_reduce)) {
-      force(Collective::all_reduce, comm.size(), algorithm);
+    for (const Algorithm algorithm : comm::algorithms_for(collective)) {
+      force(collective, comm.size(), algorithm);
       for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{4093}}) {
         world().set_max_message_elements(limit);
-        for (const BufferKind& kind : {kF32, kI64}) {
+        for (const BufferKind& kind : kinds) {
           for (const std::size_t count : kCounts) {
             SCOPED_TRACE(comm.name() + " communicator, " + std::string(comm::to_string(algorithm)) +
                          ", " + std::to_string(count) + " elements, limit " +
                          std::to_string(limit));
-            const double n = comm.size(), r = comm.rank();
-            std::vector<double> mine(count), expected(count);
-            for (std::size_t i = 0; i < count; ++i) {
-              const double di = static_cast<double>(i % 1000);
-              mine[i] = (r + 1) * 100 + di;
-              expected[i] = 50 * n * (n + 1) + n * di;
-            }
-            kernels::Buffer buffer = make_buffer(mine, kind);
-            const bool runs = comm::applicable(Collective::all_reduce, algorithm, comm.size(),
-                                               count, kernels::is_floating(kind.dtype));
-            const Algorithm taken = comm::all_reduce_algorithm(comm, buffer);
-            if (runs) {
-              EXPECT_EQ(taken, algorithm);
-            } else {
-              EXPECT_NE(taken, algorithm);  // the built-in rule instead
-            }
-            comm::all_reduce(comm, buffer, ReduceOp::sum);
-            EXPECT_EQ(host_values(buffer), expected);
-            // Every rank ends with rank 0's bits.
-            kernels::Buffer root = make_buffer(host_values(buffer), kind);
-            comm::broadcast(comm, root, 0);
-            EXPECT_EQ(std::memcmp(root.data(), buffer.data(), buffer.bytes()), 0);
+            body(comm, algorithm, kind, count);
           }
         }
       }
     }
   }
+}
+
+TEST(AlgorithmChoice, ATableForcingEachAllReduceAlgorithmIsExact) {
+  SettingsGuard guard(world());
+  for_each_forced_case(
+      Collective::all_reduce, {kF32, kI64},
+      [](const Communicator& comm, Algorithm algorithm, const BufferKind& kind, std::size_t count) {
+        const double n = comm.size(), r = comm.rank();
+        std::vector<double> mine(count), expected(count);
+        for (std::size_t i = 0; i < count; ++i) {
+          const double di = static_cast<double>(i % 1000);
+          mine[i] = (r + 1) * 100 + di;
+          expected[i] = 50 * n * (n + 1) + n * di;
+        }
+        kernels::Buffer buffer = make_buffer(mine, kind);
+        const bool runs = comm::applicable(Collective::all_reduce, algorithm, comm.size(), count,
+                                           kernels::is_floating(kind.dtype));
+        const Algorithm taken = comm::all_reduce_algorithm(comm, buffer);
+        if (runs) {
+          EXPECT_EQ(taken, algorithm);
+        } else {
+          EXPECT_NE(taken, algorithm);  // the built-in rule instead
+        }
+        comm::all_reduce(comm, buffer, ReduceOp::sum);
+        EXPECT_EQ(host_values(buffer), expected);
+        // Every rank ends with rank 0's bits.
+        kernels::Buffer root = make_buffer(host_values(buffer), kind);
+        comm::broadcast(comm, root, 0);
+        EXPECT_EQ(std::memcmp(root.data(), buffer.data(), buffer.bytes()), 0);
+      });
 }
 
 TEST(AlgorithmChoice, ATableForcingEachAllGatherAlgorithmIsExact) {
   SettingsGuard guard(world());
-  for (const Communicator& comm : groups()) {
-    for (const Algorithm algorithm : comm::algorithms_for(Collective::all_gather)) {
-      force(Collective::all_gather, comm.size(), algorithm);
-      for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{4093}}) {
-        world().set_max_message_elements(limit);
-        for (const std::size_t count : kCounts) {
-          SCOPED_TRACE(comm.name() + " communicator, " + std::string(comm::to_string(algorithm)) +
-                       ", " + std::to_string(count) + " elements, limit " + std::to_string(limit));
-          const auto n = static_cast<std::size_t>(comm.size());
-          // rank s holds s * 1000 + i % 997
-          std::vector<double> mine(count), expected;
+  for_each_forced_case(
+      Collective::all_gather, {kF32},
+      [](const Communicator& comm, Algorithm algorithm, const BufferKind&, std::size_t count) {
+        const auto n = static_cast<std::size_t>(comm.size());
+        // rank s holds s * 1000 + i % 997
+        std::vector<double> mine(count), expected;
+        for (std::size_t i = 0; i < count; ++i)
+          mine[i] = comm.rank() * 1000.0 + static_cast<double>(i % 997);
+        for (std::size_t s = 0; s < n; ++s) {
           for (std::size_t i = 0; i < count; ++i)
-            mine[i] = comm.rank() * 1000.0 + static_cast<double>(i % 997);
-          for (std::size_t s = 0; s < n; ++s) {
-            for (std::size_t i = 0; i < count; ++i)
-              expected.push_back(static_cast<double>(s) * 1000.0 + static_cast<double>(i % 997));
-          }
-          const kernels::Buffer in = make_buffer(mine, kF32);
-          kernels::Buffer out(n * count, kF32.dtype, kF32.device);
-          if (comm::applicable(Collective::all_gather, algorithm, comm.size(), n, true)) {
-            EXPECT_EQ(comm::all_gather_algorithm(comm, in), algorithm);
-          }
-          comm::all_gather(comm, in, out, 1);
-          EXPECT_EQ(host_values(out), expected);
+            expected.push_back(static_cast<double>(s) * 1000.0 + static_cast<double>(i % 997));
         }
-      }
-    }
-  }
+        const kernels::Buffer in = make_buffer(mine, kF32);
+        kernels::Buffer out(n * count, kF32.dtype, kF32.device);
+        if (comm::applicable(Collective::all_gather, algorithm, comm.size(), n, true)) {
+          EXPECT_EQ(comm::all_gather_algorithm(comm, in), algorithm);
+        }
+        comm::all_gather(comm, in, out, 1);
+        EXPECT_EQ(host_values(out), expected);
+      });
 }
 
 TEST(AlgorithmChoice, ATableForcingEachReduceScatterAlgorithmIsExact) {
   SettingsGuard guard(world());
-  for (const Communicator& comm : groups()) {
-    for (const Algorithm algorithm : comm::algorithms_for(Collective::reduce_scatter)) {
-      force(Collective::reduce_scatter, comm.size(), algorithm);
-      for (const std::size_t limit : {comm::kMaxMessageElements, std::size_t{4093}}) {
-        world().set_max_message_elements(limit);
-        for (const BufferKind& kind : {kF32, kI64}) {
-          for (const std::size_t count : kCounts) {
-            SCOPED_TRACE(comm.name() + " communicator, " + std::string(comm::to_string(algorithm)) +
-                         ", " + std::to_string(count) + " elements, limit " +
-                         std::to_string(limit));
-            const auto n = static_cast<std::size_t>(comm.size());
-            const auto r = static_cast<std::size_t>(comm.rank());
-            // in[i] = (rank + 1) * 100 + i % 991 over [n * count]; out[i] sums element
-            // r * count + i of every rank.
-            std::vector<double> mine(n * count), expected(count);
-            for (std::size_t i = 0; i < n * count; ++i)
-              mine[i] = (static_cast<double>(r) + 1) * 100 + static_cast<double>(i % 991);
-            for (std::size_t i = 0; i < count; ++i) {
-              const double di = static_cast<double>((r * count + i) % 991);
-              expected[i] = 50.0 * static_cast<double>(n * (n + 1)) + static_cast<double>(n) * di;
-            }
-            const kernels::Buffer in = make_buffer(mine, kind);
-            kernels::Buffer out(count, kind.dtype, kind.device);
-            if (comm::applicable(Collective::reduce_scatter, algorithm, comm.size(), n, true)) {
-              EXPECT_EQ(comm::reduce_scatter_algorithm(comm, in), algorithm);
-            }
-            comm::reduce_scatter(comm, in, out, 1, ReduceOp::sum);
-            EXPECT_EQ(host_values(out), expected);
-          }
+  for_each_forced_case(
+      Collective::reduce_scatter, {kF32, kI64},
+      [](const Communicator& comm, Algorithm algorithm, const BufferKind& kind, std::size_t count) {
+        const auto n = static_cast<std::size_t>(comm.size());
+        const auto r = static_cast<std::size_t>(comm.rank());
+        // in[i] = (rank + 1) * 100 + i % 991 over [n * count]; out[i] sums element
+        // r * count + i of every rank.
+        std::vector<double> mine(n * count), expected(count);
+        for (std::size_t i = 0; i < n * count; ++i)
+          mine[i] = (static_cast<double>(r) + 1) * 100 + static_cast<double>(i % 991);
+        for (std::size_t i = 0; i < count; ++i) {
+          const double di = static_cast<double>((r * count + i) % 991);
+          expected[i] = 50.0 * static_cast<double>(n * (n + 1)) + static_cast<double>(n) * di;
         }
-      }
-    }
-  }
+        const kernels::Buffer in = make_buffer(mine, kind);
+        kernels::Buffer out(count, kind.dtype, kind.device);
+        if (comm::applicable(Collective::reduce_scatter, algorithm, comm.size(), n, true)) {
+          EXPECT_EQ(comm::reduce_scatter_algorithm(comm, in), algorithm);
+        }
+        comm::reduce_scatter(comm, in, out, 1, ReduceOp::sum);
+        EXPECT_EQ(host_values(out), expected);
+      });
 }
 
 // A choice for another group size, or that cannot run the call, leaves it to the built-in rule.
