@@ -243,7 +243,9 @@ inline constexpr int kMaxCpuThreads = 4096;
 /// outside [1, kMaxCpuThreads].
 void set_cpu_threads(int threads);
 
-/// The current CPU thread count.
+/// The current CPU thread count: set_cpu_threads's, else MPITRON_CPU_THREADS (read on the first
+/// call), else 1. Throws std::invalid_argument naming the variable when it is read and is not an
+/// integer in [1, kMaxCpuThreads].
 int cpu_threads();
 
 /// Whether the CPU kernels were built with OpenMP; without it they run on one thread whatever

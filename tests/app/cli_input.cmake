@@ -120,3 +120,13 @@ add_test(NAME help_screen_catches_a_missing_example
                  -DMPITRON=cat -DCOMMAND= -P ${CMAKE_CURRENT_SOURCE_DIR}/HelpScreen.cmake)
 cli_bad_test(threads_zero 1 "--threads: must be an integer in [1, 4096], got 0 (see --help)"
              validate --threads 0)
+# A bad MPITRON_CPU_THREADS is the same kind of error (one line per rank, exit 2), and only where
+# it is used: --threads overrides it.
+cli_bad_test(threads_variable 2 "MPITRON_CPU_THREADS must be an integer in [1, 4096], not 'abc'"
+             validate)
+set_tests_properties(cli_bad_threads_variable PROPERTIES ENVIRONMENT "MPITRON_CPU_THREADS=abc")
+mpitron_add_expect_test(cli_threads_flag_overrides_variable TARGET mpitron NP 1 TIMEOUT 60
+  ARGS validate --threads 1 ${cli_logs}
+  EXPECT_EXIT 0 EXPECT_OUTPUT "all parallel validations passed")
+set_tests_properties(cli_threads_flag_overrides_variable PROPERTIES
+                     ENVIRONMENT "MPITRON_CPU_THREADS=abc")

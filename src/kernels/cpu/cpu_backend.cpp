@@ -29,8 +29,6 @@ constexpr std::align_val_t kAlignment{64};  // one cache line, enough for any SI
 
 class CpuBackend final : public TypedBackend<CpuKernels> {
  public:
-  CpuBackend() { cpu_threads(); }  // applies MPITRON_CPU_THREADS before the first GEMM
-
   void* allocate(std::size_t bytes) noexcept override {
     return ::operator new(bytes, kAlignment, std::nothrow);
   }

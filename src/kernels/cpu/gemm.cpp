@@ -139,11 +139,10 @@ struct Product {
   }
 };
 
-// The provider, first read from MPITRON_GEMM; cpu_threads() first sets the providers' own
-// thread counts to 1 (threads.cpp), before their first GEMM.
+// The provider, first read from MPITRON_GEMM. (Every GEMM asks cpu_threads() before calling a
+// provider, which sets the providers' own thread counts to 1 first: threads.cpp.)
 GemmProvider& provider_state() {
   static GemmProvider provider = [] {
-    cpu_threads();
     const char* text = std::getenv("MPITRON_GEMM");
     return text == nullptr || *text == '\0' ? default_gemm_provider() : parse_gemm_provider(text);
   }();

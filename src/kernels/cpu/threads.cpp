@@ -25,11 +25,14 @@ int parse_env_threads() {
   return static_cast<int>(value);
 }
 
+// The count, 0 until set_cpu_threads or the first cpu_threads() (which reads the variable, so
+// that a bad value is an error only where the variable is used, not when --threads overrides
+// it). Eigen's and OpenBLAS's own threads are set to 1 before either returns.
 int& thread_count() {
   static int count = [] {
     Eigen::setNbThreads(1);
     cpu::set_blas_threads(1);
-    return parse_env_threads();
+    return 0;
   }();
   return count;
 }
@@ -46,7 +49,9 @@ void set_cpu_threads(int threads) {
 }
 
 int cpu_threads() {
-  return thread_count();
+  int& count = thread_count();
+  if (count == 0) count = parse_env_threads();
+  return count;
 }
 
 bool cpu_openmp_available() {
