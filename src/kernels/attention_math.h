@@ -20,6 +20,16 @@ MPITRON_HOST_DEVICE inline T negative_infinity() {
   return -static_cast<T>(INFINITY);
 }
 
+/// e^x through the math library's exp for T: the default exponential of the functions below (the
+/// CPU loops pass a vectorizable float32 one, cpu/attention.h).
+struct LibraryExp {
+  template <class T>
+  MPITRON_HOST_DEVICE T operator()(T x) const {
+    using std::exp;
+    return exp(x);
+  }
+};
+
 /// Whether key position j is hidden from query position i: with `causal`, every j > i is.
 MPITRON_HOST_DEVICE inline bool attention_masked(std::size_t i, std::size_t j, bool causal) {
   return causal && j > i;
@@ -31,11 +41,11 @@ MPITRON_HOST_DEVICE inline bool attention_masked(std::size_t i, std::size_t j, b
 /// exp(s[c] - running_max) (0 for masked entries), stores their sum in `block_sum` and returns
 /// the factor alpha = exp(old max - new max) by which the row's sum and output, accumulated
 /// against the old max, must be scaled (online_softmax_rescale). alpha is 1 while the max stays;
-/// a row with no visible score yet keeps max -inf, probabilities 0 and alpha 1 (no NaN).
-template <class T>
-MPITRON_HOST_DEVICE inline T online_softmax_block(T* s, std::size_t n, T& running_max,
-                                                  T& block_sum) {
-  using std::exp;
+/// a row with no visible score yet keeps max -inf, probabilities 0 and alpha 1 (no NaN). `exp`
+/// is e^x for x in [-inf, 0] (exp(-inf) = 0); the sum runs in c order after all the exponentials.
+template <class T, class Exp = LibraryExp>
+MPITRON_HOST_DEVICE inline T online_softmax_block(T* s, std::size_t n, T& running_max, T& block_sum,
+                                                  Exp exp = {}) {
   T block_max = negative_infinity<T>();
   for (std::size_t c = 0; c < n; ++c)
     block_max = s[c] > block_max ? s[c] : block_max;
@@ -48,10 +58,10 @@ MPITRON_HOST_DEVICE inline T online_softmax_block(T* s, std::size_t n, T& runnin
   }
   const T alpha = exp(running_max - new_max);  // exp(-inf) = 0 on the first visible block
   running_max = new_max;
-  for (std::size_t c = 0; c < n; ++c) {
+  for (std::size_t c = 0; c < n; ++c)
     s[c] = exp(s[c] - new_max);
+  for (std::size_t c = 0; c < n; ++c)
     block_sum += s[c];
-  }
   return alpha;
 }
 
@@ -74,10 +84,9 @@ MPITRON_HOST_DEVICE inline T online_softmax_lse(T running_max, T running_sum) {
 }
 
 /// The probability p = exp(s - lse) of a scaled score recomputed in backward (0 when masked:
-/// s = -inf).
-template <class T>
-MPITRON_HOST_DEVICE inline T attention_probability(T s, T lse) {
-  using std::exp;
+/// s = -inf), with `exp` as in online_softmax_block.
+template <class T, class Exp = LibraryExp>
+MPITRON_HOST_DEVICE inline T attention_probability(T s, T lse, Exp exp = {}) {
   return exp(s - lse);
 }
 

@@ -1,11 +1,13 @@
 // CPU loops of the fused attention (kernels::attention_forward / attention_backward): tiles of
-// kBlockQ queries x kBlockK keys, their products through the CPU GEMM (cpu/gemm.h: each tile is
-// a small row-major product of contiguous row blocks, so nothing is transposed or copied), and
-// between them the per-row math of kernels/attention_math.h, which the CUDA kernel runs too, in
-// plain loops over a tile's rows. Every output row is written by exactly one task of one outer
-// loop over independent tasks, spread over cpu_threads() threads: forward over (batch*head, query
-// block); backward once over (batch*head, key block) for dK and dV, then over (batch*head, query
-// block) for dQ. No atomics: the result does not depend on the order of the tasks or the threads.
+// kBlockQ queries x kBlockK keys, their products through mpitron's packed GEMM in float32
+// (cpu/packed_gemm.h; the provider's GEMM in float64), and between them the per-row math of
+// kernels/attention_math.h, which the CUDA kernel runs too, in plain loops over a tile's rows
+// (float32 exponentials through the vectorizable exp_f32). Every output row is written by
+// exactly one task of an outer loop over independent tasks, spread over cpu_threads() threads:
+// forward over (batch*head, query block); backward over batch*head, each task visiting its
+// slice's tiles key block by key block and adding each tile's P and dS into dV, dK and dQ at once
+// (every tile's scores computed once). No atomics: the result does not depend on the order of the
+// tasks or the threads.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +15,9 @@
 #include <vector>
 
 #include "kernels/attention_math.h"
+#include "kernels/cpu/erf_f32.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/fault_injection.h"
 
@@ -46,7 +50,8 @@ struct Attention {
         tile.scores(q + slice, k + slice, d, i0, rows, j0, cols, causal, scale);
         for (std::size_t r = 0; r < rows; ++r) {
           T block_sum;
-          T alpha = math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum);
+          T alpha =
+              math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum, TileExp{});
           if (no_rescale) alpha = T(1);
           math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
         }
@@ -66,36 +71,23 @@ struct Attention {
   static void attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
                                  const T* dout, std::size_t batch_heads, std::size_t seq,
                                  std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv) {
-    const std::size_t k_blocks = (seq + kBlockK - 1) / kBlockK;
-    // dK and dV: each task owns one key block's rows and visits every query that sees it.
-    parallel_tasks(batch_heads * k_blocks, [=](std::size_t task) {
-      const auto [slice, j0, cols] = task_block(task, k_blocks, kBlockK, seq, d);
+    // One task per slice: for each key block, every query block that sees it.
+    parallel_tasks(batch_heads, [=](std::size_t task) {
+      const std::size_t slice = task * seq * d;
       Tile<T> tile;
-      T* dk_block = dk + slice + j0 * d;
-      T* dv_block = dv + slice + j0 * d;
-      std::fill(dk_block, dk_block + cols * d, T(0));
-      std::fill(dv_block, dv_block + cols * d, T(0));
-      for (std::size_t i0 = causal ? j0 : 0; i0 < seq; i0 += kBlockQ) {
-        const std::size_t rows = std::min(kBlockQ, seq - i0);
-        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d, dout + slice,
-                         d, i0, rows, j0, cols, causal, scale);
-        product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv_block);  // dV += P^T dO
-        product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk_block);    // dK += dS^T Q
-      }
-    });
-    // dQ: each task owns one query block's rows and visits every key it sees.
-    const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
-    parallel_tasks(batch_heads * q_blocks, [=](std::size_t task) {
-      const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
-      Tile<T> tile;
-      T* dq_block = dq + slice + i0 * d;
-      std::fill(dq_block, dq_block + rows * d, T(0));
-      const std::size_t key_end = causal ? i0 + rows : seq;
-      for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
-        const std::size_t cols = std::min(kBlockK, key_end - j0);
-        tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d, dout + slice,
-                         d, i0, rows, j0, cols, causal, scale);
-        product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq_block);  // dQ += dS K
+      std::fill(dq + slice, dq + slice + seq * d, T(0));
+      std::fill(dk + slice, dk + slice + seq * d, T(0));
+      std::fill(dv + slice, dv + slice + seq * d, T(0));
+      for (std::size_t j0 = 0; j0 < seq; j0 += kBlockK) {
+        const std::size_t cols = std::min(kBlockK, seq - j0);
+        for (std::size_t i0 = causal ? j0 : 0; i0 < seq; i0 += kBlockQ) {
+          const std::size_t rows = std::min(kBlockQ, seq - i0);
+          tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d,
+                           dout + slice, d, i0, rows, j0, cols, causal, scale);
+          product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv + slice + j0 * d);
+          product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk + slice + j0 * d);
+          product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq + slice + i0 * d);
+        }
       }
     });
   }
@@ -123,12 +115,35 @@ struct Attention {
     return {task / blocks * seq * d, first, std::min(block, seq - first)};
   }
 
+  /// e^x of the tiles: exp_f32 in float32 for x in [-87, 0] and 0 below (-inf included; e^-87
+  /// is already near float32's smallest normal number); the math library's in float64.
+  struct TileExp {
+    float operator()(float x) const {
+      const float e = exp_f32(std::max(x, -87.0f));
+      return x < -87.0f ? 0.0f : e;
+    }
+    double operator()(double x) const { return std::exp(x); }
+  };
+
+  /// c[m, n] = alpha op(a) op(b) + beta c for a tile (row-major, packed: op(a) [m, inner] stored
+  /// [inner, m] when trans_a, op(b) [inner, n] stored [n, inner] when trans_b): the packed GEMM
+  /// in float32, which a product this small reaches without a provider's per-call work.
+  static void tile_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t inner,
+                        float alpha, const float* a, const float* b, float beta, float* c) {
+    packed_sgemm(trans_a, trans_b, m, n, inner, alpha, a, trans_a ? m : inner, b,
+                 trans_b ? inner : n, beta, c, n);
+  }
+  static void tile_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t inner,
+                        double alpha, const double* a, const double* b, double beta, double* c) {
+    Gemm::gemm_batched(trans_a, trans_b, 1, m, n, inner, alpha, a, 0, b, 0, beta, c, 0);
+  }
+
   /// c[m, n] += op(a) b with op(a) [m, inner] (a stored [m, inner], or [inner, m] when
   /// `trans_a`) and b [inner, n], all row-major and packed.
   template <class T>
   static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const T* a,
                       const T* b, T* c) {
-    Gemm::gemm_batched(trans_a, false, 1, m, n, inner, T(1), a, 0, b, 0, T(1), c, 0);
+    tile_gemm(trans_a, false, m, n, inner, T(1), a, b, T(1), c);
   }
 
   /// One thread's tile scratch, kept between calls (thread_local: one per thread once the outer
@@ -148,8 +163,7 @@ struct Attention {
     /// ([seq, d] each), masked entries -inf.
     void scores(const T* q, const T* k, std::size_t d, std::size_t i0, std::size_t rows,
                 std::size_t j0, std::size_t cols, bool causal, T scale) {
-      Gemm::gemm_batched(false, true, 1, rows, cols, d, scale, q + i0 * d, 0, k + j0 * d, 0, T(0),
-                         s, 0);
+      tile_gemm(false, true, rows, cols, d, scale, q + i0 * d, k + j0 * d, T(0), s);
       if (!causal || j0 + cols <= i0 + 1) return;  // the tile lies on or below the diagonal
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t c = 0; c < cols; ++c) {
@@ -166,14 +180,13 @@ struct Attention {
                      std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
                      std::size_t cols, bool causal, T scale) {
       scores(q, k, d, i0, rows, j0, cols, causal, scale);
-      Gemm::gemm_batched(false, true, 1, rows, cols, d, T(1), dout + i0 * d, 0, v + j0 * d, 0, T(0),
-                         ds, 0);
+      tile_gemm(false, true, rows, cols, d, T(1), dout + i0 * d, v + j0 * d, T(0), ds);
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t i = i0 + r;
         const T delta = math::attention_delta(dout + i * d, o + i * d, d);
         for (std::size_t c = 0; c < cols; ++c) {
           T& p = s[r * cols + c];
-          p = math::attention_probability(p, lse[i]);
+          p = math::attention_probability(p, lse[i], TileExp{});
           T& g = ds[r * cols + c];
           g = scale * math::attention_score_grad(p, g, delta);
         }

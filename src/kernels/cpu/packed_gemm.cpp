@@ -1,0 +1,212 @@
+// mpitron's float32 GEMM: op(B) packed in panels of kPanelColumns columns, op(A) in blocks of
+// kBlockRows rows, both cut into kDepth terms of k, and a micro-kernel that keeps a kRows x
+// kColumns tile of C in vector registers while it runs through one pass of k. The vectors are
+// GCC's vector extensions of the width the file is compiled for (AVX-512, AVX2 or SSE); this file
+// is compiled with -ffp-contract=fast, so `a * b + c` on them is one fused multiply-add.
+#include "kernels/cpu/packed_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace mpitron::kernels::cpu {
+namespace {
+
+#if defined(__AVX512F__)
+constexpr std::size_t kVector = 16;  // 32 registers: 24 accumulators, 2 of B, 1 of A
+constexpr std::size_t kRows = 12;
+#elif defined(__AVX__)
+constexpr std::size_t kVector = 8;  // 16 registers: 12 accumulators, 2 of B, 1 of A
+constexpr std::size_t kRows = 6;
+#else
+constexpr std::size_t kVector = 4;
+constexpr std::size_t kRows = 6;
+#endif
+constexpr std::size_t kColumns = 2 * kVector;
+// One pass of k: a micro-panel of packed B (kDepth x kColumns floats, 16 KiB with AVX2) stays in
+// L1 while the micro-panels of A stream past it from L2.
+constexpr std::size_t kDepth = 256;
+// A block of kBlockRows x kDepth packed A (96 KiB with AVX2, 192 KiB with AVX-512) for L2, and a
+// panel of kDepth x kPanelColumns packed B (512 KiB) for L3: under 1 MiB of scratch per thread.
+constexpr std::size_t kBlockRows = 16 * kRows;
+constexpr std::size_t kPanelColumns = 512;
+
+using Vec = float __attribute__((vector_size(kVector * sizeof(float))));
+
+Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void store(float* p, Vec v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+Vec splat(float x) {
+  return x - Vec{};
+}
+
+// How a pass meets C: C = alpha * pass, or C = alpha * pass + C (one fused multiply-add, so
+// every element meets the same rounding wherever its tile lies). beta is applied before the
+// passes (packed_sgemm).
+struct Update {
+  float alpha;
+  bool overwrite;  // the first pass with beta = 0: C is not read
+
+  Vec apply(Vec sum, const float* c) const {
+    return overwrite ? splat(alpha) * sum : splat(alpha) * sum + load(c);
+  }
+};
+
+// C[kRows, kColumns] (row stride ldc) updated with the product of one micro-panel of A (depth x
+// kRows, packed) and one of B (depth x kColumns, packed).
+void micro_kernel(std::size_t depth, const float* ap, const float* bp, float* c, std::size_t ldc,
+                  const Update& update) {
+  if (!update.overwrite) {  // C's rows arrive from L2 or L3 while the loop below runs
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < kRows; ++r) {
+      __builtin_prefetch(c + r * ldc);
+      __builtin_prefetch(c + r * ldc + kColumns - 1);
+    }
+  }
+  Vec sum[kRows][2];
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < kRows; ++r)
+    sum[r][0] = sum[r][1] = splat(0.0f);
+#pragma GCC unroll 4
+  for (std::size_t p = 0; p < depth; ++p) {
+    const Vec b0 = load(bp), b1 = load(bp + kVector);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < kRows; ++r) {
+      const Vec x = splat(ap[r]);
+      sum[r][0] = x * b0 + sum[r][0];
+      sum[r][1] = x * b1 + sum[r][1];
+    }
+    ap += kRows;
+    bp += kColumns;
+  }
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < kRows; ++r) {
+    float* row = c + r * ldc;
+    store(row, update.apply(sum[r][0], row));
+    store(row + kVector, update.apply(sum[r][1], row + kVector));
+  }
+}
+
+// The same for C[rows, cols] with rows <= kRows and cols <= kColumns: a partial tile goes through
+// a full one in memory, so every element meets the same arithmetic.
+void edge_kernel(std::size_t depth, const float* ap, const float* bp, float* c, std::size_t ldc,
+                 std::size_t rows, std::size_t cols, const Update& update) {
+  alignas(64) float tile[kRows * kColumns] = {};
+  for (std::size_t r = 0; r < rows; ++r)
+    std::copy(c + r * ldc, c + r * ldc + cols, tile + r * kColumns);
+  micro_kernel(depth, ap, bp, tile, kColumns, update);
+  for (std::size_t r = 0; r < rows; ++r)
+    std::copy(tile + r * kColumns, tile + r * kColumns + cols, c + r * ldc);
+}
+
+// out[0, count) = in[0, count) for count <= kMax, as fixed-size moves when count is kMax.
+template <std::size_t kMax>
+void copy_short(const float* in, std::size_t count, float* out) {
+  if (count == kMax) {
+    std::memcpy(out, in, kMax * sizeof(float));
+  } else {
+    std::copy_n(in, count, out);
+  }
+}
+
+// op(A)[first_row + i, first_k + p] for i < rows, p < depth, as micro-panels of kRows rows:
+// panel s holds depth x kRows floats, row-fastest, zero past the last row.
+void pack_a(bool trans, const float* a, std::size_t lda, std::size_t first_row, std::size_t rows,
+            std::size_t first_k, std::size_t depth, float* out) {
+  for (std::size_t s = 0; s < rows; s += kRows, out += depth * kRows) {
+    const std::size_t height = std::min(kRows, rows - s), i0 = first_row + s;
+    if (height < kRows) std::fill(out, out + depth * kRows, 0.0f);
+    if (trans) {  // op(A)[i, q] = a[q * lda + i]: kRows contiguous floats per p
+      for (std::size_t p = 0; p < depth; ++p)
+        copy_short<kRows>(a + (first_k + p) * lda + i0, height, out + p * kRows);
+    } else {  // op(A)[i, q] = a[i * lda + q]: one row of A per r
+      for (std::size_t r = 0; r < height; ++r) {
+        const float* src = a + (i0 + r) * lda + first_k;
+        for (std::size_t p = 0; p < depth; ++p)
+          out[p * kRows + r] = src[p];
+      }
+    }
+  }
+}
+
+// op(B)[first_k + p, first_col + j] for p < depth, j < cols, as micro-panels of kColumns
+// columns: panel s holds depth x kColumns floats, column-fastest, zero past the last column.
+void pack_b(bool trans, const float* b, std::size_t ldb, std::size_t first_k, std::size_t depth,
+            std::size_t first_col, std::size_t cols, float* out) {
+  for (std::size_t s = 0; s < cols; s += kColumns, out += depth * kColumns) {
+    const std::size_t width = std::min(kColumns, cols - s), j0 = first_col + s;
+    if (width < kColumns) std::fill(out, out + depth * kColumns, 0.0f);
+    if (trans) {  // op(B)[q, j] = b[j * ldb + q]: one row of B per j
+      for (std::size_t j = 0; j < width; ++j) {
+        const float* src = b + (j0 + j) * ldb + first_k;
+        for (std::size_t p = 0; p < depth; ++p)
+          out[p * kColumns + j] = src[p];
+      }
+    } else {  // op(B)[q, j] = b[q * ldb + j]: kColumns contiguous floats per p
+      for (std::size_t p = 0; p < depth; ++p)
+        copy_short<kColumns>(b + (first_k + p) * ldb + j0, width, out + p * kColumns);
+    }
+  }
+}
+
+// The thread's packing buffers: one block of A and one panel of B.
+struct Scratch {
+  std::vector<float> a, b;
+  Scratch()
+      : a(((kBlockRows + kRows - 1) / kRows) * kRows * kDepth),
+        b(((kPanelColumns + kColumns - 1) / kColumns) * kColumns * kDepth) {}
+};
+
+}  // namespace
+
+PackedGemmShape packed_gemm_shape() {
+  return {kVector, kRows, kColumns, kDepth};
+}
+
+void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                  float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                  float beta, float* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0 || (beta != 0.0f && beta != 1.0f)) {  // C = beta C first; then passes add to C
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    if (k == 0) return;
+    beta = 1.0f;
+  }
+  thread_local Scratch scratch;
+  for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
+    const std::size_t nc = std::min(kPanelColumns, n - jc);
+    for (std::size_t pc = 0; pc < k; pc += kDepth) {
+      const std::size_t kc = std::min(kDepth, k - pc);
+      const Update update{alpha, pc == 0 && beta == 0.0f};
+      pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
+      for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
+        const std::size_t mc = std::min(kBlockRows, m - ic);
+        pack_a(trans_a, a, lda, ic, mc, pc, kc, scratch.a.data());
+        for (std::size_t jr = 0; jr < nc; jr += kColumns) {
+          const float* bp = scratch.b.data() + jr * kc;
+          for (std::size_t ir = 0; ir < mc; ir += kRows) {
+            const float* ap = scratch.a.data() + ir * kc;
+            float* tile = c + (ic + ir) * ldc + jc + jr;
+            const std::size_t rows = std::min(kRows, mc - ir), cols = std::min(kColumns, nc - jr);
+            if (rows == kRows && cols == kColumns) {
+              micro_kernel(kc, ap, bp, tile, ldc, update);
+            } else {
+              edge_kernel(kc, ap, bp, tile, ldc, rows, cols, update);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace mpitron::kernels::cpu

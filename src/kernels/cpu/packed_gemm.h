@@ -1,0 +1,35 @@
+// mpitron's own float32 GEMM: packed panels and a register-blocked micro-kernel.
+#pragma once
+
+#include <cstddef>
+
+namespace mpitron::kernels::cpu {
+
+/// The blocking of the packed GEMM for the vector width it was compiled for: a micro-tile is
+/// kRows rows by kColumns columns of C (kColumns = 2 vectors), held in registers while it sums
+/// kDepth terms of k; op(A) is packed in blocks of kBlockRows rows and op(B) in panels of
+/// kPanelColumns columns (the loops of Goto and van de Geijn, "Anatomy of high-performance matrix
+/// multiplication", ACM TOMS 2008, as BLIS arranges them).
+struct PackedGemmShape {
+  std::size_t vector_floats;  ///< floats per vector register: 16 (AVX-512), 8 (AVX2), 4 (SSE)
+  std::size_t rows;           ///< kRows: rows of a micro-tile
+  std::size_t columns;        ///< kColumns: columns of a micro-tile
+  std::size_t depth;          ///< kDepth: terms of k per pass over C
+};
+
+/// The shape this build's packed GEMM uses.
+PackedGemmShape packed_gemm_shape();
+
+/// Row-major C[m, n] = alpha op(A) op(B) + beta C in float32, A stored [m, k] with leading
+/// dimension lda (or [k, m] when trans_a), B stored [k, n] with ldb (or [n, k] when trans_b), C
+/// with ldc; beta = 0 never reads C. Each element of C is summed the same way whatever the
+/// sizes of the other dimensions and however the product is cut: C = beta C first (unless beta
+/// is 0 or 1), then k in passes of `depth` terms in order, each pass one fused multiply-add chain
+/// from zero, added to C as one fused alpha * pass + C (the first pass with beta = 0 stores
+/// alpha * pass). So any block of rows and columns of the product, computed as a product of its
+/// own, has the bits of the whole call. Uses a thread-local packing buffer of under 1 MiB.
+void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                  float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                  float beta, float* c, std::size_t ldc);
+
+}  // namespace mpitron::kernels::cpu
