@@ -1,7 +1,7 @@
 // Every CPU kernel that runs on cpu_threads() threads, at 2, 3 and 4 threads against its own
 // output at 1 thread, bit for bit (float32 and float64). The sizes split each kernel's work into
 // several chunks, rows, column blocks, sum blocks or GEMM tiles (the constants of
-// src/kernels/cpu/parallel.h and the tiles of cpu/gemm.cpp: multiples of 96 rows with at least
+// src/kernels/cpu/parallel.h and the tiles of cpu/gemm.cpp: multiples of 48 rows with at least
 // 2^22 multiply-adds, by 512 columns for Eigen), so a
 // result that depended on how the work is split, or on which thread did it, would differ.
 #include <gtest/gtest.h>

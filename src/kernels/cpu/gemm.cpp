@@ -33,13 +33,14 @@ constexpr std::size_t kPanelColumns = 512;
 // single-threaded provider call. Tiles give the bits of the one-thread calls because both
 // providers sum every element's k terms in an order set by k alone: neither splits k by the
 // thread count here (Eigen's own threads would: its k blocking depends on them), and a height
-// that is a multiple of 96 rows is a multiple of the rows of every micro-kernel of Eigen's
+// that is a multiple of 48 rows is a multiple of the rows of every micro-kernel of Eigen's
 // (3 vectors: 48 floats with AVX-512, 24 with AVX2), so rows meet the same micro-kernels as in
-// one call. OpenBLAS picks other kernels for small calls (below about 10^6 multiply-adds here)
+// one call. (48 rather than 96: a 512-row product is then 10 tiles, 5 per thread at 2 threads,
+// where 96 made 5, 3 and 2.) OpenBLAS picks other kernels for small calls (below about 10^6 multiply-adds here)
 // and for one-column ones, which round differently: hence tiles of at least kMinTileWork
 // multiply-adds, so that a tile and its whole product take the same kernel, and whole rows.
 // tests/kernels/test_threads.cpp checks the bits for both providers.
-constexpr std::size_t kTileRows = 96;
+constexpr std::size_t kTileRows = 48;
 constexpr std::size_t kMinTileWork = std::size_t{1} << 22;
 
 // Rows per tile of an [m, n] x k product: the least multiple of kTileRows with at least
