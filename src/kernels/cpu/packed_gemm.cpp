@@ -1,6 +1,7 @@
 // mpitron's float32 GEMM: op(B) packed in panels of kPanelColumns columns, op(A) in blocks of
-// kBlockRows rows, both cut into kDepth terms of k, and a micro-kernel that keeps a kRows x
-// kColumns tile of C in vector registers while it runs through one pass of k. The vectors are
+// kBlockRows rows (read in place when A is row-major, as BLIS's kernels for small products do),
+// both cut into kDepth terms of k, and a micro-kernel that keeps a kRows x kColumns tile of C in
+// vector registers while it runs through one pass of k. The vectors are
 // GCC's vector extensions of the width the file is compiled for (AVX-512, AVX2 or SSE); this file
 // is compiled with -ffp-contract=fast, so `a * b + c` on them is one fused multiply-add.
 #include "kernels/cpu/packed_gemm.h"
@@ -33,13 +34,16 @@ constexpr std::size_t kPanelColumns = 512;
 
 using Vec = float __attribute__((vector_size(kVector * sizeof(float))));
 
-Vec load(const float* p) {
-  Vec v;
+// An unaligned vector of floats (Vec, or Vec8 below) at p.
+template <class V = Vec>
+V load(const float* p) {
+  V v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-void store(float* p, Vec v) {
+template <class V>
+void store(float* p, V v) {
   std::memcpy(p, &v, sizeof v);
 }
 
@@ -59,10 +63,12 @@ struct Update {
   }
 };
 
-// C[kRows, kColumns] (row stride ldc) updated with the product of one micro-panel of A (depth x
-// kRows, packed) and one of B (depth x kColumns, packed).
-void micro_kernel(std::size_t depth, const float* ap, const float* bp, float* c, std::size_t ldc,
-                  const Update& update) {
+// C[kRows, kColumns] (row stride ldc) updated with the product of kRows rows of A by depth
+// terms and one micro-panel of B (depth x kColumns, packed). The rows of A are a packed
+// micro-panel (depth x kRows), or with kRowMajorA the rows of A in place, lda apart.
+template <bool kRowMajorA>
+void micro_kernel(std::size_t depth, const float* a, std::size_t lda, const float* bp, float* c,
+                  std::size_t ldc, const Update& update) {
   if (!update.overwrite) {  // C's rows arrive from L2 or L3 while the loop below runs
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < kRows; ++r) {
@@ -79,11 +85,11 @@ void micro_kernel(std::size_t depth, const float* ap, const float* bp, float* c,
     const Vec b0 = load(bp), b1 = load(bp + kVector);
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < kRows; ++r) {
-      const Vec x = splat(ap[r]);
+      const Vec x = splat(kRowMajorA ? a[r * lda] : a[r]);
       sum[r][0] = x * b0 + sum[r][0];
       sum[r][1] = x * b1 + sum[r][1];
     }
-    ap += kRows;
+    a += kRowMajorA ? 1 : kRows;
     bp += kColumns;
   }
 #pragma GCC unroll 16
@@ -96,14 +102,55 @@ void micro_kernel(std::size_t depth, const float* ap, const float* bp, float* c,
 
 // The same for C[rows, cols] with rows <= kRows and cols <= kColumns: a partial tile goes through
 // a full one in memory, so every element meets the same arithmetic.
-void edge_kernel(std::size_t depth, const float* ap, const float* bp, float* c, std::size_t ldc,
-                 std::size_t rows, std::size_t cols, const Update& update) {
+template <bool kRowMajorA>
+void edge_kernel(std::size_t depth, const float* a, std::size_t lda, const float* bp, float* c,
+                 std::size_t ldc, std::size_t rows, std::size_t cols, const Update& update) {
   alignas(64) float tile[kRows * kColumns] = {};
   for (std::size_t r = 0; r < rows; ++r)
     std::copy(c + r * ldc, c + r * ldc + cols, tile + r * kColumns);
-  micro_kernel(depth, ap, bp, tile, kColumns, update);
+  micro_kernel<kRowMajorA>(depth, a, lda, bp, tile, kColumns, update);
   for (std::size_t r = 0; r < rows; ++r)
     std::copy(tile + r * kColumns, tile + r * kColumns + cols, c + r * ldc);
+}
+
+// The micro-kernel for a tile of `rows` x `cols` (the edge kernel when it is not full).
+template <bool kRowMajorA>
+void tile_kernel(std::size_t depth, const float* a, std::size_t lda, const float* bp, float* c,
+                 std::size_t ldc, std::size_t rows, std::size_t cols, const Update& update) {
+  if (rows == kRows && cols == kColumns) {
+    micro_kernel<kRowMajorA>(depth, a, lda, bp, c, ldc, update);
+  } else {
+    edge_kernel<kRowMajorA>(depth, a, lda, bp, c, ldc, rows, cols, update);
+  }
+}
+
+// Eight floats, whatever the width of Vec (the 8 x 8 transposes of pack_b).
+using Vec8 = float __attribute__((vector_size(8 * sizeof(float))));
+using Index8 = int __attribute__((vector_size(8 * sizeof(int))));
+
+// out[p * ldo + j] = in[j * ldi + p] for j, p < 8: pairs interleaved, then pairs of pairs, then
+// halves, in registers.
+void transpose8(const float* in, std::size_t ldi, float* out, std::size_t ldo) {
+  Vec8 row[8], pair[8], quad[8];
+  for (std::size_t j = 0; j < 8; ++j)
+    row[j] = load<Vec8>(in + j * ldi);
+  for (std::size_t j = 0; j < 8; j += 2) {
+    pair[j] = __builtin_shuffle(row[j], row[j + 1], Index8{0, 8, 1, 9, 4, 12, 5, 13});
+    pair[j + 1] = __builtin_shuffle(row[j], row[j + 1], Index8{2, 10, 3, 11, 6, 14, 7, 15});
+  }
+  for (std::size_t h = 0; h < 8; h += 4) {
+    for (std::size_t x = 0; x < 2; ++x) {
+      quad[h + 2 * x] =
+          __builtin_shuffle(pair[h + x], pair[h + x + 2], Index8{0, 1, 8, 9, 4, 5, 12, 13});
+      quad[h + 2 * x + 1] =
+          __builtin_shuffle(pair[h + x], pair[h + x + 2], Index8{2, 3, 10, 11, 6, 7, 14, 15});
+    }
+  }
+  for (std::size_t p = 0; p < 4; ++p) {
+    store(out + p * ldo, __builtin_shuffle(quad[p], quad[p + 4], Index8{0, 1, 2, 3, 8, 9, 10, 11}));
+    store(out + (p + 4) * ldo,
+          __builtin_shuffle(quad[p], quad[p + 4], Index8{4, 5, 6, 7, 12, 13, 14, 15}));
+  }
 }
 
 // out[0, count) = in[0, count) for count <= kMax, as fixed-size moves when count is kMax.
@@ -143,10 +190,14 @@ void pack_b(bool trans, const float* b, std::size_t ldb, std::size_t first_k, st
   for (std::size_t s = 0; s < cols; s += kColumns, out += depth * kColumns) {
     const std::size_t width = std::min(kColumns, cols - s), j0 = first_col + s;
     if (width < kColumns) std::fill(out, out + depth * kColumns, 0.0f);
-    if (trans) {  // op(B)[q, j] = b[j * ldb + q]: one row of B per j
+    if (trans) {  // op(B)[q, j] = b[j * ldb + q]: one row of B per j, 8 x 8 blocks transposed
+      const std::size_t full = width == kColumns ? depth / 8 * 8 : 0;
+      for (std::size_t p = 0; p < full; p += 8)
+        for (std::size_t j = 0; j < kColumns; j += 8)
+          transpose8(b + (j0 + j) * ldb + first_k + p, ldb, out + p * kColumns + j, kColumns);
       for (std::size_t j = 0; j < width; ++j) {
         const float* src = b + (j0 + j) * ldb + first_k;
-        for (std::size_t p = 0; p < depth; ++p)
+        for (std::size_t p = full; p < depth; ++p)
           out[p * kColumns + j] = src[p];
       }
     } else {  // op(B)[q, j] = b[q * ldb + j]: kColumns contiguous floats per p
@@ -190,17 +241,21 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
       pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
       for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
         const std::size_t mc = std::min(kBlockRows, m - ic);
-        pack_a(trans_a, a, lda, ic, mc, pc, kc, scratch.a.data());
+        // Row-major A is read in place, but for a last micro-panel of fewer than kRows rows;
+        // transposed A is packed.
+        const std::size_t in_place = trans_a ? 0 : mc / kRows * kRows;
+        pack_a(trans_a, a, lda, ic + in_place, mc - in_place, pc, kc, scratch.a.data());
         for (std::size_t jr = 0; jr < nc; jr += kColumns) {
           const float* bp = scratch.b.data() + jr * kc;
           for (std::size_t ir = 0; ir < mc; ir += kRows) {
-            const float* ap = scratch.a.data() + ir * kc;
             float* tile = c + (ic + ir) * ldc + jc + jr;
             const std::size_t rows = std::min(kRows, mc - ir), cols = std::min(kColumns, nc - jr);
-            if (rows == kRows && cols == kColumns) {
-              micro_kernel(kc, ap, bp, tile, ldc, update);
+            if (ir < in_place) {
+              tile_kernel<true>(kc, a + (ic + ir) * lda + pc, lda, bp, tile, ldc, rows, cols,
+                                update);
             } else {
-              edge_kernel(kc, ap, bp, tile, ldc, rows, cols, update);
+              tile_kernel<false>(kc, scratch.a.data() + (ir - in_place) * kc, 0, bp, tile, ldc,
+                                 rows, cols, update);
             }
           }
         }
