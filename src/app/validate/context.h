@@ -36,6 +36,12 @@ struct LocalCheck {
   std::string trivial;
 };
 
+/// Collective over `world`, one all-reduce for all of `checks` (the same checks on every rank):
+/// each check's result, passed only if it passed on every rank, with the largest errors of any
+/// rank (a MAX all-reduce of its failure flag and both errors) and its `trivial`.
+std::vector<CheckResult> agree(const comm::Communicator& world,
+                               const std::vector<LocalCheck>& checks);
+
 /// "<axis> 1" when `degree` is 1 (a check of that axis is then trivially equal), else "".
 std::string trivial_at(const char* axis, int degree);
 

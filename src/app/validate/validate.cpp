@@ -100,9 +100,9 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
                             options.tolerance, *log};
   std::vector<CheckResult> results;
   const auto report = [&](const std::vector<LocalCheck>& checks) {
-    for (const LocalCheck& local : checks) {
-      results.push_back(agree(world, local.name, local.comparison, local.trivial));
-      log->info(format_result(results.back()));
+    for (const CheckResult& result : agree(world, checks)) {
+      results.push_back(result);
+      log->info(format_result(result));
     }
   };
   // Each pipelined check once per micro-batch count, and with more than one micro-batch once
