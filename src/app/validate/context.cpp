@@ -12,6 +12,16 @@
 
 namespace mpitron::app {
 
+nn::MasterInit MasterDraws::random_init(std::uint64_t seed, autograd::DType dtype,
+                                        kernels::Device device) {
+  const nn::MasterInit draw = nn::random_init(seed, dtype, device);
+  return [this, seed, dtype, device, draw](const nn::ParameterSpec& spec) {
+    auto [at, fresh] = drawn_.try_emplace({seed, dtype, device, spec.name, spec.full_shape});
+    if (fresh) at->second = draw(spec);
+    return at->second.clone();
+  };
+}
+
 std::vector<CheckResult> agree(const comm::Communicator& world,
                                const std::vector<LocalCheck>& checks) {
   if (checks.empty()) return {};

@@ -96,8 +96,10 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
             sizes.dp, device_text(device));
 
-  const ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
-                            options.tolerance, *log};
+  MasterDraws masters;
+  ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
+                      options.tolerance, *log};
+  ctx.masters = &masters;
   std::vector<CheckResult> results;
   const auto report = [&](const std::vector<LocalCheck>& checks) {
     for (const CheckResult& result : agree(world, checks)) {
