@@ -15,10 +15,16 @@ kernels::Buffer host_doubles(std::size_t count) {
 }  // namespace
 
 double all_reduce_scalar(const Communicator& comm, double value, ReduceOp op) {
-  kernels::Buffer buffer = host_doubles(1);
-  buffer.data_as<double>()[0] = value;
+  return all_reduce_values(comm, {value}, op)[0];
+}
+
+std::vector<double> all_reduce_values(const Communicator& comm, const std::vector<double>& values,
+                                      ReduceOp op) {
+  kernels::Buffer buffer = host_doubles(values.size());
+  std::copy(values.begin(), values.end(), buffer.data_as<double>());
   all_reduce(comm, buffer, op);
-  return buffer.data_as<double>()[0];
+  const double* reduced = buffer.data_as<double>();
+  return {reduced, reduced + values.size()};
 }
 
 std::vector<double> all_gather_scalar(const Communicator& comm, double value) {

@@ -19,6 +19,11 @@ namespace mpitron::comm {
 /// handling, so callers that must see a NaN map it to infinity first.
 double all_reduce_scalar(const Communicator& comm, double value, ReduceOp op);
 
+/// all_reduce_scalar of each element of `values` (the same count on every rank, at least one) in
+/// one all-reduce.
+std::vector<double> all_reduce_values(const Communicator& comm, const std::vector<double>& values,
+                                      ReduceOp op);
+
 /// Collective over `comm`: every rank's `value` in rank order ([comm.size()]), on every rank.
 std::vector<double> all_gather_scalar(const Communicator& comm, double value);
 

@@ -69,8 +69,9 @@ Environment::Environment(int& argc, char**& argv, double init_timeout_seconds) {
     MPI_Finalize();
     throw std::runtime_error("the MPI library does not provide MPI_THREAD_FUNNELED");
   }
-  // Read now, while little memory is in use: MPI_T's initialisation peaks at about 4 MiB that
-  // its finalisation gives back, which would otherwise add to the peak RSS of a training run.
+  // Read now, while little memory is in use: where the library's own variable cannot be read,
+  // MPI_T's initialisation peaks at about 4 MiB that its finalisation gives back, which would
+  // otherwise add to the peak RSS of a training run.
   mpi_yields_when_idle();
   world_ = Communicator::make_world(MPI_COMM_WORLD, node_share(), query_mpi_cuda_support());
   check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &stall_comm_), "MPI_Comm_dup");

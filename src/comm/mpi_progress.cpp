@@ -1,5 +1,6 @@
 #include "comm/mpi_progress.h"
 
+#include <dlfcn.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -36,7 +37,21 @@ bool read_flag(const char* name) {
   return read && std::any_of(value.begin(), value.end(), [](unsigned char b) { return b != 0; });
 }
 
+// Open MPI's own copy of the setting, where the library exports it (libmpi's
+// ompi_mpi_yield_when_idle, the storage its MPI_T control variable reads, final once MPI_Init has
+// applied the automatic setting of an oversubscribed node), or nullptr.
+const bool* open_mpi_setting() {
+#if defined(OPEN_MPI)
+  int initialized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return nullptr;
+  return static_cast<const bool*>(dlsym(RTLD_DEFAULT, "ompi_mpi_yield_when_idle"));
+#else
+  return nullptr;
+#endif
+}
+
 bool query() {
+  if (const bool* setting = open_mpi_setting()) return *setting;
   int provided = 0;
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return false;
   const bool yields = read_flag("mpi_yield_when_idle");

@@ -17,6 +17,8 @@ TEST(Agreement, ScalarReductionsAndGatherAreExactOnRankValues) {
   EXPECT_EQ(all_reduce_scalar(world, r + 1.0, ReduceOp::sum), n * (n + 1) / 2.0);
   EXPECT_EQ(all_reduce_scalar(world, r, ReduceOp::max), n - 1.0);
   EXPECT_EQ(all_reduce_scalar(world, r, ReduceOp::min), 0.0);
+  EXPECT_EQ(all_reduce_values(world, {r + 1.0, -1.0 * r, r == 1 ? 7.0 : 0.0}, ReduceOp::max),
+            (std::vector<double>{1.0 * n, 0.0, n > 1 ? 7.0 : 0.0}));
   std::vector<double> expected;
   for (int i = 0; i < n; ++i)
     expected.push_back(10.0 * i);

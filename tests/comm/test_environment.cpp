@@ -5,6 +5,7 @@
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/guard.h"
+#include "comm/mpi_progress.h"
 #include "comm/topology.h"
 #include "mpi_test_main.h"
 
@@ -29,6 +30,25 @@ TEST(Environment, MpiErrorsAreReturnedAsExceptionsOnEveryCommunicator) {
       EXPECT_NE(std::string(error.what()).find("rank"), std::string::npos) << error.what();
     }
   }
+}
+
+// After MPI_Init mpi_yields_when_idle reads Open MPI's variable directly; the reference is the
+// library's MPI_T control variable, read here (ctest's mpiexec passes --mca mpi_yield_when_idle
+// 1; comm_mpi_yield_when_idle_0 and _1 check the MPI_T path against 0 and 1 before MPI_Init).
+TEST(Environment, YieldWhenIdleIsWhatMpiTReads) {
+  int provided = 0, index = 0, count = 0;
+  ASSERT_EQ(MPI_T_init_thread(MPI_THREAD_SINGLE, &provided), MPI_SUCCESS);
+  if (MPI_T_cvar_get_index("mpi_yield_when_idle", &index) != MPI_SUCCESS) {
+    MPI_T_finalize();
+    GTEST_SKIP() << "the MPI library has no mpi_yield_when_idle";
+  }
+  MPI_T_cvar_handle handle = MPI_T_CVAR_HANDLE_NULL;
+  ASSERT_EQ(MPI_T_cvar_handle_alloc(index, nullptr, &handle, &count), MPI_SUCCESS);
+  int value = 0;  // a C bool in Open MPI: its first byte
+  ASSERT_EQ(MPI_T_cvar_read(handle, &value), MPI_SUCCESS);
+  MPI_T_cvar_handle_free(&handle);
+  MPI_T_finalize();
+  EXPECT_EQ(comm::mpi_yields_when_idle(), (value & 0xff) != 0);
 }
 
 TEST(Environment, SameConfigurationPasses) {

@@ -5,8 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "comm/agreement.h"
-
 namespace mpitron::app {
 
 void Comparison::fail() {
@@ -46,16 +44,6 @@ void Comparison::merge(const Comparison& other) {
   passed_ = passed_ && other.passed_;
   max_abs_error_ = std::max(max_abs_error_, other.max_abs_error_);
   max_rel_error_ = std::max(max_rel_error_, other.max_rel_error_);
-}
-
-CheckResult agree(const comm::Communicator& world, const std::string& name, const Comparison& local,
-                  const std::string& trivial) {
-  const double passed =
-      comm::all_reduce_scalar(world, local.passed() ? 1.0 : 0.0, comm::ReduceOp::min);
-  const double error = comm::all_reduce_scalar(world, local.max_abs_error(), comm::ReduceOp::max);
-  const double normalised =
-      comm::all_reduce_scalar(world, local.max_rel_error(), comm::ReduceOp::max);
-  return {name, passed == 1.0, error, normalised, local.tolerance(), trivial};
 }
 
 std::string format_result(const CheckResult& result) {

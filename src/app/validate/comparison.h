@@ -1,4 +1,4 @@
-// Comparing parallel results with a dense reference, and agreeing on verdicts across ranks.
+// Comparing parallel results with a dense reference, and the verdict of a check.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -6,7 +6,6 @@
 #include <string>
 
 #include "autograd/tensor.h"
-#include "comm/communicator.h"
 
 namespace mpitron::app {
 
@@ -63,11 +62,6 @@ struct CheckResult {
   /// itself); empty when it is a real test.
   std::string trivial;
 };
-
-/// Collective over `world`: passed only if `local` passed on every rank (a MIN all-reduce), and
-/// the largest errors of any rank (MAX all-reduces). `trivial` is copied into the result.
-CheckResult agree(const comm::Communicator& world, const std::string& name, const Comparison& local,
-                  const std::string& trivial = "");
 
 /// "PASS  <name>  max_abs_error=<e> max_rel_error=<n> (rtol=<r>, atol=<a>, max_rel_error=<m>)";
 /// a trivial pass reads "PASS (dp 1: trivially equal)  <name>  ...".

@@ -8,8 +8,37 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "comm/agreement.h"
 
 namespace mpitron::app {
+
+nn::MasterInit MasterDraws::random_init(std::uint64_t seed, autograd::DType dtype,
+                                        kernels::Device device) {
+  const nn::MasterInit draw = nn::random_init(seed, dtype, device);
+  return [this, seed, dtype, device, draw](const nn::ParameterSpec& spec) {
+    auto [at, fresh] = drawn_.try_emplace({seed, dtype, device, spec.name, spec.full_shape});
+    if (fresh) at->second = draw(spec);
+    return at->second.clone();
+  };
+}
+
+std::vector<CheckResult> agree(const comm::Communicator& world,
+                               const std::vector<LocalCheck>& checks) {
+  if (checks.empty()) return {};
+  std::vector<double> local;
+  for (const LocalCheck& check : checks) {
+    local.push_back(check.comparison.passed() ? 0.0 : 1.0);
+    local.push_back(check.comparison.max_abs_error());
+    local.push_back(check.comparison.max_rel_error());
+  }
+  const std::vector<double> all = comm::all_reduce_values(world, local, comm::ReduceOp::max);
+  std::vector<CheckResult> results;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    results.push_back({checks[i].name, all[3 * i] == 0.0, all[3 * i + 1], all[3 * i + 2],
+                       checks[i].comparison.tolerance(), checks[i].trivial});
+  }
+  return results;
+}
 
 std::vector<int> default_micro_batch_runs(std::int64_t batch, int pp) {
   std::vector<int> runs{1};

@@ -5,16 +5,35 @@
 #include <spdlog/logger.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "app/model_sizes.h"
 #include "app/validate/comparison.h"
 #include "comm/topology.h"
+#include "nn/models/gpt_config.h"
 #include "nn/models/mlp_stack.h"
 #include "nn/parallel/schedule.h"
 
 namespace mpitron::app {
+
+/// The GPT checks' parameter draws of one run, so that a master drawn by several checks (the dense
+/// and the parallel model of every GPT check start from the same random_init draws) is drawn
+/// once: 11 checks at the defaults, 0.05 CPU-s of Box-Muller samples per rank each time.
+class MasterDraws {
+ public:
+  /// A MasterInit that returns a copy (its own storage, not differentiable) of what
+  /// nn::random_init(seed, dtype, device) returns for the spec, drawing each (seed, dtype,
+  /// device, name, shape) once per MasterDraws; it must not outlive this object.
+  nn::MasterInit random_init(std::uint64_t seed, autograd::DType dtype, kernels::Device device);
+
+ private:
+  using Key =
+      std::tuple<std::uint64_t, autograd::DType, kernels::Device, std::string, autograd::Shape>;
+  std::map<Key, autograd::Tensor> drawn_;
+};
 
 /// Everything a check needs.
 struct ValidateContext {
@@ -26,6 +45,7 @@ struct ValidateContext {
   spdlog::logger& log;
   nn::ScheduleKind schedule = nn::ScheduleKind::afab;  ///< of the pipelined checks
   int virtual_stages = 1;  ///< model chunks per stage of the GPT check (interleaved with >= 2)
+  MasterDraws* masters = nullptr;  ///< the run's draws (run_validate's), shared by every check
 };
 
 /// A named, not yet agreed, check result of this rank.
@@ -35,6 +55,12 @@ struct LocalCheck {
   /// Why this check cannot fail at this topology (e.g. "dp 1"), or empty; see CheckResult.
   std::string trivial;
 };
+
+/// Collective over `world`, one all-reduce for all of `checks` (the same checks on every rank):
+/// each check's result, passed only if it passed on every rank, with the largest errors of any
+/// rank (a MAX all-reduce of its failure flag and both errors) and its `trivial`.
+std::vector<CheckResult> agree(const comm::Communicator& world,
+                               const std::vector<LocalCheck>& checks);
 
 /// "<axis> 1" when `degree` is 1 (a check of that axis is then trivially equal), else "".
 std::string trivial_at(const char* axis, int degree);

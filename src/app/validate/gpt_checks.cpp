@@ -70,7 +70,8 @@ double dense_gradient_norm(const nn::Parameters& parameters) {
 LocalCheck transformer_block_check(const ValidateContext& ctx, bool sequence_parallel) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = gpt_config(ctx);
-  const nn::MasterInit init = nn::random_init(ctx.seed + 900, autograd::DType::f32, ctx.device);
+  const nn::MasterInit init =
+      ctx.masters->random_init(ctx.seed + 900, autograd::DType::f32, ctx.device);
   const nn::TransformerBlock block(config, 0, init, topo.tp_comm(), sequence_parallel);
   const nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
   log_parameters(ctx.log, "tp transformer block shards", block.parameters());
@@ -106,7 +107,8 @@ LocalCheck transformer_block_check(const ValidateContext& ctx, bool sequence_par
 LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = gpt_config(ctx);
-  const nn::MasterInit init = nn::random_init(ctx.seed + 1000, autograd::DType::f32, ctx.device);
+  const nn::MasterInit init =
+      ctx.masters->random_init(ctx.seed + 1000, autograd::DType::f32, ctx.device);
   // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
   const std::int64_t rows = ctx.sizes.batch * topo.dp();
   const nn::TokenBatch batch{random_ids(ctx, rows, 1001), random_ids(ctx, rows, 1002)};
@@ -199,7 +201,8 @@ std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx) 
 std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = gpt_config(ctx);
-  const nn::MasterInit init = nn::random_init(ctx.seed + 1100, autograd::DType::f32, ctx.device);
+  const nn::MasterInit init =
+      ctx.masters->random_init(ctx.seed + 1100, autograd::DType::f32, ctx.device);
   nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
   nn::Parameters dense_parameters;
   for (auto& [name, tensor] : dense)

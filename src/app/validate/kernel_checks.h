@@ -1,6 +1,6 @@
 // The KERNELS checks of `mpitron validate`: every kernel and every differentiable op's backward,
 // on the selected device in float32, against float64 references written as naive loops in the
-// check and gradients by central finite differences (validate_reference.h), never against
+// check and gradients by central finite differences or analytically (reference.h), never against
 // mpitron's own kernels. They run first: the parallel checks compare two models built from the
 // same kernels, so a kernel bug is invisible to them.
 #pragma once

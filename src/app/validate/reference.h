@@ -1,28 +1,20 @@
 // The independent reference of the KERNELS checks: float64 host functions written as naive loops
-// in the check itself, their gradients by central finite differences, and the comparison of an
-// op under test (float32 and float64, on the selected device) with both.
+// in the check itself (host_reference.h), their gradients by central finite differences (or
+// analytically, where those cost too much), and the comparison of an op under test (float32 and
+// float64, on the selected device) with both.
 #pragma once
 
 #include <functional>
-#include <limits>
 #include <vector>
 
 #include "app/validate/context.h"
+#include "app/validate/host_reference.h"
 
 namespace mpitron::app {
 
-/// Flat float64 values, one vector per input or output.
-using HostValues = std::vector<std::vector<double>>;
-
-/// A float64 function of several flat row-major inputs, returning one flat output.
-using HostFunction = std::function<std::vector<double>(const HostValues&)>;
-
-/// The vector-Jacobian product of `f` at `inputs` with output weights `dy`, by central
-/// differences: grads[j][i] = sum_k dy[k] (f(x + h e_ji)_k - f(x - h e_ji)_k) / (2 h), with
-/// h = 1e-6 max(1, |x_ji|) (truncation error O(h^2), rounding O(1e-16 / h), both far below the
-/// float32 errors being checked). A non-finite x_ji (a -inf logit) gets gradient 0.
-HostValues central_difference_vjp(const HostFunction& f, const HostValues& inputs,
-                                  const std::vector<double>& dy);
+/// The analytical vector-Jacobian product of an OpCase's reference: the gradient of
+/// sum(dy * reference(inputs)) for each input.
+using HostVjp = std::function<HostValues(const HostValues& inputs, const std::vector<double>& dy)>;
 
 /// One op checked against its reference.
 struct OpCase {
@@ -34,6 +26,9 @@ struct OpCase {
   /// The code under test on tensors of ctx.device in the dtype being checked (inputs that are
   /// differentiable require grad).
   std::function<autograd::Tensor(const std::vector<autograd::Tensor>&)> op;
+  /// The reference's gradients analytically, where central differences of `reference` would
+  /// cost too much (empty: central_difference_vjp of `reference`).
+  HostVjp reference_vjp = {};
 };
 
 /// The tolerance of the float64 path, set by the reference's own error: central differences at
@@ -42,28 +37,13 @@ struct OpCase {
 /// 1e-7) passes.
 inline constexpr Tolerance kFloat64Tolerance{1e-5, 1e-6, 1e-5};
 
-/// Runs `c.op` on `dtype` tensors (inputs rounded to float32 on both paths, so the reference is
-/// the same) forward and backward (seeded with deterministic weights in [-1, 1] from `seed`) and
-/// compares its output with `c.reference` and each differentiable input's gradient with
-/// central_difference_vjp of the reference, within ctx.tolerance for float32 and
-/// kFloat64Tolerance for float64. Logs the case's errors at debug level.
-void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out,
-               autograd::DType dtype = autograd::DType::f32);
-
-/// y[i] = f(x[i], i) for every element of x.
-template <class F>
-std::vector<double> map_values(const std::vector<double>& x, F f) {
-  std::vector<double> y(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i)
-    y[i] = f(x[i], i);
-  return y;
-}
-
-inline constexpr double kInfinity = std::numeric_limits<double>::infinity();
-
-/// Softmax of each row of x [rows, cols] in float64, subtracting the row max: entries of -inf get
-/// probability 0 (a row must hold one finite entry).
-std::vector<double> softmax_rows(const std::vector<double>& x, std::size_t cols);
+/// Runs `c.op` on float32 and on float64 tensors (inputs rounded to float32 on both paths, so
+/// one reference serves both) forward and backward (seeded with the same deterministic weights
+/// in [-1, 1] from `seed`) and compares its output with `c.reference` and each differentiable
+/// input's gradient with `c.reference_vjp` (or central_difference_vjp of the reference), within
+/// ctx.tolerance for float32 and kFloat64Tolerance for float64. Logs each dtype's errors at
+/// debug level.
+void expect_op(const ValidateContext& ctx, OpCase c, std::uint64_t seed, Comparison& out);
 
 /// An OpCase of one differentiable input x of `shape`: `reference` and `op` map x to the output.
 OpCase unary_case(const char* name, autograd::Shape shape, std::vector<double> x,
@@ -78,9 +58,5 @@ OpCase binary_case(
         reference,
     std::function<autograd::Tensor(const autograd::Tensor&, const autograd::Tensor&)> op,
     bool b_grad = true);
-
-/// `n` deterministic values, uniform in [lo, hi], from `seed` (a fixed LCG, so every rank and
-/// every build draws the same numbers).
-std::vector<double> uniform_values(std::size_t n, double lo, double hi, std::uint64_t seed);
 
 }  // namespace mpitron::app

@@ -96,13 +96,15 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
             sizes.dp, device_text(device));
 
-  const ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
-                            options.tolerance, *log};
+  MasterDraws masters;
+  ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
+                      options.tolerance, *log};
+  ctx.masters = &masters;
   std::vector<CheckResult> results;
   const auto report = [&](const std::vector<LocalCheck>& checks) {
-    for (const LocalCheck& local : checks) {
-      results.push_back(agree(world, local.name, local.comparison, local.trivial));
-      log->info(format_result(results.back()));
+    for (const CheckResult& result : agree(world, checks)) {
+      results.push_back(result);
+      log->info(format_result(result));
     }
   };
   // Each pipelined check once per micro-batch count, and with more than one micro-batch once
