@@ -163,13 +163,15 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
   Doing doing(comm, op);
   // Made once (one pointer: no allocation), not at every poll that answers stall queries.
   const std::function<std::string()> describe = [&doing] { return doing.text(); };
+  auto answered = start;  // the last check for stall queries
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     if (progressed) backoff = Backoff(op.bytes, now);  // the pauses count from the last completion
-    if (!Backoff::spins(now - start)) {                // a short wait polls nothing else
+    if (now - answered >= kStallAnswerEvery) {         // a short wait polls nothing else
       answer_stall_queries(describe);
-      if (now >= deadline) expire(comm, op, doing.text());
+      answered = now;
     }
+    if (now >= deadline) expire(comm, op, doing.text());
     backoff.pause(now);
     progressed = false;
     if (test_all(comm, requests, op, progressed)) return;

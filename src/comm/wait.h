@@ -27,9 +27,11 @@ struct Operation {
 /// Polls with MPI_Test, pausing per `Backoff` between rounds (counted from the
 /// last round in which a request completed, so the rest of a transfer that is progressing is not
 /// slept through: a 16 MiB ring all_reduce on 2 ranks 1.00 -> 0.89 of MPI_Allreduce's time, median
-/// of 5) and, once it no longer spins (Backoff::spins), answering other ranks' stall queries
-/// while the operation is pending, so a short wait makes no other MPI call (4 KiB all_gather
-/// on 4 ranks sharing 2 cores 12.3 -> 10.5 us, reduce_scatter 12.9 -> 11.0 us; one MPI_Testsome
+/// of 5) and answering other ranks' stall queries every kStallAnswerEvery while the operation is
+/// pending, so a short wait makes no other MPI call (4 KiB all_gather on 4 ranks sharing 2 cores
+/// 12.3 -> 10.5 us, reduce_scatter 12.9 -> 11.0 us, when it answered at every poll after 20 us;
+/// answering is an MPI_Iprobe, which also yields the core when MPI yields when idle, so at
+/// every poll it doubled a waiting rank's yields; one MPI_Testsome
 /// per poll instead of MPI_Test per request was as fast there but made the pieces of a 16 MiB
 /// all_reduce on 2 ranks 1.4x slower). Returns at once when no request is pending; the first
 /// poll comes before the deadline and the pauses are set up, so a wait that it completes costs
@@ -39,6 +41,10 @@ struct Operation {
 /// `deadline_message(...)` with their answers to stderr and calls MPI_Abort(MPI_COMM_WORLD,
 /// kDeadlineExitCode); it does not return then. Throws MpiError when a request fails.
 void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op);
+
+/// How often a waiting rank checks for other ranks' stall queries (stall_inspector.h): far
+/// within the 2 s an expired rank waits for the answers.
+inline constexpr std::chrono::nanoseconds kStallAnswerEvery{100000};
 
 /// Seconds this process has spent inside wait_all / wait_one since it started (the time its
 /// communication kept it waiting: transfers, and peers that had not arrived yet).
