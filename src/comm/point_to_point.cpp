@@ -2,7 +2,6 @@
 
 #include <cstring>
 #include <exception>
-#include <vector>
 
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
@@ -27,9 +26,9 @@ struct SendRequest::State {
   int peer = -1;
   std::size_t bytes = 0;
   Header header;
-  Buffer message;  // the header and an inline payload (transfer.h), else empty
-  Buffer staged;   // the payload's host copy when it is staged, else empty
-  std::vector<MPI_Request> requests;
+  transfer::MessageMemory message;  // the header and an inline payload (transfer.h), else empty
+  Buffer staged;                    // the payload's host copy when it is staged, else empty
+  transfer::Requests requests;
 };
 
 SendRequest::SendRequest() = default;
@@ -52,7 +51,7 @@ SendRequest::~SendRequest() {
       // released below, as while unwinding
     }
   }
-  for (MPI_Request& request : state_->requests) {
+  for (MPI_Request& request : state_->requests.all()) {
     if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
   }
   transfer::keep_forever(std::move(state_));  // MPI may still read the header and staged copy
@@ -61,16 +60,17 @@ SendRequest::~SendRequest() {
 bool SendRequest::test() {
   if (!pending()) return true;
   int done = 0;
-  check_mpi(MPI_Testall(static_cast<int>(state_->requests.size()), state_->requests.data(), &done,
-                        MPI_STATUSES_IGNORE),
-            "MPI_Testall");
+  const std::span<MPI_Request> requests = state_->requests.all();
+  check_mpi(
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE),
+      "MPI_Testall");
   if (done != 0) state_.reset();
   return done != 0;
 }
 
 void SendRequest::wait() {
   if (!pending()) return;
-  wait_all(state_->comm, state_->requests, Operation{"send to", state_->peer, state_->bytes});
+  wait_all(state_->comm, state_->requests.all(), Operation{"send to", state_->peer, state_->bytes});
   state_.reset();
 }
 
@@ -94,19 +94,19 @@ SendRequest isend(const Communicator& comm, const Buffer& buffer,
   state->header =
       Header::describe(shape, buffer.dtype(), limit, inline_payload ? buffer.bytes() : 0);
   if (inline_payload) {
-    state->message = Buffer((transfer::kHeaderBytes + buffer.bytes() + 7) / 8, kernels::DType::i64,
-                            kernels::Device::cpu);
-    std::memcpy(state->message.data(), state->header.words.data(), transfer::kHeaderBytes);
-    kernels::copy_bytes(buffer, 0, state->message, transfer::kHeaderBytes, buffer.bytes());
+    state->message = transfer::MessageMemory::take();
+    Buffer& message = state->message.buffer();
+    std::memcpy(message.data(), state->header.words.data(), transfer::kHeaderBytes);
+    kernels::copy_bytes(buffer, 0, message, transfer::kHeaderBytes, buffer.bytes());
   } else {
     state->staged = stage_copy(comm, buffer);
   }
   const Buffer& image = state->staged.empty() ? buffer : state->staged;
   const std::size_t messages = inline_payload ? 0 : message_count(buffer.numel(), limit);
-  state->requests.assign(1 + messages, MPI_REQUEST_NULL);
+  state->requests.assign(1 + messages);
   SendRequest request(std::move(state));  // from here on, a failure releases what was started
   SendRequest::State& s = *request.state_;
-  const void* first = inline_payload ? s.message.data() : s.header.words.data();
+  const void* first = inline_payload ? s.message.buffer().data() : s.header.words.data();
   const std::size_t first_bytes = transfer::kHeaderBytes + (inline_payload ? buffer.bytes() : 0);
   check_mpi(MPI_Isend(first, static_cast<int>(first_bytes), MPI_BYTE, dst,
                       transfer::header_tag(tag), comm.native(), &s.requests[0]),

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <exception>
 #include <stdexcept>
-#include <vector>
 
 #include "comm/errors.h"
 #include "comm/guard.h"
@@ -27,12 +26,13 @@ struct RecvRequest::State {
   Buffer* buffer = nullptr;  // the caller's
   std::array<std::int64_t, kMaxTransferDims> expected{};
   std::size_t ndim = 0;
-  Header header;   // as received
-  Buffer landing;  // where the header message lands: the header, then an inline payload
+  Header header;  // as received
+  // Where the header message lands: the header, then an inline payload.
+  transfer::MessageMemory landing;
   MPI_Request header_request = MPI_REQUEST_NULL;
   bool header_checked = false;
   Buffer staged;  // where a staged payload lands before it is copied into `buffer`, else empty
-  std::vector<MPI_Request> payload;
+  transfer::Requests payload;
 
   std::span<const std::int64_t> expected_shape() const { return {expected.data(), ndim}; }
   Operation operation() const { return {"recv from", peer, buffer->bytes()}; }
@@ -69,14 +69,16 @@ void RecvRequest::release() noexcept {
     MPI_Request_free(&request);
   };
   cancel(state_->header_request);
-  std::for_each(state_->payload.begin(), state_->payload.end(), cancel);
+  const std::span<MPI_Request> payload = state_->payload.all();
+  std::for_each(payload.begin(), payload.end(), cancel);
   transfer::keep_forever(std::move(state_));  // MPI may still write the header and staged copy
 }
 
 void RecvRequest::accept_header() {
   State& s = *state_;
   s.header_checked = true;
-  std::memcpy(s.header.words.data(), s.landing.data(), transfer::kHeaderBytes);
+  Buffer& landing = s.landing.buffer();
+  std::memcpy(s.header.words.data(), landing.data(), transfer::kHeaderBytes);
   const Header& header = s.header;
   const std::span<const std::int64_t> expected = s.expected_shape();
   // A header is well-formed when its fields are in range and an inline payload is its shape's.
@@ -90,11 +92,11 @@ void RecvRequest::accept_header() {
   if (matches) {
     Buffer& image = s.staged.empty() ? *s.buffer : s.staged;
     if (header.inline_bytes() > 0) {  // the payload came with the header
-      kernels::copy_bytes(s.landing, transfer::kHeaderBytes, image, 0, header.inline_bytes());
+      kernels::copy_bytes(landing, transfer::kHeaderBytes, image, 0, header.inline_bytes());
       return;
     }
     const std::size_t numel = s.buffer->numel();
-    s.payload.assign(message_count(numel, header.limit()), MPI_REQUEST_NULL);
+    s.payload.assign(message_count(numel, header.limit()));
     for (std::size_t i = 0; i < s.payload.size(); ++i) {
       const Range range = message_range(numel, header.limit(), i);
       check_mpi(
@@ -150,8 +152,9 @@ bool RecvRequest::test() {
     accept_header();
   }
   int done = 0;
+  const std::span<MPI_Request> payload = s.payload.all();
   check_mpi(
-      MPI_Testall(static_cast<int>(s.payload.size()), s.payload.data(), &done, MPI_STATUSES_IGNORE),
+      MPI_Testall(static_cast<int>(payload.size()), payload.data(), &done, MPI_STATUSES_IGNORE),
       "MPI_Testall");
   if (done != 0) finish();
   return done != 0;
@@ -164,7 +167,7 @@ void RecvRequest::wait() {
     wait_one(s.comm, s.header_request, s.operation());
     accept_header();
   }
-  wait_all(s.comm, s.payload, s.operation());
+  wait_all(s.comm, s.payload.all(), s.operation());
   finish();
 }
 
@@ -181,11 +184,10 @@ RecvRequest irecv(const Communicator& comm, Buffer& buffer,
   state->staged = stage_landing(comm, buffer);
   RecvRequest request(std::move(state));  // from here on, a failure releases what was started
   // Room for the header and an inline payload of any sender (transfer.h).
-  constexpr std::size_t kLandingBytes = transfer::kHeaderBytes + transfer::kInlinePayloadBytes;
-  Buffer& landing = request.state_->landing;
-  landing = Buffer(kLandingBytes / 8, kernels::DType::i64, kernels::Device::cpu);
+  request.state_->landing = transfer::MessageMemory::take();
+  Buffer& landing = request.state_->landing.buffer();
   std::memset(landing.data(), 0, transfer::kHeaderBytes);  // a short stray message is malformed
-  check_mpi(MPI_Irecv(landing.data(), static_cast<int>(kLandingBytes), MPI_BYTE, src,
+  check_mpi(MPI_Irecv(landing.data(), static_cast<int>(transfer::kMessageBytes), MPI_BYTE, src,
                       transfer::header_tag(tag), comm.native(), &request.state_->header_request),
             "MPI_Irecv");
   return request;

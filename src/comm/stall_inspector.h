@@ -6,8 +6,8 @@
 // waiting for, collects the answers for a short grace period, and names in its deadline line the
 // ranks that are waiting in the same operation, the ones waiting in another one, and the ones
 // that did not answer (computing, stuck outside mpitron's waits, or gone). Nothing is sent while
-// operations complete in time: the only cost is one MPI_Iprobe per poll of an operation that is
-// still pending.
+// operations complete in time: the only cost is one MPI_Iprobe per kStallAnswerEvery (wait.h)
+// of an operation that is still pending.
 #pragma once
 
 #include <mpi.h>
@@ -26,7 +26,7 @@ void set_stall_inspection_comm(MPI_Comm side);
 
 /// Answers every query that has arrived with `doing()` (this rank's pending operation, e.g.
 /// "all_reduce on the tp communicator (64 bytes)"), which is called only when one has arrived, so
-/// a poll without queries builds no text. Called by the wait routine at each poll.
+/// a poll without queries builds no text. Called by the wait routine every kStallAnswerEvery.
 void answer_stall_queries(const std::function<std::string()>& doing);
 
 /// Asks each of `peers` (world ranks, not this one) what it is doing and waits up to

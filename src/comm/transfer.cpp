@@ -11,7 +11,57 @@ namespace {
 
 constexpr std::int64_t kDTypes = 4;  // kernels::DType f32, f64, i32, i64, sent as 0..3
 
+// This thread's spare header-message memory (MessageMemory).
+constexpr std::size_t kMaxSpares = 4;
+thread_local bool t_spares_gone = false;  // set when the thread's spares are destroyed
+struct Spares {
+  std::array<kernels::Buffer, kMaxSpares> buffers;
+  std::size_t count = 0;
+  Spares() = default;
+  Spares(const Spares&) = delete;
+  Spares& operator=(const Spares&) = delete;
+  ~Spares() { t_spares_gone = true; }
+};
+thread_local Spares t_spares;
+
 }  // namespace
+
+MessageMemory& MessageMemory::operator=(MessageMemory&& other) noexcept {
+  if (this != &other) {
+    give_back();
+    buffer_ = std::move(other.buffer_);
+  }
+  return *this;
+}
+
+MessageMemory::~MessageMemory() {
+  give_back();
+}
+
+MessageMemory MessageMemory::take() {
+  MessageMemory memory;
+  if (!t_spares_gone && t_spares.count > 0) {
+    memory.buffer_ = std::move(t_spares.buffers[--t_spares.count]);
+  } else {
+    memory.buffer_ = kernels::Buffer(kMessageBytes / 8, kernels::DType::i64, kernels::Device::cpu);
+  }
+  return memory;
+}
+
+void MessageMemory::give_back() noexcept {
+  if (buffer_.empty() || t_spares_gone || t_spares.count == kMaxSpares) return;  // freed as usual
+  t_spares.buffers[t_spares.count++] = std::move(buffer_);
+}
+
+void Requests::assign(std::size_t count) {
+  count_ = count;
+  few_.fill(MPI_REQUEST_NULL);
+  if (few()) {
+    many_.clear();
+  } else {
+    many_.assign(count, MPI_REQUEST_NULL);
+  }
+}
 
 Header Header::describe(std::span<const std::int64_t> shape, kernels::DType dtype,
                         std::size_t limit, std::size_t inline_bytes) {

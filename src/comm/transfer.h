@@ -2,6 +2,8 @@
 // precedes every payload, the MPI tags of a transfer, argument checks and error text.
 #pragma once
 
+#include <mpi.h>
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -49,6 +51,57 @@ struct Header {
 
 /// The bytes of a header; a header message holds up to kInlinePayloadBytes more.
 inline constexpr std::size_t kHeaderBytes = sizeof(Header::words);
+
+/// The most bytes of a header message: a header and an inline payload.
+inline constexpr std::size_t kMessageBytes = kHeaderBytes + kInlinePayloadBytes;
+
+/// Host memory for one header message (kMessageBytes, as int64 words), taken from the spares of
+/// the thread that makes it and given back to its thread's spares when destroyed (at most four
+/// are kept per thread; more are freed), so a steady stream of transfers allocates none: from
+/// the caching allocator, a send/recv of 4 KiB spent about 1,000 instructions per round trip in
+/// it (callgrind, docs/performance.md).
+class MessageMemory {
+ public:
+  /// Holds no memory.
+  MessageMemory() = default;
+  MessageMemory(MessageMemory&& other) noexcept = default;
+  MessageMemory& operator=(MessageMemory&& other) noexcept;
+  MessageMemory(const MessageMemory&) = delete;
+  MessageMemory& operator=(const MessageMemory&) = delete;
+  ~MessageMemory();
+
+  /// Memory for a header message: a spare of this thread, or a new buffer. Its contents are
+  /// undefined.
+  static MessageMemory take();
+
+  /// The memory (empty when default-made or moved from).
+  kernels::Buffer& buffer() { return buffer_; }
+
+ private:
+  void give_back() noexcept;
+  kernels::Buffer buffer_;
+};
+
+/// The MPI requests of one transfer's messages, each MPI_REQUEST_NULL until posted: up to two
+/// (a header and one payload message, or a payload of one message) without a heap allocation.
+class Requests {
+ public:
+  /// `count` requests, each MPI_REQUEST_NULL (replacing the previous ones).
+  void assign(std::size_t count);
+
+  std::span<MPI_Request> all() {
+    return few() ? std::span<MPI_Request>(few_.data(), count_) : std::span<MPI_Request>(many_);
+  }
+  std::size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  MPI_Request& operator[](std::size_t i) { return all()[i]; }
+
+ private:
+  bool few() const { return count_ <= 2; }
+  std::array<MPI_Request, 2> few_{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<MPI_Request> many_;
+  std::size_t count_ = 0;
+};
 
 /// The MPI tags of transfer `tag` (in [0, kMaxTransferTag]): the header's and the payload's.
 /// They lie in [kFirstMpiTag, 32767] (32767 is the least MPI_TAG_UB MPI allows), above every

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <thread>
@@ -16,8 +17,9 @@
 
 namespace mpitron::comm {
 
-Backoff::Backoff(std::size_t bytes)
-    : yield_for_(std::max(kYieldFor, std::chrono::nanoseconds(static_cast<std::int64_t>(
+Backoff::Backoff(std::size_t bytes, std::chrono::steady_clock::time_point start)
+    : start_(start),
+      yield_for_(std::max(kYieldFor, std::chrono::nanoseconds(static_cast<std::int64_t>(
                                          static_cast<double>(bytes) * kYieldPerByte)))) {}
 
 std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited,
@@ -26,8 +28,8 @@ std::chrono::nanoseconds Backoff::next(std::chrono::nanoseconds waited,
   return std::clamp(waited / 16, kFirstSleep, kMaxSleep);
 }
 
-void Backoff::pause() {
-  const std::chrono::nanoseconds waited = std::chrono::steady_clock::now() - start_;
+void Backoff::pause(std::chrono::steady_clock::time_point now) {
+  const std::chrono::nanoseconds waited = now - start_;
   if (spins(waited)) return;
   const std::chrono::nanoseconds duration = next(waited, yield_for_);
   if (duration.count() == 0) {
@@ -109,40 +111,70 @@ std::string operation_text(const Communicator& comm, const Operation& op) {
   abort_job(deadline_message(report), kDeadlineExitCode);
 }
 
+// Tests every pending request of `requests` once: true when none is pending any more; sets
+// `progressed` when one completed.
+bool test_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op,
+              bool& progressed) {
+  bool done = true;
+  for (MPI_Request& request : requests) {
+    if (request == MPI_REQUEST_NULL) continue;
+    int flag = 0;
+    const int rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+      throw MpiError(
+          "MPI_Test (" + std::string(op.what) + " on the " + comm.name() + " communicator)", rc);
+    }
+    done = done && flag != 0;
+    progressed = progressed || flag != 0;
+  }
+  return done;
+}
+
+// The text of a pending operation for the stall inspector, built once another rank asks or the
+// deadline passes.
+class Doing {
+ public:
+  Doing(const Communicator& comm, const Operation& op) : comm_(comm), op_(op) {}
+  const std::string& text() {
+    if (text_.empty()) text_ = operation_text(comm_, op_);
+    return text_;
+  }
+
+ private:
+  const Communicator& comm_;
+  const Operation& op_;
+  std::string text_;
+};
+
 }  // namespace
 
 void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op) {
+  if (std::all_of(requests.begin(), requests.end(),
+                  [](MPI_Request request) { return request == MPI_REQUEST_NULL; })) {
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
+  const WaitClock clock(start);
+  bool progressed = false;
+  if (test_all(comm, requests, op, progressed)) return;
   const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(comm.timeout()));
-  const WaitClock clock(start);
-  Backoff backoff(op.bytes);
-  std::string doing;  // built once another rank asks, or the deadline passes
-  const auto describe = [&]() -> const std::string& {
-    if (doing.empty()) doing = operation_text(comm, op);
-    return doing;
-  };
+  Backoff backoff(op.bytes, start);
+  Doing doing(comm, op);
+  // Made once (one pointer: no allocation), not at every poll that answers stall queries.
+  const std::function<std::string()> describe = [&doing] { return doing.text(); };
+  auto answered = start;  // the last check for stall queries
   for (;;) {
-    bool done = true, progressed = false;
-    for (MPI_Request& request : requests) {
-      if (request == MPI_REQUEST_NULL) continue;
-      int flag = 0;
-      const int rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) {
-        throw MpiError(
-            "MPI_Test (" + std::string(op.what) + " on the " + comm.name() + " communicator)", rc);
-      }
-      done = done && flag != 0;
-      progressed = progressed || flag != 0;
-    }
-    if (done) return;
-    if (progressed) backoff = Backoff(op.bytes);  // the pauses count from the last completion
     const auto now = std::chrono::steady_clock::now();
-    if (!Backoff::spins(now - start)) {  // a short wait polls nothing else
+    if (progressed) backoff = Backoff(op.bytes, now);  // the pauses count from the last completion
+    if (now - answered >= kStallAnswerEvery) {         // a short wait polls nothing else
       answer_stall_queries(describe);
-      if (now >= deadline) expire(comm, op, describe());
+      answered = now;
     }
-    backoff.pause();
+    if (now >= deadline) expire(comm, op, doing.text());
+    backoff.pause(now);
+    progressed = false;
+    if (test_all(comm, requests, op, progressed)) return;
   }
 }
 

@@ -27,16 +27,24 @@ struct Operation {
 /// Polls with MPI_Test, pausing per `Backoff` between rounds (counted from the
 /// last round in which a request completed, so the rest of a transfer that is progressing is not
 /// slept through: a 16 MiB ring all_reduce on 2 ranks 1.00 -> 0.89 of MPI_Allreduce's time, median
-/// of 5) and, once it no longer spins (Backoff::spins), answering other ranks' stall queries
-/// while the operation is pending, so a short wait makes no other MPI call (4 KiB all_gather
-/// on 4 ranks sharing 2 cores 12.3 -> 10.5 us, reduce_scatter 12.9 -> 11.0 us; one MPI_Testsome
+/// of 5) and answering other ranks' stall queries every kStallAnswerEvery while the operation is
+/// pending, so a short wait makes no other MPI call (4 KiB all_gather on 4 ranks sharing 2 cores
+/// 12.3 -> 10.5 us, reduce_scatter 12.9 -> 11.0 us, when it answered at every poll after 20 us;
+/// answering is an MPI_Iprobe, which also yields the core when MPI yields when idle, so at
+/// every poll it doubled a waiting rank's yields; one MPI_Testsome
 /// per poll instead of MPI_Test per request was as fast there but made the pieces of a 16 MiB
-/// all_reduce on 2 ranks 1.4x slower). When
+/// all_reduce on 2 ranks 1.4x slower). Returns at once when no request is pending; the first
+/// poll comes before the deadline and the pauses are set up, so a wait that it completes costs
+/// one poll and two clock reads (every later poll reads the clock once). When
 /// `comm.timeout()` seconds pass first, asks the peer (point-to-point) or the other members
 /// (collective) what they are doing for up to min(2 s, timeout) (stall_inspector.h), prints
 /// `deadline_message(...)` with their answers to stderr and calls MPI_Abort(MPI_COMM_WORLD,
 /// kDeadlineExitCode); it does not return then. Throws MpiError when a request fails.
 void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op);
+
+/// How often a waiting rank checks for other ranks' stall queries (stall_inspector.h): far
+/// within the 2 s an expired rank waits for the answers.
+inline constexpr std::chrono::nanoseconds kStallAnswerEvery{100000};
 
 /// Seconds this process has spent inside wait_all / wait_one since it started (the time its
 /// communication kept it waiting: transfers, and peers that had not arrived yet).
@@ -78,8 +86,10 @@ class Backoff {
   /// MPI_Send/MPI_Recv's time).
   static constexpr double kYieldPerByte = 1.0;
 
-  /// A Backoff for a wait on transfers of `bytes` in all (see kYieldPerByte).
-  explicit Backoff(std::size_t bytes = 0);
+  /// A Backoff for a wait on transfers of `bytes` in all (see kYieldPerByte) that began at
+  /// `start`.
+  explicit Backoff(std::size_t bytes = 0,
+                   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now());
 
   /// How long this Backoff yields before it sleeps: max(kYieldFor, bytes x kYieldPerByte ns).
   std::chrono::nanoseconds yield_for() const { return yield_for_; }
@@ -92,13 +102,13 @@ class Backoff {
   static std::chrono::nanoseconds next(std::chrono::nanoseconds waited,
                                        std::chrono::nanoseconds yield_for = kYieldFor);
 
-  /// With `waited` the time since this Backoff was made: returns at once while spins(waited),
-  /// else yields (unless mpi_yields_when_idle()) or sleeps for next(waited, max(kYieldFor,
-  /// bytes x kYieldPerByte)).
-  void pause();
+  /// With `waited` = `now` - the Backoff's start (`now` the caller's clock reading, so a poll
+  /// reads the clock once): returns at once while spins(waited), else yields (unless
+  /// mpi_yields_when_idle()) or sleeps for next(waited, max(kYieldFor, bytes x kYieldPerByte)).
+  void pause(std::chrono::steady_clock::time_point now);
 
  private:
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point start_;
   std::chrono::nanoseconds yield_for_ = kYieldFor;
 };
 

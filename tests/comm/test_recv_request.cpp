@@ -1,9 +1,11 @@
 // irecv / RecvRequest: receives started before the peer sends deliver exact rank-valued data on
 // every buffer kind (staged included), transfers of different tags complete whatever order their
 // receives are started and finished in, a mismatch raises recv's one-line error (from wait or
-// from test) without touching the buffer and leaves the next transfer of that tag intact, and
-// tags outside [0, kMaxTransferTag] are rejected. The deadline of a receive whose peer never
-// sends is the ctest comm_deadline_irecv_never_sent (fault_program.cpp).
+// from test, also when the wait finds the header at its first poll) without touching the buffer
+// and leaves the next transfer of that tag intact, more transfers in flight than a thread keeps
+// spare message memory for stay apart, and tags outside [0, kMaxTransferTag] are rejected. The
+// deadline of a receive whose peer never sends is the ctest comm_deadline_irecv_never_sent
+// (fault_program.cpp).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -147,6 +149,75 @@ TEST(RecvRequest, MismatchNamesBothShapesAndTheNextTransferOfTheTagArrives) {
       EXPECT_EQ(host_values(first), payload_of(0, 4, 6)) << "limit " << limit;
       four.wait();
       EXPECT_EQ(host_values(other_tag), payload_of(0, 2, 6)) << "limit " << limit;
+    }
+  }
+}
+
+// The header (and a payload that rides in it) is already there when rank 1 starts receiving, so
+// the wait finds it at its first poll: a wrong shape is still rejected with recv's error, the
+// payload (inline at 6 floats, its own message at 16 KiB) leaves the buffer alone, and the next
+// transfer arrives intact.
+TEST(RecvRequest, AMismatchFoundAtTheFirstPollIsReported) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const BufferKind f32{kernels::DType::f32, kernels::Device::cpu};
+  for (const std::int64_t rows : {2, 2048}) {
+    const std::vector<std::int64_t> sent{rows, 3}, expected{3, rows};
+    const auto count = static_cast<std::size_t>(rows * 3);
+    std::vector<comm::SendRequest> requests;
+    const kernels::Buffer wrong = make_buffer(payload_of(0, 1, count), f32);
+    const kernels::Buffer right = make_buffer(payload_of(0, 2, count), f32);
+    if (world().rank() == 0) {
+      requests.push_back(comm::isend(world(), wrong, sent, 1));
+      requests.push_back(comm::isend(world(), right, expected, 1));
+    }
+    comm::barrier(world());
+    if (world().rank() == 1) {
+      kernels::Buffer buffer = filled_buffer(count, -1, f32);
+      EXPECT_EQ(rejection([&] { comm::recv(world(), buffer, expected, 0); }),
+                "recv on the world communicator: rank 1 expected " +
+                    comm::shape_to_string(expected) + " float32 from rank 0, but rank 0 sent " +
+                    comm::shape_to_string(sent) + " float32");
+      EXPECT_EQ(host_values(buffer), std::vector<double>(count, -1))
+          << "a rejected payload was written";
+      comm::recv(world(), buffer, expected, 0);
+      EXPECT_EQ(host_values(buffer), payload_of(0, 2, count)) << rows << " rows";
+    }
+    comm::wait_all(requests);
+  }
+}
+
+// More transfers in flight at once than a thread keeps spare header messages for (4), inline
+// (1 KiB) and not (16 KiB: a header and one payload message), received in the reverse order,
+// three rounds (the later ones reuse the spares): each keeps its own memory.
+TEST(RecvRequest, ManyTransfersInFlightEachKeepTheirOwnMessages) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const BufferKind f32{kernels::DType::f32, kernels::Device::cpu};
+  constexpr int kInFlight = 7;
+  const auto count = [](int k) -> std::size_t { return k % 2 == 0 ? 256 : 4096; };
+  for (int round = 0; round < 3; ++round) {
+    if (world().rank() == 0) {
+      std::vector<kernels::Buffer> payloads;
+      std::vector<comm::SendRequest> requests;
+      for (int k = 0; k < kInFlight; ++k) {
+        payloads.push_back(make_buffer(payload_of(round, k, count(k)), f32));
+        const std::vector<std::int64_t> shape{static_cast<std::int64_t>(count(k))};
+        requests.push_back(comm::isend(world(), payloads.back(), shape, 1, k));
+      }
+      comm::wait_all(requests);
+    } else if (world().rank() == 1) {
+      std::vector<kernels::Buffer> buffers;
+      std::vector<comm::RecvRequest> requests;
+      for (int k = 0; k < kInFlight; ++k)
+        buffers.push_back(filled_buffer(count(k), -1, f32));
+      for (int k = 0; k < kInFlight; ++k) {
+        const std::vector<std::int64_t> shape{static_cast<std::int64_t>(count(k))};
+        requests.push_back(comm::irecv(world(), buffers[k], shape, 0, k));
+      }
+      for (int k = kInFlight - 1; k >= 0; --k) {
+        requests[k].wait();
+        EXPECT_EQ(host_values(buffers[k]), payload_of(round, k, count(k)))
+            << "round " << round << ", transfer " << k;
+      }
     }
   }
 }
