@@ -252,9 +252,10 @@ int cpu_threads();
 /// cpu_threads() says.
 bool cpu_openmp_available();
 
-/// The library under the CPU GEMM: Eigen's own blocked kernels, or a BLAS (OpenBLAS, which picks
-/// its kernels for the CPU it runs on) when mpitron was built with one (gemm_blas_available).
-enum class GemmProvider { eigen, blas };
+/// The library under the CPU GEMM: Eigen's own blocked kernels, a BLAS (OpenBLAS, which picks
+/// its kernels for the CPU it runs on) when mpitron was built with one (gemm_blas_available), or
+/// mpitron's own packed GEMM (cpu/packed_gemm.h: float32; float64 products go to Eigen).
+enum class GemmProvider { eigen, blas, mpitron };
 
 /// Whether this build has the BLAS provider (OpenBLAS from libopenblas-dev found at configure).
 bool gemm_blas_available();
@@ -262,22 +263,26 @@ bool gemm_blas_available();
 /// The provider `--gemm auto` means: blas when available, else eigen. The rule comes from `bench
 /// gemm` and whole steps on the AVX-512 Zen 4 development machine (OpenBLAS at one thread 0.95-1.3x
 /// Eigen's GFLOP/s on the GPT-2 124M products, its steps 0.92-0.94x the time) and from the parity
-/// of PyTorch + OpenBLAS with mpitron + Eigen on an AVX2-only Zen 1 class one.
+/// of PyTorch + OpenBLAS with mpitron + Eigen on an AVX2-only Zen 1 class one; mpitron's own
+/// GEMM was at parity with OpenBLAS on the step's products on an AVX2 Zen 3 (docs/performance.md),
+/// not ahead, so auto stays blas.
 GemmProvider default_gemm_provider();
 
 /// Sets the CPU GEMM's provider for this process (every rank must choose the same, so that
 /// replicas compute the same bits). The initial one is default_gemm_provider(), or what the
-/// environment variable MPITRON_GEMM (auto, eigen or blas) says. Throws std::invalid_argument
+/// environment variable MPITRON_GEMM (auto, eigen, blas or mpitron) says. Throws
+/// std::invalid_argument
 /// for blas in a build without it.
 void set_gemm_provider(GemmProvider provider);
 
 /// The current provider.
 GemmProvider gemm_provider();
 
-/// "eigen" or "blas".
+/// "eigen", "blas" or "mpitron".
 std::string to_string(GemmProvider provider);
 
-/// "auto" (default_gemm_provider()), "eigen" or "blas"; throws std::invalid_argument naming the
+/// "auto" (default_gemm_provider()), "eigen", "blas" or "mpitron"; throws std::invalid_argument
+/// naming the
 /// text otherwise, or for "blas" in a build without it.
 GemmProvider parse_gemm_provider(const std::string& text);
 

@@ -66,7 +66,8 @@ TEST_P(GemmTest, AllTransposeCombinationsAtOddSizes) {
 TEST_P(GemmTest, EveryCpuProviderMatchesTheReference) {
   if (device() != Device::cpu) GTEST_SKIP() << "the providers are the CPU GEMM's";
   const GemmProvider before = gemm_provider();
-  for (const GemmProvider provider : {GemmProvider::eigen, GemmProvider::blas}) {
+  for (const GemmProvider provider :
+       {GemmProvider::eigen, GemmProvider::blas, GemmProvider::mpitron}) {
     if (provider == GemmProvider::blas && !gemm_blas_available()) continue;
     set_gemm_provider(provider);
     SCOPED_TRACE(to_string(provider));
@@ -81,6 +82,8 @@ TEST_P(GemmTest, EveryCpuProviderMatchesTheReference) {
 TEST(GemmProvider, AutoIsTheDefaultAndOtherNamesAreRefused) {
   EXPECT_EQ(parse_gemm_provider("auto"), default_gemm_provider());
   EXPECT_EQ(parse_gemm_provider("eigen"), GemmProvider::eigen);
+  EXPECT_EQ(parse_gemm_provider("mpitron"), GemmProvider::mpitron);
+  EXPECT_EQ(to_string(GemmProvider::mpitron), "mpitron");
   EXPECT_EQ(default_gemm_provider(),
             gemm_blas_available() ? GemmProvider::blas : GemmProvider::eigen);
   EXPECT_THROW(parse_gemm_provider("mkl"), std::invalid_argument);

@@ -225,6 +225,7 @@ const GemmShape kGemmShapes[] = {{1, 512, 768, 256},  {1, 512, 256, 1024}, {1, 2
 TEST_P(ThreadsTest, GemmMatchesOneThreadForEveryProvider) {
   std::vector<GemmProvider> providers = {GemmProvider::eigen};
   if (gemm_blas_available()) providers.push_back(GemmProvider::blas);
+  providers.push_back(GemmProvider::mpitron);
   const GemmProvider before = gemm_provider();
   for (const GemmProvider provider : providers) {
     set_gemm_provider(provider);

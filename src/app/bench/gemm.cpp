@@ -102,6 +102,7 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
   if (world.rank() == 0) {
     std::vector<kernels::GemmProvider> providers{kernels::GemmProvider::eigen};
     if (kernels::gemm_blas_available()) providers.push_back(kernels::GemmProvider::blas);
+    providers.push_back(kernels::GemmProvider::mpitron);
     const kernels::GemmProvider chosen = kernels::gemm_provider();
     const double peak = kernels::cpu_fma_peak_gflops(std::max(0.2, options.seconds));
     const int threads = kernels::cpu_threads();  // --threads: the % is of threads x peak

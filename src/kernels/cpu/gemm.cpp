@@ -1,5 +1,5 @@
 // Row-major Eigen maps over the raw buffers (the transposes are Eigen views, never copies), or
-// the same product through CBLAS when the BLAS provider is chosen.
+// the same product through CBLAS or mpitron's packed GEMM when that provider is chosen.
 #include "kernels/cpu/gemm.h"
 
 #include <Eigen/Core>
@@ -7,7 +7,9 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
+#include "kernels/cpu/packed_gemm.h"
 #include "kernels/ops.h"
 
 #if MPITRON_HAVE_BLAS
@@ -24,11 +26,12 @@ using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajo
 // (columns of C) of op(B) into a temporary it mallocs and frees on every call (kc <= ~700 for
 // float here); a panel keeps that under 1.4 MiB of float32 where a [1024, 2048] result took
 // 4 MiB, which glibc then keeps resident (measured: 4 MiB less peak RSS in bench at its default
-// sizes, about 3 % more time). OpenBLAS takes the whole product in one call.
+// sizes, about 3 % more time). OpenBLAS and mpitron's packed GEMM take the whole product in one
+// call.
 constexpr std::size_t kPanelColumns = 512;
 
 // At more than one thread, each product is cut into tiles of `height` rows (the last tile takes
-// a remainder below height / 2 with it) by Eigen's column panels (OpenBLAS: all columns), a
+// a remainder below height / 2 with it) by Eigen's column panels (the others: all columns), a
 // rule that depends only on the sizes; the threads take tiles, and each tile is one
 // single-threaded provider call. Tiles give the bits of the one-thread calls because both
 // providers sum every element's k terms in an order set by k alone: neither splits k by the
@@ -36,10 +39,11 @@ constexpr std::size_t kPanelColumns = 512;
 // that is a multiple of 48 rows is a multiple of the rows of every micro-kernel of Eigen's
 // (3 vectors: 48 floats with AVX-512, 24 with AVX2), so rows meet the same micro-kernels as in
 // one call. (48 rather than 96: a 512-row product is then 10 tiles, 5 per thread at 2 threads,
-// where 96 made 5, 3 and 2.) OpenBLAS picks other kernels for small calls (below about 10^6 multiply-adds here)
-// and for one-column ones, which round differently: hence tiles of at least kMinTileWork
-// multiply-adds, so that a tile and its whole product take the same kernel, and whole rows.
-// tests/kernels/test_threads.cpp checks the bits for both providers.
+// where 96 made 5, 3 and 2.) OpenBLAS picks other kernels for small calls (below about 10^6
+// multiply-adds here) and for one-column ones, which round differently: hence tiles of at least
+// kMinTileWork multiply-adds, so that a tile and its whole product take the same kernel, and whole
+// rows. mpitron's packed GEMM gives any block of a product the whole call's bits (packed_gemm.h).
+// tests/kernels/test_threads.cpp checks the bits for every provider.
 constexpr std::size_t kTileRows = 48;
 constexpr std::size_t kMinTileWork = std::size_t{1} << 22;
 
@@ -103,22 +107,27 @@ struct Product {
   T alpha, beta;
 
   // C[rows, cols] = alpha op(A)[rows, :] op(B)[:, cols] + beta C[rows, cols], one thread,
-  // through CBLAS or Eigen.
-  void tile(Range rows, Range cols, const T* a, const T* b, T* c, bool blas) const {
+  // through CBLAS, mpitron's packed GEMM (float32) or Eigen.
+  void tile(Range rows, Range cols, const T* a, const T* b, T* c, GemmProvider provider) const {
     const std::size_t height = rows.end - rows.begin, width = cols.end - cols.begin;
     const T* a_rows = a + (trans_a ? rows.begin : rows.begin * k);
     const T* b_cols = b + (trans_b ? cols.begin * k : cols.begin);
     T* c_tile = c + rows.begin * n + cols.begin;
     const std::size_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+    if constexpr (std::is_same_v<T, float>) {
+      if (provider == GemmProvider::mpitron) {
+        packed_sgemm(trans_a, trans_b, height, width, k, alpha, a_rows, lda, b_cols, ldb, beta,
+                     c_tile, n);
+        return;
+      }
+    }
 #if MPITRON_HAVE_BLAS
-    if (blas) {
+    if (provider == GemmProvider::blas) {
       blas_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 static_cast<int>(height), static_cast<int>(width), static_cast<int>(k), alpha,
                 a_rows, leading(lda), b_cols, leading(ldb), beta, c_tile, leading(n));
       return;
     }
-#else
-    (void)blas;
 #endif
     using Index = Eigen::Index;
     using Strided = Eigen::OuterStride<>;
@@ -165,24 +174,25 @@ void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size
                         std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
                         std::size_t stride_b, T beta, T* c, std::size_t stride_c) {
   const Product<T> product{trans_a, trans_b, m, n, k, alpha, beta};
-  const bool blas = gemm_provider() == GemmProvider::blas;
+  const GemmProvider provider = gemm_provider();
+  const bool panels = provider == GemmProvider::eigen;  // the others take all columns at once
   if (cpu_threads() == 1) {  // the calls of one thread, without an OpenMP region
     for (std::size_t i = 0; i < batch; ++i) {
       const T* ai = a + i * stride_a;
       const T* bi = b + i * stride_b;
       T* ci = c + i * stride_c;
-      if (blas) {
-        product.tile({0, m}, {0, n}, ai, bi, ci, true);
+      if (!panels) {
+        product.tile({0, m}, {0, n}, ai, bi, ci, provider);
       } else {
         for (std::size_t first = 0; first < n; first += kPanelColumns)
-          product.tile({0, m}, {first, std::min(n, first + kPanelColumns)}, ai, bi, ci, false);
+          product.tile({0, m}, {first, std::min(n, first + kPanelColumns)}, ai, bi, ci, provider);
       }
     }
     return;
   }
   const std::size_t height = tile_height(n, k);
   const std::size_t row_tiles = tile_count(m, height);
-  const std::size_t panel = blas ? std::max<std::size_t>(n, 1) : kPanelColumns;
+  const std::size_t panel = panels ? kPanelColumns : std::max<std::size_t>(n, 1);
   const std::size_t col_tiles = (n + panel - 1) / panel;
   const auto tiles = static_cast<std::int64_t>(batch * row_tiles * col_tiles);
 #pragma omp parallel for num_threads( \
@@ -193,7 +203,7 @@ void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size
     const std::size_t row_tile = index / col_tiles % row_tiles;
     const std::size_t first = index % col_tiles * panel;
     product.tile(tile_rows(m, height, row_tiles, row_tile), {first, std::min(n, first + panel)},
-                 a + i * stride_a, b + i * stride_b, c + i * stride_c, blas);
+                 a + i * stride_a, b + i * stride_b, c + i * stride_c, provider);
   }
 }
 
@@ -228,19 +238,29 @@ GemmProvider gemm_provider() {
 }
 
 std::string to_string(GemmProvider provider) {
-  return provider == GemmProvider::blas ? "blas" : "eigen";
+  switch (provider) {
+    case GemmProvider::blas:
+      return "blas";
+    case GemmProvider::mpitron:
+      return "mpitron";
+    case GemmProvider::eigen:
+      break;
+  }
+  return "eigen";
 }
 
 GemmProvider parse_gemm_provider(const std::string& text) {
   if (text == "auto") return default_gemm_provider();
   if (text == "eigen") return GemmProvider::eigen;
+  if (text == "mpitron") return GemmProvider::mpitron;
   if (text == "blas") {
     if (!gemm_blas_available()) {
       throw std::invalid_argument("the blas GEMM is not in this build (no libopenblas-dev)");
     }
     return GemmProvider::blas;
   }
-  throw std::invalid_argument("GEMM provider '" + text + "' is not one of: auto, eigen, blas");
+  throw std::invalid_argument("GEMM provider '" + text +
+                              "' is not one of: auto, eigen, blas, mpitron");
 }
 
 }  // namespace mpitron::kernels
