@@ -48,8 +48,7 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->group(kCommonGroup);
   command
       .add_option("--gemm", options.gemm,
-                  "CPU GEMM: auto (blas where built), eigen, blas or mpitron (default: "
-                  "MPITRON_GEMM, else auto)")
+                  "CPU GEMM, auto = blas if built (default: MPITRON_GEMM, else auto)")
       ->check(CLI::IsMember({"auto", "eigen", "blas", "mpitron"}))
       ->group(kCommonGroup);
   command

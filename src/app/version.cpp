@@ -14,8 +14,9 @@ std::string version_text() {
                                ? fmt::format("built (CUDA {}, GPU architectures {})",
                                              MPITRON_CUDA_VERSION, MPITRON_CUDA_ARCHITECTURES)
                                : std::string("not built");
-  const std::string gemm = kernels::gemm_blas_available() ? "auto = blas (OpenBLAS), eigen"
-                                                          : "auto = eigen (built without a BLAS)";
+  const std::string gemm = kernels::gemm_blas_available()
+                               ? "auto = blas (OpenBLAS), eigen, mpitron"
+                               : "auto = eigen (built without a BLAS), mpitron";
   return fmt::format("mpitron {}\nCUDA backend: {}\nCPU kernels: {}\nCPU GEMM: {}\nMPI library: {}",
                      MPITRON_VERSION, cuda, kernels::cpu_vector_extensions(), gemm,
                      comm::mpi_library_version());
