@@ -104,8 +104,9 @@ void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::s
 /// The gradients of attention_forward from dout [batch_heads, seq, head_dim], given its inputs
 /// and saved o and lse (FlashAttention-2's backward, Dao 2023, arXiv:2307.08691, Algorithm 2):
 /// the probabilities P = exp(scale q k^T - lse) are recomputed block by block, D = rowsum(dout *
-/// o), dS = P (dout v^T - D); dv = P^T dout, dk = scale dS^T q, dq = scale dS k. One pass over key
-/// blocks writes dk and dv, one over query blocks writes dq (no atomics). dq, dk, dv are
+/// o), dS = P (dout v^T - D); dv = P^T dout, dk = scale dS^T q, dq = scale dS k. No atomics: on
+/// CPU one task per batch*head slice visits its tiles once and writes all three; on CUDA one pass
+/// over key blocks writes dk and dv, one over query blocks writes dq. dq, dk, dv are
 /// overwritten. Sizes and errors as attention_forward.
 void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
                         const Buffer& lse, const Buffer& dout, std::size_t seq,
