@@ -2,12 +2,17 @@
 // kBlockRows rows (read in place when A is row-major, as BLIS's kernels for small products do),
 // both cut into kDepth terms of k, and a micro-kernel that keeps a kRows x kColumns tile of C in
 // vector registers while it runs through one pass of k. The vectors are
-// GCC's vector extensions of the width the file is compiled for (AVX-512, AVX2 or SSE); this file
-// is compiled with -ffp-contract=fast, so `a * b + c` on them is one fused multiply-add.
+// GCC's vector extensions of the width the file is compiled for (AVX-512, AVX2 or SSE), and every
+// multiply-add is the FMA instruction itself (fma below), not left to the compiler's contraction,
+// which GCC applied in some inlined copies of the micro-kernel and not in others (AVX-512 builds:
+// alpha * pass + C then differed in the last bit between full and partial tiles).
 #include "kernels/cpu/packed_gemm.h"
+
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <vector>
 
 namespace mpitron::kernels::cpu {
@@ -51,6 +56,18 @@ Vec splat(float x) {
   return x - Vec{};
 }
 
+// a * b + c, rounded once where the machine has FMA (without it, SSE only, rounded twice
+// everywhere alike).
+Vec fma(Vec a, Vec b, Vec c) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(a, b, c);
+#elif defined(__FMA__)
+  return _mm256_fmadd_ps(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 // How a pass meets C: C = alpha * pass, or C = alpha * pass + C (one fused multiply-add, so
 // every element meets the same rounding wherever its tile lies). beta is applied before the
 // passes (packed_sgemm).
@@ -59,7 +76,7 @@ struct Update {
   bool overwrite;  // the first pass with beta = 0: C is not read
 
   Vec apply(Vec sum, const float* c) const {
-    return overwrite ? splat(alpha) * sum : splat(alpha) * sum + load(c);
+    return overwrite ? splat(alpha) * sum : fma(splat(alpha), sum, load(c));
   }
 };
 
@@ -86,8 +103,8 @@ void micro_kernel(std::size_t depth, const float* a, std::size_t lda, const floa
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < kRows; ++r) {
       const Vec x = splat(kRowMajorA ? a[r * lda] : a[r]);
-      sum[r][0] = x * b0 + sum[r][0];
-      sum[r][1] = x * b1 + sum[r][1];
+      sum[r][0] = fma(x, b0, sum[r][0]);
+      sum[r][1] = fma(x, b1, sum[r][1]);
     }
     a += kRowMajorA ? 1 : kRows;
     bp += kColumns;
@@ -207,6 +224,18 @@ void pack_b(bool trans, const float* b, std::size_t ldb, std::size_t first_k, st
   }
 }
 
+// Whether the kRows rows of A, lda floats apart, would evict each other from L1 when read in
+// place. An L1 way is 4 KiB on current x86 cores (32 or 48 KiB in 8 or 12 ways), so rows
+// lda * 4 bytes apart fall on 4096 / gcd(lda * 4, 4096) distinct sets: one set for every row at
+// lda = 1024 or 3072 (the [tokens, 4 hidden] activations of GPT-2's MLP and of the README
+// example's). Past 4 rows to a set (half the ways, the rest for B's micro-panel and C) A is
+// packed instead.
+bool rows_share_l1_sets(std::size_t lda) {
+  constexpr std::size_t kWayBytes = 4096;
+  const std::size_t sets = kWayBytes / std::gcd(lda * sizeof(float), kWayBytes);
+  return (kRows + sets - 1) / sets > 4;
+}
+
 // The thread's packing buffers: one block of A and one panel of B.
 struct Scratch {
   std::vector<float> a, b;
@@ -241,9 +270,9 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
       pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
       for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
         const std::size_t mc = std::min(kBlockRows, m - ic);
-        // Row-major A is read in place, but for a last micro-panel of fewer than kRows rows;
-        // transposed A is packed.
-        const std::size_t in_place = trans_a ? 0 : mc / kRows * kRows;
+        // Row-major A is read in place, but for a last micro-panel of fewer than kRows rows or
+        // rows that share L1 sets; transposed A is packed.
+        const std::size_t in_place = trans_a || rows_share_l1_sets(lda) ? 0 : mc / kRows * kRows;
         pack_a(trans_a, a, lda, ic + in_place, mc - in_place, pc, kc, scratch.a.data());
         for (std::size_t jr = 0; jr < nc; jr += kColumns) {
           const float* bp = scratch.b.data() + jr * kc;
