@@ -1,5 +1,6 @@
 // mpitron's float32 GEMM: op(B) packed in panels of kPanelColumns columns, op(A) in blocks of
-// kBlockRows rows (read in place when A is row-major, as BLIS's kernels for small products do),
+// kBlockRows rows (read in place when A is row-major and its rows do not share L1 sets, as
+// BLIS's kernels for small products do),
 // both cut into kDepth terms of k, and a micro-kernel that keeps a kRows x kColumns tile of C in
 // vector registers while it runs through one pass of k. The vectors are
 // GCC's vector extensions of the width the file is compiled for (AVX-512, AVX2 or SSE), and every
