@@ -22,6 +22,13 @@ nn::MasterInit MasterDraws::random_init(std::uint64_t seed, autograd::DType dtyp
   };
 }
 
+const DenseGptReferences::Reference& DenseGptReferences::get(
+    std::uint64_t seed, std::int64_t rows, const std::function<Reference()>& make) {
+  const auto key = std::pair{seed, rows};
+  if (const auto at = made_.find(key); at != made_.end()) return at->second;
+  return made_.emplace(key, make()).first->second;
+}
+
 std::vector<CheckResult> agree(const comm::Communicator& world,
                                const std::vector<LocalCheck>& checks) {
   if (checks.empty()) return {};

@@ -112,9 +112,14 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel) {
   // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
   const std::int64_t rows = ctx.sizes.batch * topo.dp();
   const nn::TokenBatch batch{random_ids(ctx, rows, 1001), random_ids(ctx, rows, 1002)};
-  const nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
-  const Tensor dense_loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets);
-  dense_loss.backward();
+  const DenseGptReferences::Reference& reference = ctx.dense_gpt->get(ctx.seed + 1000, rows, [&] {
+    nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
+    const Tensor loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets);
+    loss.backward();
+    return DenseGptReferences::Reference{std::move(dense), loss.detach()};
+  });
+  const nn::TensorMap& dense = reference.parameters;
+  const Tensor& dense_loss = reference.loss;
 
   nn::GptTrainOptions options;
   options.device = ctx.device;
@@ -136,7 +141,7 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel) {
                    : trivial         ? "tp 1, pp 1, dp 1"
                                      : ""};
   check.comparison.expect_close(Tensor::full({}, result.loss, autograd::DType::f64),
-                                dense_loss.detach().to(kernels::Device::cpu));
+                                dense_loss.to(kernels::Device::cpu));
   expect_gradients(check.comparison, trainer.parameters(), dense, topo);
   return check;
 }

@@ -97,9 +97,11 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
             sizes.dp, device_text(device));
 
   MasterDraws masters;
+  DenseGptReferences dense_gpt;
   ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
                       options.tolerance, *log};
   ctx.masters = &masters;
+  ctx.dense_gpt = &dense_gpt;
   std::vector<CheckResult> results;
   const auto report = [&](const std::vector<LocalCheck>& checks) {
     for (const CheckResult& result : agree(world, checks)) {
