@@ -57,6 +57,29 @@ std::vector<double> table(std::int64_t n, F f) {
   return v;
 }
 
+// A float32 tensor of `shape` on ctx's device holding f(i) at flat index i, written in place:
+// the large collectives' buffers are MiBs, and a float64 table of them on the way (4 to 8 MiB a
+// buffer, first-touch page faults included) took longer than the collective itself.
+template <class F>
+Tensor generated(const ValidateContext& ctx, const autograd::Shape& shape, F f) {
+  Tensor host = Tensor::empty(shape, autograd::DType::f32, kernels::Device::cpu);
+  float* values = host.buffer().data_as<float>();
+  for (std::size_t i = 0; i < host.buffer().numel(); ++i)
+    values[i] = static_cast<float>(f(static_cast<std::int64_t>(i)));
+  return ctx.device == kernels::Device::cpu ? host : host.to(ctx.device);
+}
+
+// Compares the float32 `actual` with expected(i) at each flat index i, reading it in place.
+template <class F>
+void expect_generated(Comparison& out, const Tensor& actual, F expected) {
+  const Tensor host =
+      actual.device() == kernels::Device::cpu ? actual : actual.to(kernels::Device::cpu);
+  const float* values = host.buffer().data_as<float>();
+  out.expect_close_each(
+      host.buffer().numel(), [&](std::size_t i) { return static_cast<double>(values[i]); },
+      [&](std::size_t i) { return static_cast<double>(expected(static_cast<std::int64_t>(i))); });
+}
+
 // All-reduce sum, avg and max, all-gather, reduce-scatter and broadcast over `g`.
 void expect_collectives(const ValidateContext& ctx, const Group& g, Comparison& out) {
   const double w = g.members[static_cast<std::size_t>(g.position)];
@@ -200,34 +223,31 @@ void expect_large_collectives(const ValidateContext& ctx, const Group& g, Compar
   const auto residue = [](std::int64_t i) { return static_cast<double>(i % 997 + 1); };
   for (const std::size_t bytes : {comm::kRecursiveDoublingMaxBytes, comm::kRabenseifnerMaxBytes}) {
     const auto n = static_cast<std::int64_t>(bytes / sizeof(float)) + 3;
-    Tensor x = make(ctx, table(n, [&](auto i) { return (w + 1) * residue(i); }), {n});
+    Tensor x = generated(ctx, {n}, [&](auto i) { return (w + 1) * residue(i); });
     taken.insert(
         taken_name(comm::Collective::all_reduce, comm::all_reduce_algorithm(g.comm, x.buffer())));
     comm::all_reduce(g.comm, x.buffer(), comm::ReduceOp::sum);
-    out.expect_close(x.to_vector(), table(n, [&](auto i) { return sum * residue(i); }));
+    expect_generated(out, x, [&](auto i) { return sum * residue(i); });
   }
   const auto count =
       static_cast<std::int64_t>(comm::kRingAllGatherBlockBytesPerRankSquared *
                                 static_cast<std::size_t>(size * size) / sizeof(float)) +
       1;
-  const Tensor part =
-      make(ctx, table(count, [&](auto i) { return 1000 * w + residue(i); }), {1, count});
+  const Tensor part = generated(ctx, {1, count}, [&](auto i) { return 1000 * w + residue(i); });
   Tensor gathered = Tensor::empty({1, size * count}, autograd::DType::f32, ctx.device);
   comm::all_gather(g.comm, part.buffer(), gathered.buffer(), 1);
   taken.insert(
       taken_name(comm::Collective::all_gather, comm::all_gather_algorithm(g.comm, part.buffer())));
-  out.expect_close(gathered.to_vector(), table(size * count, [&](auto i) {
-                     return 1000.0 * g.members[static_cast<std::size_t>(i / count)] +
-                            residue(i % count);
-                   }));
-  const Tensor wide = make(ctx, table(size * count, [&](auto i) { return (w + 1) * residue(i); }),
-                           {1, size * count});
+  expect_generated(out, gathered, [&](auto i) {
+    return 1000.0 * g.members[static_cast<std::size_t>(i / count)] + residue(i % count);
+  });
+  const Tensor wide =
+      generated(ctx, {1, size * count}, [&](auto i) { return (w + 1) * residue(i); });
   Tensor scattered = Tensor::empty({1, count}, autograd::DType::f32, ctx.device);
   comm::reduce_scatter(g.comm, wide.buffer(), scattered.buffer(), 1);
   taken.insert(taken_name(comm::Collective::reduce_scatter,
                           comm::reduce_scatter_algorithm(g.comm, wide.buffer())));
-  out.expect_close(scattered.to_vector(),
-                   table(count, [&](auto i) { return sum * residue(g.position * count + i); }));
+  expect_generated(out, scattered, [&](auto i) { return sum * residue(g.position * count + i); });
 }
 
 // Lowers the message limit of the whole communicator family, restoring it on every exit.

@@ -26,14 +26,11 @@ void Comparison::expect_close(const std::vector<double>& a, const std::vector<do
     fail();
     return;
   }
-  double tensor_error = 0.0, scale = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double error = std::abs(a[i] - e[i]);
-    if (!(error <= tolerance_.atol + tolerance_.rtol * std::abs(e[i]))) passed_ = false;
-    tensor_error =
-        std::isnan(error) ? std::numeric_limits<double>::infinity() : std::max(tensor_error, error);
-    scale = std::max(scale, std::abs(e[i]));
-  }
+  expect_close_each(
+      a.size(), [&](std::size_t i) { return a[i]; }, [&](std::size_t i) { return e[i]; });
+}
+
+void Comparison::record(double tensor_error, double scale) {
   const double normalised = scale > 0.0 ? tensor_error / scale : tensor_error;
   if (!(normalised <= tolerance_.max_rel_error)) passed_ = false;
   max_abs_error_ = std::max(max_abs_error_, tensor_error);

@@ -3,6 +3,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "autograd/tensor.h"
@@ -32,6 +35,22 @@ class Comparison {
   /// Compares host values the same way (equal sizes; otherwise a failure with infinite errors).
   void expect_close(const std::vector<double>& actual, const std::vector<double>& expected);
 
+  /// Compares actual(i) with expected(i), both double, for i < n the same way, without holding
+  /// either sequence in memory (the large buffers of the COMM checks).
+  template <class Actual, class Expected>
+  void expect_close_each(std::size_t n, Actual actual, Expected expected) {
+    double tensor_error = 0.0, scale = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double a = actual(i), e = expected(i);
+      const double error = std::abs(a - e);
+      if (!(error <= tolerance_.atol + tolerance_.rtol * std::abs(e))) passed_ = false;
+      tensor_error = std::isnan(error) ? std::numeric_limits<double>::infinity()
+                                       : std::max(tensor_error, error);
+      scale = std::max(scale, std::abs(e));
+    }
+    record(tensor_error, scale);
+  }
+
   /// Folds another comparison's verdict and errors into this one.
   void merge(const Comparison& other);
 
@@ -44,6 +63,8 @@ class Comparison {
 
  private:
   void fail();
+  // Folds one tensor's largest error and largest |expected| into the verdict.
+  void record(double tensor_error, double scale);
 
   Tolerance tolerance_;
   bool passed_ = true;
