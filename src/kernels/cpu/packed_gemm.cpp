@@ -263,6 +263,9 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
     beta = 1.0f;
   }
   thread_local Scratch scratch;
+  // Row-major A is read in place, but for a last micro-panel of fewer than kRows rows; transposed
+  // A, and A whose rows share L1 sets, is packed.
+  const bool packs_a = trans_a || rows_share_l1_sets(lda);
   for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
     const std::size_t nc = std::min(kPanelColumns, n - jc);
     for (std::size_t pc = 0; pc < k; pc += kDepth) {
@@ -271,9 +274,7 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
       pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
       for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
         const std::size_t mc = std::min(kBlockRows, m - ic);
-        // Row-major A is read in place, but for a last micro-panel of fewer than kRows rows or
-        // rows that share L1 sets; transposed A is packed.
-        const std::size_t in_place = trans_a || rows_share_l1_sets(lda) ? 0 : mc / kRows * kRows;
+        const std::size_t in_place = packs_a ? 0 : mc / kRows * kRows;
         pack_a(trans_a, a, lda, ic + in_place, mc - in_place, pc, kc, scratch.a.data());
         for (std::size_t jr = 0; jr < nc; jr += kColumns) {
           const float* bp = scratch.b.data() + jr * kc;
