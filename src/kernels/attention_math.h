@@ -42,13 +42,11 @@ MPITRON_HOST_DEVICE inline bool attention_masked(std::size_t i, std::size_t j, b
 /// the factor alpha = exp(old max - new max) by which the row's sum and output, accumulated
 /// against the old max, must be scaled (online_softmax_rescale). alpha is 1 while the max stays;
 /// a row with no visible score yet keeps max -inf, probabilities 0 and alpha 1 (no NaN). `exp`
-/// is e^x for x in [-inf, 0] (exp(-inf) = 0); the sum runs in c order after all the exponentials.
+/// is e^x for x in [-inf, 0] (exp(-inf) = 0); the sum is lane_sum's, after all the exponentials.
 template <class T, class Exp = LibraryExp>
 MPITRON_HOST_DEVICE inline T online_softmax_block(T* s, std::size_t n, T& running_max, T& block_sum,
                                                   Exp exp = {}) {
-  T block_max = negative_infinity<T>();
-  for (std::size_t c = 0; c < n; ++c)
-    block_max = s[c] > block_max ? s[c] : block_max;
+  const T block_max = lane_max(s, n, negative_infinity<T>());
   const T new_max = block_max > running_max ? block_max : running_max;
   block_sum = T(0);
   if (new_max == negative_infinity<T>()) {
@@ -60,8 +58,7 @@ MPITRON_HOST_DEVICE inline T online_softmax_block(T* s, std::size_t n, T& runnin
   running_max = new_max;
   for (std::size_t c = 0; c < n; ++c)
     s[c] = exp(s[c] - new_max);
-  for (std::size_t c = 0; c < n; ++c)
-    block_sum += s[c];
+  block_sum = lane_sum<T>(n, [s](std::size_t c) { return s[c]; });
   return alpha;
 }
 
@@ -90,14 +87,13 @@ MPITRON_HOST_DEVICE inline T attention_probability(T s, T lse, Exp exp = {}) {
   return exp(s - lse);
 }
 
-/// D = rowsum(dO * O) = sum_x dout[x] out[x] of one query row (accumulated in double): the
+/// D = rowsum(dO * O) = sum_x dout[x] out[x] of one query row (lane_sum in double): the
 /// softmax backward's row dot product sum_j P_j dP_j, from d numbers instead of seq.
 template <class T>
 MPITRON_HOST_DEVICE inline T attention_delta(const T* dout, const T* out, std::size_t d) {
-  double acc = 0.0;
-  for (std::size_t x = 0; x < d; ++x)
-    acc += static_cast<double>(dout[x]) * static_cast<double>(out[x]);
-  return static_cast<T>(acc);
+  return static_cast<T>(lane_sum<double>(d, [dout, out](std::size_t x) {
+    return static_cast<double>(dout[x]) * static_cast<double>(out[x]);
+  }));
 }
 
 /// The score gradient dS = P (dP - D) of one entry (the softmax backward), with dP = dO v_j.

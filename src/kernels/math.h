@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/ops.h"
@@ -19,31 +20,91 @@ inline constexpr double kInvSqrt2 = 0.70710678118654752440;     // 1 / sqrt(2)
 inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;   // 1 / sqrt(2 pi)
 inline constexpr double kGeluCubic = 0.044715;                  // tanh-form coefficient
 
-/// gelu(x): exact x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), or the tanh approximation
-/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Hendrycks & Gimpel, arXiv:1606.08415).
-template <class T>
-MPITRON_HOST_DEVICE inline T gelu(T x, GeluForm form) {
-  using std::erf;
-  using std::tanh;
-  if (form == GeluForm::exact) return T(0.5) * x * (T(1) + erf(x * T(kInvSqrt2)));
-  const T u = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
-  return T(0.5) * x * (T(1) + tanh(u));
+/// Interleaved accumulators of lane_sum and lane_max: 8 (one AVX-512 vector of double, one AVX2
+/// vector of float), so the adds or compares of one row do not wait on each other.
+inline constexpr std::size_t kSumLanes = 8;
+
+/// sum_{i < n} term(i) in Acc, in one order fixed by n: term i goes to accumulator i mod
+/// kSumLanes up to the last whole group of kSumLanes, the rest to one more accumulator in index
+/// order; the kSumLanes accumulators are then added pairwise in a fixed tree (j + j + 4, then
+/// j + j + 2, then 0 + 1) and the rest last. The order lets the compiler vectorize the sum
+/// without reassociating it, and the same n gives the same bits on every thread and device.
+template <class Acc, class Term>
+MPITRON_HOST_DEVICE inline Acc lane_sum(std::size_t n, Term term) {
+  Acc lanes[kSumLanes] = {};
+  std::size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (std::size_t j = 0; j < kSumLanes; ++j)
+      lanes[j] += term(i + j);
+  }
+  Acc rest = Acc(0);
+  for (; i < n; ++i)
+    rest += term(i);
+  for (std::size_t width = kSumLanes / 2; width > 0; width /= 2) {
+    for (std::size_t j = 0; j < width; ++j)
+      lanes[j] += lanes[j + width];
+  }
+  return lanes[0] + rest;
 }
 
-/// d gelu / dx: exact Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi); tanh form
-/// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2) with t = tanh(u) as above.
+/// max(init, x[0], ..., x[n - 1]) by `a > b ? a : b` over kSumLanes interleaved lanes (the
+/// result does not depend on the order unless x holds NaN).
 template <class T>
-MPITRON_HOST_DEVICE inline T gelu_grad(T x, GeluForm form) {
+MPITRON_HOST_DEVICE inline T lane_max(const T* x, std::size_t n, T init) {
+  T lanes[kSumLanes];
+  for (std::size_t j = 0; j < kSumLanes; ++j)
+    lanes[j] = init;
+  std::size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (std::size_t j = 0; j < kSumLanes; ++j)
+      lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
+  }
+  for (; i < n; ++i)
+    lanes[0] = x[i] > lanes[0] ? x[i] : lanes[0];
+  for (std::size_t width = kSumLanes / 2; width > 0; width /= 2) {
+    for (std::size_t j = 0; j < width; ++j)
+      lanes[j] = lanes[j + width] > lanes[j] ? lanes[j + width] : lanes[j];
+  }
+  return lanes[0];
+}
+
+/// gelu(x) and its derivative d gelu / dx at one x (gelu_value_and_grad).
+template <class T>
+struct GeluValueGrad {
+  T value, grad;
+};
+
+/// gelu(x) and d gelu / dx together, sharing the erf or tanh (Hendrycks & Gimpel,
+/// arXiv:1606.08415). Exact: gelu = x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), derivative
+/// Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi). Tanh form: gelu =
+/// 0.5 x (1 + t) with t = tanh(u), u = sqrt(2/pi) (x + 0.044715 x^3), derivative
+/// 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+template <class T>
+MPITRON_HOST_DEVICE inline GeluValueGrad<T> gelu_value_and_grad(T x, GeluForm form) {
   using std::erf;
   using std::exp;
   using std::tanh;
   if (form == GeluForm::exact) {
-    return T(0.5) * (T(1) + erf(x * T(kInvSqrt2))) + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x);
+    const T one_plus_erf = T(1) + erf(x * T(kInvSqrt2));
+    return {T(0.5) * x * one_plus_erf,
+            T(0.5) * one_plus_erf + x * T(kInvSqrt2Pi) * exp(T(-0.5) * x * x)};
   }
   const T u = T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x);
   const T t = tanh(u);
   const T du = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCubic) * x * x);
-  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du;
+  return {T(0.5) * x * (T(1) + t), T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * du};
+}
+
+/// gelu(x) of `form` (gelu_value_and_grad's value; torch.nn.functional.gelu).
+template <class T>
+MPITRON_HOST_DEVICE inline T gelu(T x, GeluForm form) {
+  return gelu_value_and_grad(x, form).value;
+}
+
+/// d gelu / dx of `form` (gelu_value_and_grad's derivative).
+template <class T>
+MPITRON_HOST_DEVICE inline T gelu_grad(T x, GeluForm form) {
+  return gelu_value_and_grad(x, form).grad;
 }
 
 /// The per-step scalars of AdamW, derived once per step on the host in double (as PyTorch does

@@ -75,6 +75,10 @@ struct Attention {
     parallel_tasks(batch_heads, [=](std::size_t task) {
       const std::size_t slice = task * seq * d;
       Tile<T> tile;
+      thread_local std::vector<T> delta;  // D of each of the slice's query rows
+      delta.resize(seq);
+      for (std::size_t i = 0; i < seq; ++i)
+        delta[i] = math::attention_delta(dout + slice + i * d, o + slice + i * d, d);
       std::fill(dq + slice, dq + slice + seq * d, T(0));
       std::fill(dk + slice, dk + slice + seq * d, T(0));
       std::fill(dv + slice, dv + slice + seq * d, T(0));
@@ -82,7 +86,7 @@ struct Attention {
         const std::size_t cols = std::min(kBlockK, seq - j0);
         for (std::size_t i0 = causal ? j0 : 0; i0 < seq; i0 += kBlockQ) {
           const std::size_t rows = std::min(kBlockQ, seq - i0);
-          tile.score_grads(q + slice, k + slice, v + slice, o + slice, lse + slice / d,
+          tile.score_grads(q + slice, k + slice, v + slice, delta.data(), lse + slice / d,
                            dout + slice, d, i0, rows, j0, cols, causal, scale);
           product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv + slice + j0 * d);
           product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk + slice + j0 * d);
@@ -175,20 +179,20 @@ struct Attention {
     }
 
     /// The tile's probabilities P = exp(S - lse) in s and scale dS = scale P (dP - D) in ds,
-    /// with dP = dO v^T and D = rowsum(dO * O), recomputed from q, k, v, o, lse and dout.
-    void score_grads(const T* q, const T* k, const T* v, const T* o, const T* lse, const T* dout,
-                     std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
+    /// with dP = dO v^T, recomputed from q, k, v, lse and dout, and D = rowsum(dO * O) given per
+    /// query row of the slice (`delta`, [seq]).
+    void score_grads(const T* q, const T* k, const T* v, const T* delta, const T* lse,
+                     const T* dout, std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
                      std::size_t cols, bool causal, T scale) {
       scores(q, k, d, i0, rows, j0, cols, causal, scale);
       tile_gemm(false, true, rows, cols, d, T(1), dout + i0 * d, v + j0 * d, T(0), ds);
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t i = i0 + r;
-        const T delta = math::attention_delta(dout + i * d, o + i * d, d);
         for (std::size_t c = 0; c < cols; ++c) {
           T& p = s[r * cols + c];
           p = math::attention_probability(p, lse[i], TileExp{});
           T& g = ds[r * cols + c];
-          g = scale * math::attention_score_grad(p, g, delta);
+          g = scale * math::attention_score_grad(p, g, delta[i]);
         }
       }
     }

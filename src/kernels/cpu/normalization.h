@@ -1,6 +1,7 @@
 // CPU reference loops of LayerNorm (Ba, Kiros & Hinton, arXiv:1607.06450) forward and backward.
-// Row statistics and column sums accumulate in double. Rows, and blocks of columns for the
-// column sums, go to cpu_threads() threads whole (parallel.h): the same bits for any count.
+// Row statistics (math::lane_sum) and column sums accumulate in double. Rows, and blocks of
+// columns for the column sums, go to cpu_threads() threads whole (parallel.h): the same bits for
+// any count.
 #pragma once
 
 #include <algorithm>
@@ -21,17 +22,20 @@ struct Normalization {
                                  std::size_t cols, double eps, T* y, T* mean, T* rstd) {
     parallel_rows(rows, cols, [=](std::size_t r) {
       const T* xr = x + r * cols;
-      double sum = 0.0;
+      const double mu =
+          math::lane_sum<double>(cols, [=](std::size_t c) { return static_cast<double>(xr[c]); }) /
+          static_cast<double>(cols);
+      const double squares = math::lane_sum<double>(cols, [=](std::size_t c) {
+        const double centered = xr[c] - mu;
+        return centered * centered;
+      });
+      const T row_mean = static_cast<T>(mu);
+      const T row_rstd = static_cast<T>(1.0 / std::sqrt(squares / static_cast<double>(cols) + eps));
+      mean[r] = row_mean;
+      rstd[r] = row_rstd;
+      T* yr = y + r * cols;
       for (std::size_t c = 0; c < cols; ++c)
-        sum += xr[c];
-      const double mu = sum / static_cast<double>(cols);
-      double squares = 0.0;
-      for (std::size_t c = 0; c < cols; ++c)
-        squares += (xr[c] - mu) * (xr[c] - mu);
-      mean[r] = static_cast<T>(mu);
-      rstd[r] = static_cast<T>(1.0 / std::sqrt(squares / static_cast<double>(cols) + eps));
-      for (std::size_t c = 0; c < cols; ++c)
-        y[r * cols + c] = (xr[c] - mean[r]) * rstd[r] * weight[c] + bias[c];
+        yr[c] = (xr[c] - row_mean) * row_rstd * weight[c] + bias[c];
     });
   }
 
@@ -44,28 +48,29 @@ struct Normalization {
                                   T* dweight, T* dbias) {
     const bool dx_no_mean = fault_active(Fault::layer_norm_dx_no_mean);
     parallel_rows(rows, cols, [=](std::size_t r) {
-      const std::size_t base = r * cols;
-      double sum_g = 0.0, sum_g_xhat = 0.0;
-      for (std::size_t c = 0; c < cols; ++c) {
-        const double g = static_cast<double>(dy[base + c]) * weight[c];
-        sum_g += g;
-        sum_g_xhat += g * ((x[base + c] - mean[r]) * rstd[r]);
-      }
+      const T *xr = x + r * cols, *dyr = dy + r * cols;
+      const T row_mean = mean[r], row_rstd = rstd[r];
+      double sum_g = math::lane_sum<double>(
+          cols, [=](std::size_t c) { return static_cast<double>(dyr[c]) * weight[c]; });
+      const double sum_g_xhat = math::lane_sum<double>(cols, [=](std::size_t c) {
+        return static_cast<double>(dyr[c]) * weight[c] * ((xr[c] - row_mean) * row_rstd);
+      });
       if (dx_no_mean) sum_g = 0.0;
       const T mean_g = static_cast<T>(sum_g / static_cast<double>(cols));
       const T mean_g_xhat = static_cast<T>(sum_g_xhat / static_cast<double>(cols));
+      T* dxr = dx + r * cols;
       for (std::size_t c = 0; c < cols; ++c) {
-        const T xhat = (x[base + c] - mean[r]) * rstd[r];
-        dx[base + c] =
-            math::layer_norm_dx(dy[base + c] * weight[c], xhat, rstd[r], mean_g, mean_g_xhat);
+        const T xhat = (xr[c] - row_mean) * row_rstd;
+        dxr[c] = math::layer_norm_dx(dyr[c] * weight[c], xhat, row_rstd, mean_g, mean_g_xhat);
       }
     });
     parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
       double dw[kColumnBlock] = {}, db[kColumnBlock] = {};
       for (std::size_t r = 0; r < rows; ++r) {
+        const T row_mean = mean[r], row_rstd = rstd[r];
         for (std::size_t j = 0; j < width; ++j) {
           const std::size_t i = r * cols + c0 + j;
-          dw[j] += static_cast<double>(dy[i]) * ((x[i] - mean[r]) * rstd[r]);
+          dw[j] += static_cast<double>(dy[i]) * ((x[i] - row_mean) * row_rstd);
           db[j] += dy[i];
         }
       }

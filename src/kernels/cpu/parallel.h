@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/math.h"
 #include "kernels/ops.h"
 
 namespace mpitron::kernels::cpu {
@@ -70,31 +71,12 @@ void parallel_column_blocks(std::size_t cols, Body body) {
   });
 }
 
-/// Interleaved accumulators per block of a blocked sum: 8 doubles, one AVX-512 vector (two AVX2
-/// ones), so the adds of a block do not wait on each other.
-inline constexpr std::size_t kSumLanes = 8;
-
-/// sum_{i < n} term(i) in double: in each block of kSumBlock terms, term i goes to accumulator
-/// i mod kSumLanes (the tail past the last whole group of kSumLanes to one more, in index order),
-/// the accumulators are added pairwise in a fixed tree, then the block sums in block order: the
-/// same order, so the same bits, for any thread count.
+/// sum_{i < n} term(i) in double: each block of kSumBlock terms summed by math::lane_sum, then
+/// the block sums in block order: the same order, so the same bits, for any thread count.
 template <class Term>
 double blocked_sum(std::size_t n, Term term) {
   const auto block_sum = [&](std::size_t begin, std::size_t end) {
-    double lanes[kSumLanes] = {};
-    std::size_t i = begin;
-    for (; i + kSumLanes <= end; i += kSumLanes) {
-      for (std::size_t j = 0; j < kSumLanes; ++j)
-        lanes[j] += term(i + j);
-    }
-    double tail = 0.0;
-    for (; i < end; ++i)
-      tail += term(i);
-    for (std::size_t width = kSumLanes / 2; width > 0; width /= 2) {
-      for (std::size_t j = 0; j < width; ++j)
-        lanes[j] += lanes[j + width];
-    }
-    return lanes[0] + tail;
+    return math::lane_sum<double>(end - begin, [&](std::size_t i) { return term(begin + i); });
   };
   const std::size_t blocks = (n + kSumBlock - 1) / kSumBlock;
   if (blocks <= 1) return block_sum(0, n);

@@ -13,7 +13,9 @@ namespace mpitron::nn {
 
 namespace {
 
+// x summed over `tp` into a new tensor (the all-reduce runs in place), or x itself on one rank.
 Tensor all_reduced_copy(const Tensor& x, const comm::Communicator& tp) {
+  if (tp.size() == 1) return x.detach();
   Tensor y = x.clone();
   comm::all_reduce(tp, y.buffer(), comm::ReduceOp::sum);
   return y;
