@@ -37,30 +37,34 @@ void for_each_row_chunk(const Tensor& like, std::size_t rows, std::size_t mid, B
   }
 }
 
-// fc2's backward and GELU's, chunk by chunk: G = gelu(Y) is recomputed into the scratch and
-// dW2 += dz^T G; then, when fc1 needs gradients, dG = dz W2 goes into the scratch and
-// dY = dG * gelu'(Y) over Y's own rows (Y is spent after this: a node runs backward once).
-// Returns dW2 when fc2_weight needs one and has no gradient yet (otherwise the GEMMs accumulate
-// into its gradient, or there is none).
+// fc2's backward and GELU's, chunk by chunk. When fc1 needs gradients, dG = dz W2 goes into the
+// scratch, then one pass turns the scratch into G = gelu(Y) and Y's own rows into
+// dY = dG * gelu'(Y) (Y is spent after this: a node runs backward once); otherwise G alone is
+// recomputed into the scratch. Then dW2 += dz^T G. Returns dW2 when fc2_weight needs one and has
+// no gradient yet (otherwise the GEMMs accumulate into its gradient, or there is none).
 Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor& fc2_weight,
                               GeluForm form, std::size_t rows, std::size_t mid, std::size_t out,
                               bool fc1_grads) {
+  const bool fc2_grads = needs_grad(fc2_weight);
   Tensor dw2;
   for_each_row_chunk(pre, rows, mid, [&](std::size_t first, std::size_t n, Tensor& s) {
     Tensor y = rows_of(pre, first, n, mid), dz_rows = rows_of(dz, first, n, out);
-    if (needs_grad(fc2_weight)) {
-      kernels::gelu_forward(y.buffer(), s.buffer(), form);
-      if (dw2.defined()) {
-        kernels::gemm(true, false, out, mid, n, 1.0, dz_rows.buffer(), s.buffer(), 1.0,
-                      dw2.buffer());
-      } else {
-        dw2 = detail::weight_gradient(dz_rows, s, fc2_weight);
-      }
-    }
     if (fc1_grads) {
       kernels::gemm(false, false, n, mid, out, 1.0, dz_rows.buffer(), fc2_weight.buffer(), 0.0,
                     s.buffer());
-      kernels::gelu_backward(y.buffer(), s.buffer(), y.buffer(), form);
+      if (fc2_grads) {
+        kernels::gelu_forward_backward(y.buffer(), s.buffer(), s.buffer(), y.buffer(), form);
+      } else {
+        kernels::gelu_backward(y.buffer(), s.buffer(), y.buffer(), form);
+      }
+    } else if (fc2_grads) {
+      kernels::gelu_forward(y.buffer(), s.buffer(), form);
+    }
+    if (!fc2_grads) return;
+    if (dw2.defined()) {
+      kernels::gemm(true, false, out, mid, n, 1.0, dz_rows.buffer(), s.buffer(), 1.0, dw2.buffer());
+    } else {
+      dw2 = detail::weight_gradient(dz_rows, s, fc2_weight);
     }
   });
   return dw2;

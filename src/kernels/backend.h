@@ -41,6 +41,8 @@ class Backend {
   virtual void sum(const Buffer& x, Buffer& out) = 0;
   virtual void gelu_forward(const Buffer& x, Buffer& y, GeluForm form) = 0;
   virtual void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form) = 0;
+  virtual void gelu_forward_backward(const Buffer& x, const Buffer& dy, Buffer& y, Buffer& dx,
+                                     GeluForm form) = 0;
   virtual void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g,
                          GeluForm form) = 0;
   virtual void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal,

@@ -78,6 +78,15 @@ void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form)
   if (!dx.empty()) be.gelu_backward(x, dy, dx, form);
 }
 
+void gelu_forward_backward(const Buffer& x, const Buffer& dy, Buffer& y, Buffer& dx,
+                           GeluForm form) {
+  Backend& be = same_place("gelu_forward_backward", {{"x", x}, {"dy", dy}, {"y", y}, {"dx", dx}});
+  expect_numel("gelu_forward_backward", {"dy", dy}, x.numel(), "numel of x");
+  expect_numel("gelu_forward_backward", {"y", y}, x.numel(), "numel of x");
+  expect_numel("gelu_forward_backward", {"dx", dx}, x.numel(), "numel of x");
+  if (!dx.empty()) be.gelu_forward_backward(x, dy, y, dx, form);
+}
+
 void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g, GeluForm form) {
   Backend& be = same_place("bias_gelu", {{"y", y}, {"bias", bias}, {"g", g}});
   expect_rows_of("bias_gelu", {"y", y}, cols);

@@ -64,6 +64,12 @@ void gelu_forward(const Buffer& x, Buffer& y, GeluForm form);
 /// element is read before it is written).
 void gelu_backward(const Buffer& x, const Buffer& dy, Buffer& dx, GeluForm form);
 
+/// gelu_forward and gelu_backward of the same x in one pass, sharing each element's erf or tanh:
+/// y = gelu(x) and dx = dy * gelu'(x), all four with x's numel; the values are those of the two
+/// ops. y may alias dy and dx may alias x (each element is read before it is written), so a
+/// recomputing backward can turn [dG, pre-activation] into [G, dY] in place.
+void gelu_forward_backward(const Buffer& x, const Buffer& dy, Buffer& y, Buffer& dx, GeluForm form);
+
 /// Fused bias + GELU behind a GEMM, one pass over memory: y[r, c] += bias[c] in place, and
 /// g[r, c] = gelu(y[r, c]) of the new y. y and g are [rows, cols] (rows = every leading dim, e.g.
 /// batch*seq), bias is [cols]. y keeps the pre-activation for gelu_backward; the values are

@@ -69,6 +69,13 @@ class TypedBackend : public Backend {
     });
   }
 
+  void gelu_forward_backward(const Buffer& x, const Buffer& dy, Buffer& y, Buffer& dx,
+                             GeluForm form) override {
+    dispatch(dx.dtype(), [&]<class T>(T) {
+      K::gelu_forward_backward(in<T>(x), in<T>(dy), out<T>(y), out<T>(dx), dx.numel(), form);
+    });
+  }
+
   void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g,
                  GeluForm form) override {
     dispatch(g.dtype(), [&]<class T>(T) {

@@ -71,6 +71,26 @@ TEST_P(ActivationTest, GeluBackwardRunsInPlace) {
   }
 }
 
+// The one-pass op against the two it replaces: the same bits, with separate outputs and with
+// the in-place aliasing fused_mlp's backward uses (y over dy, dx over x). 1001 elements leave a
+// ragged tail after any vector width and span GELU's tails and middle.
+TEST_P(ActivationTest, GeluForwardBackwardGivesTheBitsOfForwardAndBackward) {
+  const std::vector<double> x = random(1001, 30, -6.0, 6.0), dy = random(1001, 31);
+  for (GeluForm form : {GeluForm::exact, GeluForm::tanh}) {
+    Buffer want_y = empty(x.size()), want_dx = empty(x.size());
+    gelu_forward(make(x), want_y, form);
+    gelu_backward(make(x), make(dy), want_dx, form);
+    Buffer y = empty(x.size()), dx = empty(x.size());
+    gelu_forward_backward(make(x), make(dy), y, dx, form);
+    expect_close(host_values(y), host_values(want_y), 0.0);
+    expect_close(host_values(dx), host_values(want_dx), 0.0);
+    Buffer in_x = make(x), in_dy = make(dy);
+    gelu_forward_backward(in_x, in_dy, in_dy, in_x, form);
+    expect_close(host_values(in_dy), host_values(want_y), 0.0);
+    expect_close(host_values(in_x), host_values(want_dx), 0.0);
+  }
+}
+
 // y [rows, cols] += bias row-wise, g = gelu(y): against a double loop over the same rounded
 // inputs. cols 67 leaves a ragged tail after any vector width; x spans GELU's tails and middle.
 TEST_P(ActivationTest, BiasGeluAddsTheBiasInPlaceAndWritesGelu) {

@@ -36,6 +36,8 @@ TEST(Errors, ElementwiseSizeMismatchNamesOpAndSizes) {
   expect_invalid([&] { axpy(1.0, a, b); }, {"kernels::axpy", "5", "6"});
   expect_invalid([&] { gelu_backward(a, b, out, GeluForm::exact); },
                  {"kernels::gelu_backward", "5", "6"});
+  expect_invalid([&] { gelu_forward_backward(a, a, b, out, GeluForm::tanh); },
+                 {"kernels::gelu_forward_backward", "5", "6"});
   expect_invalid([&] { mse_forward(a, b, out); }, {"kernels::mse_forward", "5", "6"});
 }
 

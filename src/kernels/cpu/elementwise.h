@@ -88,19 +88,25 @@ struct Elementwise {
 
   template <class T>
   static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form) {
-    const bool no_x_phi =
-        fault_active(Fault::gelu_grad_no_x_phi) ||
-        (std::is_same_v<T, double> && fault_active(Fault::gelu_f64_grad_no_x_phi));
-    if (no_x_phi && form == GeluForm::exact)
-      return map(dx, n, [=](std::size_t i) {
-        return dy[i] * T(0.5) * (T(1) + std::erf(x[i] * T(math::kInvSqrt2)));
+    with_gelu_value_and_grad<T>(form, [=](auto value_and_grad) {
+      map(dx, n, [=](std::size_t i) { return dy[i] * value_and_grad(x[i]).grad; });
+    });
+  }
+
+  /// y = gelu(x), dx = dy gelu'(x); y may alias dy and dx may alias x (ops.h).
+  template <class T>
+  static void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, std::size_t n,
+                                    GeluForm form) {
+    with_gelu_value_and_grad<T>(form, [=](auto value_and_grad) {
+      parallel_chunks(n, kElementChunk, [=](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+          const math::GeluValueGrad<T> gelu = value_and_grad(x[i]);
+          const T g = dy[i];
+          y[i] = gelu.value;
+          dx[i] = g * gelu.grad;
+        }
       });
-    if constexpr (std::is_same_v<T, float>) {
-      if (form == GeluForm::exact)
-        return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_exact_grad_f32(x[i]); });
-      return map(dx, n, [=](std::size_t i) { return dy[i] * gelu_tanh_grad_f32(x[i]); });
-    }
-    map(dx, n, [=](std::size_t i) { return dy[i] * math::gelu_grad(x[i], form); });
+    });
   }
 
   /// dpred[i] = dloss[0] * 2 (pred[i] - target[i]) / n.
@@ -131,6 +137,29 @@ struct Elementwise {
       return body([](float v) { return gelu_tanh_f32(v); });
     }
     body([form](T v) { return math::gelu(v, form); });
+  }
+
+  /// body(value_and_grad) with `value_and_grad(x)` GELU's value and derivative of `form`
+  /// (math::GeluValueGrad): in float32 through the vectorizable erf_f32 or tanh_f32, in float64
+  /// math::gelu_value_and_grad. The planted faults gelu_grad_no_x_phi (and, in float64 only,
+  /// gelu_f64_grad_no_x_phi) drop the exact derivative's x phi(x) term.
+  template <class T, class Body>
+  static void with_gelu_value_and_grad(GeluForm form, Body body) {
+    const bool no_x_phi =
+        fault_active(Fault::gelu_grad_no_x_phi) ||
+        (std::is_same_v<T, double> && fault_active(Fault::gelu_f64_grad_no_x_phi));
+    if (no_x_phi && form == GeluForm::exact) {
+      return body([](T v) {
+        return math::GeluValueGrad<T>{math::gelu(v, GeluForm::exact),
+                                      T(0.5) * (T(1) + std::erf(v * T(math::kInvSqrt2)))};
+      });
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (form == GeluForm::exact)
+        return body([](float v) { return gelu_exact_value_and_grad_f32(v); });
+      return body([](float v) { return gelu_tanh_value_and_grad_f32(v); });
+    }
+    body([form](T v) { return math::gelu_value_and_grad(v, form); });
   }
 
   /// out[i] = f(i) for i in [0, n), in chunks of kElementChunk.

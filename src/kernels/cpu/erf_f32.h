@@ -61,18 +61,25 @@ inline float erf_f32(float x) {
   return std::copysign(magnitude, x);
 }
 
-/// Exact GELU, 0.5 x (1 + erf(x / sqrt 2)), in float32 through erf_f32.
-inline float gelu_exact_f32(float x) {
-  return 0.5f * x * (1.0f + erf_f32(x * static_cast<float>(math::kInvSqrt2)));
-}
-
-/// Its derivative, Phi(x) + x phi(x) with phi(x) = exp(-x^2 / 2) / sqrt(2 pi); phi is taken as 0
-/// below e^-87, where it is already under float32's smallest normal number.
-inline float gelu_exact_grad_f32(float x) {
+/// Exact GELU, 0.5 x (1 + erf(x / sqrt 2)), and its derivative Phi(x) + x phi(x) with
+/// phi(x) = exp(-x^2 / 2) / sqrt(2 pi), in float32 through erf_f32 (one erf for both); phi is
+/// taken as 0 below e^-87, where it is already under float32's smallest normal number.
+inline math::GeluValueGrad<float> gelu_exact_value_and_grad_f32(float x) {
+  const float one_plus_erf = 1.0f + erf_f32(x * static_cast<float>(math::kInvSqrt2));
   const float exponent = -0.5f * x * x;
   const float density = exponent < -87.0f ? 0.0f : exp_f32(std::max(exponent, -87.0f));
-  return 0.5f * (1.0f + erf_f32(x * static_cast<float>(math::kInvSqrt2))) +
-         x * static_cast<float>(math::kInvSqrt2Pi) * density;
+  return {0.5f * x * one_plus_erf,
+          0.5f * one_plus_erf + x * static_cast<float>(math::kInvSqrt2Pi) * density};
+}
+
+/// Exact GELU alone (what is left of gelu_exact_value_and_grad_f32 once inlined).
+inline float gelu_exact_f32(float x) {
+  return gelu_exact_value_and_grad_f32(x).value;
+}
+
+/// Its derivative alone.
+inline float gelu_exact_grad_f32(float x) {
+  return gelu_exact_value_and_grad_f32(x).grad;
 }
 
 }  // namespace mpitron::kernels::cpu

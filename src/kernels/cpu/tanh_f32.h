@@ -20,21 +20,25 @@ inline float tanh_f32(float x) {
   return std::copysign((1.0f - e) / (1.0f + e), x);
 }
 
-/// GELU's tanh form, math::gelu(x, GeluForm::tanh) in float32 through tanh_f32.
-inline float gelu_tanh_f32(float x) {
-  const float u = static_cast<float>(math::kSqrt2OverPi) *
-                  (x + static_cast<float>(math::kGeluCubic) * x * x * x);
-  return 0.5f * x * (1.0f + tanh_f32(u));
-}
-
-/// Its derivative, math::gelu_grad(x, GeluForm::tanh) in float32 through tanh_f32.
-inline float gelu_tanh_grad_f32(float x) {
+/// GELU's tanh form and its derivative, math::gelu_value_and_grad(x, GeluForm::tanh) in float32
+/// through tanh_f32 (one tanh for both).
+inline math::GeluValueGrad<float> gelu_tanh_value_and_grad_f32(float x) {
   const float u = static_cast<float>(math::kSqrt2OverPi) *
                   (x + static_cast<float>(math::kGeluCubic) * x * x * x);
   const float t = tanh_f32(u);
   const float du = static_cast<float>(math::kSqrt2OverPi) *
                    (1.0f + static_cast<float>(3 * math::kGeluCubic) * x * x);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+  return {0.5f * x * (1.0f + t), 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du};
+}
+
+/// GELU's tanh form alone (what is left of gelu_tanh_value_and_grad_f32 once inlined).
+inline float gelu_tanh_f32(float x) {
+  return gelu_tanh_value_and_grad_f32(x).value;
+}
+
+/// Its derivative alone.
+inline float gelu_tanh_grad_f32(float x) {
+  return gelu_tanh_value_and_grad_f32(x).grad;
 }
 
 }  // namespace mpitron::kernels::cpu

@@ -59,6 +59,17 @@ void Kernels::gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluF
 }
 
 template <class T>
+void Kernels::gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, std::size_t n,
+                                    GeluForm form) {
+  for_each(n, [=] __device__(std::size_t i) {
+    const math::GeluValueGrad<T> gelu = math::gelu_value_and_grad(x[i], form);
+    const T g = dy[i];
+    y[i] = gelu.value;
+    dx[i] = g * gelu.grad;
+  });
+}
+
+template <class T>
 void Kernels::bias_gelu(T* y, const T* bias, std::size_t rows, std::size_t cols, T* g,
                         GeluForm form) {
   for_each(rows * cols, [=] __device__(std::size_t i) {
@@ -97,6 +108,8 @@ void Kernels::adamw_update(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, s
   template void Kernels::bias_add<T>(const T*, const T*, std::size_t, std::size_t, T*);      \
   template void Kernels::gelu_forward<T>(const T*, T*, std::size_t, GeluForm);               \
   template void Kernels::gelu_backward<T>(const T*, const T*, T*, std::size_t, GeluForm);    \
+  template void Kernels::gelu_forward_backward<T>(const T*, const T*, T*, T*, std::size_t,   \
+                                                  GeluForm);                                 \
   template void Kernels::bias_gelu<T>(T*, const T*, std::size_t, std::size_t, T*, GeluForm); \
   template void Kernels::mse_backward<T>(const T*, const T*, const T*, std::size_t, T*);     \
   template void Kernels::adamw_update<T>(T*, const T*, T*, T*, std::size_t,                  \

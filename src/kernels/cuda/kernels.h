@@ -35,6 +35,9 @@ struct Kernels {
   template <class T>
   static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form);
   template <class T>
+  static void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, std::size_t n,
+                                    GeluForm form);
+  template <class T>
   static void bias_gelu(T* y, const T* bias, std::size_t rows, std::size_t cols, T* g,
                         GeluForm form);
   template <class T>
