@@ -20,16 +20,6 @@ MPITRON_HOST_DEVICE inline T negative_infinity() {
   return -static_cast<T>(INFINITY);
 }
 
-/// e^x through the math library's exp for T: the default exponential of the functions below (the
-/// CPU loops pass a vectorizable float32 one, cpu/attention.h).
-struct LibraryExp {
-  template <class T>
-  MPITRON_HOST_DEVICE T operator()(T x) const {
-    using std::exp;
-    return exp(x);
-  }
-};
-
 /// Whether key position j is hidden from query position i: with `causal`, every j > i is.
 MPITRON_HOST_DEVICE inline bool attention_masked(std::size_t i, std::size_t j, bool causal) {
   return causal && j > i;

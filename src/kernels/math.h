@@ -68,6 +68,17 @@ MPITRON_HOST_DEVICE inline T lane_max(const T* x, std::size_t n, T init) {
   return lanes[0];
 }
 
+/// e^x through the math library's exp for T: the default exponential of the softmax-style
+/// functions here and in attention_math.h (the CPU loops pass the vectorizable
+/// cpu::NonPositiveExp).
+struct LibraryExp {
+  template <class T>
+  MPITRON_HOST_DEVICE T operator()(T x) const {
+    using std::exp;
+    return exp(x);
+  }
+};
+
 /// gelu(x) and its derivative d gelu / dx at one x (gelu_value_and_grad).
 template <class T>
 struct GeluValueGrad {
@@ -156,10 +167,10 @@ MPITRON_HOST_DEVICE inline T layer_norm_dx(T g, T xhat, T rstd, T mean_g, T mean
 }
 
 /// Cross-entropy logit gradient of one element: coef (exp(logit - max) / sum_exp - onehot), with
-/// coef = dloss / rows.
-template <class T>
-MPITRON_HOST_DEVICE inline T cross_entropy_grad(T logit, T max, T sum_exp, bool is_target, T coef) {
-  using std::exp;
+/// coef = dloss / rows; `exp` is e^x for x <= 0, as in attention_math.h.
+template <class T, class Exp = LibraryExp>
+MPITRON_HOST_DEVICE inline T cross_entropy_grad(T logit, T max, T sum_exp, bool is_target, T coef,
+                                                Exp exp = {}) {
   return coef * (exp(logit - max) / sum_exp - (is_target ? T(1) : T(0)));
 }
 

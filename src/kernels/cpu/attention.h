@@ -50,8 +50,8 @@ struct Attention {
         tile.scores(q + slice, k + slice, d, i0, rows, j0, cols, causal, scale);
         for (std::size_t r = 0; r < rows; ++r) {
           T block_sum;
-          T alpha =
-              math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum, TileExp{});
+          T alpha = math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum,
+                                               NonPositiveExp{});
           if (no_rescale) alpha = T(1);
           math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
         }
@@ -119,16 +119,6 @@ struct Attention {
     return {task / blocks * seq * d, first, std::min(block, seq - first)};
   }
 
-  /// e^x of the tiles: exp_f32 in float32 for x in [-87, 0] and 0 below (-inf included; e^-87
-  /// is already near float32's smallest normal number); the math library's in float64.
-  struct TileExp {
-    float operator()(float x) const {
-      const float e = exp_f32(std::max(x, -87.0f));
-      return x < -87.0f ? 0.0f : e;
-    }
-    double operator()(double x) const { return std::exp(x); }
-  };
-
   /// c[m, n] = alpha op(a) op(b) + beta c for a tile (row-major, packed: op(a) [m, inner] stored
   /// [inner, m] when trans_a, op(b) [inner, n] stored [n, inner] when trans_b): the packed GEMM
   /// in float32, which a product this small reaches without a provider's per-call work.
@@ -190,7 +180,7 @@ struct Attention {
         const std::size_t i = i0 + r;
         for (std::size_t c = 0; c < cols; ++c) {
           T& p = s[r * cols + c];
-          p = math::attention_probability(p, lse[i], TileExp{});
+          p = math::attention_probability(p, lse[i], NonPositiveExp{});
           T& g = ds[r * cols + c];
           g = scale * math::attention_score_grad(p, g, delta[i]);
         }

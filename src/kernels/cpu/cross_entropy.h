@@ -1,13 +1,16 @@
 // CPU reference loops of cross-entropy on a vocabulary slice (columns [first_col, first_col +
 // cols) of the logits): per-row statistics, the mean loss and the logit gradient. Sums
-// accumulate in double. The per-row kernels run rows on cpu_threads() threads (parallel.h); the
-// mean over the rows stays one ordered loop (a few thousand terms).
+// accumulate in double (math::lane_sum); exponentials of float32 logits go through the
+// vectorizable exp_f32 (NonPositiveExp). The per-row kernels run rows on cpu_threads() threads
+// (parallel.h); the mean over the rows stays one ordered loop (a few thousand terms).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/cpu/erf_f32.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/math.h"
 
@@ -22,10 +25,10 @@ struct CrossEntropy {
                                   const T* row_max, T* sum_exp, T* target_logit) {
     parallel_rows(rows, cols, [=](std::size_t r) {
       const T* lr = logits + r * cols;
-      double total = 0.0;
-      for (std::size_t c = 0; c < used_cols; ++c)
-        total += std::exp(lr[c] - row_max[r]);
-      sum_exp[r] = static_cast<T>(total);
+      const T max = row_max[r];
+      sum_exp[r] = static_cast<T>(math::lane_sum<double>(used_cols, [=](std::size_t c) {
+        return static_cast<double>(NonPositiveExp{}(lr[c] - max));
+      }));
       const std::int64_t col = math::slice_row(targets[r], first_col, used_cols);
       target_logit[r] = col < 0 ? T(0) : lr[col];
     });
@@ -52,13 +55,14 @@ struct CrossEntropy {
     const T coef = static_cast<T>(static_cast<double>(dloss[0]) / static_cast<double>(rows));
     parallel_rows(rows, cols, [=](std::size_t r) {
       const std::int64_t target = math::slice_row(targets[r], first_col, used_cols);
-      for (std::size_t c = 0; c < cols; ++c) {
-        const std::size_t i = r * cols + c;
-        dlogits[i] = c < used_cols
-                         ? math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
-                                                    static_cast<std::int64_t>(c) == target, coef)
-                         : T(0);
+      const T max = row_max[r], total = sum_exp[r];
+      const T* lr = logits + r * cols;
+      T* dr = dlogits + r * cols;
+      for (std::size_t c = 0; c < used_cols; ++c) {
+        dr[c] = math::cross_entropy_grad(lr[c], max, total, static_cast<std::int64_t>(c) == target,
+                                         coef, NonPositiveExp{});
       }
+      std::fill(dr + used_cols, dr + cols, T(0));
     });
   }
 };

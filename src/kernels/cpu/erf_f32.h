@@ -32,6 +32,17 @@ inline float exp_f32(float y) {
   return p * std::bit_cast<float>(static_cast<std::uint32_t>(exponent) << 23);
 }
 
+/// e^x for x <= 0 (softmax-style arguments x - max): exp_f32 in float32 for x in [-87, 0] and 0
+/// below (-inf included; e^-87 is already near float32's smallest normal number), the math
+/// library's in float64.
+struct NonPositiveExp {
+  float operator()(float x) const {
+    const float e = exp_f32(std::max(x, -87.0f));
+    return x < -87.0f ? 0.0f : e;
+  }
+  double operator()(double x) const { return std::exp(x); }
+};
+
 /// erf(x): a P(a^2) for a = |x| < 1, 1 - e^{-a^2} Q(1/a) for 1 <= a < 4, and 1 beyond (erfc(4) =
 /// 1.5e-8 rounds away in float32), with the sign of x. P and Q are least-squares fits on
 /// Chebyshev points (tools/fit_erf_f32.py). NaN stays NaN.

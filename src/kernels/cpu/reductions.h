@@ -86,7 +86,7 @@ struct Reductions {
     parallel_rows(rows, cols, [=](std::size_t r) {
       const T* row = x + r * cols;
       out[r] = used_cols == 0 ? std::numeric_limits<T>::lowest()
-                              : *std::max_element(row, row + used_cols);
+                              : math::lane_max(row, used_cols, row[0]);
     });
   }
 
