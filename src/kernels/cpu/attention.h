@@ -39,8 +39,7 @@ struct Attention {
     parallel_tasks(batch_heads * q_blocks, [=](std::size_t task) {
       const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
       Tile<T> tile;
-      T* out = o + slice + i0 * d;
-      std::fill(out, out + rows * d, T(0));
+      T* out = o + slice + i0 * d;  // written by the first block's P V, then accumulated
       T max[kBlockQ], sum[kBlockQ];
       std::fill(max, max + rows, math::negative_infinity<T>());
       std::fill(sum, sum + rows, T(0));
@@ -53,9 +52,13 @@ struct Attention {
           T alpha = math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum,
                                                NonPositiveExp{});
           if (no_rescale) alpha = T(1);
-          math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
+          if (j0 == 0) {
+            sum[r] = block_sum;  // alpha 0 on a sum of 0, and nothing in `out` to scale yet
+          } else {
+            math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
+          }
         }
-        product(false, rows, d, cols, tile.s, v + slice + j0 * d, out);  // O += P V
+        product(false, rows, d, cols, tile.s, v + slice + j0 * d, out, j0 > 0);  // O (+)= P V
       }
       for (std::size_t r = 0; r < rows; ++r) {
         const T inv = T(1) / sum[r];
@@ -79,18 +82,19 @@ struct Attention {
       delta.resize(seq);
       for (std::size_t i = 0; i < seq; ++i)
         delta[i] = math::attention_delta(dout + slice + i * d, o + slice + i * d, d);
-      std::fill(dq + slice, dq + slice + seq * d, T(0));
-      std::fill(dk + slice, dk + slice + seq * d, T(0));
-      std::fill(dv + slice, dv + slice + seq * d, T(0));
+      // Each block of dV and dK is written by the first query block that sees its keys, and
+      // each block of dQ by key block 0 (which every query sees); later tiles add to them.
       for (std::size_t j0 = 0; j0 < seq; j0 += kBlockK) {
         const std::size_t cols = std::min(kBlockK, seq - j0);
-        for (std::size_t i0 = causal ? j0 : 0; i0 < seq; i0 += kBlockQ) {
+        const std::size_t first_i0 = causal ? j0 : 0;
+        for (std::size_t i0 = first_i0; i0 < seq; i0 += kBlockQ) {
           const std::size_t rows = std::min(kBlockQ, seq - i0);
           tile.score_grads(q + slice, k + slice, v + slice, delta.data(), lse + slice / d,
                            dout + slice, d, i0, rows, j0, cols, causal, scale);
-          product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv + slice + j0 * d);
-          product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk + slice + j0 * d);
-          product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq + slice + i0 * d);
+          const bool kv_seen = i0 > first_i0;
+          product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv + slice + j0 * d, kv_seen);
+          product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk + slice + j0 * d, kv_seen);
+          product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq + slice + i0 * d, j0 > 0);
         }
       }
     });
@@ -132,12 +136,13 @@ struct Attention {
     Gemm::gemm_batched(trans_a, trans_b, 1, m, n, inner, alpha, a, 0, b, 0, beta, c, 0);
   }
 
-  /// c[m, n] += op(a) b with op(a) [m, inner] (a stored [m, inner], or [inner, m] when
-  /// `trans_a`) and b [inner, n], all row-major and packed.
+  /// c[m, n] += op(a) b, or c = op(a) b when not `accumulate` (c's old contents unread), with
+  /// op(a) [m, inner] (a stored [m, inner], or [inner, m] when `trans_a`) and b [inner, n], all
+  /// row-major and packed.
   template <class T>
   static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const T* a,
-                      const T* b, T* c) {
-    tile_gemm(trans_a, false, m, n, inner, T(1), a, b, T(1), c);
+                      const T* b, T* c, bool accumulate) {
+    tile_gemm(trans_a, false, m, n, inner, T(1), a, b, accumulate ? T(1) : T(0), c);
   }
 
   /// One thread's tile scratch, kept between calls (thread_local: one per thread once the outer
