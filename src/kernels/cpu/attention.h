@@ -41,9 +41,8 @@ struct Attention {
       Tile<T> tile;
       T* out = o + slice + i0 * d;  // written by the first block's P V, then accumulated
       T max[kBlockQ], sum[kBlockQ];
-      std::fill(max, max + rows, math::negative_infinity<T>());
-      std::fill(sum, sum + rows, T(0));
-      const std::size_t key_end = causal ? i0 + rows : seq;  // later blocks are all masked
+      std::fill(max, max + rows, math::negative_infinity<T>());  // sum: set by key block 0
+      const std::size_t key_end = causal ? i0 + rows : seq;      // later blocks are all masked
       for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
         const std::size_t cols = std::min(kBlockK, key_end - j0);
         tile.scores(q + slice, k + slice, d, i0, rows, j0, cols, causal, scale);

@@ -128,15 +128,12 @@ struct Elementwise {
   }
 
  private:
-  /// body(gelu) with `gelu` the scalar GELU of `form`: in float32 the vectorizable erf_f32 or
-  /// tanh_f32, in float64 math::gelu (the C library's erf and tanh).
+  /// body(gelu) with `gelu` the scalar GELU of `form` (with_gelu_value_and_grad's value; the
+  /// derivative's work is dropped once inlined).
   template <class T, class Body>
   static void with_gelu(GeluForm form, Body body) {
-    if constexpr (std::is_same_v<T, float>) {
-      if (form == GeluForm::exact) return body([](float v) { return gelu_exact_f32(v); });
-      return body([](float v) { return gelu_tanh_f32(v); });
-    }
-    body([form](T v) { return math::gelu(v, form); });
+    with_gelu_value_and_grad<T>(
+        form, [&](auto value_and_grad) { body([=](T v) { return value_and_grad(v).value; }); });
   }
 
   /// body(value_and_grad) with `value_and_grad(x)` GELU's value and derivative of `form`
@@ -146,20 +143,23 @@ struct Elementwise {
   template <class T, class Body>
   static void with_gelu_value_and_grad(GeluForm form, Body body) {
     const bool no_x_phi =
-        fault_active(Fault::gelu_grad_no_x_phi) ||
-        (std::is_same_v<T, double> && fault_active(Fault::gelu_f64_grad_no_x_phi));
-    if (no_x_phi && form == GeluForm::exact) {
-      return body([](T v) {
-        return math::GeluValueGrad<T>{math::gelu(v, GeluForm::exact),
-                                      T(0.5) * (T(1) + std::erf(v * T(math::kInvSqrt2)))};
+        form == GeluForm::exact &&
+        (fault_active(Fault::gelu_grad_no_x_phi) ||
+         (std::is_same_v<T, double> && fault_active(Fault::gelu_f64_grad_no_x_phi)));
+    const auto run = [&](auto value_and_grad) {
+      if (!no_x_phi) return body(value_and_grad);
+      body([=](T v) {
+        math::GeluValueGrad<T> gelu = value_and_grad(v);
+        gelu.grad = T(0.5) * (T(1) + std::erf(v * T(math::kInvSqrt2)));
+        return gelu;
       });
-    }
+    };
     if constexpr (std::is_same_v<T, float>) {
       if (form == GeluForm::exact)
-        return body([](float v) { return gelu_exact_value_and_grad_f32(v); });
-      return body([](float v) { return gelu_tanh_value_and_grad_f32(v); });
+        return run([](float v) { return gelu_exact_value_and_grad_f32(v); });
+      return run([](float v) { return gelu_tanh_value_and_grad_f32(v); });
     }
-    body([form](T v) { return math::gelu_value_and_grad(v, form); });
+    run([form](T v) { return math::gelu_value_and_grad(v, form); });
   }
 
   /// out[i] = f(i) for i in [0, n), in chunks of kElementChunk.

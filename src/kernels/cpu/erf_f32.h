@@ -83,14 +83,4 @@ inline math::GeluValueGrad<float> gelu_exact_value_and_grad_f32(float x) {
           0.5f * one_plus_erf + x * static_cast<float>(math::kInvSqrt2Pi) * density};
 }
 
-/// Exact GELU alone (what is left of gelu_exact_value_and_grad_f32 once inlined).
-inline float gelu_exact_f32(float x) {
-  return gelu_exact_value_and_grad_f32(x).value;
-}
-
-/// Its derivative alone.
-inline float gelu_exact_grad_f32(float x) {
-  return gelu_exact_value_and_grad_f32(x).grad;
-}
-
 }  // namespace mpitron::kernels::cpu

@@ -31,14 +31,4 @@ inline math::GeluValueGrad<float> gelu_tanh_value_and_grad_f32(float x) {
   return {0.5f * x * (1.0f + t), 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du};
 }
 
-/// GELU's tanh form alone (what is left of gelu_tanh_value_and_grad_f32 once inlined).
-inline float gelu_tanh_f32(float x) {
-  return gelu_tanh_value_and_grad_f32(x).value;
-}
-
-/// Its derivative alone.
-inline float gelu_tanh_grad_f32(float x) {
-  return gelu_tanh_value_and_grad_f32(x).grad;
-}
-
 }  // namespace mpitron::kernels::cpu
