@@ -1,8 +1,10 @@
 #include "comm/point_to_point.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 
+#include "comm/eager.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
 #include "comm/staging.h"
@@ -86,37 +88,43 @@ SendRequest isend(const Communicator& comm, const Buffer& buffer,
   state->comm = comm;
   state->peer = dst;
   state->bytes = buffer.bytes();
-  const std::size_t limit = comm.max_message_elements();
-  // A small payload that MPI would read from host memory travels inside the header's message.
-  const bool inline_payload = !buffer.empty() && buffer.bytes() <= transfer::kInlinePayloadBytes &&
-                              buffer.numel() <= limit &&
-                              mpi_space(comm, buffer) == kernels::Device::cpu;
-  state->header =
-      Header::describe(shape, buffer.dtype(), limit, inline_payload ? buffer.bytes() : 0);
-  if (inline_payload) {
+  const std::size_t numel = buffer.numel();
+  // A small payload in host memory travels as eager pieces, the first inside the header's
+  // message (transfer.h); a larger one, or one MPI reads from device memory, in messages of its
+  // own after the header.
+  const bool pieces = mpi_space(comm, buffer) == kernels::Device::cpu &&
+                      buffer.bytes() < transfer::kPiecesBelowBytes;
+  const std::size_t element_bytes = kernels::dtype_size(buffer.dtype());
+  const std::size_t limit =
+      pieces ? std::min(comm.max_message_elements(), kEagerMessageBytes / element_bytes)
+             : comm.max_message_elements();
+  const std::size_t inline_count =
+      pieces ? std::min({numel, limit, transfer::kInlinePayloadBytes / element_bytes}) : 0;
+  state->header = Header::describe(shape, buffer.dtype(), limit, inline_count * element_bytes);
+  if (inline_count < numel) state->staged = stage_copy(comm, buffer);
+  const Buffer& image = state->staged.empty() ? buffer : state->staged;
+  if (inline_count > 0) {
     state->message = transfer::MessageMemory::take();
     Buffer& message = state->message.buffer();
     std::memcpy(message.data(), state->header.words.data(), transfer::kHeaderBytes);
-    kernels::copy_bytes(buffer, 0, message, transfer::kHeaderBytes, buffer.bytes());
-  } else {
-    state->staged = stage_copy(comm, buffer);
+    kernels::copy_bytes(image, 0, message, transfer::kHeaderBytes, inline_count * element_bytes);
   }
-  const Buffer& image = state->staged.empty() ? buffer : state->staged;
-  const std::size_t messages = inline_payload ? 0 : message_count(buffer.numel(), limit);
+  const std::size_t rest = numel - inline_count;
+  const std::size_t messages = message_count(rest, limit);
   state->requests.assign(1 + messages);
   SendRequest request(std::move(state));  // from here on, a failure releases what was started
   SendRequest::State& s = *request.state_;
-  const void* first = inline_payload ? s.message.buffer().data() : s.header.words.data();
-  const std::size_t first_bytes = transfer::kHeaderBytes + (inline_payload ? buffer.bytes() : 0);
+  const void* first = inline_count > 0 ? s.message.buffer().data() : s.header.words.data();
+  const std::size_t first_bytes = transfer::kHeaderBytes + inline_count * element_bytes;
   check_mpi(MPI_Isend(first, static_cast<int>(first_bytes), MPI_BYTE, dst,
                       transfer::header_tag(tag), comm.native(), &s.requests[0]),
             "MPI_Isend");
   for (std::size_t i = 0; i < messages; ++i) {
-    const Range range = message_range(buffer.numel(), limit, i);
-    check_mpi(
-        MPI_Isend(element(image, range.offset), mpi_count(range.count), mpi_type(image.dtype()),
-                  dst, transfer::payload_tag(tag), comm.native(), &s.requests[1 + i]),
-        "MPI_Isend");
+    const Range range = message_range(rest, limit, i);
+    check_mpi(MPI_Isend(element(image, inline_count + range.offset), mpi_count(range.count),
+                        mpi_type(image.dtype()), dst, transfer::payload_tag(tag), comm.native(),
+                        &s.requests[1 + i]),
+              "MPI_Isend");
   }
   return request;
 }

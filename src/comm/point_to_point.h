@@ -1,8 +1,9 @@
 // Shape-checked point-to-point transfers (pipeline activations and gradients).
 //
 // A send is a small header (dtype, shape, message size limit) followed by the payload, cut into
-// messages of at most `comm.max_message_elements()` elements; a payload of at most
-// transfer::kInlinePayloadBytes in host memory rides in the header's own message instead. The
+// messages of at most `comm.max_message_elements()` elements. When MPI reads the payload from
+// host memory, its first transfer::kInlinePayloadBytes ride in the header's own message, and a
+// payload below kEagerPiecesBelowBytes (eager.h) follows in pieces Open MPI sends eagerly. The
 // receiver compares the header with what it expects before it accepts any payload, so a mismatch
 // is an error naming both shapes and both ranks, never truncated or garbage data. Both sides wait
 // through the deadline routine (wait.h). A send may stay in flight (`isend`) while its rank goes
@@ -148,8 +149,11 @@ class RecvRequest {
 /// `expected_shape` (row-major, prod == buffer.numel()) and `buffer`'s dtype; returns without
 /// waiting. Queued CUDA work on `buffer` is finished first. A CUDA buffer that MPI cannot see
 /// (staged transfers) receives into a pinned host copy owned by the request, copied into
-/// `buffer` when the request completes. Same argument checks (std::invalid_argument) as `isend`;
-/// MpiError when MPI fails; mismatches are reported by the request (RecvRequest::wait).
+/// `buffer` when the request completes. Of two receives in flight with the same tag from the
+/// same peer, finish the earlier before testing or waiting on the later: each posts its payload
+/// receives once it has seen its header, and payload messages match in the order those receives
+/// are posted. Same argument checks (std::invalid_argument) as `isend`; MpiError when MPI fails;
+/// mismatches are reported by the request (RecvRequest::wait).
 RecvRequest irecv(const Communicator& comm, kernels::Buffer& buffer,
                   std::span<const std::int64_t> expected_shape, int src, int tag = 0);
 

@@ -81,28 +81,23 @@ void RecvRequest::accept_header() {
   std::memcpy(s.header.words.data(), landing.data(), transfer::kHeaderBytes);
   const Header& header = s.header;
   const std::span<const std::int64_t> expected = s.expected_shape();
-  // A header is well-formed when its fields are in range and an inline payload is its shape's.
-  const bool well_formed =
-      header.valid() && (header.inline_bytes() == 0 ||
-                         header.inline_bytes() == transfer::product(header.shape()) *
-                                                      kernels::dtype_size(header.dtype()));
   const bool matches =
-      well_formed && header.dtype() == s.buffer->dtype() &&
+      header.valid() && header.dtype() == s.buffer->dtype() &&
       std::equal(expected.begin(), expected.end(), header.shape().begin(), header.shape().end());
-  if (matches) {
+  if (matches) {  // the payload's head came with the header; the rest follows in messages
     Buffer& image = s.staged.empty() ? *s.buffer : s.staged;
-    if (header.inline_bytes() > 0) {  // the payload came with the header
+    const std::size_t inline_count = header.inline_count();
+    if (inline_count > 0) {
       kernels::copy_bytes(landing, transfer::kHeaderBytes, image, 0, header.inline_bytes());
-      return;
     }
-    const std::size_t numel = s.buffer->numel();
-    s.payload.assign(message_count(numel, header.limit()));
+    const std::size_t rest = s.buffer->numel() - inline_count;
+    s.payload.assign(message_count(rest, header.limit()));
     for (std::size_t i = 0; i < s.payload.size(); ++i) {
-      const Range range = message_range(numel, header.limit(), i);
-      check_mpi(
-          MPI_Irecv(element(image, range.offset), mpi_count(range.count), mpi_type(image.dtype()),
-                    s.peer, transfer::payload_tag(s.tag), s.comm.native(), &s.payload[i]),
-          "MPI_Irecv");
+      const Range range = message_range(rest, header.limit(), i);
+      check_mpi(MPI_Irecv(element(image, inline_count + range.offset), mpi_count(range.count),
+                          mpi_type(image.dtype()), s.peer, transfer::payload_tag(s.tag),
+                          s.comm.native(), &s.payload[i]),
+                "MPI_Irecv");
     }
     return;
   }
@@ -111,22 +106,18 @@ void RecvRequest::accept_header() {
                      std::to_string(s.comm.world_rank()) + " expected " +
                      transfer::describe(expected, s.buffer->dtype()) + " from rank " +
                      std::to_string(s.comm.global_rank(s.peer)) + ", but ";
-  if (!well_formed) {
+  if (!header.valid()) {
     state_.reset();
     throw std::runtime_error(what + "received a malformed header");
   }
   what += "rank " + std::to_string(s.comm.global_rank(s.peer)) + " sent " +
           transfer::describe(header.shape(), header.dtype());
-  if (header.inline_bytes() > 0) {  // the rejected payload came with the header
-    state_.reset();
-    throw std::runtime_error(what);
-  }
-  // The sender's payload, message by message into scratch memory, so later transfers of this
-  // tag stay in step.
-  const std::size_t numel = transfer::product(header.shape());
+  // The rest of the sender's payload, message by message into scratch memory, so later
+  // transfers of this tag stay in step.
+  const std::size_t rest = transfer::product(header.shape()) - header.inline_count();
   Buffer& scratch = s.comm.staging().workspace(Slot::pack, kernels::Device::cpu, header.dtype(),
-                                               std::min(numel, header.limit()));
-  for_each_message(s.comm, numel, header.limit(), s.operation(), [&](const Range& range) {
+                                               std::min(rest, header.limit()));
+  for_each_message(s.comm, rest, header.limit(), s.operation(), [&](const Range& range) {
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(MPI_Irecv(element(scratch, 0), mpi_count(range.count), mpi_type(scratch.dtype()),
                         s.peer, transfer::payload_tag(s.tag), s.comm.native(), &request),

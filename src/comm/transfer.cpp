@@ -76,10 +76,24 @@ Header Header::describe(std::span<const std::int64_t> shape, kernels::DType dtyp
 }
 
 bool Header::valid() const {
-  return words[0] == kMagic && words[1] >= 0 && words[1] < kDTypes && words[2] >= 1 &&
-         words[2] <= static_cast<std::int64_t>(kMaxMessageElements) && words[3] >= 0 &&
-         words[3] <= static_cast<std::int64_t>(kMaxTransferDims) && words.back() >= 0 &&
-         words.back() <= static_cast<std::int64_t>(kInlinePayloadBytes);
+  const bool fields = words[0] == kMagic && words[1] >= 0 && words[1] < kDTypes && words[2] >= 1 &&
+                      words[2] <= static_cast<std::int64_t>(kMaxMessageElements) && words[3] >= 0 &&
+                      words[3] <= static_cast<std::int64_t>(kMaxTransferDims) &&
+                      words.back() >= 0 &&
+                      words.back() <= static_cast<std::int64_t>(kInlinePayloadBytes);
+  if (!fields) return false;
+  const std::span<const std::int64_t> dims = shape();
+  if (std::any_of(dims.begin(), dims.end(), [](std::int64_t d) { return d < 0; })) return false;
+  const std::size_t element_bytes = kernels::dtype_size(dtype());
+  if (inline_bytes() % element_bytes != 0) return false;
+  // The shape holds at least the inline elements (checked without forming its product, which a
+  // stray message's dims could overflow).
+  std::size_t room = inline_count();
+  for (const std::int64_t d : dims) {
+    if (d == 0) return room == 0;
+    room = (room + static_cast<std::size_t>(d) - 1) / static_cast<std::size_t>(d);
+  }
+  return room <= 1;
 }
 
 std::size_t product(std::span<const std::int64_t> shape) {

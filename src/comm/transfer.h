@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/eager.h"
 #include "comm/point_to_point.h"
 #include "kernels/device.h"
 
@@ -20,21 +21,33 @@ namespace mpitron::comm::transfer {
 /// Marks a header ("mpitr1"), so a stray message is reported as malformed.
 inline constexpr std::int64_t kMagic = 0x6d7069747231;
 
-/// Payloads of at most this many bytes that MPI sees in host memory and that fit one message
-/// travel inside their header's message, after the header, instead of in messages of their own:
-/// one message per transfer instead of two, for two copies of the payload (into the message,
-/// out of it). The second message, matched and completed on its own, is the MPI traffic send/recv
-/// of 4 KiB added over MPI_Send/MPI_Recv (2.7 vs 2.3 us on 2 ranks, 7.3 vs 6.0 us on 4;
-/// docs/performance.md).
-inline constexpr std::size_t kInlinePayloadBytes = 8192;
+/// Payloads below this many bytes that MPI reads from host memory travel as eager pieces
+/// (kEagerMessageBytes, eager.h), the first inside the header's message; larger ones, and those
+/// MPI reads from device memory, as the header's message and then messages of their own (a
+/// single-copy rendezvous each). One way of a ping-pong on a 2-core Zen 4 (Open MPI 4.1, ratio
+/// to MPI_Send/MPI_Recv, 6 interleaved runs): pieces took 0.55x at 4 KiB and 0.66x at 16 KiB on
+/// 2 ranks, 0.79x and 1.07x on 4 ranks (two pairs on the 2 cores), 0.73x and 0.89x with both
+/// ranks on one core; at 64 KiB 0.74x on 2 ranks but 1.33x on 4 and 1.22-1.34x on one core
+/// (the receiver must run to drain the sixteen pieces), where header and rendezvous took
+/// 1.04-1.11x.
+inline constexpr std::size_t kPiecesBelowBytes = 32 * 1024;
+
+/// The most bytes of a payload's head that travel inside its header's message when the payload
+/// travels as eager pieces: the header message is then one eager piece too, and the pieces
+/// after it start on a 64-byte line of the payload. A 4 KiB transfer is then two eager messages
+/// where MPI_Send of 4 KiB is one rendezvous (the shared-memory transport's eager limit of 4 KiB
+/// includes its match header).
+inline constexpr std::size_t kInlinePayloadBytes = 3840;
 
 /// What precedes a payload: [magic, dtype, message limit, ndim, dims[kMaxTransferDims], inline
-/// payload bytes (0: the payload follows in messages of its own)].
+/// payload bytes (the payload's head in the header's message; the rest follows in messages of at
+/// most the limit's elements, none when the inline bytes are the whole payload)].
 struct Header {
   std::array<std::int64_t, 5 + kMaxTransferDims> words{};
 
-  /// A header describing `shape` (at most kMaxTransferDims dims) of `dtype`, sent in messages
-  /// of at most `limit` elements, or inside the header's message when `inline_bytes` > 0.
+  /// A header describing `shape` (at most kMaxTransferDims dims) of `dtype` whose first
+  /// `inline_bytes` bytes travel in the header's message and the rest in messages of at most
+  /// `limit` elements.
   static Header describe(std::span<const std::int64_t> shape, kernels::DType dtype,
                          std::size_t limit, std::size_t inline_bytes = 0);
 
@@ -44,8 +57,10 @@ struct Header {
     return {words.data() + 4, static_cast<std::size_t>(words[3])};
   }
   std::size_t inline_bytes() const { return static_cast<std::size_t>(words.back()); }
-  /// Magic, dtype, limit (1..kMaxMessageElements), ndim (0..kMaxTransferDims) and inline bytes
-  /// (0..kInlinePayloadBytes) in range.
+  /// The elements of the payload's head in the header's message (needs valid()).
+  std::size_t inline_count() const { return inline_bytes() / kernels::dtype_size(dtype()); }
+  /// Magic, dtype, limit (1..kMaxMessageElements), ndim (0..kMaxTransferDims), dims (>= 0) and
+  /// inline bytes (0..kInlinePayloadBytes, whole elements, at most the shape's) in range.
   bool valid() const;
 };
 
@@ -54,6 +69,7 @@ inline constexpr std::size_t kHeaderBytes = sizeof(Header::words);
 
 /// The most bytes of a header message: a header and an inline payload.
 inline constexpr std::size_t kMessageBytes = kHeaderBytes + kInlinePayloadBytes;
+static_assert(kMessageBytes <= kEagerMessageBytes, "a header message is one eager piece");
 
 /// Host memory for one header message (kMessageBytes, as int64 words), taken from the spares of
 /// the thread that makes it and given back to its thread's spares when destroyed (at most four

@@ -86,6 +86,31 @@ TEST_P(PointToPointTest, RingOfSendsStartedBeforeAnyReceive) {
   }
 }
 
+// Payloads around the sizes where a transfer changes form (transfer.h): all inside the header's
+// message (960 float32 = kInlinePayloadBytes), that and one element more, an inline head and
+// eager pieces, and around kPiecesBelowBytes (8192 float32, 4096 float64), from where the
+// payload follows the header as messages of its own; for every buffer kind, at the default
+// message limit and at 1000 elements (pieces and messages then cut at the limit).
+TEST_P(PointToPointTest, PayloadsAroundTheInlineAndEagerSizesArriveWhole) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  SettingsGuard guard(world());
+  for (std::size_t limit : {comm::kMaxMessageElements, std::size_t{1000}}) {
+    world().set_max_message_elements(limit);
+    for (const std::size_t count : {959, 960, 961, 4095, 4096, 8191, 8192, 65537}) {
+      const auto [next, previous] = ring_neighbours(world());
+      const std::vector<std::int64_t> shape{static_cast<std::int64_t>(count)};
+      const kernels::Buffer mine = make_buffer(payload_of(world().rank(), count), GetParam());
+      kernels::Buffer received = filled_buffer(count, -1, GetParam());
+      comm::RecvRequest request = comm::irecv(world(), received, shape, previous);
+      comm::SendRequest sent = comm::isend(world(), mine, shape, next);
+      request.wait();
+      sent.wait();
+      EXPECT_EQ(host_values(received), payload_of(previous, count))
+          << count << " elements, message limit " << limit;
+    }
+  }
+}
+
 // The 1F1B warm-up: a stage starts several sends to one neighbour before that neighbour receives
 // any, in both directions at once; they arrive in the order they were started.
 TEST_P(PointToPointTest, QueuedSendsToOnePeerArriveInOrder) {
