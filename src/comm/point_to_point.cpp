@@ -89,11 +89,11 @@ SendRequest isend(const Communicator& comm, const Buffer& buffer,
   state->peer = dst;
   state->bytes = buffer.bytes();
   const std::size_t numel = buffer.numel();
-  // A small payload in host memory travels as eager pieces, the first inside the header's
-  // message (transfer.h); a larger one, or one MPI reads from device memory, in messages of its
-  // own after the header.
+  // A small payload in host memory travels as eager pieces (eager.h), the first inside the
+  // header's message (transfer.h); a larger one, or one MPI reads from device memory, in
+  // messages of its own after the header.
   const bool pieces = mpi_space(comm, buffer) == kernels::Device::cpu &&
-                      buffer.bytes() < transfer::kPiecesBelowBytes;
+                      buffer.bytes() < kEagerPiecesBelowBytesForCopies;
   const std::size_t element_bytes = kernels::dtype_size(buffer.dtype());
   const std::size_t limit =
       pieces ? std::min(comm.max_message_elements(), kEagerMessageBytes / element_bytes)

@@ -21,19 +21,9 @@ namespace mpitron::comm::transfer {
 /// Marks a header ("mpitr1"), so a stray message is reported as malformed.
 inline constexpr std::int64_t kMagic = 0x6d7069747231;
 
-/// Payloads below this many bytes that MPI reads from host memory travel as eager pieces
-/// (kEagerMessageBytes, eager.h), the first inside the header's message; larger ones, and those
-/// MPI reads from device memory, as the header's message and then messages of their own (a
-/// single-copy rendezvous each). One way of a ping-pong on a 2-core Zen 4 (Open MPI 4.1, ratio
-/// to MPI_Send/MPI_Recv, 6 interleaved runs): pieces took 0.55x at 4 KiB and 0.66x at 16 KiB on
-/// 2 ranks, 0.79x and 1.07x on 4 ranks (two pairs on the 2 cores), 0.73x and 0.89x with both
-/// ranks on one core; at 64 KiB 0.74x on 2 ranks but 1.33x on 4 and 1.22-1.34x on one core
-/// (the receiver must run to drain the sixteen pieces), where header and rendezvous took
-/// 1.04-1.11x.
-inline constexpr std::size_t kPiecesBelowBytes = 32 * 1024;
-
 /// The most bytes of a payload's head that travel inside its header's message when the payload
-/// travels as eager pieces: the header message is then one eager piece too, and the pieces
+/// travels as eager pieces (a payload below kEagerPiecesBelowBytesForCopies, eager.h, that MPI
+/// reads from host memory): the header message is then one eager piece too, and the pieces
 /// after it start on a 64-byte line of the payload. A 4 KiB transfer is then two eager messages
 /// where MPI_Send of 4 KiB is one rendezvous (the shared-memory transport's eager limit of 4 KiB
 /// includes its match header).

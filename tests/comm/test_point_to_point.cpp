@@ -88,8 +88,8 @@ TEST_P(PointToPointTest, RingOfSendsStartedBeforeAnyReceive) {
 
 // Payloads around the sizes where a transfer changes form (transfer.h): all inside the header's
 // message (960 float32 = kInlinePayloadBytes), that and one element more, an inline head and
-// eager pieces, and around kPiecesBelowBytes (8192 float32, 4096 float64), from where the
-// payload follows the header as messages of its own; for every buffer kind, at the default
+// eager pieces, and around kEagerPiecesBelowBytesForCopies (8192 float32, 4096 float64), from where
+// the payload follows the header as messages of its own; for every buffer kind, at the default
 // message limit and at 1000 elements (pieces and messages then cut at the limit).
 TEST_P(PointToPointTest, PayloadsAroundTheInlineAndEagerSizesArriveWhole) {
   if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
