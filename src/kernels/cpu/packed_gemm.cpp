@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace mpitron::kernels::cpu {
@@ -81,28 +82,30 @@ struct Update {
   }
 };
 
-// C[kRows, kColumns] (row stride ldc) updated with the product of kRows rows of A by depth
-// terms and one micro-panel of B (depth x kColumns, packed). The rows of A are a packed
-// micro-panel (depth x kRows), or with kRowMajorA the rows of A in place, lda apart.
-template <bool kRowMajorA>
+// C[kTileRows, kColumns] (row stride ldc) updated with the product of kTileRows (<= kRows) rows
+// of A by depth terms and one micro-panel of B (depth x kColumns, packed). The rows of A are a
+// packed micro-panel (depth x kRows, of which the first kTileRows rows are read), or with
+// kRowMajorA the rows of A in place, lda apart. Each element of C is the same fused
+// multiply-add chain whatever kTileRows is.
+template <bool kRowMajorA, std::size_t kTileRows>
 void micro_kernel(std::size_t depth, const float* a, std::size_t lda, const float* bp, float* c,
                   std::size_t ldc, const Update& update) {
   if (!update.overwrite) {  // C's rows arrive from L2 or L3 while the loop below runs
 #pragma GCC unroll 16
-    for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t r = 0; r < kTileRows; ++r) {
       __builtin_prefetch(c + r * ldc);
       __builtin_prefetch(c + r * ldc + kColumns - 1);
     }
   }
-  Vec sum[kRows][2];
+  Vec sum[kTileRows][2];
 #pragma GCC unroll 16
-  for (std::size_t r = 0; r < kRows; ++r)
+  for (std::size_t r = 0; r < kTileRows; ++r)
     sum[r][0] = sum[r][1] = splat(0.0f);
 #pragma GCC unroll 4
   for (std::size_t p = 0; p < depth; ++p) {
     const Vec b0 = load(bp), b1 = load(bp + kVector);
 #pragma GCC unroll 16
-    for (std::size_t r = 0; r < kRows; ++r) {
+    for (std::size_t r = 0; r < kTileRows; ++r) {
       const Vec x = splat(kRowMajorA ? a[r * lda] : a[r]);
       sum[r][0] = fma(x, b0, sum[r][0]);
       sum[r][1] = fma(x, b1, sum[r][1]);
@@ -111,35 +114,47 @@ void micro_kernel(std::size_t depth, const float* a, std::size_t lda, const floa
     bp += kColumns;
   }
 #pragma GCC unroll 16
-  for (std::size_t r = 0; r < kRows; ++r) {
+  for (std::size_t r = 0; r < kTileRows; ++r) {
     float* row = c + r * ldc;
     store(row, update.apply(sum[r][0], row));
     store(row + kVector, update.apply(sum[r][1], row + kVector));
   }
 }
 
-// The same for C[rows, cols] with rows <= kRows and cols <= kColumns: a partial tile goes through
-// a full one in memory, so every element meets the same arithmetic.
-template <bool kRowMajorA>
-void edge_kernel(std::size_t depth, const float* a, std::size_t lda, const float* bp, float* c,
-                 std::size_t ldc, std::size_t rows, std::size_t cols, const Update& update) {
-  alignas(64) float tile[kRows * kColumns] = {};
-  for (std::size_t r = 0; r < rows; ++r)
+// The same for C[kTileRows, cols] with cols <= kColumns: a tile of fewer columns goes through a
+// full-width one in memory, so every element meets the same arithmetic.
+template <bool kRowMajorA, std::size_t kTileRows>
+void rows_kernel(std::size_t depth, const float* a, std::size_t lda, const float* bp, float* c,
+                 std::size_t ldc, std::size_t cols, const Update& update) {
+  if (cols == kColumns) {
+    micro_kernel<kRowMajorA, kTileRows>(depth, a, lda, bp, c, ldc, update);
+    return;
+  }
+  alignas(64) float tile[kTileRows * kColumns] = {};
+  for (std::size_t r = 0; r < kTileRows; ++r)
     std::copy(c + r * ldc, c + r * ldc + cols, tile + r * kColumns);
-  micro_kernel<kRowMajorA>(depth, a, lda, bp, tile, kColumns, update);
-  for (std::size_t r = 0; r < rows; ++r)
+  micro_kernel<kRowMajorA, kTileRows>(depth, a, lda, bp, tile, kColumns, update);
+  for (std::size_t r = 0; r < kTileRows; ++r)
     std::copy(tile + r * kColumns, tile + r * kColumns + cols, c + r * ldc);
 }
 
-// The micro-kernel for a tile of `rows` x `cols` (the edge kernel when it is not full).
+// The kernel for a tile of `rows` (1..kRows) x `cols` rows and columns: one instantiation per
+// row count, so a last tile of fewer rows (64 = 5 x 12 + 4 rows of an attention tile) does only
+// its own rows' work and reads only its own rows of A.
+template <bool kRowMajorA, std::size_t... kCounts>
+void tile_kernel(std::index_sequence<kCounts...>, std::size_t depth, const float* a,
+                 std::size_t lda, const float* bp, float* c, std::size_t ldc, std::size_t rows,
+                 std::size_t cols, const Update& update) {
+  (void)((rows == kCounts + 1 &&
+          (rows_kernel<kRowMajorA, kCounts + 1>(depth, a, lda, bp, c, ldc, cols, update), true)) ||
+         ...);
+}
+
 template <bool kRowMajorA>
 void tile_kernel(std::size_t depth, const float* a, std::size_t lda, const float* bp, float* c,
                  std::size_t ldc, std::size_t rows, std::size_t cols, const Update& update) {
-  if (rows == kRows && cols == kColumns) {
-    micro_kernel<kRowMajorA>(depth, a, lda, bp, c, ldc, update);
-  } else {
-    edge_kernel<kRowMajorA>(depth, a, lda, bp, c, ldc, rows, cols, update);
-  }
+  tile_kernel<kRowMajorA>(std::make_index_sequence<kRows>{}, depth, a, lda, bp, c, ldc, rows, cols,
+                          update);
 }
 
 // Eight floats, whatever the width of Vec (the 8 x 8 transposes of pack_b).
@@ -182,12 +197,12 @@ void copy_short(const float* in, std::size_t count, float* out) {
 }
 
 // op(A)[first_row + i, first_k + p] for i < rows, p < depth, as micro-panels of kRows rows:
-// panel s holds depth x kRows floats, row-fastest, zero past the last row.
+// panel s holds depth x kRows floats, row-fastest (a last panel of fewer rows leaves the others
+// unset: its tile kernel reads only its own rows).
 void pack_a(bool trans, const float* a, std::size_t lda, std::size_t first_row, std::size_t rows,
             std::size_t first_k, std::size_t depth, float* out) {
   for (std::size_t s = 0; s < rows; s += kRows, out += depth * kRows) {
     const std::size_t height = std::min(kRows, rows - s), i0 = first_row + s;
-    if (height < kRows) std::fill(out, out + depth * kRows, 0.0f);
     if (trans) {  // op(A)[i, q] = a[q * lda + i]: kRows contiguous floats per p
       for (std::size_t p = 0; p < depth; ++p)
         copy_short<kRows>(a + (first_k + p) * lda + i0, height, out + p * kRows);
@@ -263,8 +278,7 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
     beta = 1.0f;
   }
   thread_local Scratch scratch;
-  // Row-major A is read in place, but for a last micro-panel of fewer than kRows rows; transposed
-  // A, and A whose rows share L1 sets, is packed.
+  // Row-major A is read in place; transposed A, and A whose rows share L1 sets, is packed.
   const bool packs_a = trans_a || rows_share_l1_sets(lda);
   for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
     const std::size_t nc = std::min(kPanelColumns, n - jc);
@@ -274,19 +288,18 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
       pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
       for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
         const std::size_t mc = std::min(kBlockRows, m - ic);
-        const std::size_t in_place = packs_a ? 0 : mc / kRows * kRows;
-        pack_a(trans_a, a, lda, ic + in_place, mc - in_place, pc, kc, scratch.a.data());
+        if (packs_a) pack_a(trans_a, a, lda, ic, mc, pc, kc, scratch.a.data());
         for (std::size_t jr = 0; jr < nc; jr += kColumns) {
           const float* bp = scratch.b.data() + jr * kc;
           for (std::size_t ir = 0; ir < mc; ir += kRows) {
             float* tile = c + (ic + ir) * ldc + jc + jr;
             const std::size_t rows = std::min(kRows, mc - ir), cols = std::min(kColumns, nc - jr);
-            if (ir < in_place) {
+            if (packs_a) {
+              tile_kernel<false>(kc, scratch.a.data() + ir * kc, 0, bp, tile, ldc, rows, cols,
+                                 update);
+            } else {
               tile_kernel<true>(kc, a + (ic + ir) * lda + pc, lda, bp, tile, ldc, rows, cols,
                                 update);
-            } else {
-              tile_kernel<false>(kc, scratch.a.data() + (ir - in_place) * kc, 0, bp, tile, ldc,
-                                 rows, cols, update);
             }
           }
         }
