@@ -325,4 +325,18 @@ std::string agree_on_algorithm_table(Communicator& world, const std::string& pat
   return "";
 }
 
+ForcedAlgorithm::ForcedAlgorithm(Communicator world, Collective op, int ranks, Algorithm algorithm)
+    : world_(std::move(world)) {
+  if (const AlgorithmTable* table = world_.algorithm_table())
+    saved_ = std::make_shared<const AlgorithmTable>(*table);
+  auto forced = std::make_shared<AlgorithmTable>();
+  forced->world_size = world_.size();
+  forced->choices.push_back({op, ranks, 0, std::numeric_limits<std::size_t>::max(), algorithm});
+  world_.set_algorithm_table(std::move(forced));
+}
+
+ForcedAlgorithm::~ForcedAlgorithm() {
+  world_.set_algorithm_table(saved_);
+}
+
 }  // namespace mpitron::comm

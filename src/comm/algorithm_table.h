@@ -115,6 +115,22 @@ std::vector<AlgorithmChoice> choices_from(const std::vector<AlgorithmTiming>& ti
 /// Throws ConfigError "cannot read ..." or parse's error.
 AlgorithmTable read_algorithm_table(const std::string& path);
 
+/// While alive, a table that makes `algorithm` run `op` on groups of `ranks` at every size is
+/// the world family's (Communicator::set_algorithm_table); the family's previous table, or the
+/// built-in rule, comes back when it is destroyed. Every rank of the family must force the same
+/// choice. A choice the call cannot run (applicable) still takes the built-in rule.
+class ForcedAlgorithm {
+ public:
+  ForcedAlgorithm(Communicator world, Collective op, int ranks, Algorithm algorithm);
+  ~ForcedAlgorithm();
+  ForcedAlgorithm(const ForcedAlgorithm&) = delete;
+  ForcedAlgorithm& operator=(const ForcedAlgorithm&) = delete;
+
+ private:
+  Communicator world_;
+  std::shared_ptr<const AlgorithmTable> saved_;
+};
+
 /// The environment variable that names a table when no --comm-table flag is given.
 inline constexpr const char* kAlgorithmTableVariable = "MPITRON_COMM_TABLE";
 

@@ -59,28 +59,6 @@ std::string machine_text() {
   return fmt::format("{}, {}, {}, {}", host.data(), cpu, mpi.substr(0, mpi.find(',')), date.data());
 }
 
-// Installs a table that makes `algorithm` run `op` on groups of `ranks` at every size, for the
-// lifetime of the object (the world family's previous table comes back afterwards).
-class ForcedAlgorithm {
- public:
-  ForcedAlgorithm(comm::Communicator world, Collective op, int ranks, Algorithm algorithm)
-      : world_(std::move(world)) {
-    if (const comm::AlgorithmTable* table = world_.algorithm_table())
-      saved_ = std::make_shared<const comm::AlgorithmTable>(*table);
-    auto forced = std::make_shared<comm::AlgorithmTable>();
-    forced->world_size = world_.size();
-    forced->choices.push_back({op, ranks, 0, std::numeric_limits<std::size_t>::max(), algorithm});
-    world_.set_algorithm_table(std::move(forced));
-  }
-  ~ForcedAlgorithm() { world_.set_algorithm_table(saved_); }
-  ForcedAlgorithm(const ForcedAlgorithm&) = delete;
-  ForcedAlgorithm& operator=(const ForcedAlgorithm&) = delete;
-
- private:
-  comm::Communicator world_;
-  std::shared_ptr<const comm::AlgorithmTable> saved_;
-};
-
 // The algorithm `op` takes on `group` for `buffers` (what the forced table made it take).
 Algorithm taken(CommOp op, const comm::Communicator& group, const CommBuffers& buffers) {
   switch (op) {
@@ -111,7 +89,7 @@ bool gives_mpi_result(const comm::Communicator& world, const comm::Communicator&
   CommBuffers mine = make_comm_buffers(op, n, group.size(), group.rank(), kernels::Device::cpu);
   CommBuffers plain = make_comm_buffers(op, n, group.size(), group.rank(), kernels::Device::cpu);
   {
-    const ForcedAlgorithm forced(world, *collective_of(op), group.size(), algorithm);
+    const comm::ForcedAlgorithm forced(world, *collective_of(op), group.size(), algorithm);
     run_mpitron(op, group, mine);
   }
   run_mpi(op, group, plain);
@@ -171,7 +149,7 @@ int run_comm_tune(const comm::Communicator& world, const std::vector<std::string
           for (std::size_t k = 0; k < m.algorithms.size(); ++k) {
             const std::size_t a =
                 (k + static_cast<std::size_t>(std::max(round, 0))) % m.algorithms.size();
-            const ForcedAlgorithm forced(world, collective, g, m.algorithms[a]);
+            const comm::ForcedAlgorithm forced(world, collective, g, m.algorithms[a]);
             if (taken(op, group, buffers) != m.algorithms[a]) {
               throw std::logic_error("bench comm --tune-table: the forced algorithm was not taken");
             }

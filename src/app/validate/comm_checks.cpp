@@ -10,12 +10,9 @@
 
 #include "autograd/ops.h"
 #include "comm/algorithm_choice.h"
-#include "comm/butterfly.h"
+#include "comm/algorithm_table.h"
 #include "comm/collectives.h"
-#include "comm/p2p_gather_scatter.h"
 #include "comm/point_to_point.h"
-#include "comm/recursive_doubling.h"
-#include "comm/ring_all_reduce.h"
 #include "nn/layers/tp_mappings.h"
 
 namespace mpitron::app {
@@ -57,9 +54,8 @@ std::vector<double> table(std::int64_t n, F f) {
   return v;
 }
 
-// A float32 tensor of `shape` on ctx's device holding f(i) at flat index i, written in place:
-// the large collectives' buffers are MiBs, and a float64 table of them on the way (4 to 8 MiB a
-// buffer, first-touch page faults included) took longer than the collective itself.
+// A float32 tensor of `shape` on ctx's device holding f(i) at flat index i, written in place
+// (no float64 table on the way).
 template <class F>
 Tensor generated(const ValidateContext& ctx, const autograd::Shape& shape, F f) {
   Tensor host = Tensor::empty(shape, autograd::DType::f32, kernels::Device::cpu);
@@ -189,7 +185,7 @@ void expect_mappings(const ValidateContext& ctx, const Group& tp, Comparison& ou
                    }));
 }
 
-// How the name of the large collectives' check names `algorithm` of `op`.
+// How the name of the every-algorithm check names `algorithm` of `op`.
 std::string taken_name(comm::Collective op, comm::Algorithm algorithm) {
   switch (algorithm) {
     case comm::Algorithm::rabenseifner:
@@ -207,47 +203,56 @@ std::string taken_name(comm::Collective op, comm::Algorithm algorithm) {
   return "?";
 }
 
-// Large-buffer collectives over `g`, sized to take each algorithm beyond the small buffers'
-// recursive doubling: all-reduce (sum) of just over kRecursiveDoublingMaxBytes and of just over
-// kRabenseifnerMaxBytes, all-gather of blocks of just over kRingAllGatherBlockBytesPerRankSquared
-// x size^2 bytes (the ring) and reduce-scatter of the same (recursive halving or the ring). Adds
-// the names of the algorithms taken to `taken`.
-void expect_large_collectives(const ValidateContext& ctx, const Group& g, Comparison& out,
-                              std::set<std::string>& taken) {
+// Elements of the every-algorithm check's buffers: the all-reduce buffer, and each rank's block
+// of all-gather and reduce-scatter. Transfers of them are several eager pieces (eager.h) with a
+// partial last one, on every group size, and no group size divides them.
+constexpr std::int64_t kAllReduceElements = 6003, kBlockElements = 1501;
+
+// Every algorithm of all-reduce (sum), all-gather and reduce-scatter over `g`, each forced in
+// turn (comm::ForcedAlgorithm, which the rule or a comm table would otherwise choose only at
+// their sizes). Adds the names of the algorithms taken to `taken`: one a group cannot run
+// (Rabenseifner's or recursive halving on a group that is no power of two, anything but MPI's
+// on CUDA buffers) takes the built-in rule instead.
+void expect_every_algorithm(const ValidateContext& ctx, const Group& g, Comparison& out,
+                            std::set<std::string>& taken) {
+  const comm::Communicator& world = ctx.topology.world();
+  const int ranks = g.comm.size();
   const double w = g.members[static_cast<std::size_t>(g.position)];
-  const auto size = static_cast<std::int64_t>(g.members.size());
   double sum = 0.0;
   for (int m : g.members)
     sum += m + 1;
   // Residues keep every value and sum a small integer, exact in float32.
   const auto residue = [](std::int64_t i) { return static_cast<double>(i % 997 + 1); };
-  for (const std::size_t bytes : {comm::kRecursiveDoublingMaxBytes, comm::kRabenseifnerMaxBytes}) {
-    const auto n = static_cast<std::int64_t>(bytes / sizeof(float)) + 3;
-    Tensor x = generated(ctx, {n}, [&](auto i) { return (w + 1) * residue(i); });
+  for (const comm::Algorithm algorithm : comm::algorithms_for(comm::Collective::all_reduce)) {
+    const comm::ForcedAlgorithm forced(world, comm::Collective::all_reduce, ranks, algorithm);
+    Tensor x = generated(ctx, {kAllReduceElements}, [&](auto i) { return (w + 1) * residue(i); });
     taken.insert(
         taken_name(comm::Collective::all_reduce, comm::all_reduce_algorithm(g.comm, x.buffer())));
     comm::all_reduce(g.comm, x.buffer(), comm::ReduceOp::sum);
     expect_generated(out, x, [&](auto i) { return sum * residue(i); });
   }
-  const auto count =
-      static_cast<std::int64_t>(comm::kRingAllGatherBlockBytesPerRankSquared *
-                                static_cast<std::size_t>(size * size) / sizeof(float)) +
-      1;
-  const Tensor part = generated(ctx, {1, count}, [&](auto i) { return 1000 * w + residue(i); });
-  Tensor gathered = Tensor::empty({1, size * count}, autograd::DType::f32, ctx.device);
-  comm::all_gather(g.comm, part.buffer(), gathered.buffer(), 1);
-  taken.insert(
-      taken_name(comm::Collective::all_gather, comm::all_gather_algorithm(g.comm, part.buffer())));
-  expect_generated(out, gathered, [&](auto i) {
-    return 1000.0 * g.members[static_cast<std::size_t>(i / count)] + residue(i % count);
-  });
-  const Tensor wide =
-      generated(ctx, {1, size * count}, [&](auto i) { return (w + 1) * residue(i); });
-  Tensor scattered = Tensor::empty({1, count}, autograd::DType::f32, ctx.device);
-  comm::reduce_scatter(g.comm, wide.buffer(), scattered.buffer(), 1);
-  taken.insert(taken_name(comm::Collective::reduce_scatter,
-                          comm::reduce_scatter_algorithm(g.comm, wide.buffer())));
-  expect_generated(out, scattered, [&](auto i) { return sum * residue(g.position * count + i); });
+  const std::int64_t size = ranks, count = kBlockElements;
+  for (const comm::Algorithm algorithm : comm::algorithms_for(comm::Collective::all_gather)) {
+    const comm::ForcedAlgorithm forced(world, comm::Collective::all_gather, ranks, algorithm);
+    const Tensor part = generated(ctx, {1, count}, [&](auto i) { return 1000 * w + residue(i); });
+    Tensor gathered = Tensor::empty({1, size * count}, autograd::DType::f32, ctx.device);
+    taken.insert(taken_name(comm::Collective::all_gather,
+                            comm::all_gather_algorithm(g.comm, part.buffer())));
+    comm::all_gather(g.comm, part.buffer(), gathered.buffer(), 1);
+    expect_generated(out, gathered, [&](auto i) {
+      return 1000.0 * g.members[static_cast<std::size_t>(i / count)] + residue(i % count);
+    });
+  }
+  for (const comm::Algorithm algorithm : comm::algorithms_for(comm::Collective::reduce_scatter)) {
+    const comm::ForcedAlgorithm forced(world, comm::Collective::reduce_scatter, ranks, algorithm);
+    const Tensor wide =
+        generated(ctx, {1, size * count}, [&](auto i) { return (w + 1) * residue(i); });
+    Tensor scattered = Tensor::empty({1, count}, autograd::DType::f32, ctx.device);
+    taken.insert(taken_name(comm::Collective::reduce_scatter,
+                            comm::reduce_scatter_algorithm(g.comm, wide.buffer())));
+    comm::reduce_scatter(g.comm, wide.buffer(), scattered.buffer(), 1);
+    expect_generated(out, scattered, [&](auto i) { return sum * residue(g.position * count + i); });
+  }
 }
 
 // Lowers the message limit of the whole communicator family, restoring it on every exit.
@@ -292,16 +297,16 @@ std::vector<LocalCheck> check_communication(const ValidateContext& ctx) {
   }
   checks.push_back(chunked);
   {
-    Comparison large(ctx.tolerance);
+    Comparison every(ctx.tolerance);
     std::set<std::string> taken;
     for (const Group& g : groups(topo)) {
-      if (g.comm.size() > 1) expect_large_collectives(ctx, g, large, taken);
+      if (g.comm.size() > 1) expect_every_algorithm(ctx, g, every, taken);
     }
     checks.push_back(
-        {fmt::format("COMM: large all-reduce, all-gather and reduce-scatter ({}) "
-                     "match closed form",
+        {fmt::format("COMM: every algorithm of all-reduce, all-gather and reduce-scatter ({}) "
+                     "matches closed form",
                      taken.empty() ? "none: one rank" : fmt::format("{}", fmt::join(taken, ", "))),
-         large, trivial_at("world", topo.world().size())});
+         every, trivial_at("world", topo.world().size())});
   }
   LocalCheck mappings{
       "COMM: TP mappings (copy, reduce, gather, scatter) forward and backward "
