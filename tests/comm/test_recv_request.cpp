@@ -16,6 +16,7 @@
 #include "comm/chunking.h"
 #include "comm/collectives.h"
 #include "comm/point_to_point.h"
+#include "comm/transfer.h"
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
 
@@ -183,6 +184,34 @@ TEST(RecvRequest, AMismatchFoundAtTheFirstPollIsReported) {
       EXPECT_EQ(host_values(buffer), payload_of(0, 2, count)) << rows << " rows";
     }
     comm::wait_all(requests);
+  }
+}
+
+// A header message whose inline bytes exceed its own shape (12 bytes for [2] float32) is
+// rejected as malformed before anything is copied, and the next transfer of the tag arrives
+// intact.
+TEST(RecvRequest, AHeaderWhoseInlineBytesExceedItsShapeIsMalformed) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const BufferKind f32{kernels::DType::f32, kernels::Device::cpu};
+  const std::vector<std::int64_t> shape{2};
+  constexpr int kTag = 5;
+  if (world().rank() == 0) {
+    const comm::transfer::Header lying =
+        comm::transfer::Header::describe(shape, kernels::DType::f32, comm::kMaxMessageElements, 12);
+    std::vector<std::int64_t> message(lying.words.begin(), lying.words.end());
+    message.resize(message.size() + 2, 0);  // 16 more bytes, the 12 it claims among them
+    ASSERT_EQ(MPI_Send(message.data(), static_cast<int>(message.size() * sizeof(std::int64_t)),
+                       MPI_BYTE, 1, comm::transfer::header_tag(kTag), world().native()),
+              MPI_SUCCESS);
+    comm::send(world(), make_buffer(payload_of(0, 1, 2), f32), shape, 1, kTag);
+  } else if (world().rank() == 1) {
+    kernels::Buffer buffer = filled_buffer(2, -1, f32);
+    EXPECT_EQ(rejection([&] { comm::recv(world(), buffer, shape, 0, kTag); }),
+              "recv on the world communicator: rank 1 expected [2] float32 from rank 0, but "
+              "received a malformed header");
+    EXPECT_EQ(host_values(buffer), std::vector<double>(2, -1)) << "a rejected payload was written";
+    comm::recv(world(), buffer, shape, 0, kTag);
+    EXPECT_EQ(host_values(buffer), payload_of(0, 1, 2));
   }
 }
 
