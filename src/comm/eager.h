@@ -27,7 +27,8 @@ inline constexpr std::size_t kEagerPiecesBelowBytes = 64 * 1024;
 /// against 1.04-1.10x as one single copy (docs/performance.md).
 inline constexpr std::size_t kEagerPiecesBelowBytesForCopies = 32 * 1024;
 
-/// The largest piece of a transfer below kEagerPiecesBelowBytes.
+/// The largest piece of a transfer that travels as eager pieces (below kEagerPiecesBelowBytes, or
+/// kEagerPiecesBelowBytesForCopies for copies and point-to-point payloads).
 inline constexpr std::size_t kEagerMessageBytes = 4000;
 
 }  // namespace mpitron::comm

@@ -1,9 +1,11 @@
 // Shape-checked point-to-point transfers (pipeline activations and gradients).
 //
 // A send is a small header (dtype, shape, message size limit) followed by the payload, cut into
-// messages of at most `comm.max_message_elements()` elements. When MPI reads the payload from
-// host memory, its first transfer::kInlinePayloadBytes ride in the header's own message, and a
-// payload below kEagerPiecesBelowBytes (eager.h) follows in pieces Open MPI sends eagerly. The
+// messages of at most `comm.max_message_elements()` elements. A payload below
+// kEagerPiecesBelowBytesForCopies (eager.h) that MPI reads from host memory travels as pieces of
+// at most kEagerMessageBytes, which Open MPI sends eagerly, the first transfer::kInlinePayloadBytes
+// inside the header's own message; a larger one, or one in device memory, follows the header as
+// messages of its own. The
 // receiver compares the header with what it expects before it accepts any payload, so a mismatch
 // is an error naming both shapes and both ranks, never truncated or garbage data. Both sides wait
 // through the deadline routine (wait.h). A send may stay in flight (`isend`) while its rank goes

@@ -83,17 +83,15 @@ bool Header::valid() const {
                       words.back() <= static_cast<std::int64_t>(kInlinePayloadBytes);
   if (!fields) return false;
   const std::span<const std::int64_t> dims = shape();
-  if (std::any_of(dims.begin(), dims.end(), [](std::int64_t d) { return d < 0; })) return false;
   const std::size_t element_bytes = kernels::dtype_size(dtype());
-  if (inline_bytes() % element_bytes != 0) return false;
-  // The shape holds at least the inline elements (checked without forming its product, which a
-  // stray message's dims could overflow).
-  std::size_t room = inline_count();
+  std::size_t elements = 1;  // checked: a stray message's dims could overflow the product
   for (const std::int64_t d : dims) {
-    if (d == 0) return room == 0;
-    room = (room + static_cast<std::size_t>(d) - 1) / static_cast<std::size_t>(d);
+    if (d < 0 || __builtin_mul_overflow(elements, static_cast<std::size_t>(d), &elements))
+      return false;
   }
-  return room <= 1;
+  std::size_t bytes = 0;
+  return !__builtin_mul_overflow(elements, element_bytes, &bytes) &&
+         inline_bytes() % element_bytes == 0 && inline_count() <= elements;
 }
 
 std::size_t product(std::span<const std::int64_t> shape) {

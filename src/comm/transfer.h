@@ -49,8 +49,9 @@ struct Header {
   std::size_t inline_bytes() const { return static_cast<std::size_t>(words.back()); }
   /// The elements of the payload's head in the header's message (needs valid()).
   std::size_t inline_count() const { return inline_bytes() / kernels::dtype_size(dtype()); }
-  /// Magic, dtype, limit (1..kMaxMessageElements), ndim (0..kMaxTransferDims), dims (>= 0) and
-  /// inline bytes (0..kInlinePayloadBytes, whole elements, at most the shape's) in range.
+  /// Magic, dtype, limit (1..kMaxMessageElements), ndim (0..kMaxTransferDims), dims (>= 0, their
+  /// product's bytes within std::size_t) and inline bytes (0..kInlinePayloadBytes, whole
+  /// elements, at most the shape's) in range.
   bool valid() const;
 };
 
@@ -88,10 +89,18 @@ class MessageMemory {
   kernels::Buffer buffer_;
 };
 
-/// The MPI requests of one transfer's messages, each MPI_REQUEST_NULL until posted: up to two
-/// (a header and one payload message, or a payload of one message) without a heap allocation.
+/// The MPI requests a transfer of eager pieces needs at most (at the default message limit): its
+/// header's message and the pieces of a payload below kEagerPiecesBelowBytesForCopies after the
+/// inline head.
+inline constexpr std::size_t kFewRequests =
+    1 + (kEagerPiecesBelowBytesForCopies - kInlinePayloadBytes + kEagerMessageBytes - 1) /
+            kEagerMessageBytes;
+
+/// The MPI requests of one transfer's messages, each MPI_REQUEST_NULL until posted: up to
+/// kFewRequests without a heap allocation.
 class Requests {
  public:
+  Requests() { few_.fill(MPI_REQUEST_NULL); }
   /// `count` requests, each MPI_REQUEST_NULL (replacing the previous ones).
   void assign(std::size_t count);
 
@@ -103,8 +112,8 @@ class Requests {
   MPI_Request& operator[](std::size_t i) { return all()[i]; }
 
  private:
-  bool few() const { return count_ <= 2; }
-  std::array<MPI_Request, 2> few_{MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  bool few() const { return count_ <= kFewRequests; }
+  std::array<MPI_Request, kFewRequests> few_{};
   std::vector<MPI_Request> many_;
   std::size_t count_ = 0;
 };

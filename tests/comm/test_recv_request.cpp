@@ -216,7 +216,7 @@ TEST(RecvRequest, AHeaderWhoseInlineBytesExceedItsShapeIsMalformed) {
 }
 
 // More transfers in flight at once than a thread keeps spare header messages for (4), inline
-// (1 KiB) and not (16 KiB: a header and one payload message), received in the reverse order,
+// (1 KiB) and not (16 KiB: an inline head and four eager pieces), received in the reverse order,
 // three rounds (the later ones reuse the spares): each keeps its own memory.
 TEST(RecvRequest, ManyTransfersInFlightEachKeepTheirOwnMessages) {
   if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";

@@ -42,9 +42,12 @@ TEST(TransferHeader, InlineBytesOutsideTheShapeOrNotWholeElementsAreInvalid) {
   EXPECT_FALSE(header({2000}, DType::f32, kInlinePayloadBytes + 4).valid()) << "too many";
 }
 
-TEST(TransferHeader, DimsWhoseProductOverflowsStillBoundTheInlineBytes) {
+TEST(TransferHeader, DimsWhoseProductOverflowsAreInvalid) {
   const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2;
-  EXPECT_TRUE(header({huge, huge, huge}, DType::f32, 8).valid());
+  EXPECT_FALSE(header({huge, huge, huge}, DType::f32, 8).valid()) << "elements overflow";
+  EXPECT_FALSE(header({std::numeric_limits<std::int64_t>::max()}, DType::f32, 8).valid())
+      << "bytes overflow";
+  EXPECT_TRUE(header({std::int64_t{1} << 40}, DType::f32, 8).valid());
   EXPECT_FALSE(header({huge, -1}, DType::f32, 0).valid()) << "a negative dim";
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 #include "autograd/ops.h"
@@ -204,9 +205,26 @@ std::string taken_name(comm::Collective op, comm::Algorithm algorithm) {
 }
 
 // Elements of the every-algorithm check's buffers: the all-reduce buffer, and each rank's block
-// of all-gather and reduce-scatter. Transfers of them are several eager pieces (eager.h) with a
-// partial last one, on every group size, and no group size divides them.
+// of all-gather and reduce-scatter. Both are odd, so no power-of-two group divides them, and
+// their transfers are one to several eager pieces (eager.h), most with a partial last one.
 constexpr std::int64_t kAllReduceElements = 6003, kBlockElements = 1501;
+
+// `taken`, the algorithm `op` took on `g` for a buffer of `numel` elements (all-reduce) or a
+// group's blocks (numel = group size), after checking that it is the `forced` one wherever the
+// group can run it (host buffers MPI reads in place, comm::applicable): a table that stopped
+// forcing would leave the check proving only the built-in rule. Throws std::logic_error then.
+comm::Algorithm forced_taken(const ValidateContext& ctx, const Group& g, comm::Collective op,
+                             comm::Algorithm forced, comm::Algorithm taken, std::size_t numel) {
+  const bool runs = ctx.device == kernels::Device::cpu && !g.comm.stage_host_buffers() &&
+                    comm::applicable(op, forced, g.comm.size(), numel, true);
+  if (runs && taken != forced) {
+    throw std::logic_error(
+        fmt::format("validate: {} on the {} communicator took {} where {} was "
+                    "forced",
+                    comm::to_string(op), g.name, comm::to_string(taken), comm::to_string(forced)));
+  }
+  return taken;
+}
 
 // Every algorithm of all-reduce (sum), all-gather and reduce-scatter over `g`, each forced in
 // turn (comm::ForcedAlgorithm, which the rule or a comm table would otherwise choose only at
@@ -226,8 +244,10 @@ void expect_every_algorithm(const ValidateContext& ctx, const Group& g, Comparis
   for (const comm::Algorithm algorithm : comm::algorithms_for(comm::Collective::all_reduce)) {
     const comm::ForcedAlgorithm forced(world, comm::Collective::all_reduce, ranks, algorithm);
     Tensor x = generated(ctx, {kAllReduceElements}, [&](auto i) { return (w + 1) * residue(i); });
-    taken.insert(
-        taken_name(comm::Collective::all_reduce, comm::all_reduce_algorithm(g.comm, x.buffer())));
+    taken.insert(taken_name(
+        comm::Collective::all_reduce,
+        forced_taken(ctx, g, comm::Collective::all_reduce, algorithm,
+                     comm::all_reduce_algorithm(g.comm, x.buffer()), kAllReduceElements)));
     comm::all_reduce(g.comm, x.buffer(), comm::ReduceOp::sum);
     expect_generated(out, x, [&](auto i) { return sum * residue(i); });
   }
@@ -236,8 +256,10 @@ void expect_every_algorithm(const ValidateContext& ctx, const Group& g, Comparis
     const comm::ForcedAlgorithm forced(world, comm::Collective::all_gather, ranks, algorithm);
     const Tensor part = generated(ctx, {1, count}, [&](auto i) { return 1000 * w + residue(i); });
     Tensor gathered = Tensor::empty({1, size * count}, autograd::DType::f32, ctx.device);
-    taken.insert(taken_name(comm::Collective::all_gather,
-                            comm::all_gather_algorithm(g.comm, part.buffer())));
+    taken.insert(
+        taken_name(comm::Collective::all_gather,
+                   forced_taken(ctx, g, comm::Collective::all_gather, algorithm,
+                                comm::all_gather_algorithm(g.comm, part.buffer()), ranks)));
     comm::all_gather(g.comm, part.buffer(), gathered.buffer(), 1);
     expect_generated(out, gathered, [&](auto i) {
       return 1000.0 * g.members[static_cast<std::size_t>(i / count)] + residue(i % count);
@@ -248,8 +270,10 @@ void expect_every_algorithm(const ValidateContext& ctx, const Group& g, Comparis
     const Tensor wide =
         generated(ctx, {1, size * count}, [&](auto i) { return (w + 1) * residue(i); });
     Tensor scattered = Tensor::empty({1, count}, autograd::DType::f32, ctx.device);
-    taken.insert(taken_name(comm::Collective::reduce_scatter,
-                            comm::reduce_scatter_algorithm(g.comm, wide.buffer())));
+    taken.insert(
+        taken_name(comm::Collective::reduce_scatter,
+                   forced_taken(ctx, g, comm::Collective::reduce_scatter, algorithm,
+                                comm::reduce_scatter_algorithm(g.comm, wide.buffer()), ranks)));
     comm::reduce_scatter(g.comm, wide.buffer(), scattered.buffer(), 1);
     expect_generated(out, scattered, [&](auto i) { return sum * residue(g.position * count + i); });
   }
