@@ -132,7 +132,8 @@ class RecvRequest {
   /// pending. Throws std::runtime_error "recv on the <name> communicator: rank A expected [..]
   /// float32 from rank B, but rank B sent [..] float32" (world ranks) when the header differs
   /// from the expected shape or dtype ("... but received a malformed header" for a message that
-  /// is no header); the sender's payload is then received into scratch memory and dropped, so
+  /// is no header, or not as long as its header says); the sender's payload is then received
+  /// into scratch memory and dropped, so
   /// later transfers stay in step, and the request is no longer pending. Throws MpiError.
   void wait();
 
@@ -141,7 +142,7 @@ class RecvRequest {
                            int, int);
   struct State;
   explicit RecvRequest(std::unique_ptr<State> state);
-  void accept_header();
+  void accept_header(const MPI_Status& status);
   void finish();
   void release() noexcept;
   std::unique_ptr<State> state_;

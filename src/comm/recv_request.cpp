@@ -74,15 +74,20 @@ void RecvRequest::release() noexcept {
   transfer::keep_forever(std::move(state_));  // MPI may still write the header and staged copy
 }
 
-void RecvRequest::accept_header() {
+void RecvRequest::accept_header(const MPI_Status& status) {
   State& s = *state_;
   s.header_checked = true;
   Buffer& landing = s.landing.buffer();
   std::memcpy(s.header.words.data(), landing.data(), transfer::kHeaderBytes);
   const Header& header = s.header;
+  int received = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &received), "MPI_Get_count");
+  // Well-formed: valid fields, and a message of exactly the header and its inline bytes.
+  const bool well_formed = header.valid() && static_cast<std::size_t>(received) ==
+                                                 transfer::kHeaderBytes + header.inline_bytes();
   const std::span<const std::int64_t> expected = s.expected_shape();
   const bool matches =
-      header.valid() && header.dtype() == s.buffer->dtype() &&
+      well_formed && header.dtype() == s.buffer->dtype() &&
       std::equal(expected.begin(), expected.end(), header.shape().begin(), header.shape().end());
   if (matches) {  // the payload's head came with the header; the rest follows in messages
     Buffer& image = s.staged.empty() ? *s.buffer : s.staged;
@@ -106,7 +111,7 @@ void RecvRequest::accept_header() {
                      std::to_string(s.comm.world_rank()) + " expected " +
                      transfer::describe(expected, s.buffer->dtype()) + " from rank " +
                      std::to_string(s.comm.global_rank(s.peer)) + ", but ";
-  if (!header.valid()) {
+  if (!well_formed) {
     state_.reset();
     throw std::runtime_error(what + "received a malformed header");
   }
@@ -138,9 +143,10 @@ bool RecvRequest::test() {
   State& s = *state_;
   if (!s.header_checked) {
     int arrived = 0;
-    check_mpi(MPI_Test(&s.header_request, &arrived, MPI_STATUS_IGNORE), "MPI_Test");
+    MPI_Status status;
+    check_mpi(MPI_Test(&s.header_request, &arrived, &status), "MPI_Test");
     if (arrived == 0) return false;
-    accept_header();
+    accept_header(status);
   }
   int done = 0;
   const std::span<MPI_Request> payload = s.payload.all();
@@ -155,8 +161,9 @@ void RecvRequest::wait() {
   if (!pending()) return;
   State& s = *state_;
   if (!s.header_checked) {
-    wait_one(s.comm, s.header_request, s.operation());
-    accept_header();
+    MPI_Status status;
+    wait_one(s.comm, s.header_request, s.operation(), &status);
+    accept_header(status);
   }
   wait_all(s.comm, s.payload.all(), s.operation());
   finish();

@@ -112,14 +112,15 @@ std::string operation_text(const Communicator& comm, const Operation& op) {
 }
 
 // Tests every pending request of `requests` once: true when none is pending any more; sets
-// `progressed` when one completed.
+// `progressed` when one completed. The status of a completion goes to `status` (one request's
+// wait) or nowhere (MPI_STATUS_IGNORE).
 bool test_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op,
-              bool& progressed) {
+              bool& progressed, MPI_Status* status) {
   bool done = true;
   for (MPI_Request& request : requests) {
     if (request == MPI_REQUEST_NULL) continue;
     int flag = 0;
-    const int rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+    const int rc = MPI_Test(&request, &flag, status);
     if (rc != MPI_SUCCESS) {
       throw MpiError(
           "MPI_Test (" + std::string(op.what) + " on the " + comm.name() + " communicator)", rc);
@@ -148,7 +149,11 @@ class Doing {
 
 }  // namespace
 
-void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op) {
+namespace {
+
+// wait_all, with the status of a single request's completion going to `status`.
+void wait_requests(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op,
+                   MPI_Status* status) {
   if (std::all_of(requests.begin(), requests.end(),
                   [](MPI_Request request) { return request == MPI_REQUEST_NULL; })) {
     return;
@@ -156,7 +161,7 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
   const auto start = std::chrono::steady_clock::now();
   const WaitClock clock(start);
   bool progressed = false;
-  if (test_all(comm, requests, op, progressed)) return;
+  if (test_all(comm, requests, op, progressed, status)) return;
   const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(comm.timeout()));
   Backoff backoff(op.bytes, start);
@@ -174,8 +179,14 @@ void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const O
     if (now >= deadline) expire(comm, op, doing.text());
     backoff.pause(now);
     progressed = false;
-    if (test_all(comm, requests, op, progressed)) return;
+    if (test_all(comm, requests, op, progressed, status)) return;
   }
+}
+
+}  // namespace
+
+void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op) {
+  wait_requests(comm, requests, op, MPI_STATUS_IGNORE);
 }
 
 double wait_seconds() {
@@ -186,8 +197,9 @@ void add_wait_seconds(double seconds) {
   g_wait_seconds += seconds;
 }
 
-void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op) {
-  wait_all(comm, std::span<MPI_Request>(&request, 1), op);
+void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op,
+              MPI_Status* status) {
+  wait_requests(comm, std::span<MPI_Request>(&request, 1), op, status);
 }
 
 }  // namespace mpitron::comm

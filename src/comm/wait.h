@@ -53,8 +53,10 @@ double wait_seconds();
 /// Adds `seconds` to wait_seconds(): time spent waiting outside wait_all (blocking_call.h).
 void add_wait_seconds(double seconds);
 
-/// `wait_all` for one request.
-void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op);
+/// `wait_all` for one request; its completion status goes to `status` (MPI_STATUS_IGNORE: not
+/// kept; a request already null leaves it as it was).
+void wait_one(const Communicator& comm, MPI_Request& request, const Operation& op,
+              MPI_Status* status = MPI_STATUS_IGNORE);
 
 /// The pauses between polls of a waiting rank (wait_all restarts them whenever a request
 /// completes). For the first `kSpinFor` there is no pause, so a wait busies the CPU for at most

@@ -187,31 +187,39 @@ TEST(RecvRequest, AMismatchFoundAtTheFirstPollIsReported) {
   }
 }
 
-// A header message whose inline bytes exceed its own shape (12 bytes for [2] float32) is
-// rejected as malformed before anything is copied, and the next transfer of the tag arrives
-// intact.
-TEST(RecvRequest, AHeaderWhoseInlineBytesExceedItsShapeIsMalformed) {
+// Header messages a sender could never make are rejected as malformed before anything is copied:
+// one whose inline bytes exceed its own shape (12 bytes for [2] float32), and one that claims the
+// 8 inline bytes of [2] float32 but ends after the header. The next transfer of the tag then
+// arrives intact.
+TEST(RecvRequest, HeaderMessagesThatContradictThemselvesAreMalformed) {
   if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
   const BufferKind f32{kernels::DType::f32, kernels::Device::cpu};
   const std::vector<std::int64_t> shape{2};
   constexpr int kTag = 5;
-  if (world().rank() == 0) {
-    const comm::transfer::Header lying =
-        comm::transfer::Header::describe(shape, kernels::DType::f32, comm::kMaxMessageElements, 12);
-    std::vector<std::int64_t> message(lying.words.begin(), lying.words.end());
-    message.resize(message.size() + 2, 0);  // 16 more bytes, the 12 it claims among them
-    ASSERT_EQ(MPI_Send(message.data(), static_cast<int>(message.size() * sizeof(std::int64_t)),
-                       MPI_BYTE, 1, comm::transfer::header_tag(kTag), world().native()),
-              MPI_SUCCESS);
-    comm::send(world(), make_buffer(payload_of(0, 1, 2), f32), shape, 1, kTag);
-  } else if (world().rank() == 1) {
-    kernels::Buffer buffer = filled_buffer(2, -1, f32);
-    EXPECT_EQ(rejection([&] { comm::recv(world(), buffer, shape, 0, kTag); }),
-              "recv on the world communicator: rank 1 expected [2] float32 from rank 0, but "
-              "received a malformed header");
-    EXPECT_EQ(host_values(buffer), std::vector<double>(2, -1)) << "a rejected payload was written";
-    comm::recv(world(), buffer, shape, 0, kTag);
-    EXPECT_EQ(host_values(buffer), payload_of(0, 1, 2));
+  struct Lie {
+    std::size_t claimed_bytes, sent_bytes;
+  };
+  for (const Lie lie : {Lie{12, 16}, Lie{8, 0}}) {
+    if (world().rank() == 0) {
+      const comm::transfer::Header header = comm::transfer::Header::describe(
+          shape, kernels::DType::f32, comm::kMaxMessageElements, lie.claimed_bytes);
+      std::vector<std::int64_t> message(header.words.begin(), header.words.end());
+      message.resize(message.size() + lie.sent_bytes / sizeof(std::int64_t), 0);
+      ASSERT_EQ(MPI_Send(message.data(), static_cast<int>(message.size() * sizeof(std::int64_t)),
+                         MPI_BYTE, 1, comm::transfer::header_tag(kTag), world().native()),
+                MPI_SUCCESS);
+      comm::send(world(), make_buffer(payload_of(0, 1, 2), f32), shape, 1, kTag);
+    } else if (world().rank() == 1) {
+      kernels::Buffer buffer = filled_buffer(2, -1, f32);
+      EXPECT_EQ(rejection([&] { comm::recv(world(), buffer, shape, 0, kTag); }),
+                "recv on the world communicator: rank 1 expected [2] float32 from rank 0, but "
+                "received a malformed header")
+          << lie.claimed_bytes << " bytes claimed, " << lie.sent_bytes << " sent";
+      EXPECT_EQ(host_values(buffer), std::vector<double>(2, -1))
+          << "a rejected payload was written";
+      comm::recv(world(), buffer, shape, 0, kTag);
+      EXPECT_EQ(host_values(buffer), payload_of(0, 1, 2));
+    }
   }
 }
 
