@@ -5,13 +5,12 @@
 // kEagerPiecesBelowBytesForCopies (eager.h) that MPI reads from host memory travels as pieces of
 // at most kEagerMessageBytes, which Open MPI sends eagerly, the first transfer::kInlinePayloadBytes
 // inside the header's own message; a larger one, or one in device memory, follows the header as
-// messages of its own. The
-// receiver compares the header with what it expects before it accepts any payload, so a mismatch
-// is an error naming both shapes and both ranks, never truncated or garbage data. Both sides wait
-// through the deadline routine (wait.h). A send may stay in flight (`isend`) while its rank goes
-// on, e.g. to receive from the same peer: a pipeline schedule then cannot deadlock on two ranks
-// that both send first. A receive may be started early (`irecv`) and finished when its data is
-// needed.
+// messages of its own. The receiver compares the header with what it expects before it accepts
+// any payload, so a mismatch is an error naming both shapes and both ranks, never truncated or
+// garbage data. Both sides wait through the deadline routine (wait.h). A send may stay in flight
+// (`isend`) while its rank goes on, e.g. to receive from the same peer: a pipeline schedule then
+// cannot deadlock on two ranks that both send first. A receive may be started early (`irecv`)
+// and finished when its data is needed.
 //
 // Every transfer carries a tag in [0, kMaxTransferTag] that the sender and the receiver agree on
 // (0 unless given). Its header and payload only match a receive of the same tag, so receives of
