@@ -147,10 +147,6 @@ class Doing {
   std::string text_;
 };
 
-}  // namespace
-
-namespace {
-
 // wait_all, with the status of a single request's completion going to `status`.
 void wait_requests(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op,
                    MPI_Status* status) {

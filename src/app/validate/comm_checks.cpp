@@ -226,57 +226,59 @@ comm::Algorithm forced_taken(const ValidateContext& ctx, const Group& g, comm::C
   return taken;
 }
 
+// Runs `run()`, one collective `op` over `g` that compares its result and returns the algorithm
+// it took, once with each algorithm of `op` forced (comm::ForcedAlgorithm); adds the names of the
+// algorithms taken to `taken`. `numel` is forced_taken's.
+template <class Run>
+void each_forced(const ValidateContext& ctx, const Group& g, comm::Collective op, std::size_t numel,
+                 std::set<std::string>& taken, Run run) {
+  for (const comm::Algorithm algorithm : comm::algorithms_for(op)) {
+    const comm::ForcedAlgorithm forced(ctx.topology.world(), op, g.comm.size(), algorithm);
+    taken.insert(taken_name(op, forced_taken(ctx, g, op, algorithm, run(), numel)));
+  }
+}
+
 // Every algorithm of all-reduce (sum), all-gather and reduce-scatter over `g`, each forced in
-// turn (comm::ForcedAlgorithm, which the rule or a comm table would otherwise choose only at
-// their sizes). Adds the names of the algorithms taken to `taken`: one a group cannot run
-// (Rabenseifner's or recursive halving on a group that is no power of two, anything but MPI's
-// on CUDA buffers) takes the built-in rule instead.
+// turn, which the rule or a comm table would otherwise choose only at their sizes. Adds the
+// names of the algorithms taken to `taken`: one a group cannot run (Rabenseifner's or recursive
+// halving on a group that is no power of two, anything but MPI's on CUDA buffers) takes the
+// built-in rule instead.
 void expect_every_algorithm(const ValidateContext& ctx, const Group& g, Comparison& out,
                             std::set<std::string>& taken) {
-  const comm::Communicator& world = ctx.topology.world();
-  const int ranks = g.comm.size();
   const double w = g.members[static_cast<std::size_t>(g.position)];
   double sum = 0.0;
   for (int m : g.members)
     sum += m + 1;
   // Residues keep every value and sum a small integer, exact in float32.
   const auto residue = [](std::int64_t i) { return static_cast<double>(i % 997 + 1); };
-  for (const comm::Algorithm algorithm : comm::algorithms_for(comm::Collective::all_reduce)) {
-    const comm::ForcedAlgorithm forced(world, comm::Collective::all_reduce, ranks, algorithm);
+  each_forced(ctx, g, comm::Collective::all_reduce, kAllReduceElements, taken, [&] {
     Tensor x = generated(ctx, {kAllReduceElements}, [&](auto i) { return (w + 1) * residue(i); });
-    taken.insert(taken_name(
-        comm::Collective::all_reduce,
-        forced_taken(ctx, g, comm::Collective::all_reduce, algorithm,
-                     comm::all_reduce_algorithm(g.comm, x.buffer()), kAllReduceElements)));
+    const comm::Algorithm algorithm = comm::all_reduce_algorithm(g.comm, x.buffer());
     comm::all_reduce(g.comm, x.buffer(), comm::ReduceOp::sum);
     expect_generated(out, x, [&](auto i) { return sum * residue(i); });
-  }
-  const std::int64_t size = ranks, count = kBlockElements;
-  for (const comm::Algorithm algorithm : comm::algorithms_for(comm::Collective::all_gather)) {
-    const comm::ForcedAlgorithm forced(world, comm::Collective::all_gather, ranks, algorithm);
+    return algorithm;
+  });
+  const std::int64_t size = g.comm.size(), count = kBlockElements;
+  const auto ranks = static_cast<std::size_t>(size);
+  each_forced(ctx, g, comm::Collective::all_gather, ranks, taken, [&] {
     const Tensor part = generated(ctx, {1, count}, [&](auto i) { return 1000 * w + residue(i); });
     Tensor gathered = Tensor::empty({1, size * count}, autograd::DType::f32, ctx.device);
-    taken.insert(
-        taken_name(comm::Collective::all_gather,
-                   forced_taken(ctx, g, comm::Collective::all_gather, algorithm,
-                                comm::all_gather_algorithm(g.comm, part.buffer()), ranks)));
+    const comm::Algorithm algorithm = comm::all_gather_algorithm(g.comm, part.buffer());
     comm::all_gather(g.comm, part.buffer(), gathered.buffer(), 1);
     expect_generated(out, gathered, [&](auto i) {
       return 1000.0 * g.members[static_cast<std::size_t>(i / count)] + residue(i % count);
     });
-  }
-  for (const comm::Algorithm algorithm : comm::algorithms_for(comm::Collective::reduce_scatter)) {
-    const comm::ForcedAlgorithm forced(world, comm::Collective::reduce_scatter, ranks, algorithm);
+    return algorithm;
+  });
+  each_forced(ctx, g, comm::Collective::reduce_scatter, ranks, taken, [&] {
     const Tensor wide =
         generated(ctx, {1, size * count}, [&](auto i) { return (w + 1) * residue(i); });
     Tensor scattered = Tensor::empty({1, count}, autograd::DType::f32, ctx.device);
-    taken.insert(
-        taken_name(comm::Collective::reduce_scatter,
-                   forced_taken(ctx, g, comm::Collective::reduce_scatter, algorithm,
-                                comm::reduce_scatter_algorithm(g.comm, wide.buffer()), ranks)));
+    const comm::Algorithm algorithm = comm::reduce_scatter_algorithm(g.comm, wide.buffer());
     comm::reduce_scatter(g.comm, wide.buffer(), scattered.buffer(), 1);
     expect_generated(out, scattered, [&](auto i) { return sum * residue(g.position * count + i); });
-  }
+    return algorithm;
+  });
 }
 
 // Lowers the message limit of the whole communicator family, restoring it on every exit.
