@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 #include <stdexcept>
 #include <vector>
@@ -99,6 +100,39 @@ TEST(Random, NormalMeanStdAndShape) {
         << "within " << k << " sigma";
   }
   EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); }));
+}
+
+TEST(Random, NormalDistributionFunctionAndTails) {
+  // 10^6 standard normals against Phi. Kolmogorov-Smirnov: by the Dvoretzky-Kiefer-Wolfowitz
+  // inequality (Massart's constant) P(sqrt(n) D > t) <= 2 exp(-2 t^2), 2e-9 at t = 3.22 for any
+  // n. The tails: |x| > 3 and |x| > 3.6541528853610088 (where the ziggurat's tail sampler takes
+  // over), each fraction within 6 standard errors of erfc(k / sqrt 2); and the mean of |x| past
+  // r within 6 standard errors of the truncated normal's, lambda = phi(r) / Q(r) with variance
+  // 1 + r lambda - lambda^2.
+  constexpr std::int64_t kMany = 1000000;
+  constexpr double kTail = 3.6541528853610088;
+  auto v = randn({kMany}, 31, 1.0, DType::f64).to_vector();
+  const double n = static_cast<double>(kMany);
+  for (const double k : {3.0, kTail}) {
+    const double p = std::erfc(k / std::sqrt(2.0));
+    EXPECT_NEAR(1.0 - fraction_within(v, k), p, kSigmas * std::sqrt(p * (1.0 - p) / n))
+        << "beyond " << k;
+  }
+  std::vector<double> tail;
+  for (const double x : v)
+    if (std::abs(x) >= kTail) tail.push_back(std::abs(x));
+  const double lambda = std::exp(-kTail * kTail / 2.0) / std::sqrt(2.0 * std::numbers::pi) /
+                        (0.5 * std::erfc(kTail / std::sqrt(2.0)));
+  const double tail_variance = 1.0 + kTail * lambda - lambda * lambda;
+  EXPECT_NEAR(sample_mean(tail), lambda,
+              kSigmas * std::sqrt(tail_variance / static_cast<double>(tail.size())));
+  std::sort(v.begin(), v.end());
+  double d = 0.0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double phi = 0.5 * std::erfc(-v[i] / std::sqrt(2.0));
+    d = std::max({d, phi - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - phi});
+  }
+  EXPECT_LT(d, 3.22 / std::sqrt(n));
 }
 
 TEST(Random, NeighboursAndSeedsAreUncorrelated) {
