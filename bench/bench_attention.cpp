@@ -1,11 +1,13 @@
-// Causal attention forward + backward of one GPT-2 layer's heads (12 heads of head_dim 64, one
-// sequence, float32) at seq 256, 1024 and 2048: the fused kernels (attention_forward /
-// attention_backward: blocked online softmax, key blocks above the diagonal skipped, nothing of
-// size [seq, seq] stored) beside the unfused op sequence the references run (scores GEMM,
-// causal softmax, P V GEMM; backward dV = P^T dO, dP = dO V^T, softmax backward, dQ = dS K,
-// dK = dS^T Q), whose [heads, seq, seq] scores, probabilities and their gradients are the
-// counter `score_bytes`.
+// Causal attention forward + backward in float32 (arguments: seq, slices = batch x heads,
+// head_dim): one GPT-2 layer's heads (12 heads of head_dim 64, one sequence) at seq 256, 1024 and
+// 2048, and one README train example layer's micro-batch (4 sequences x 8 heads of head_dim 32 at
+// seq 128). The fused kernels (attention_forward / attention_backward: blocked online softmax,
+// key blocks above the diagonal skipped, nothing of size [seq, seq] stored) beside the unfused op
+// sequence the references run (scores GEMM, causal softmax, P V GEMM; backward dV = P^T dO,
+// dP = dO V^T, softmax backward, dQ = dS K, dK = dS^T Q), whose [heads, seq, seq] scores,
+// probabilities and their gradients are the counter `score_bytes`.
 #include <cmath>
+#include <cstdint>
 
 #include "bench_main.h"
 #include "kernels/ops.h"
@@ -17,15 +19,17 @@ using mpitron::kernels::Device;
 using mpitron::kernels::DType;
 namespace k = mpitron::kernels;
 
-constexpr std::size_t kHeads = 12, kHeadDim = 64;
-
 struct Inputs {
-  std::size_t seq, n;
+  std::size_t seq, heads, head_dim, n;
+  double scale;
   Buffer q, kk, v, dout, o, dq, dk, dv;
 
-  Inputs(std::size_t s, Device device)
-      : seq(s),
-        n(kHeads * s * kHeadDim),
+  Inputs(const benchmark::State& state, Device device)
+      : seq(static_cast<std::size_t>(state.range(0))),
+        heads(static_cast<std::size_t>(state.range(1))),
+        head_dim(static_cast<std::size_t>(state.range(2))),
+        n(heads * seq * head_dim),
+        scale(1.0 / std::sqrt(static_cast<double>(head_dim))),
         q(n, DType::f32, device),
         kk(n, DType::f32, device),
         v(n, DType::f32, device),
@@ -41,42 +45,43 @@ struct Inputs {
   }
 };
 
-const double kScale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
-
 void fused(benchmark::State& state, Device device) {
-  Inputs in(static_cast<std::size_t>(state.range(0)), device);
-  Buffer lse(kHeads * in.seq, DType::f32, device);
+  Inputs in(state, device);
+  Buffer lse(in.heads * in.seq, DType::f32, device);
   for (auto _ : state) {
-    k::attention_forward(in.q, in.kk, in.v, in.seq, kHeadDim, true, kScale, in.o, lse);
-    k::attention_backward(in.q, in.kk, in.v, in.o, lse, in.dout, in.seq, kHeadDim, true, kScale,
-                          in.dq, in.dk, in.dv);
+    k::attention_forward(in.q, in.kk, in.v, in.seq, in.head_dim, true, in.scale, in.o, lse);
+    k::attention_backward(in.q, in.kk, in.v, in.o, lse, in.dout, in.seq, in.head_dim, true,
+                          in.scale, in.dq, in.dk, in.dv);
     k::synchronize(device);
   }
   state.counters["score_bytes"] = 0;
 }
 
 void unfused(benchmark::State& state, Device device) {
-  Inputs in(static_cast<std::size_t>(state.range(0)), device);
-  const std::size_t s = in.seq, d = kHeadDim, ss = s * s, sd = s * d;
-  const std::size_t scores = kHeads * ss;
+  Inputs in(state, device);
+  const std::size_t s = in.seq, d = in.head_dim, heads = in.heads, ss = s * s, sd = s * d;
+  const std::size_t scores = heads * ss;
   Buffer x(scores, DType::f32, device), p(scores, DType::f32, device);
   Buffer dp(scores, DType::f32, device), ds(scores, DType::f32, device);
   for (auto _ : state) {
-    k::gemm_batched(false, true, kHeads, s, s, d, 1.0, in.q, sd, in.kk, sd, 0.0, x, ss);
-    k::softmax_forward(x, s, p, true, kScale);
-    k::gemm_batched(false, false, kHeads, s, d, s, 1.0, p, ss, in.v, sd, 0.0, in.o, sd);
-    k::gemm_batched(true, false, kHeads, s, d, s, 1.0, p, ss, in.dout, sd, 0.0, in.dv, sd);
-    k::gemm_batched(false, true, kHeads, s, s, d, 1.0, in.dout, sd, in.v, sd, 0.0, dp, ss);
-    k::softmax_backward(p, dp, s, ds, kScale);
-    k::gemm_batched(false, false, kHeads, s, d, s, 1.0, ds, ss, in.kk, sd, 0.0, in.dq, sd);
-    k::gemm_batched(true, false, kHeads, s, d, s, 1.0, ds, ss, in.q, sd, 0.0, in.dk, sd);
+    k::gemm_batched(false, true, heads, s, s, d, 1.0, in.q, sd, in.kk, sd, 0.0, x, ss);
+    k::softmax_forward(x, s, p, true, in.scale);
+    k::gemm_batched(false, false, heads, s, d, s, 1.0, p, ss, in.v, sd, 0.0, in.o, sd);
+    k::gemm_batched(true, false, heads, s, d, s, 1.0, p, ss, in.dout, sd, 0.0, in.dv, sd);
+    k::gemm_batched(false, true, heads, s, s, d, 1.0, in.dout, sd, in.v, sd, 0.0, dp, ss);
+    k::softmax_backward(p, dp, s, ds, in.scale);
+    k::gemm_batched(false, false, heads, s, d, s, 1.0, ds, ss, in.kk, sd, 0.0, in.dq, sd);
+    k::gemm_batched(true, false, heads, s, d, s, 1.0, ds, ss, in.q, sd, 0.0, in.dk, sd);
     k::synchronize(device);
   }
   state.counters["score_bytes"] = static_cast<double>(4 * scores * sizeof(float));
 }
 
 void sizes(benchmark::internal::Benchmark* b) {
-  b->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond);
+  b->ArgNames({"seq", "slices", "head_dim"});
+  for (const std::int64_t seq : {256, 1024, 2048})
+    b->Args({seq, 12, 64});
+  b->Args({128, 32, 32})->Unit(benchmark::kMillisecond);
 }
 
 }  // namespace
