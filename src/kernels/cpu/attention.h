@@ -6,8 +6,9 @@
 // exactly one task of an outer loop over independent tasks, spread over cpu_threads() threads:
 // forward over (batch*head, query block); backward over batch*head, each task visiting its
 // slice's tiles key block by key block and adding each tile's P and dS into dV, dK and dQ at once
-// (every tile's scores computed once). No atomics: the result does not depend on the order of the
-// tasks or the threads.
+// (every tile's scores computed once). A causal tile the diagonal crosses runs as row blocks that
+// skip the keys masked for all their rows (row_blocks). No atomics: the result does not depend on
+// the order of the tasks or the threads.
 #pragma once
 
 #include <algorithm>
@@ -44,20 +45,24 @@ struct Attention {
       std::fill(max, max + rows, math::negative_infinity<T>());  // sum: set by key block 0
       const std::size_t key_end = causal ? i0 + rows : seq;      // later blocks are all masked
       for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
-        const std::size_t cols = std::min(kBlockK, key_end - j0);
-        tile.scores(q + slice, k + slice, d, i0, rows, j0, cols, causal, scale);
-        for (std::size_t r = 0; r < rows; ++r) {
-          T block_sum;
-          T alpha = math::online_softmax_block(tile.s + r * cols, cols, max[r], block_sum,
-                                               NonPositiveExp{});
-          if (no_rescale) alpha = T(1);
-          if (j0 == 0) {
-            sum[r] = block_sum;  // alpha 0 on a sum of 0, and nothing in `out` to scale yet
-          } else {
-            math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
+        const RowBlocks blocks = row_blocks(causal, i0, rows, j0, std::min(kBlockK, key_end - j0));
+        for (std::size_t b = 0; b < blocks.count; ++b) {
+          const auto [first, height, cols] = blocks.block[b];
+          tile.scores(q + slice, k + slice, d, i0 + first, height, j0, cols, causal, scale);
+          for (std::size_t r = first; r < first + height; ++r) {
+            T block_sum;
+            T alpha = math::online_softmax_block(tile.s + (r - first) * cols, cols, max[r],
+                                                 block_sum, NonPositiveExp{});
+            if (no_rescale) alpha = T(1);
+            if (j0 == 0) {
+              sum[r] = block_sum;  // alpha 0 on a sum of 0, and nothing in `out` to scale yet
+            } else {
+              math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
+            }
           }
+          product(false, height, d, cols, tile.s, v + slice + j0 * d, out + first * d,
+                  j0 > 0);  // O (+)= P V
         }
-        product(false, rows, d, cols, tile.s, v + slice + j0 * d, out, j0 > 0);  // O (+)= P V
       }
       for (std::size_t r = 0; r < rows; ++r) {
         const T inv = T(1) / sum[r];
@@ -87,19 +92,62 @@ struct Attention {
         const std::size_t cols = std::min(kBlockK, seq - j0);
         const std::size_t first_i0 = causal ? j0 : 0;
         for (std::size_t i0 = first_i0; i0 < seq; i0 += kBlockQ) {
-          const std::size_t rows = std::min(kBlockQ, seq - i0);
-          tile.score_grads(q + slice, k + slice, v + slice, delta.data(), lse + slice / d,
-                           dout + slice, d, i0, rows, j0, cols, causal, scale);
-          const bool kv_seen = i0 > first_i0;
-          product(true, cols, d, rows, tile.s, dout + slice + i0 * d, dv + slice + j0 * d, kv_seen);
-          product(true, cols, d, rows, tile.ds, q + slice + i0 * d, dk + slice + j0 * d, kv_seen);
-          product(false, rows, d, cols, tile.ds, k + slice + j0 * d, dq + slice + i0 * d, j0 > 0);
+          const RowBlocks blocks = row_blocks(causal, i0, std::min(kBlockQ, seq - i0), j0, cols);
+          // The last row block sees every key of the tile (a diagonal tile has i0 = j0 and rows =
+          // cols): it goes first, so that it writes the block of dV and dK (when no earlier tile
+          // did) and the others add to it.
+          for (std::size_t b = blocks.count; b-- > 0;) {
+            const auto [first, height, seen] = blocks.block[b];
+            const std::size_t i = i0 + first;
+            tile.score_grads(q + slice, k + slice, v + slice, delta.data(), lse + slice / d,
+                             dout + slice, d, i, height, j0, seen, causal, scale);
+            const bool kv_seen = i0 > first_i0 || b + 1 < blocks.count;
+            product(true, seen, d, height, tile.s, dout + slice + i * d, dv + slice + j0 * d,
+                    kv_seen);
+            product(true, seen, d, height, tile.ds, q + slice + i * d, dk + slice + j0 * d,
+                    kv_seen);
+            product(false, height, d, seen, tile.ds, k + slice + j0 * d, dq + slice + i * d,
+                    j0 > 0);
+          }
         }
       }
     });
   }
 
  private:
+  /// Rows of a diagonal tile's row block: on AVX-512 the packed GEMM's tile width (32 columns),
+  /// so a block's key columns stay whole micro-tiles.
+  static constexpr std::size_t kDiagonalRows = 32;
+  static_assert(kBlockQ == kBlockK && kBlockQ % kDiagonalRows == 0,
+                "a diagonal tile is square and cut into whole row blocks");
+
+  /// The row blocks of the tile of queries [i0, i0 + rows) and keys [j0, j0 + cols) that causal
+  /// attention computes: the whole tile when no entry is masked; for a tile the diagonal crosses
+  /// (then i0 = j0: tiles are square and aligned), blocks of kDiagonalRows rows, each with the
+  /// keys up to its last row's (the keys past it are masked for every row of the block: zero
+  /// probabilities, nothing to add). A 64 x 64 diagonal tile computes 3/4 of its products.
+  /// `first` counts from i0; a block's `cols` keys start at j0.
+  struct RowBlock {
+    std::size_t first, rows, cols;
+  };
+  struct RowBlocks {
+    RowBlock block[kBlockQ / kDiagonalRows];
+    std::size_t count = 0;
+  };
+  static RowBlocks row_blocks(bool causal, std::size_t i0, std::size_t rows, std::size_t j0,
+                              std::size_t cols) {
+    RowBlocks blocks;
+    if (!causal || j0 + cols <= i0 + 1) {
+      blocks.block[blocks.count++] = {0, rows, cols};
+      return blocks;
+    }
+    for (std::size_t first = 0; first < rows; first += kDiagonalRows) {  // here i0 = j0
+      const std::size_t height = std::min(kDiagonalRows, rows - first);
+      blocks.block[blocks.count++] = {first, height, std::min(cols, first + height)};
+    }
+    return blocks;
+  }
+
   /// body(task) for every task < tasks, one task at a time per thread (parallel.h); the tile
   /// products inside stay on their thread (a tile is below the GEMM's threading size).
   template <class Body>
