@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/device.h"
@@ -21,9 +22,16 @@ std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// The top 53 bits of `bits` as a double in (0, 1): (k + 1/2) 2^-53.
+// The top 52 bits of `bits` as a double in (0, 1): (k + 1/2) 2^-52, exact (k + 1/2 needs 53 bits).
 double open_unit(std::uint64_t bits) {
-  return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53;
+  return (static_cast<double>(bits >> 12) + 0.5) * 0x1.0p-52;
+}
+
+// The top 53 bits of `bits` as a double in (-1, 1): an odd multiple of 2^-53, exact, so the
+// values are symmetric about 0 and never 0 or +-1.
+double open_signed_unit(std::uint64_t bits) {
+  const auto odd = static_cast<std::int64_t>((bits >> 11) << 1 | 1);  // 1, 3, ..., 2^54 - 1
+  return static_cast<double>(odd - (std::int64_t{1} << 53)) * 0x1.0p-53;
 }
 
 // The 64-bit draws of one element: a SplitMix64 sequence started from the hash of (key, index),
@@ -67,7 +75,7 @@ class Ziggurat {
   double sample(Draws& draws) const {
     for (;;) {
       const std::uint64_t bits = draws.next();
-      const double u = 2.0 * open_unit(bits) - 1.0;          // (-1, 1), from the top 53 bits
+      const double u = open_signed_unit(bits);               // from the top 53 bits
       const auto i = static_cast<std::size_t>(bits & 0xFF);  // the layer, from the low 8
       if (std::abs(u) < inner_[i]) return u * x_[i];         // under the layer above: inside f
       if (i == 0) return tail(draws, u < 0.0);
@@ -96,7 +104,8 @@ class Ziggurat {
 };
 
 // A tensor of `shape` whose element i is sample(i), written straight into a host buffer of the
-// dtype (integer dtypes through from_vector, which rejects values that are not integers).
+// dtype (integer dtypes, arange's, through from_vector, which rejects values that are not
+// integers).
 template <class Sample>
 Tensor generate(const Shape& shape, DType dtype, Device device, Sample sample) {
   const auto n = static_cast<std::size_t>(numel_of(shape));
@@ -115,9 +124,17 @@ Tensor generate(const Shape& shape, DType dtype, Device device, Sample sample) {
   return Tensor::from_buffer(device == Device::cpu ? std::move(host) : host.to(device), shape);
 }
 
+void require_floating(const char* what, DType dtype) {
+  if (!kernels::is_floating(dtype)) {
+    throw std::invalid_argument(std::string(what) + ": dtype " + kernels::to_string(dtype) +
+                                " is not a floating-point dtype (f32 or f64)");
+  }
+}
+
 }  // namespace
 
 Tensor randn(const Shape& shape, std::uint64_t seed, double std, DType dtype, Device device) {
+  require_floating("randn", dtype);
   static const Ziggurat ziggurat;
   const std::uint64_t key = splitmix64(seed);
   return generate(shape, dtype, device, [key, std](std::uint64_t i) {
@@ -129,6 +146,7 @@ Tensor randn(const Shape& shape, std::uint64_t seed, double std, DType dtype, De
 Tensor uniform(const Shape& shape, std::uint64_t seed, double low, double high, DType dtype,
                Device device) {
   if (high < low) throw std::invalid_argument("uniform: high < low");
+  require_floating("uniform", dtype);
   const std::uint64_t key = splitmix64(seed);
   return generate(shape, dtype, device, [key, low, high](std::uint64_t i) {
     // (k + 1) 2^-53 in (0, 1], so 1 - it lies in [0, 1): high itself is never drawn

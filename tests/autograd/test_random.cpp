@@ -126,13 +126,53 @@ TEST(Random, NormalDistributionFunctionAndTails) {
   const double tail_variance = 1.0 + kTail * lambda - lambda * lambda;
   EXPECT_NEAR(sample_mean(tail), lambda,
               kSigmas * std::sqrt(tail_variance / static_cast<double>(tail.size())));
+  // Excess kurtosis: standard error sqrt(24 / n).
+  const double fourth = std::accumulate(v.begin(), v.end(), 0.0,
+                                        [](double a, double x) { return a + x * x * x * x; });
+  EXPECT_NEAR(fourth / n - 3.0, 0.0, kSigmas * std::sqrt(24.0 / n));
   std::sort(v.begin(), v.end());
+  // Chi-square over 100 equiprobable bins (edges Phi^-1(k / 100) by bisection): 99 degrees of
+  // freedom, mean 99, standard deviation sqrt(198); P(chi2 > 99 + 6 sqrt(198) = 183) ~ 1e-7.
+  constexpr int kBins = 100;
+  double chi2 = 0.0;
+  std::size_t below = 0;
+  for (int bin = 1; bin <= kBins; ++bin) {
+    double lo = -10.0, hi = 10.0;  // Phi(edge) = bin / kBins
+    for (int step = 0; step < 80 && bin < kBins; ++step) {
+      const double mid = 0.5 * (lo + hi);
+      (0.5 * std::erfc(-mid / std::sqrt(2.0)) < static_cast<double>(bin) / kBins ? lo : hi) = mid;
+    }
+    const std::size_t upto =
+        bin == kBins
+            ? v.size()
+            : static_cast<std::size_t>(std::lower_bound(v.begin(), v.end(), lo) - v.begin());
+    const double expected = n / kBins, observed = static_cast<double>(upto - below);
+    chi2 += (observed - expected) * (observed - expected) / expected;
+    below = upto;
+  }
+  EXPECT_LT(chi2, 99.0 + kSigmas * std::sqrt(198.0));
   double d = 0.0;
   for (std::size_t i = 0; i < v.size(); ++i) {
     const double phi = 0.5 * std::erfc(-v[i] / std::sqrt(2.0));
     d = std::max({d, phi - static_cast<double>(i) / n, static_cast<double>(i + 1) / n - phi});
   }
   EXPECT_LT(d, 3.22 / std::sqrt(n));
+}
+
+TEST(Random, NormalJustPastTheTailStart) {
+  // The base strip of the ziggurat ends at 3.906 > r = 3.654: its part past r belongs to the tail
+  // sampler. Draws with r <= |x| < r + 0.05 (probability 4.6e-5) within 6 standard errors at
+  // 4 x 10^6 draws (about 180 expected); the base strip's own share of [r, 3.69), taken by a fast
+  // path with the next layer's ratio, would add about 100.
+  constexpr std::int64_t kMany = 4000000;
+  constexpr double kTail = 3.6541528853610088, kWidth = 0.05;
+  const auto v = randn({kMany}, 41, 1.0, DType::f64).to_vector();
+  const double n = static_cast<double>(kMany);
+  const double p = std::erfc(kTail / std::sqrt(2.0)) - std::erfc((kTail + kWidth) / std::sqrt(2.0));
+  const auto near = std::count_if(v.begin(), v.end(), [&](double x) {
+    return std::abs(x) >= kTail && std::abs(x) < kTail + kWidth;
+  });
+  EXPECT_NEAR(static_cast<double>(near) / n, p, kSigmas * std::sqrt(p * (1.0 - p) / n));
 }
 
 TEST(Random, NeighboursAndSeedsAreUncorrelated) {
@@ -161,6 +201,8 @@ TEST(Random, UniformRangeMeanAndStd) {
 
 TEST(Random, UniformRejectsAnEmptyRangeAndArangeCounts) {
   EXPECT_THROW(uniform({4}, 1, 1.0, 0.0), std::invalid_argument);
+  EXPECT_THROW(uniform({4}, 1, 0.0, 1.0, DType::i32), std::invalid_argument);
+  EXPECT_THROW(randn({4}, 1, 1.0, DType::i64), std::invalid_argument);
   EXPECT_EQ(arange(5, DType::f64).to_vector(), (std::vector<double>{0, 1, 2, 3, 4}));
   EXPECT_EQ(arange(0).shape(), Shape{0});
 }
