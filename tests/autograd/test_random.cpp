@@ -132,7 +132,8 @@ TEST(Random, NormalDistributionFunctionAndTails) {
   EXPECT_NEAR(fourth / n - 3.0, 0.0, kSigmas * std::sqrt(24.0 / n));
   std::sort(v.begin(), v.end());
   // Chi-square over 100 equiprobable bins (edges Phi^-1(k / 100) by bisection): 99 degrees of
-  // freedom, mean 99, standard deviation sqrt(198); P(chi2 > 99 + 6 sqrt(198) = 183) ~ 1e-7.
+  // freedom, mean 99, standard deviation sqrt(198); P(chi2 > 99 + 6 sqrt(198) = 183) is about
+  // 6e-7 (Wilson-Hilferty).
   constexpr int kBins = 100;
   double chi2 = 0.0;
   std::size_t below = 0;
