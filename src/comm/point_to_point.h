@@ -132,8 +132,8 @@ class RecvRequest {
   /// float32 from rank B, but rank B sent [..] float32" (world ranks) when the header differs
   /// from the expected shape or dtype ("... but received a malformed header" for a message that
   /// is no header, or not as long as its header says); the sender's payload is then received
-  /// into scratch memory and dropped, so
-  /// later transfers stay in step, and the request is no longer pending. Throws MpiError.
+  /// into scratch memory and dropped, so later transfers stay in step, and the request is no
+  /// longer pending. Throws MpiError.
   void wait();
 
  private:

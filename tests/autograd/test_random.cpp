@@ -24,6 +24,8 @@ namespace {
 
 constexpr std::int64_t kSamples = 100000;
 constexpr double kSigmas = 6.0;
+// Where the ziggurat's tail sampler takes over from its base strip (r of 256 layers).
+constexpr double kTail = 3.6541528853610088;
 
 double sample_mean(const std::vector<double>& v) {
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
@@ -105,12 +107,10 @@ TEST(Random, NormalMeanStdAndShape) {
 TEST(Random, NormalDistributionFunctionAndTails) {
   // 10^6 standard normals against Phi. Kolmogorov-Smirnov: by the Dvoretzky-Kiefer-Wolfowitz
   // inequality (Massart's constant) P(sqrt(n) D > t) <= 2 exp(-2 t^2), 2e-9 at t = 3.22 for any
-  // n. The tails: |x| > 3 and |x| > 3.6541528853610088 (where the ziggurat's tail sampler takes
-  // over), each fraction within 6 standard errors of erfc(k / sqrt 2); and the mean of |x| past
-  // r within 6 standard errors of the truncated normal's, lambda = phi(r) / Q(r) with variance
-  // 1 + r lambda - lambda^2.
+  // n. The tails: |x| > 3 and |x| > r = kTail, each fraction within 6 standard errors of
+  // erfc(k / sqrt 2); and the mean of |x| past r within 6 standard errors of the truncated
+  // normal's, lambda = phi(r) / Q(r) with variance 1 + r lambda - lambda^2.
   constexpr std::int64_t kMany = 1000000;
-  constexpr double kTail = 3.6541528853610088;
   auto v = randn({kMany}, 31, 1.0, DType::f64).to_vector();
   const double n = static_cast<double>(kMany);
   for (const double k : {3.0, kTail}) {
@@ -166,7 +166,7 @@ TEST(Random, NormalJustPastTheTailStart) {
   // 4 x 10^6 draws (about 180 expected); the base strip's own share of [r, 3.69), taken by a fast
   // path with the next layer's ratio, would add about 100.
   constexpr std::int64_t kMany = 4000000;
-  constexpr double kTail = 3.6541528853610088, kWidth = 0.05;
+  constexpr double kWidth = 0.05;
   const auto v = randn({kMany}, 41, 1.0, DType::f64).to_vector();
   const double n = static_cast<double>(kMany);
   const double p = std::erfc(kTail / std::sqrt(2.0)) - std::erfc((kTail + kWidth) / std::sqrt(2.0));
