@@ -43,6 +43,7 @@ Algorithm all_gather_algorithm(const Communicator& comm, kernels::Device space,
   const auto p = static_cast<std::size_t>(comm.size());
   if (const auto choice = tabled(comm, Collective::all_gather, p * block_bytes, p, true))
     return *choice;
+  if (p > 2 && p * block_bytes < kMpiAllGatherBelowBytes) return Algorithm::mpi;
   return is_butterfly_group(comm) && block_bytes < kRingAllGatherBlockBytesPerRankSquared * p * p
              ? Algorithm::recursive_doubling
              : Algorithm::ring;

@@ -23,9 +23,10 @@ Algorithm all_reduce_algorithm(const Communicator& comm, const kernels::Buffer& 
 /// The algorithm comm::all_gather(comm, in, out, outer) runs for each rank's block of
 /// `block_bytes` (the whole `in` unless the message limit tiles it) when MPI sees the blocks in
 /// `space` (mpi_space(comm, in)): `mpi` for one rank or CUDA memory; otherwise the table's
-/// choice for (all-gather, comm.size(), comm.size() x block_bytes), else the built-in rule:
-/// recursive_doubling on a power-of-two group below kRingAllGatherBlockBytesPerRankSquared x
-/// p^2 bytes per block, else ring.
+/// choice for (all-gather, comm.size(), comm.size() x block_bytes), else the built-in rule: `mpi`
+/// (MPI_Allgather under the deadline watch) on more than 2 ranks below
+/// kMpiAllGatherBelowBytes in all, recursive_doubling on a power-of-two group below
+/// kRingAllGatherBlockBytesPerRankSquared x p^2 bytes per block, else ring.
 Algorithm all_gather_algorithm(const Communicator& comm, kernels::Device space,
                                std::size_t block_bytes);
 

@@ -33,6 +33,15 @@ bool uses_p2p_reduce_scatter(const Communicator& comm, const kernels::Buffer& bu
 /// 8 MiB 1.02-1.10 vs 0.86-0.94 (3 runs). 2 ranks take the same single exchange either way.
 inline constexpr std::size_t kRingAllGatherBlockBytesPerRankSquared = 16 * 1024;
 
+/// On more than 2 ranks the built-in rule (all_gather_algorithm) hands all-gathers of fewer
+/// than this many bytes in all (the gathered output) to MPI's blocking MPI_Allgather: at 4 KiB it
+/// took 10.4 us against recursive doubling's 12.2 and the ring's 15.6, 4 ranks on a 2-core Zen 4
+/// (bench comm --tune-table, 2026-12-03), and 1.01x against 1.09-1.12x MPI's time in bench comm
+/// earlier the same day; from 16 KiB mpitron's won (19.8 against 24.6 us). On 2 ranks the single
+/// exchange stays mpitron's (0.85x MPI's time at 4 KiB). Reduce-scatter keeps its own algorithms
+/// at every size: their order of reduction is documented and tested (p2p_reduce_scatter).
+inline constexpr std::size_t kMpiAllGatherBelowBytes = 8 * 1024;
+
 /// out[out_offset + q*count, +count) = rank q's in[in_offset, +count) for every rank q of
 /// `comm` ([count] per rank -> [size, count]). This rank's block is first copied into `out`.
 /// `algorithm` recursive_doubling (p a power of two): in step k = 0 .. log2(p) - 1 rank r

@@ -16,6 +16,7 @@
 #include "comm/chunking.h"
 #include "comm/collectives.h"
 #include "comm/errors.h"
+#include "comm/p2p_gather_scatter.h"
 #include "comm/topology.h"
 #include "comm_test_support.h"
 #include "mpi_test_main.h"
@@ -172,6 +173,18 @@ TEST(AlgorithmChoice, RowsThatDoNotApplyLeaveTheBuiltInRule) {
   force(Collective::all_reduce, world().size(), Algorithm::ring);
   kernels::Buffer integers = make_buffer(std::vector<double>(10, 1.0), kI64);
   EXPECT_EQ(comm::all_reduce_algorithm(world(), integers), Algorithm::recursive_doubling);
+}
+
+// Without a table, all-gathers of less than kMpiAllGatherBelowBytes in all go to MPI's collective
+// on more than 2 ranks and stay mpitron's on 2; from the threshold mpitron's algorithms run.
+TEST(AlgorithmChoice, SmallAllGathersBeyondTwoRanksAreMpis) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const auto p = static_cast<std::size_t>(world().size());
+  const std::size_t below = comm::kMpiAllGatherBelowBytes / p - 4;  // a float short, in all
+  const std::size_t from = (comm::kMpiAllGatherBelowBytes + p - 1) / p;
+  const Algorithm small = comm::all_gather_algorithm(world(), kernels::Device::cpu, below);
+  EXPECT_EQ(small == Algorithm::mpi, p > 2) << comm::to_string(small);
+  EXPECT_NE(comm::all_gather_algorithm(world(), kernels::Device::cpu, from), Algorithm::mpi);
 }
 
 // The file of `text`, written by rank 0 (the only rank that reads it).
