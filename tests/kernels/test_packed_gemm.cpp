@@ -45,7 +45,7 @@ float at_b(const Case& s, const std::vector<float>& b, std::size_t p, std::size_
 
 // Sizes around the micro-tile (rows, columns), a pass of k (depth), more than one block of
 // rows and panel of columns, the tiles of the fused attention, and k = 1024, where row-major A's
-// rows share L1 sets and are packed rather than read in place.
+// rows share L1 sets and are copied to a padded stride rather than read in place.
 std::vector<Case> cases() {
   const auto shape = packed_gemm_shape();
   std::vector<Case> out;
@@ -134,19 +134,19 @@ TEST(PackedGemm, AnyBlockOfTheProductHasTheBitsOfTheWholeCall) {
   }
 }
 
-// Row-major A with rows 1024 floats apart is packed (its rows share L1 sets), the same A with
-// rows 1025 apart is read in place: both give the same bits.
-TEST(PackedGemm, ReadingAInPlaceOrPackedGivesTheSameBits) {
+// Row-major A with rows 1024 floats apart is read from a copy at a padded stride (its rows share
+// L1 sets), the same A with rows 1025 apart in place: both give the same bits.
+TEST(PackedGemm, ReadingAInPlaceOrFromACopyGivesTheSameBits) {
   const std::size_t m = 3 * packed_gemm_shape().rows + 2, n = 45, k = 1024;
   const std::vector<float> a = uniform(m * k, 9), b = uniform(k * n, 10);
   std::vector<float> padded(m * (k + 1), 0.0f);
   for (std::size_t i = 0; i < m; ++i)
     std::copy(a.begin() + i * k, a.begin() + (i + 1) * k, padded.begin() + i * (k + 1));
-  std::vector<float> packed = uniform(m * n, 11), in_place = packed;
-  packed_sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 1.0f, packed.data(), n);
+  std::vector<float> copied = uniform(m * n, 11), in_place = copied;
+  packed_sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 1.0f, copied.data(), n);
   packed_sgemm(false, false, m, n, k, 1.0f, padded.data(), k + 1, b.data(), n, 1.0f,
                in_place.data(), n);
-  EXPECT_EQ(packed, in_place);
+  EXPECT_EQ(copied, in_place);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // mpitron's float32 GEMM: op(B) packed in panels of kPanelColumns columns, op(A) in blocks of
-// kBlockRows rows (read in place when A is row-major and its rows do not share L1 sets, as
-// BLIS's kernels for small products do),
+// kBlockRows rows (row-major A read in place, as BLIS's kernels for small products do, or from a
+// copy of the block's rows at a padded stride where its rows share L1 sets; transposed A packed),
 // both cut into kDepth terms of k, and a micro-kernel that keeps a kRows x kColumns tile of C in
 // vector registers while it runs through one pass of k. The vectors are
 // GCC's vector extensions of the width the file is compiled for (AVX-512, AVX2 or SSE), and every
@@ -157,6 +157,23 @@ void tile_kernel(std::size_t depth, const float* a, std::size_t lda, const float
                           update);
 }
 
+// Whether the kRows rows of A, lda floats apart, would evict each other from L1 when read in
+// place. An L1 way is 4 KiB on current x86 cores (32 or 48 KiB in 8 or 12 ways), so rows
+// lda * 4 bytes apart fall on 4096 / gcd(lda * 4, 4096) distinct sets: one set for every row at
+// lda = 1024 or 3072 (the [tokens, 4 hidden] activations of GPT-2's MLP and of the README
+// example's). Past 4 rows to a set (half the ways, the rest for B's micro-panel and C) A is
+// copied to rows kPaddedDepth apart instead.
+constexpr bool rows_share_l1_sets(std::size_t lda) {
+  constexpr std::size_t kWayBytes = 4096;
+  const std::size_t sets = kWayBytes / std::gcd(lda * sizeof(float), kWayBytes);
+  return (kRows + sets - 1) / sets > 4;
+}
+
+// The row stride of A's rows as copy_a_rows leaves them: past kDepth by one vector, so that they
+// share no L1 sets.
+constexpr std::size_t kPaddedDepth = kDepth + kVector;
+static_assert(!rows_share_l1_sets(kPaddedDepth));
+
 // Eight floats, whatever the width of Vec (the 8 x 8 transposes of pack_b).
 using Vec8 = float __attribute__((vector_size(8 * sizeof(float))));
 using Index8 = int __attribute__((vector_size(8 * sizeof(int))));
@@ -196,67 +213,67 @@ void copy_short(const float* in, std::size_t count, float* out) {
   }
 }
 
-// op(A)[first_row + i, first_k + p] for i < rows, p < depth, as micro-panels of kRows rows:
-// panel s holds depth x kRows floats, row-fastest (a last panel of fewer rows leaves the others
-// unset: its tile kernel reads only its own rows).
-void pack_a(bool trans, const float* a, std::size_t lda, std::size_t first_row, std::size_t rows,
-            std::size_t first_k, std::size_t depth, float* out) {
-  for (std::size_t s = 0; s < rows; s += kRows, out += depth * kRows) {
-    const std::size_t height = std::min(kRows, rows - s), i0 = first_row + s;
-    if (trans) {  // op(A)[i, q] = a[q * lda + i]: kRows contiguous floats per p
-      for (std::size_t p = 0; p < depth; ++p)
-        copy_short<kRows>(a + (first_k + p) * lda + i0, height, out + p * kRows);
-    } else {  // op(A)[i, q] = a[i * lda + q]: one row of A per r
-      for (std::size_t r = 0; r < height; ++r) {
-        const float* src = a + (i0 + r) * lda + first_k;
-        for (std::size_t p = 0; p < depth; ++p)
-          out[p * kRows + r] = src[p];
-      }
-    }
+// op(A)[first_row + i, first_k + p] = a[(first_k + p) * lda + first_row + i] (transposed A) for
+// i < rows, p < depth, as micro-panels of kRows rows: panel s holds depth x kRows floats,
+// row-fastest (a last panel of fewer rows leaves the others unset: its tile kernel reads only its
+// own rows). A is read a row at a time, `rows` contiguous floats, rather than kRows floats per row
+// one panel after another (with the rows of A copied below: fc dW and fc dx of the train example
+// at 4096 tokens, from memory, 81-90 -> 87-94 and 71-79 -> 86 GFLOP/s on a Zen 4).
+void pack_transposed_a(const float* a, std::size_t lda, std::size_t first_row, std::size_t rows,
+                       std::size_t first_k, std::size_t depth, float* out) {
+  for (std::size_t p = 0; p < depth; ++p) {
+    const float* src = a + (first_k + p) * lda + first_row;
+    for (std::size_t s = 0; s < rows; s += kRows)
+      copy_short<kRows>(src + s, std::min(kRows, rows - s), out + s * depth + p * kRows);
   }
+}
+
+// Rows [first_row, first_row + rows) of row-major A, terms [first_k, first_k + depth), copied to
+// rows kPaddedDepth floats apart in `out`: the tile kernels then read them in place without the
+// L1 conflicts of rows_share_l1_sets(lda).
+void copy_a_rows(const float* a, std::size_t lda, std::size_t first_row, std::size_t rows,
+                 std::size_t first_k, std::size_t depth, float* out) {
+  for (std::size_t i = 0; i < rows; ++i)
+    std::memcpy(out + i * kPaddedDepth, a + (first_row + i) * lda + first_k, depth * sizeof(float));
 }
 
 // op(B)[first_k + p, first_col + j] for p < depth, j < cols, as micro-panels of kColumns
-// columns: panel s holds depth x kColumns floats, column-fastest, zero past the last column.
+// columns: panel s holds depth x kColumns floats, column-fastest, zero past the last column. B
+// that is not transposed is read a row at a time, as pack_transposed_a reads A.
 void pack_b(bool trans, const float* b, std::size_t ldb, std::size_t first_k, std::size_t depth,
             std::size_t first_col, std::size_t cols, float* out) {
+  if (cols % kColumns != 0) {
+    float* last = out + cols / kColumns * depth * kColumns;
+    std::fill(last, last + depth * kColumns, 0.0f);
+  }
+  if (!trans) {  // op(B)[q, j] = b[q * ldb + j]
+    for (std::size_t p = 0; p < depth; ++p) {
+      const float* src = b + (first_k + p) * ldb + first_col;
+      for (std::size_t s = 0; s < cols; s += kColumns)
+        copy_short<kColumns>(src + s, std::min(kColumns, cols - s), out + s * depth + p * kColumns);
+    }
+    return;
+  }
+  // op(B)[q, j] = b[j * ldb + q]: one row of B per j, 8 x 8 blocks transposed
   for (std::size_t s = 0; s < cols; s += kColumns, out += depth * kColumns) {
     const std::size_t width = std::min(kColumns, cols - s), j0 = first_col + s;
-    if (width < kColumns) std::fill(out, out + depth * kColumns, 0.0f);
-    if (trans) {  // op(B)[q, j] = b[j * ldb + q]: one row of B per j, 8 x 8 blocks transposed
-      const std::size_t full = width == kColumns ? depth / 8 * 8 : 0;
-      for (std::size_t p = 0; p < full; p += 8)
-        for (std::size_t j = 0; j < kColumns; j += 8)
-          transpose8(b + (j0 + j) * ldb + first_k + p, ldb, out + p * kColumns + j, kColumns);
-      for (std::size_t j = 0; j < width; ++j) {
-        const float* src = b + (j0 + j) * ldb + first_k;
-        for (std::size_t p = full; p < depth; ++p)
-          out[p * kColumns + j] = src[p];
-      }
-    } else {  // op(B)[q, j] = b[q * ldb + j]: kColumns contiguous floats per p
-      for (std::size_t p = 0; p < depth; ++p)
-        copy_short<kColumns>(b + (first_k + p) * ldb + j0, width, out + p * kColumns);
+    const std::size_t full = width == kColumns ? depth / 8 * 8 : 0;
+    for (std::size_t p = 0; p < full; p += 8)
+      for (std::size_t j = 0; j < kColumns; j += 8)
+        transpose8(b + (j0 + j) * ldb + first_k + p, ldb, out + p * kColumns + j, kColumns);
+    for (std::size_t j = 0; j < width; ++j) {
+      const float* src = b + (j0 + j) * ldb + first_k;
+      for (std::size_t p = full; p < depth; ++p)
+        out[p * kColumns + j] = src[p];
     }
   }
 }
 
-// Whether the kRows rows of A, lda floats apart, would evict each other from L1 when read in
-// place. An L1 way is 4 KiB on current x86 cores (32 or 48 KiB in 8 or 12 ways), so rows
-// lda * 4 bytes apart fall on 4096 / gcd(lda * 4, 4096) distinct sets: one set for every row at
-// lda = 1024 or 3072 (the [tokens, 4 hidden] activations of GPT-2's MLP and of the README
-// example's). Past 4 rows to a set (half the ways, the rest for B's micro-panel and C) A is
-// packed instead.
-bool rows_share_l1_sets(std::size_t lda) {
-  constexpr std::size_t kWayBytes = 4096;
-  const std::size_t sets = kWayBytes / std::gcd(lda * sizeof(float), kWayBytes);
-  return (kRows + sets - 1) / sets > 4;
-}
-
-// The thread's packing buffers: one block of A and one panel of B.
+// The thread's packing buffers: one block of A (packed, or its rows copied) and one panel of B.
 struct Scratch {
   std::vector<float> a, b;
   Scratch()
-      : a(((kBlockRows + kRows - 1) / kRows) * kRows * kDepth),
+      : a(kBlockRows * kPaddedDepth),
         b(((kPanelColumns + kColumns - 1) / kColumns) * kColumns * kDepth) {}
 };
 
@@ -278,8 +295,10 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
     beta = 1.0f;
   }
   thread_local Scratch scratch;
-  // Row-major A is read in place; transposed A, and A whose rows share L1 sets, is packed.
-  const bool packs_a = trans_a || rows_share_l1_sets(lda);
+  // Row-major A is read in place, or from a copy of its rows where they share L1 sets;
+  // transposed A is packed.
+  const bool copies_a = !trans_a && rows_share_l1_sets(lda);
+  const std::size_t a_stride = copies_a ? kPaddedDepth : lda;
   for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
     const std::size_t nc = std::min(kPanelColumns, n - jc);
     for (std::size_t pc = 0; pc < k; pc += kDepth) {
@@ -288,17 +307,19 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
       pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
       for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
         const std::size_t mc = std::min(kBlockRows, m - ic);
-        if (packs_a) pack_a(trans_a, a, lda, ic, mc, pc, kc, scratch.a.data());
+        if (trans_a) pack_transposed_a(a, lda, ic, mc, pc, kc, scratch.a.data());
+        if (copies_a) copy_a_rows(a, lda, ic, mc, pc, kc, scratch.a.data());
+        const float* a_rows = copies_a ? scratch.a.data() : a + ic * lda + pc;
         for (std::size_t jr = 0; jr < nc; jr += kColumns) {
           const float* bp = scratch.b.data() + jr * kc;
           for (std::size_t ir = 0; ir < mc; ir += kRows) {
             float* tile = c + (ic + ir) * ldc + jc + jr;
             const std::size_t rows = std::min(kRows, mc - ir), cols = std::min(kColumns, nc - jr);
-            if (packs_a) {
+            if (trans_a) {
               tile_kernel<false>(kc, scratch.a.data() + ir * kc, 0, bp, tile, ldc, rows, cols,
                                  update);
             } else {
-              tile_kernel<true>(kc, a + (ic + ir) * lda + pc, lda, bp, tile, ldc, rows, cols,
+              tile_kernel<true>(kc, a_rows + ir * a_stride, a_stride, bp, tile, ldc, rows, cols,
                                 update);
             }
           }
