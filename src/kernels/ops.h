@@ -183,8 +183,8 @@ void embedding_forward(const Buffer& weight, std::size_t cols, const Buffer& ind
 
 /// The scatter-add backward of embedding_forward: dweight[indices[i] - first_row] += dout[i] for
 /// every i whose row is in the slice [first_row, first_row + rows); dout is [n, cols], dweight
-/// [rows, cols] ACCUMULATES (zero it first for a fresh gradient). Repeated indices add up (CPU in
-/// index order; CUDA with atomicAdd, in no fixed order).
+/// [rows, cols] ACCUMULATES (zero it first for a fresh gradient). Repeated indices add up in index
+/// order on either device, so CPU and CUDA give the same bits, run after run.
 void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t first_row,
                         std::size_t cols, Buffer& dweight);
 

@@ -1,6 +1,9 @@
 // Embedding CUDA kernels on a slice [first_row, first_row + rows) of a table: the gather is one
-// thread per output element; the scatter-add is one thread per dout element with atomicAdd, so
-// repeated indices accumulate in no fixed order. The CPU reference loops are cpu/embedding.h.
+// thread per output element; the scatter-add is one thread per (column, group of rows) that walks
+// the indices in order, so every dweight element adds its tokens in token order, as the CPU loop
+// (cpu/embedding.h) does: the same bits on every run and on either device, where atomicAdd would
+// add repeated indices in no fixed order.
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/cuda/grid.cuh"
@@ -18,14 +21,48 @@ void Kernels::embedding_forward(const T* weight, std::size_t rows, std::size_t c
   });
 }
 
+namespace {
+
+inline constexpr std::size_t kScatterThreads = std::size_t{1} << 16;  // enough to fill a GPU
+
+// Thread (column c, group blockIdx.y) adds dout[t][c] to dweight[row(t)][c] for t = 0, 1, ...
+// whose row is in its group (row % groups). The indices pass through shared memory a tile at a
+// time; every thread of a block reads each one.
+template <class T, class I>
+__global__ void embedding_scatter_columns(const T* dout, const I* indices, std::size_t n,
+                                          std::int64_t first_row, std::size_t rows,
+                                          std::size_t cols, unsigned groups, T* dweight) {
+  __shared__ std::int64_t tile[kThreads];
+  const std::size_t c = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (std::size_t t0 = 0; t0 < n; t0 += kThreads) {
+    const std::size_t t = t0 + threadIdx.x;
+    tile[threadIdx.x] = t < n ? math::slice_row(indices[t], first_row, rows) : -1;
+    __syncthreads();
+    const std::size_t count = n - t0 < kThreads ? n - t0 : kThreads;
+    for (std::size_t k = 0; c < cols && k < count; ++k) {
+      const std::int64_t row = tile[k];
+      if (row >= 0 && static_cast<std::uint64_t>(row) % groups == blockIdx.y) {
+        dweight[static_cast<std::size_t>(row) * cols + c] += dout[(t0 + k) * cols + c];
+      }
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
 template <class T, class I>
 void Kernels::embedding_backward(const T* dout, const I* indices, std::size_t n,
                                  std::int64_t first_row, std::size_t rows, std::size_t cols,
                                  T* dweight) {
-  for_each(n * cols, [=] __device__(std::size_t i) {
-    const std::int64_t row = math::slice_row(indices[i / cols], first_row, rows);
-    if (row >= 0) atomicAdd(dweight + static_cast<std::size_t>(row) * cols + i % cols, dout[i]);
-  });
+  if (n == 0 || rows == 0 || cols == 0) return;
+  const std::size_t column_blocks = (cols + kThreads - 1) / kThreads;
+  const std::size_t wanted = kScatterThreads / (column_blocks * kThreads);
+  const auto groups =
+      static_cast<unsigned>(std::clamp<std::size_t>(wanted, 1, std::min<std::size_t>(rows, 65535)));
+  embedding_scatter_columns<<<dim3(static_cast<unsigned>(column_blocks), groups), kThreads>>>(
+      dout, indices, n, first_row, rows, cols, groups, dweight);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
 #define MPITRON_INSTANTIATE(T, I)                                                                \

@@ -84,8 +84,9 @@ struct Kernels {
                                   const T* dy, std::size_t rows, std::size_t cols, T* dx,
                                   T* dweight, T* dbias);
 
-  // embedding.cu: gather one thread per output element; scatter-add with atomicAdd. I is the
-  // index type (std::int32_t or std::int64_t).
+  // embedding.cu: gather one thread per output element; scatter-add one thread per (column,
+  // group of rows), in token order (the CPU loop's bits). I is the index type (std::int32_t or
+  // std::int64_t).
   template <class T, class I>
   static void embedding_forward(const T* weight, std::size_t rows, std::size_t cols,
                                 const I* indices, std::size_t n, std::int64_t first_row, T* out);
