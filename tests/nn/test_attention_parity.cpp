@@ -80,8 +80,8 @@ TEST_P(AttentionParity, NormalWeightsForwardAndGradients) {
 TEST_P(AttentionParity, ArangeWeightsForward) {
   const AttentionWeights w = make_attention_weights_arange(64, dtype(), device());
   autograd::NoGradGuard no_grad;
-  const Tensor y =
-      ParallelMultiHeadAttention(w, kHeads, test::world()).forward(golden_.tensor("x", dtype()));
+  const Tensor y = ParallelMultiHeadAttention(w, kHeads, test::world())
+                       .forward(golden_.tensor("x", dtype(), device()));
   expect_normwise_close(y, golden_.tensor("arange.out"), rtol());
 }
 
