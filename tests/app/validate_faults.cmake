@@ -1,6 +1,8 @@
 # Proof that validate can fail: each planted fault (--inject-fault, kernels/fault_injection.h)
 # must turn the named check into FAIL and exit 1. Small topologies keep the set fast; a fault
-# that needs a degree > 1 to show gets it.
+# that needs a degree > 1 to show gets it. The runs pin --device cpu: the kernel faults sit in
+# the CPU loops and the comm faults in algorithms that only host buffers take, so on a machine
+# with a GPU, --device auto would run CUDA code that has none of them.
 # Fields: fault | ranks | tp pp dp | extra flags | the check that must FAIL (a regex; "." stands
 # for a parenthesis) | a second regex that must appear
 set(fault_runs
@@ -64,7 +66,7 @@ foreach(run IN LISTS fault_runs)
     list(APPEND expect "${also}")
   endif()
   mpitron_add_expect_test(validate_fault_${fault} TARGET mpitron NP ${np} TIMEOUT 240
-    ARGS validate --tp ${tp} --pp ${pp} --dp ${dp} ${extra} --inject-fault ${fault}
+    ARGS validate --device cpu --tp ${tp} --pp ${pp} --dp ${dp} ${extra} --inject-fault ${fault}
          --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_fault
     EXPECT_EXIT 1 EXPECT_OUTPUT ${expect})
 endforeach()
