@@ -1,5 +1,6 @@
 # cmake -DMPITRON=<path> "-DCOMMAND=<words>" -P HelpScreen.cmake: `mpitron <words> --help` must
 # fit on one screen (at most 50 lines of at most 100 columns) and end with one example.
+cmake_minimum_required(VERSION 3.20)  # empty list elements count (CMP0007): blank lines are lines
 separate_arguments(words UNIX_COMMAND "${COMMAND}")
 execute_process(COMMAND ${MPITRON} ${words} --help RESULT_VARIABLE code OUTPUT_VARIABLE out
                 ERROR_VARIABLE err)
@@ -7,6 +8,8 @@ if(NOT code EQUAL 0)
   message(FATAL_ERROR "mpitron ${COMMAND} --help exited with ${code}: ${err}")
 endif()
 string(REGEX REPLACE "\n$" "" out "${out}")
+# A ';' in the text would split a line in two: escape it before the lines become a list.
+string(REPLACE ";" "\\;" out "${out}")
 string(REPLACE "\n" ";" lines "${out}")
 list(LENGTH lines count)
 if(count GREATER 50)
