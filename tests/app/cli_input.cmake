@@ -104,6 +104,12 @@ mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIME
 mpitron_add_expect_test(bench_gemm_bad_seconds TARGET mpitron NP 1 TIMEOUT 60
   ARGS bench gemm --seconds 100 ${cli_logs}
   EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: --seconds must be in .0, 60., got 100")
+# It times the CPU GEMM: --device auto (the default) means cpu even where a GPU is visible, and
+# cuda is refused whether or not there is one.
+mpitron_add_expect_test(bench_gemm_rejects_cuda TARGET mpitron NP 1 TIMEOUT 60
+  ARGS bench gemm --device cuda ${cli_logs}
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: bench gemm times the CPU GEMM: --device must be cpu or auto")
 
 # Every help screen fits on one screen and ends with one example; a line too wide, too many
 # lines or a missing example fail.
