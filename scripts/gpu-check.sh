@@ -4,29 +4,43 @@
 # --device cuda on 1, 2, 4 and 8 ranks, and prints a PASS/FAIL summary. Exits non-zero on any
 # failure. Needs the Debian packages of scripts/setup.sh already installed (a device machine may
 # have no network).
+#   bash scripts/gpu-check.sh             builds build/ here first (needs the -dev packages)
+#   bash scripts/gpu-check.sh --no-build  checks an existing build/, one built elsewhere with
+#                                         CUDA for this GPU's architecture (the runtime packages
+#                                         suffice)
+# MPITRON_GPU_CHECK_LOGS=DIR keeps each check's whole output in DIR (default: only the tails).
+# MPITRON_GPU_CHECK_TEST_TIMEOUT=S limits each ctest test to S seconds (default 600).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+build=true
+[[ "${1:-}" == "--no-build" ]] && build=false
+logs=${MPITRON_GPU_CHECK_LOGS:-$(mktemp -d)}
+mkdir -p "$logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 
 failures=0
+checks=0
 check() {  # check NAME COMMAND...: runs COMMAND, prints PASS/FAIL with its wall time
-  local name=$1 start=$SECONDS
+  local name=$1 start=$SECONDS log
   shift
-  if "$@" >"/tmp/gpu-check.$$.log" 2>&1; then
+  checks=$((checks + 1))
+  log="$logs/check_$(printf %02d "$checks").log"
+  if "$@" >"$log" 2>&1; then
     echo "PASS  $name ($((SECONDS - start)) s)"
-    tail -1 "/tmp/gpu-check.$$.log" | sed 's/^/    | /' 
+    tail -1 "$log" | sed 's/^/    | /'
   else
     echo "FAIL  $name ($((SECONDS - start)) s)"
-    tail -20 "/tmp/gpu-check.$$.log" | sed 's/^/    | /'
+    tail -20 "$log" | sed 's/^/    | /'
     failures=$((failures + 1))
   fi
 }
 
 nvidia-smi -L || { echo "gpu-check: no NVIDIA GPU visible"; exit 1; }
-check "build with CUDA" bash scripts/build.sh -DMPITRON_CUDA_ARCHITECTURES=native
+$build && check "build with CUDA" bash scripts/build.sh -DMPITRON_CUDA_ARCHITECTURES=native
 check "test suite (CUDA tests included)" \
-  ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600
+  ctest --test-dir build --output-on-failure -j "$(nproc)" \
+  --timeout "${MPITRON_GPU_CHECK_TEST_TIMEOUT:-600}"
 run() { mpirun -np "$1" --oversubscribe --bind-to none build/mpitron "${@:2}" --device cuda; }
 # The CUDA module: --device auto finds the GPU through the driver and loads the module, so the
 # CUDA runtime is in the ranks' maps (the suite's validate_cpu_maps_no_cuda shows that
@@ -68,6 +82,6 @@ for np in 2 4; do
   check "bench comm --device cuda on $np ranks (staged beside plain copies)" \
     run "$np" bench comm --json /tmp/gpu-check-bench-comm.jsonl --log-dir /tmp/gpu-check-logs
 done
-rm -f "/tmp/gpu-check.$$.log"
+[[ -n "${MPITRON_GPU_CHECK_LOGS:-}" ]] || rm -rf "$logs"
 echo "gpu-check: $failures failed"
 exit $((failures > 0))
