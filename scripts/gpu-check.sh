@@ -11,11 +11,25 @@
 # MPITRON_GPU_CHECK_LOGS=DIR keeps each check's whole output in DIR (default: only the tails).
 # MPITRON_GPU_CHECK_TEST_TIMEOUT=S limits each ctest test to S seconds (default 600).
 set -uo pipefail
+logs=${MPITRON_GPU_CHECK_LOGS:+$(realpath -m "$MPITRON_GPU_CHECK_LOGS")}
 cd "$(dirname "$0")/.."
 build=true
-[[ "${1:-}" == "--no-build" ]] && build=false
-logs=${MPITRON_GPU_CHECK_LOGS:-$(mktemp -d)}
-mkdir -p "$logs"
+case "${1:-}" in
+  "") ;;
+  --no-build) build=false ;;
+  *) echo "gpu-check: unknown argument '$1' (the one argument is --no-build)"; exit 2 ;;
+esac
+if [[ -z "$logs" ]]; then
+  logs=$(mktemp -d)
+  trap 'rm -rf "$logs"' EXIT
+fi
+mkdir -p "$logs" || exit 1
+# ctest's files name the folder a build was configured in: a build made elsewhere must be here.
+if ! $build && [[ "$(realpath -m "$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' \
+      build/CMakeCache.txt 2>/dev/null)")" != "$(realpath -m build)" ]]; then
+  echo "gpu-check: --no-build needs build/ configured at this path ($PWD/build)"
+  exit 2
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 
@@ -82,6 +96,5 @@ for np in 2 4; do
   check "bench comm --device cuda on $np ranks (staged beside plain copies)" \
     run "$np" bench comm --json /tmp/gpu-check-bench-comm.jsonl --log-dir /tmp/gpu-check-logs
 done
-[[ -n "${MPITRON_GPU_CHECK_LOGS:-}" ]] || rm -rf "$logs"
 echo "gpu-check: $failures failed"
 exit $((failures > 0))

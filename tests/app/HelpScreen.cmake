@@ -8,7 +8,12 @@ if(NOT code EQUAL 0)
   message(FATAL_ERROR "mpitron ${COMMAND} --help exited with ${code}: ${err}")
 endif()
 string(REGEX REPLACE "\n$" "" out "${out}")
-# A ';' in the text would split a line in two: escape it before the lines become a list.
+# The lines become a list: a ';' would split a line in two, and '[', ']' or a '\' at a line's
+# end would join lines (CMake keeps ';' inside brackets), so they are escaped or stood in for
+# by characters of the same width.
+string(REPLACE "\\" "/" out "${out}")
+string(REPLACE "[" "{" out "${out}")
+string(REPLACE "]" "}" out "${out}")
 string(REPLACE ";" "\\;" out "${out}")
 string(REPLACE "\n" ";" lines "${out}")
 list(LENGTH lines count)

@@ -136,35 +136,51 @@ TEST_P(ModelKernelTest, EmbeddingBackwardAccumulatesRepeatedIndicesInTheSlice) {
   }
 }
 
-// Many tokens on few rows, over more than one tile of indices and one block of columns: each
-// element must be the naive loop's sum in the kernel's own precision, added in index order, to
-// the bit, so a resumed or repeated run gives the same gradient on either device.
+// Many tokens on few rows, over more than one tile of indices and one block of columns, with
+// more rows than the CUDA kernel has groups (several rows per group) and a slice that drops some
+// tokens: each element must be the naive loop's sum in the kernel's own precision, added in
+// index order, to the bit, so a resumed or repeated run gives the same gradient on either device.
 template <class T>
 std::vector<double> embedding_scatter_in_order(const std::vector<double>& start,
                                                const std::vector<double>& dout,
                                                const std::vector<std::int64_t>& ids,
-                                               std::size_t cols) {
+                                               std::int64_t first_row, std::size_t cols) {
   std::vector<T> sums(start.begin(), start.end());
+  const auto rows = static_cast<std::int64_t>(start.size() / cols);
   for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int64_t local = ids[i] - first_row;
+    if (local < 0 || local >= rows) continue;
     for (std::size_t c = 0; c < cols; ++c)
-      sums[static_cast<std::size_t>(ids[i]) * cols + c] += static_cast<T>(dout[i * cols + c]);
+      sums[static_cast<std::size_t>(local) * cols + c] += static_cast<T>(dout[i * cols + c]);
   }
   return {sums.begin(), sums.end()};
 }
 
 TEST_P(ModelKernelTest, EmbeddingBackwardAddsRepeatedIndicesInIndexOrderToTheBit) {
-  constexpr std::size_t cols = 300, rows = 7, n = 600;
-  std::vector<std::int64_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i)
-    ids[i] = static_cast<std::int64_t>((i * i + 3 * i) % rows);
-  const std::vector<double> dout = random(n * cols, 47);
-  const std::vector<double> start = random(rows * cols, 48);
-  const std::vector<double> want = dtype() == DType::f32
-                                       ? embedding_scatter_in_order<float>(start, dout, ids, cols)
-                                       : embedding_scatter_in_order<double>(start, dout, ids, cols);
-  Buffer dweight = make(start);
-  embedding_backward(make(dout), make_indices(ids, DType::i64), 0, cols, dweight);
-  expect_close(host_values(dweight), want, 0.0);
+  struct Case {
+    std::size_t cols, rows, n;
+    std::int64_t first_row;
+    std::size_t ids;  // ids are in [0, ids)
+    DType index_dtype;
+  };
+  // 300 columns: 7 rows, one per group, every token in the slice. 1024 columns: 200 rows over 64
+  // groups, the slice [50, 250) of ids in [0, 300).
+  for (const Case& k :
+       {Case{300, 7, 600, 0, 7, DType::i64}, Case{1024, 200, 700, 50, 300, DType::i32}}) {
+    SCOPED_TRACE(::testing::Message() << k.cols << " columns, " << k.rows << " rows");
+    std::vector<std::int64_t> ids(k.n);
+    for (std::size_t i = 0; i < k.n; ++i)
+      ids[i] = static_cast<std::int64_t>((i * i + i / 3) % k.ids);
+    const std::vector<double> dout = random(k.n * k.cols, 47);
+    const std::vector<double> start = random(k.rows * k.cols, 48);
+    const std::vector<double> want =
+        dtype() == DType::f32
+            ? embedding_scatter_in_order<float>(start, dout, ids, k.first_row, k.cols)
+            : embedding_scatter_in_order<double>(start, dout, ids, k.first_row, k.cols);
+    Buffer dweight = make(start);
+    embedding_backward(make(dout), make_indices(ids, k.index_dtype), k.first_row, k.cols, dweight);
+    expect_close(host_values(dweight), want, 0.0);
+  }
 }
 
 }  // namespace

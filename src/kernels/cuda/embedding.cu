@@ -27,23 +27,26 @@ inline constexpr std::size_t kScatterThreads = std::size_t{1} << 16;  // enough 
 
 // Thread (column c, group blockIdx.y) adds dout[t][c] to dweight[row(t)][c] for t = 0, 1, ...
 // whose row is in its group (row % groups). The indices pass through shared memory a tile at a
-// time; every thread of a block reads each one.
+// time, as the block's row or -1 (another group's, or outside the slice); every thread of the
+// block reads each one.
 template <class T, class I>
-__global__ void embedding_scatter_columns(const T* dout, const I* indices, std::size_t n,
-                                          std::int64_t first_row, std::size_t rows,
-                                          std::size_t cols, unsigned groups, T* dweight) {
+__global__ void embedding_scatter_columns(const T* __restrict__ dout, const I* __restrict__ indices,
+                                          std::size_t n, std::int64_t first_row, std::size_t rows,
+                                          std::size_t cols, unsigned groups,
+                                          T* __restrict__ dweight) {
   __shared__ std::int64_t tile[kThreads];
   const std::size_t c = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   for (std::size_t t0 = 0; t0 < n; t0 += kThreads) {
     const std::size_t t = t0 + threadIdx.x;
-    tile[threadIdx.x] = t < n ? math::slice_row(indices[t], first_row, rows) : -1;
+    const std::int64_t row = t < n ? math::slice_row(indices[t], first_row, rows) : -1;
+    tile[threadIdx.x] =
+        row >= 0 && static_cast<std::uint64_t>(row) % groups == blockIdx.y ? row : -1;
     __syncthreads();
     const std::size_t count = n - t0 < kThreads ? n - t0 : kThreads;
     for (std::size_t k = 0; c < cols && k < count; ++k) {
-      const std::int64_t row = tile[k];
-      if (row >= 0 && static_cast<std::uint64_t>(row) % groups == blockIdx.y) {
-        dweight[static_cast<std::size_t>(row) * cols + c] += dout[(t0 + k) * cols + c];
-      }
+      const std::int64_t mine = tile[k];
+      if (mine >= 0)
+        dweight[static_cast<std::size_t>(mine) * cols + c] += dout[(t0 + k) * cols + c];
     }
     __syncthreads();
   }
