@@ -58,7 +58,7 @@ check "test suite (CUDA tests included)" \
 run() { mpirun -np "$1" --oversubscribe --bind-to none build/mpitron "${@:2}" --device cuda; }
 # The CUDA module: --device auto finds the GPU through the driver and loads the module, so the
 # CUDA runtime is in the ranks' maps (the suite's validate_cpu_maps_no_cuda shows that
-# --device cpu maps none, also here).
+# --device cpu maps neither the runtime nor cuBLAS, also here).
 auto_loads_module() {
   local output
   output=$(LD_PRELOAD=$PWD/build/tests/app/libcuda_maps_probe.so mpirun -np 2 --oversubscribe \
