@@ -30,45 +30,81 @@ using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajo
 // call.
 constexpr std::size_t kPanelColumns = 512;
 
-// At more than one thread, each product is cut into tiles of `height` rows (the last tile takes
-// a remainder below height / 2 with it) by Eigen's column panels (the others: all columns), a
-// rule that depends only on the sizes; the threads take tiles, and each tile is one
-// single-threaded provider call. Tiles give the bits of the one-thread calls because both
-// providers sum every element's k terms in an order set by k alone: neither splits k by the
-// thread count here (Eigen's own threads would: its k blocking depends on them), and a height
-// that is a multiple of 48 rows is a multiple of the rows of every micro-kernel of Eigen's
-// (3 vectors: 48 floats with AVX-512, 24 with AVX2), so rows meet the same micro-kernels as in
-// one call. (48 rather than 96: a 512-row product is then 10 tiles, 5 per thread at 2 threads,
-// where 96 made 5, 3 and 2.) OpenBLAS picks other kernels for small calls (below about 10^6
-// multiply-adds here) and for one-column ones, which round differently: hence tiles of at least
-// kMinTileWork multiply-adds, so that a tile and its whole product take the same kernel, and whole
-// rows. mpitron's packed GEMM gives any block of a product the whole call's bits (packed_gemm.h).
+// At more than one thread, each product is cut into a grid of tiles, and the threads take tiles,
+// each one single-threaded provider call. Tiles give the bits of the one-thread calls because
+// every provider sums each element's k terms in an order set by k alone: none splits k by the
+// thread count here (Eigen's own threads would: its k blocking depends on them). What a tile
+// must keep to meet the same micro-kernels as in one call:
+// - rows in multiples of kTileRows: 48 is a multiple of the rows of every micro-kernel of
+//   Eigen's (3 vectors: 48 floats with AVX-512, 24 with AVX2) and of OpenBLAS's;
+// - columns in multiples of kTileColumns, or of Eigen's panels (kPanelColumns, which it takes
+//   one call each at any thread count);
+// - at least kMinTileWork multiply-adds: OpenBLAS picks other kernels for small calls (below
+//   about 10^6 multiply-adds here) and for one-column ones, which round differently; a last row
+//   or column tile below half the others joins the one before it.
+// mpitron's packed GEMM gives any block of a product the whole call's bits (packed_gemm.h).
+// Each tile packs its rows of op(A) and its columns of op(B) again, so the grid has as few tiles
+// as the threads need, shaped to make rows + columns per tile (what it packs per k) least: a
+// [1024, 2048] product is cut into two column halves at 2 threads, not 21 tiles of 48 rows that
+// each pack all of op(B) (which took 30 % of a 2-thread MLP step in OpenBLAS's copy routines).
 // tests/kernels/test_threads.cpp checks the bits for every provider.
 constexpr std::size_t kTileRows = 48;
+constexpr std::size_t kTileColumns = 64;
 constexpr std::size_t kMinTileWork = std::size_t{1} << 22;
-
-// Rows per tile of an [m, n] x k product: the least multiple of kTileRows with at least
-// kMinTileWork multiply-adds.
-std::size_t tile_height(std::size_t n, std::size_t k) {
-  const std::size_t per_row = std::max<std::size_t>(n * k, 1);
-  const std::size_t rows = (kMinTileWork + per_row - 1) / per_row;
-  return (rows + kTileRows - 1) / kTileRows * kTileRows;
-}
-
-std::size_t tile_count(std::size_t m, std::size_t height) {
-  const std::size_t full = m / height;
-  return full == 0 ? 1 : full + (m % height >= height / 2 ? 1 : 0);
-}
 
 struct Range {
   std::size_t begin, end;
 };
 
-// Rows of row tile `tile` of `count` tiles of `height` over `m` rows (the last takes the rest).
-Range tile_rows(std::size_t m, std::size_t height, std::size_t count, std::size_t tile) {
-  const std::size_t begin = tile * height;
-  return {begin, tile + 1 == count ? m : begin + height};
-}
+// One dimension of the grid: `extent` cut into `count` parts of whole units of `step` (a last
+// unit below half a step joins the one before it), as even as whole units allow.
+struct Cut {
+  std::size_t extent, step, units, count;
+
+  static Cut of(std::size_t extent, std::size_t parts, std::size_t step) {
+    const std::size_t full = extent / step;
+    const std::size_t units = full == 0 ? 1 : full + (extent % step >= step / 2 ? 1 : 0);
+    return {extent, step, units, std::min(parts, units)};
+  }
+
+  std::size_t begin(std::size_t i) const { return i == count ? extent : i * units / count * step; }
+  Range part(std::size_t i) const { return {begin(i), begin(i + 1)}; }
+  // Parts before the last have units / count whole units or one more; the last holds the rest.
+  std::size_t last() const { return extent - begin(count - 1); }
+  std::size_t largest() const {
+    return count == 1 ? extent : std::max((units + count - 1) / count * step, last());
+  }
+  std::size_t smallest() const {
+    return count == 1 ? extent : std::min(units / count * step, last());
+  }
+};
+
+// The tiles of one [m, n] x k product for `wanted` of them at most: the most tiles of at least
+// kMinTileWork multiply-adds, then the least rows + columns per tile. One tile when wanted is 1.
+struct Grid {
+  Cut rows, columns;
+
+  static Grid of(std::size_t m, std::size_t n, std::size_t k, std::size_t wanted,
+                 std::size_t column_step) {
+    Grid best{Cut::of(m, 1, kTileRows), Cut::of(n, 1, column_step)};
+    // No more tiles than kMinTileWork allows: the search then costs less than the product.
+    wanted = std::min(wanted, std::max<std::size_t>(m * n * k / kMinTileWork, 1));
+    for (std::size_t r = 1; r <= wanted; ++r) {
+      for (std::size_t c = 1; r * c <= wanted; ++c) {
+        const Grid g{Cut::of(m, r, kTileRows), Cut::of(n, c, column_step)};
+        if (g.tiles() > 1 && g.rows.smallest() * g.columns.smallest() * k < kMinTileWork) continue;
+        if (g.tiles() > best.tiles() ||
+            (g.tiles() == best.tiles() && g.rows.largest() + g.columns.largest() <
+                                              best.rows.largest() + best.columns.largest())) {
+          best = g;
+        }
+      }
+    }
+    return best;
+  }
+
+  std::size_t tiles() const { return rows.count * columns.count; }
+};
 
 /// C = alpha A B + beta C for any Eigen expressions A and B.
 template <class C, class A, class B, class T>
@@ -105,6 +141,16 @@ struct Product {
   bool trans_a, trans_b;
   std::size_t m, n, k;
   T alpha, beta;
+
+  // The block C[rows, cols] as tile() calls: one, or one per panel of kPanelColumns for Eigen.
+  void block(Range rows, Range cols, const T* a, const T* b, T* c, GemmProvider provider) const {
+    if (provider != GemmProvider::eigen) {
+      tile(rows, cols, a, b, c, provider);
+      return;
+    }
+    for (std::size_t first = cols.begin; first < cols.end; first += kPanelColumns)
+      tile(rows, {first, std::min(cols.end, first + kPanelColumns)}, a, b, c, provider);
+  }
 
   // C[rows, cols] = alpha op(A)[rows, :] op(B)[:, cols] + beta C[rows, cols], one thread,
   // through CBLAS, mpitron's packed GEMM (float32) or Eigen.
@@ -174,37 +220,31 @@ void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size
                         std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
                         std::size_t stride_b, T beta, T* c, std::size_t stride_c) {
   const Product<T> product{trans_a, trans_b, m, n, k, alpha, beta};
-  const GemmProvider provider = gemm_provider();
-  const bool panels = provider == GemmProvider::eigen;  // the others take all columns at once
-  if (cpu_threads() == 1) {  // the calls of one thread, without an OpenMP region
-    for (std::size_t i = 0; i < batch; ++i) {
-      const T* ai = a + i * stride_a;
-      const T* bi = b + i * stride_b;
-      T* ci = c + i * stride_c;
-      if (!panels) {
-        product.tile({0, m}, {0, n}, ai, bi, ci, provider);
-      } else {
-        for (std::size_t first = 0; first < n; first += kPanelColumns)
-          product.tile({0, m}, {first, std::min(n, first + kPanelColumns)}, ai, bi, ci, provider);
-      }
-    }
+  // mpitron's packed GEMM is float32's; float64 products go to Eigen, in its panels.
+  const GemmProvider provider =
+      std::is_same_v<T, double> && gemm_provider() == GemmProvider::mpitron ? GemmProvider::eigen
+                                                                            : gemm_provider();
+  const auto threads = static_cast<std::size_t>(cpu_threads());
+  // Products of a batch go to the threads whole while there are enough of them.
+  const std::size_t wanted = batch == 0 ? 1 : (threads + batch - 1) / batch;
+  const Grid grid =
+      Grid::of(m, n, k, wanted, provider == GemmProvider::eigen ? kPanelColumns : kTileColumns);
+  const auto tiles = static_cast<std::int64_t>(batch * grid.tiles());
+  const auto run = [&](std::size_t t) {
+    const std::size_t i = t / grid.tiles(), tile = t % grid.tiles();
+    product.block(grid.rows.part(tile / grid.columns.count),
+                  grid.columns.part(tile % grid.columns.count), a + i * stride_a, b + i * stride_b,
+                  c + i * stride_c, provider);
+  };
+  if (threads == 1 || tiles <= 1) {  // the calls of one thread, without an OpenMP region
+    for (std::int64_t t = 0; t < tiles; ++t)
+      run(static_cast<std::size_t>(t));
     return;
   }
-  const std::size_t height = tile_height(n, k);
-  const std::size_t row_tiles = tile_count(m, height);
-  const std::size_t panel = panels ? kPanelColumns : std::max<std::size_t>(n, 1);
-  const std::size_t col_tiles = (n + panel - 1) / panel;
-  const auto tiles = static_cast<std::int64_t>(batch * row_tiles * col_tiles);
-#pragma omp parallel for num_threads( \
-    static_cast <int>(std::min <std::int64_t>(cpu_threads(), tiles))) schedule(dynamic)
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const auto index = static_cast<std::size_t>(t);
-    const std::size_t i = index / (row_tiles * col_tiles);
-    const std::size_t row_tile = index / col_tiles % row_tiles;
-    const std::size_t first = index % col_tiles * panel;
-    product.tile(tile_rows(m, height, row_tiles, row_tile), {first, std::min(n, first + panel)},
-                 a + i * stride_a, b + i * stride_b, c + i * stride_c, provider);
-  }
+#pragma omp parallel for num_threads(static_cast <int>(std::min <std::int64_t>(threads, tiles))) \
+    schedule(dynamic)
+  for (std::int64_t t = 0; t < tiles; ++t)
+    run(static_cast<std::size_t>(t));
 }
 
 template void Gemm::gemm_batched<float>(bool, bool, std::size_t, std::size_t, std::size_t,
