@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "app/help.h"
+#include "app/openmp_wait.h"
 #include "comm/algorithm_table.h"
 #include "comm/errors.h"
 #include "comm/placement.h"
@@ -281,8 +282,9 @@ void write_json(const std::string& path, const nlohmann::json& report, bool appe
 std::string device_text(kernels::Device device) {
   if (device != kernels::Device::cpu) return kernels::to_string(device);
   const int threads = kernels::cpu_threads();
-  return fmt::format("cpu ({} GEMM, {} thread{})", kernels::to_string(kernels::gemm_provider()),
-                     threads, threads == 1 ? "" : "s");
+  const std::string gemm = kernels::to_string(kernels::gemm_provider());
+  if (threads == 1) return fmt::format("cpu ({} GEMM, 1 thread)", gemm);
+  return fmt::format("cpu ({} GEMM, {} threads; {})", gemm, threads, openmp_wait_text());
 }
 
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
@@ -291,6 +293,8 @@ std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
   check_json_writable(options, world.rank());
   auto logger = make_rank_logger(options, world.rank());
   logger->debug("placement: {}", comm::placement_text(comm::this_placement(world)));
+  if (const auto warning = cpu_mask_warning(kernels::cpu_threads()))
+    logger->warn("warning: {}", *warning);
   return logger;
 }
 

@@ -81,8 +81,10 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 /// visible (every rank of a workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0).
 kernels::Device resolve_device(const std::string& device);
 
-/// "cpu (blas GEMM, 2 threads)" for the CPU (the GEMM provider and cpu_threads()), "cuda" for
-/// CUDA: how the start-up lines of train and validate name the device.
+/// "cpu (blas GEMM, 1 thread)" for the CPU (the GEMM provider and cpu_threads(); beyond one
+/// thread also how idle threads wait: "cpu (blas GEMM, 2 threads; idle threads spin 100 us, then
+/// sleep (2 threads x 1 rank on 2 CPUs))", openmp_wait.h), "cuda" for CUDA: how the start-up
+/// lines of train and validate name the device.
 std::string device_text(kernels::Device device);
 
 /// Everything a subcommand sets up before its first collective, on this rank, without
@@ -93,7 +95,7 @@ std::string device_text(kernels::Device device);
 /// --filemode) and to the console with a "[rank N]" prefix (debug lines such as shapes go to the
 /// file only; the console shows rank 0's info lines and every rank's warnings). The log file's
 /// first line records this rank's placement (comm::placement_text: host, pid, local rank, CPUs,
-/// GPU). Throws
+/// GPU); a rank whose threads outnumber its CPUs warns (cpu_mask_warning). Throws
 /// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unusable
 /// --gemm or MPITRON_GEMM, an MPITRON_CPU_THREADS that is not a count, more than one thread in a
 /// build without OpenMP, an unwritable --json file

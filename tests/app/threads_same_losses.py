@@ -3,7 +3,8 @@
 Usage: threads_same_losses.py OUT_DIR -- LAUNCH... (the mpiexec prefix, mpitron and its train
 arguments). Each run appends --threads N and --metrics OUT_DIR/threads_N.jsonl; every step's loss
 and grad_norm (full double precision in the metrics file) and every val_loss must be equal, and
-the start-up line must name the thread count ("N thread(s)"). Exit 0 when they are, 1 otherwise.
+the start-up line must name the thread count ("1 thread)", or "2 threads;" before how idle
+threads wait). Exit 0 when they are, 1 otherwise.
 """
 import json
 import os
@@ -21,8 +22,8 @@ def run(out_dir, launch, threads):
     sys.stderr.write(done.stderr)
     if done.returncode != 0:
         sys.exit(f"--threads {threads}: exit {done.returncode}")
-    word = "thread" if threads == 1 else "threads"
-    if f", {threads} {word})" not in done.stdout:
+    word = "thread)" if threads == 1 else "threads;"
+    if f", {threads} {word}" not in done.stdout:
         sys.exit(f"--threads {threads}: the start-up line does not name {threads} {word}")
     records = []
     with open(metrics, encoding="utf-8") as file:

@@ -1,0 +1,70 @@
+// The rule that chooses how idle OpenMP threads wait (src/app/openmp_wait_rule.h): the launcher
+// variables that say how many ranks share a host, whether threads have cores of their own, and
+// the spin count for a time.
+#include <gtest/gtest.h>
+
+#include "app/openmp_wait_rule.h"
+
+namespace mpitron::test {
+namespace {
+
+using app::ranks_on_this_host;
+using app::slurm_tasks_on_node;
+using app::spin_count;
+using app::threads_have_own_cores;
+
+TEST(SlurmTasksOnNode, ExpandsRepeatedCounts) {
+  EXPECT_EQ(slurm_tasks_on_node("4", 0), 4);
+  EXPECT_EQ(slurm_tasks_on_node("2(x3),1", 0), 2);
+  EXPECT_EQ(slurm_tasks_on_node("2(x3),1", 2), 2);
+  EXPECT_EQ(slurm_tasks_on_node("2(x3),1", 3), 1);
+  EXPECT_EQ(slurm_tasks_on_node("1,8(x2)", 2), 8);
+}
+
+TEST(SlurmTasksOnNode, RejectsMalformedTextAndMissingNodes) {
+  EXPECT_EQ(slurm_tasks_on_node("2(x3),1", 4), std::nullopt);
+  EXPECT_EQ(slurm_tasks_on_node("2(x3),1", -1), std::nullopt);
+  EXPECT_EQ(slurm_tasks_on_node("", 0), std::nullopt);
+  EXPECT_EQ(slurm_tasks_on_node("2(x3", 0), std::nullopt);
+  EXPECT_EQ(slurm_tasks_on_node("two", 0), std::nullopt);
+  EXPECT_EQ(slurm_tasks_on_node("0", 0), std::nullopt);
+  EXPECT_EQ(slurm_tasks_on_node("2(x0)", 0), std::nullopt);
+}
+
+TEST(RanksOnThisHost, PrefersOpenMpiThenHydraThenSlurm) {
+  EXPECT_EQ(ranks_on_this_host("3", "5", "7", "0"), 3);
+  EXPECT_EQ(ranks_on_this_host(nullptr, "5", "7", "0"), 5);
+  EXPECT_EQ(ranks_on_this_host(nullptr, nullptr, "2(x2),6", "2"), 6);
+  EXPECT_EQ(ranks_on_this_host("bad", nullptr, "2(x2),6", "1"), 2);
+}
+
+TEST(RanksOnThisHost, IsOneWithoutALauncher) {
+  EXPECT_EQ(ranks_on_this_host(nullptr, nullptr, nullptr, nullptr), 1);
+  EXPECT_EQ(ranks_on_this_host(nullptr, nullptr, "4", nullptr), 1);
+  EXPECT_EQ(ranks_on_this_host(nullptr, nullptr, "4", "x"), 1);
+  EXPECT_EQ(ranks_on_this_host("0", "-2", "4", "9"), 1);
+}
+
+TEST(ThreadsHaveOwnCores, UnboundRanksShareTheHost) {
+  EXPECT_TRUE(threads_have_own_cores(2, 1, 2, 2));
+  EXPECT_TRUE(threads_have_own_cores(4, 4, 16, 16));
+  EXPECT_FALSE(threads_have_own_cores(2, 2, 2, 2));  // 4 threads on 2 CPUs
+  EXPECT_FALSE(threads_have_own_cores(3, 1, 2, 2));
+}
+
+TEST(ThreadsHaveOwnCores, ABoundRankOwnsItsMask) {
+  EXPECT_TRUE(threads_have_own_cores(8, 2, 8, 16));   // --map-by slot:PE=8 --bind-to core
+  EXPECT_FALSE(threads_have_own_cores(2, 2, 1, 16));  // --bind-to core, one core each
+  EXPECT_TRUE(threads_have_own_cores(2, 64, 2, 128));
+}
+
+TEST(SpinCount, CountsSpinsForTheTime) {
+  EXPECT_EQ(spin_count(100.0, 12.5), 8000);
+  EXPECT_EQ(spin_count(100.0, 50.0), 2000);
+  EXPECT_EQ(spin_count(100.0, 0.0), 1);
+  EXPECT_EQ(spin_count(0.0, 10.0), 1);
+  EXPECT_EQ(app::kOwnCoresSpinMicroseconds, 100.0);
+}
+
+}  // namespace
+}  // namespace mpitron::test
