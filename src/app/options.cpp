@@ -206,6 +206,16 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
   } catch (const comm::ConfigError& e) {
     throw comm::ConfigError(fmt::format("--comm {}: {}", options.comm_mode, e.what()));
   }
+  try {
+    if (options.threads) {
+      kernels::set_cpu_threads(*options.threads);
+    } else {
+      kernels::cpu_threads();  // reads MPITRON_CPU_THREADS
+    }
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
+  // After the threads: auto depends on them (kernels::default_gemm_provider).
   const char* env = std::getenv("MPITRON_GEMM");
   const std::string gemm = !options.gemm.empty()            ? options.gemm
                            : env != nullptr && *env != '\0' ? std::string(env)
@@ -215,15 +225,6 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
   } catch (const std::invalid_argument& e) {
     throw comm::ConfigError(
         fmt::format("{} {}: {}", options.gemm.empty() ? "MPITRON_GEMM" : "--gemm", gemm, e.what()));
-  }
-  try {
-    if (options.threads) {
-      kernels::set_cpu_threads(*options.threads);
-    } else {
-      kernels::cpu_threads();  // reads MPITRON_CPU_THREADS
-    }
-  } catch (const std::invalid_argument& e) {
-    throw comm::ConfigError(e.what());
   }
   if (kernels::cpu_threads() > 1 && !kernels::cpu_openmp_available()) {
     throw comm::ConfigError(fmt::format(

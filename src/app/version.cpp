@@ -15,8 +15,8 @@ std::string version_text() {
                                              MPITRON_CUDA_VERSION, MPITRON_CUDA_ARCHITECTURES)
                                : std::string("not built");
   const std::string gemm = kernels::gemm_blas_available()
-                               ? "auto = blas (OpenBLAS), eigen, mpitron"
-                               : "auto = eigen (built without a BLAS), mpitron";
+                               ? "auto = blas (OpenBLAS) at 1 thread, mpitron at more (also eigen)"
+                               : "auto = eigen (built without a BLAS) at 1 thread, mpitron at more";
   return fmt::format("mpitron {}\nCUDA backend: {}\nCPU kernels: {}\nCPU GEMM: {}\nMPI library: {}",
                      MPITRON_VERSION, cuda, kernels::cpu_vector_extensions(), gemm,
                      comm::mpi_library_version());

@@ -267,12 +267,17 @@ enum class GemmProvider { eigen, blas, mpitron };
 /// Whether this build has the BLAS provider (OpenBLAS from libopenblas-dev found at configure).
 bool gemm_blas_available();
 
-/// The provider `--gemm auto` means: blas when available, else eigen. The rule comes from `bench
-/// gemm` and whole steps on the AVX-512 Zen 4 development machine (OpenBLAS at one thread 0.95-1.3x
-/// Eigen's GFLOP/s on the GPT-2 124M products, its steps 0.92-0.94x the time) and from the parity
-/// of PyTorch + OpenBLAS with mpitron + Eigen on an AVX2-only Zen 1 class one; mpitron's own
-/// GEMM was at parity with OpenBLAS on the step's products on an AVX2 Zen 3 (docs/performance.md),
-/// not ahead, so auto stays blas.
+/// The provider `--gemm auto` means at the current cpu_threads(): at one thread blas when
+/// available, else eigen; at more, mpitron. At one thread the rule comes from `bench gemm` and
+/// whole steps on the AVX-512 Zen 4 development machine (OpenBLAS at one thread 0.95-1.3x Eigen's
+/// GFLOP/s on the GPT-2 124M products, its steps 0.92-0.94x the time) and from the parity of
+/// PyTorch + OpenBLAS with mpitron + Eigen on an AVX2-only Zen 1 class one; mpitron's own GEMM was
+/// at parity with OpenBLAS on the steps' products (Zen 3, Zen 4, an Intel Xeon), not ahead. At
+/// more threads OpenBLAS keeps whole rows per tile (its bits change when its columns are cut), so
+/// every tile packs all of op(B) again, while mpitron's GEMM is cut by columns too: at 2 threads
+/// the MLP and GPT steps took 0.83-0.85x OpenBLAS's time (docs/performance.md). The bits are the
+/// same at every thread count for each provider, not across providers: pin --gemm to keep a run's
+/// bits when its thread count changes.
 GemmProvider default_gemm_provider();
 
 /// Sets the CPU GEMM's provider for this process (every rank must choose the same, so that

@@ -296,12 +296,19 @@ endforeach()
 
 # --threads: a few steps of the train example (docs/train.md) at 1 and at 2 threads per rank
 # have bit-identical losses, gradient norms and validation losses (the kernels' rule,
-# src/kernels/cpu/parallel.h).
-_mpitron_mpiexec_command(threads_launch 1 mpitron train --data /usr/share/common-licenses/GPL-3
-  --layers 4 --hidden 256 --heads 8 --seq 128 --global-batch 32 --micro-batch 4 --steps 3
-  --lr 1e-3 --min-lr 1e-4 --warmup-steps 20 --eval-interval 3 --eval-iters 2 --device cpu
-  --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_threads)
-add_test(NAME train_threads_same_losses
-         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/threads_same_losses.py
-                 ${CMAKE_CURRENT_BINARY_DIR}/threads -- ${threads_launch})
-set_tests_properties(train_threads_same_losses PROPERTIES TIMEOUT 300 PROCESSORS 2)
+# src/kernels/cpu/parallel.h), for each GEMM provider that --gemm auto picks at some thread
+# count (OpenBLAS whole rows per tile, mpitron's GEMM cut by columns too).
+set(threads_providers mpitron)
+if(MPITRON_OPENBLAS_INCLUDE_DIR AND MPITRON_OPENBLAS_LIBRARY)
+  list(APPEND threads_providers blas)
+endif()
+foreach(provider IN LISTS threads_providers)
+  _mpitron_mpiexec_command(threads_launch 1 mpitron train --data /usr/share/common-licenses/GPL-3
+    --layers 4 --hidden 256 --heads 8 --seq 128 --global-batch 32 --micro-batch 4 --steps 3
+    --lr 1e-3 --min-lr 1e-4 --warmup-steps 20 --eval-interval 3 --eval-iters 2 --device cpu
+    --gemm ${provider} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_threads_${provider})
+  add_test(NAME train_threads_same_losses_${provider}
+           COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/threads_same_losses.py
+                   ${CMAKE_CURRENT_BINARY_DIR}/threads_${provider} -- ${threads_launch})
+  set_tests_properties(train_threads_same_losses_${provider} PROPERTIES TIMEOUT 300 PROCESSORS 2)
+endforeach()

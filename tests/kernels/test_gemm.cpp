@@ -84,8 +84,14 @@ TEST(GemmProvider, AutoIsTheDefaultAndOtherNamesAreRefused) {
   EXPECT_EQ(parse_gemm_provider("eigen"), GemmProvider::eigen);
   EXPECT_EQ(parse_gemm_provider("mpitron"), GemmProvider::mpitron);
   EXPECT_EQ(to_string(GemmProvider::mpitron), "mpitron");
+  const int threads = cpu_threads();
+  set_cpu_threads(1);
   EXPECT_EQ(default_gemm_provider(),
             gemm_blas_available() ? GemmProvider::blas : GemmProvider::eigen);
+  set_cpu_threads(2);  // OpenBLAS keeps whole rows per tile: mpitron's GEMM is cut by columns too
+  EXPECT_EQ(default_gemm_provider(), GemmProvider::mpitron);
+  EXPECT_EQ(parse_gemm_provider("auto"), GemmProvider::mpitron);
+  set_cpu_threads(threads);
   EXPECT_THROW(parse_gemm_provider("mkl"), std::invalid_argument);
   if (!gemm_blas_available()) {
     EXPECT_THROW(parse_gemm_provider("blas"), std::invalid_argument);

@@ -38,7 +38,7 @@ constexpr std::size_t kPanelColumns = 512;
 // - rows in multiples of kTileRows: 48 is a multiple of the rows of every micro-kernel of
 //   Eigen's (3 vectors: 48 floats with AVX-512, 24 with AVX2) and of OpenBLAS's;
 // - columns in multiples of kTileColumns, or of Eigen's panels (kPanelColumns, which it takes
-//   one call each at any thread count);
+//   one call each at any thread count), where the provider allows a cut (column_step);
 // - at least kMinTileWork multiply-adds: OpenBLAS picks other kernels for small calls (below
 //   about 10^6 multiply-adds here) and for one-column ones, which round differently; a last row
 //   or column tile below half the others joins the one before it.
@@ -79,6 +79,18 @@ struct Cut {
   }
 };
 
+// Where a product's columns may be cut: at Eigen's panels, and anywhere for mpitron's packed GEMM
+// in float32 (multiples of kTileColumns keep its micro-tiles whole). OpenBLAS keeps whole rows:
+// a column tile took other bits than the whole call with its Haswell and Zen kernels in float32
+// (at multiples of 64 columns too) and with its SkylakeX ones in float64 (2026-12-04, forced
+// by OPENBLAS_CORETYPE); so does float64 under mpitron (Eigen in one call).
+template <class T>
+std::size_t column_step(GemmProvider provider, std::size_t n) {
+  if (provider == GemmProvider::eigen) return kPanelColumns;
+  if (provider == GemmProvider::mpitron && std::is_same_v<T, float>) return kTileColumns;
+  return std::max<std::size_t>(n, 1);
+}
+
 // The tiles of one [m, n] x k product for `wanted` of them at most: the most tiles of at least
 // kMinTileWork multiply-adds, then the least rows + columns per tile. One tile when wanted is 1.
 struct Grid {
@@ -89,8 +101,9 @@ struct Grid {
     Grid best{Cut::of(m, 1, kTileRows), Cut::of(n, 1, column_step)};
     // No more tiles than kMinTileWork allows: the search then costs less than the product.
     wanted = std::min(wanted, std::max<std::size_t>(m * n * k / kMinTileWork, 1));
-    for (std::size_t r = 1; r <= wanted; ++r) {
-      for (std::size_t c = 1; r * c <= wanted; ++c) {
+    for (std::size_t r = 1; r <= std::min(wanted, best.rows.units); ++r) {
+      // For r row parts, the most column parts whose smallest tile keeps kMinTileWork.
+      for (std::size_t c = std::min(wanted / r, best.columns.units); c >= 1; --c) {
         const Grid g{Cut::of(m, r, kTileRows), Cut::of(n, c, column_step)};
         if (g.tiles() > 1 && g.rows.smallest() * g.columns.smallest() * k < kMinTileWork) continue;
         if (g.tiles() > best.tiles() ||
@@ -98,6 +111,7 @@ struct Grid {
                                               best.rows.largest() + best.columns.largest())) {
           best = g;
         }
+        break;
       }
     }
     return best;
@@ -220,15 +234,11 @@ void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size
                         std::size_t k, T alpha, const T* a, std::size_t stride_a, const T* b,
                         std::size_t stride_b, T beta, T* c, std::size_t stride_c) {
   const Product<T> product{trans_a, trans_b, m, n, k, alpha, beta};
-  // mpitron's packed GEMM is float32's; float64 products go to Eigen, in its panels.
-  const GemmProvider provider =
-      std::is_same_v<T, double> && gemm_provider() == GemmProvider::mpitron ? GemmProvider::eigen
-                                                                            : gemm_provider();
+  const GemmProvider provider = gemm_provider();
   const auto threads = static_cast<std::size_t>(cpu_threads());
   // Products of a batch go to the threads whole while there are enough of them.
   const std::size_t wanted = batch == 0 ? 1 : (threads + batch - 1) / batch;
-  const Grid grid =
-      Grid::of(m, n, k, wanted, provider == GemmProvider::eigen ? kPanelColumns : kTileColumns);
+  const Grid grid = Grid::of(m, n, k, wanted, column_step<T>(provider, n));
   const auto tiles = static_cast<std::int64_t>(batch * grid.tiles());
   const auto run = [&](std::size_t t) {
     const std::size_t i = t / grid.tiles(), tile = t % grid.tiles();
@@ -263,6 +273,7 @@ bool gemm_blas_available() {
 }
 
 GemmProvider default_gemm_provider() {
+  if (cpu_threads() > 1) return GemmProvider::mpitron;
   return gemm_blas_available() ? GemmProvider::blas : GemmProvider::eigen;
 }
 
