@@ -8,7 +8,7 @@
 namespace mpitron::app {
 
 /// What the start-up lines print after the thread count: mpitron's choice ("idle threads spin
-/// 100 us, then sleep (2 threads x 1 rank on 2 CPUs)" or "idle threads sleep (...)"), else the
+/// 50 us, then sleep (2 threads x 1 rank on 2 CPUs)" or "idle threads sleep (...)"), else the
 /// user's OMP_WAIT_POLICY or GOMP_SPINCOUNT ("OMP_WAIT_POLICY=active"), else "GNU OpenMP's
 /// default wait" (the re-execution failed, or no OpenMP region was expected at start).
 std::string openmp_wait_text();

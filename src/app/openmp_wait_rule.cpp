@@ -62,10 +62,35 @@ std::int64_t ranks_on_this_host(const char* ompi_local_size, const char* hydra_l
   return 1;
 }
 
+std::optional<std::int64_t> cpu_list_count(std::string_view list) {
+  if (list.ends_with('\n')) list.remove_suffix(1);
+  if (list.empty()) return std::nullopt;
+  std::int64_t count = 0;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    const std::size_t dash = item.find('-');
+    std::int64_t first = 0, last = 0;
+    const auto parse = [](std::string_view text, std::int64_t& value) {
+      const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), value);
+      return status == std::errc() && end == text.data() + text.size() && value >= 0;
+    };
+    if (!parse(item.substr(0, dash), first)) return std::nullopt;
+    last = first;
+    if (dash != std::string_view::npos && !parse(item.substr(dash + 1), last)) return std::nullopt;
+    if (last < first) return std::nullopt;
+    count += last - first + 1;
+  }
+  return count;
+}
+
 bool threads_have_own_cores(std::int64_t threads, std::int64_t ranks_here,
-                            std::int64_t cpus_in_mask, std::int64_t cpus_online) {
-  if (cpus_in_mask < cpus_online) return threads <= cpus_in_mask;
-  return ranks_here * threads <= cpus_online;
+                            std::int64_t cpus_in_mask, std::int64_t cpus_for_job) {
+  constexpr std::int64_t kLimit = std::int64_t{1} << 24;  // no overflow below
+  threads = std::clamp<std::int64_t>(threads, 1, kLimit);
+  ranks_here = std::clamp<std::int64_t>(ranks_here, 1, kLimit);
+  return threads <= cpus_in_mask && ranks_here * threads <= cpus_for_job;
 }
 
 std::int64_t spin_count(double microseconds, double nanoseconds_per_spin) {

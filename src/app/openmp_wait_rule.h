@@ -11,10 +11,12 @@
 namespace mpitron::app {
 
 /// How long an idle thread spins before it sleeps when its cores are its own, in microseconds.
-/// Measured 2026-12-04 on an Intel Xeon VM (2 vCPUs, model 167, 13 ns a spin): the train
-/// example's step at 1 rank x 2 threads took about 615 ms sleeping at once, 520, 480 and 465 ms
-/// spinning 13, 40 and 130 us first (docs/performance.md, "Idle threads").
-inline constexpr double kOwnCoresSpinMicroseconds = 100.0;
+/// Measured 2026-12-04 on an Intel Xeon VM (2 vCPUs, model 167, 13 ns a spin), the train
+/// example's step at 1 rank x 2 threads: about 615 ms sleeping at once, 520, 480 and 465 ms
+/// spinning 13, 40 and 100 us first; with another process busy on one of the 2 vCPUs, which the
+/// rule cannot see, 850-940 ms sleeping at once and 900, 980-1040 and 1150-1490 ms spinning.
+/// 50 us keeps most of the gain and a sixth of the loss (docs/performance.md, "Idle threads").
+inline constexpr double kOwnCoresSpinMicroseconds = 50.0;
 
 /// The tasks of Slurm's step on node `node_id` (SLURM_NODEID), from SLURM_STEP_TASKS_PER_NODE's
 /// form "2(x3),1" (2 tasks on each of nodes 0-2, then 1 on node 3). std::nullopt when the text
@@ -29,12 +31,17 @@ std::optional<std::int64_t> slurm_tasks_on_node(std::string_view tasks_per_node,
 std::int64_t ranks_on_this_host(const char* ompi_local_size, const char* hydra_local_ranks,
                                 const char* slurm_tasks_per_node, const char* slurm_node_id);
 
-/// Whether `threads` threads of each of `ranks_here` ranks have cores of their own: a process
-/// bound to fewer CPUs than are online (`cpus_in_mask` < `cpus_online`; the launcher gives each
-/// rank its own, as `--bind-to core` does) owns its mask, so threads <= cpus_in_mask; an unbound
-/// one shares the host's with the other ranks, so ranks_here * threads <= cpus_online.
+/// The CPUs of a Linux CPU list such as "0-3,8-11" (cpuset.cpus.effective, sysfs), or
+/// std::nullopt when the text is not one. A trailing newline is allowed.
+std::optional<std::int64_t> cpu_list_count(std::string_view list);
+
+/// Whether `threads` threads of each of `ranks_here` ranks have cores of their own: the process
+/// may run on at least `threads` CPUs (`cpus_in_mask`, its affinity mask), and the ranks of the
+/// host together fit its CPUs (ranks_here * threads <= `cpus_for_job`: the online CPUs, or
+/// fewer where a cgroup cpuset limits them). Ranks that share a smaller mask outside a cgroup
+/// (taskset) look like ranks with masks of their own.
 bool threads_have_own_cores(std::int64_t threads, std::int64_t ranks_here,
-                            std::int64_t cpus_in_mask, std::int64_t cpus_online);
+                            std::int64_t cpus_in_mask, std::int64_t cpus_for_job);
 
 /// GOMP_SPINCOUNT for spinning `microseconds` when one spin (a load and a pause instruction)
 /// takes `nanoseconds_per_spin`; at least 1. (A pause takes 3 to 140 cycles by CPU kind, so a

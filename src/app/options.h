@@ -82,7 +82,7 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 kernels::Device resolve_device(const std::string& device);
 
 /// "cpu (blas GEMM, 1 thread)" for the CPU (the GEMM provider and cpu_threads(); beyond one
-/// thread also how idle threads wait: "cpu (blas GEMM, 2 threads; idle threads spin 100 us, then
+/// thread also how idle threads wait: "cpu (blas GEMM, 2 threads; idle threads spin 50 us, then
 /// sleep (2 threads x 1 rank on 2 CPUs))", openmp_wait.h), "cuda" for CUDA: how the start-up
 /// lines of train and validate name the device.
 std::string device_text(kernels::Device device);

@@ -1,7 +1,10 @@
 // The rule that chooses how idle OpenMP threads wait (src/app/openmp_wait_rule.h): the launcher
-// variables that say how many ranks share a host, whether threads have cores of their own, and
-// the spin count for a time.
+// variables that say how many ranks share a host, a cgroup's CPU list, whether threads have cores
+// of their own, and the spin count for a time.
 #include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
 
 #include "app/openmp_wait_rule.h"
 
@@ -45,17 +48,34 @@ TEST(RanksOnThisHost, IsOneWithoutALauncher) {
   EXPECT_EQ(ranks_on_this_host("0", "-2", "4", "9"), 1);
 }
 
-TEST(ThreadsHaveOwnCores, UnboundRanksShareTheHost) {
-  EXPECT_TRUE(threads_have_own_cores(2, 1, 2, 2));
-  EXPECT_TRUE(threads_have_own_cores(4, 4, 16, 16));
-  EXPECT_FALSE(threads_have_own_cores(2, 2, 2, 2));  // 4 threads on 2 CPUs
-  EXPECT_FALSE(threads_have_own_cores(3, 1, 2, 2));
+TEST(CpuListCount, CountsRangesAndSingles) {
+  EXPECT_EQ(app::cpu_list_count("0-3,8-11\n"), 8);
+  EXPECT_EQ(app::cpu_list_count("5"), 1);
+  EXPECT_EQ(app::cpu_list_count("0,2,4-5"), 4);
+  EXPECT_EQ(app::cpu_list_count(""), std::nullopt);
+  EXPECT_EQ(app::cpu_list_count("3-1"), std::nullopt);
+  EXPECT_EQ(app::cpu_list_count("0-"), std::nullopt);
+  EXPECT_EQ(app::cpu_list_count("a"), std::nullopt);
 }
 
-TEST(ThreadsHaveOwnCores, ABoundRankOwnsItsMask) {
+TEST(ThreadsHaveOwnCores, TheRanksOfTheHostMustFitItsCpus) {
+  EXPECT_TRUE(threads_have_own_cores(2, 1, 2, 2));
+  EXPECT_TRUE(threads_have_own_cores(4, 4, 16, 16));
+  EXPECT_FALSE(threads_have_own_cores(2, 2, 2, 2));  // 4 threads on 2 CPUs (or a 2-CPU cpuset)
+  EXPECT_FALSE(threads_have_own_cores(3, 1, 2, 2));
+  EXPECT_FALSE(threads_have_own_cores(4, 32, 32, 64));  // Open MPI binding to a socket
+}
+
+TEST(ThreadsHaveOwnCores, ABoundRankNeedsAsManyCpusAsThreads) {
   EXPECT_TRUE(threads_have_own_cores(8, 2, 8, 16));   // --map-by slot:PE=8 --bind-to core
   EXPECT_FALSE(threads_have_own_cores(2, 2, 1, 16));  // --bind-to core, one core each
   EXPECT_TRUE(threads_have_own_cores(2, 64, 2, 128));
+}
+
+TEST(ThreadsHaveOwnCores, HugeCountsDoNotOverflow) {
+  constexpr std::int64_t kHuge = std::int64_t{1} << 62;
+  EXPECT_FALSE(threads_have_own_cores(kHuge, kHuge, 1 << 20, 1 << 20));
+  EXPECT_FALSE(threads_have_own_cores(2, kHuge, 64, 64));
 }
 
 TEST(SpinCount, CountsSpinsForTheTime) {
@@ -63,7 +83,7 @@ TEST(SpinCount, CountsSpinsForTheTime) {
   EXPECT_EQ(spin_count(100.0, 50.0), 2000);
   EXPECT_EQ(spin_count(100.0, 0.0), 1);
   EXPECT_EQ(spin_count(0.0, 10.0), 1);
-  EXPECT_EQ(app::kOwnCoresSpinMicroseconds, 100.0);
+  EXPECT_EQ(app::kOwnCoresSpinMicroseconds, 50.0);
 }
 
 }  // namespace
