@@ -8,12 +8,14 @@
   --workload mlp: `mpitron bench` against torch_peer_mlp.py at the same (tp, pp, dp) (hidden 512,
       intermediate 2048, batch 8, seq 128, 4 layers), both with --skip warm-up steps, plus each
       side's peak RSS per rank, and mpitron once more with --recompute (ms/step, peak RSS).
-MFU is the whole job's model GFLOP/s over ranks x --peak-gflops (one rank's peak). Both sides
-run under `mpirun --oversubscribe -np N` (one process when N is 1). The peers need Debian's
-python3-torch and libopenblas0-pthread, at one thread per rank (OPENBLAS_NUM_THREADS=1, set).
+MFU is the whole job's model GFLOP/s over ranks x threads x --peak-gflops (one core's peak). Both
+sides run under `mpirun --oversubscribe -np N` (one process when N is 1), at --threads T threads
+per rank (default 1): mpitron's --threads, the peers' torch.set_num_threads and
+OPENBLAS_NUM_THREADS / OMP_NUM_THREADS (set to T). The peers need Debian's python3-torch and
+libopenblas0-pthread.
 
     /usr/bin/python3 tools/compare_with_torch.py --workload gpt --peak-gflops 243 \\
-        [--topologies "1,1,1;2,1,1"]
+        [--topologies "1,1,1;2,1,1"] [--threads 2]
 """
 from __future__ import annotations
 
@@ -66,14 +68,16 @@ def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
         run(mpirun(ranks) + [args.mpitron, "train", "--tp", str(tp), "--pp", str(pp), "--dp",
              str(dp), "--data", args.data, *GPT_MODEL, "--global-batch", str(GPT_BATCH),
              "--micro-batch", "4", "--steps", str(args.steps + args.skip), "--eval-interval",
-             "0", "--eval-iters", "1", "--metrics", metrics, "--log-dir", scratch], env)
+             "0", "--eval-iters", "1", "--threads", str(args.threads), "--metrics", metrics,
+             "--log-dir", scratch], env)
         with open(metrics) as f:
             ms = [line["ms"] for line in map(json.loads, f) if "ms" in line][args.skip:]
         if ranks not in peer_cache:
             report = os.path.join(scratch, "peer.jsonl")
             run(peer("torch_peer_gpt.py", ranks, report) + [
                 "--data", args.data, *GPT_MODEL, "--batch", str(GPT_BATCH // ranks), "--steps",
-                str(args.steps + args.skip), "--skip", str(args.skip)], env)
+                str(args.steps + args.skip), "--skip", str(args.skip), "--threads",
+                str(args.threads)], env)
             peer_cache[ranks] = last_json(report)["ms_per_step"]
     return sum(ms) / len(ms), peer_cache[ranks], []
 
@@ -84,8 +88,8 @@ def bench(args, topology, env, flags, extra) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         report = os.path.join(scratch, "bench.jsonl")
         run(mpirun(tp * pp * dp) + [args.mpitron, "bench", *flags, *extra, "--steps",
-             str(args.steps), "--warmup", str(args.skip), "--json", report, "--log-dir", scratch],
-            env)
+             str(args.steps), "--warmup", str(args.skip), "--threads", str(args.threads), "--json",
+             report, "--log-dir", scratch], env)
         return last_json(report)
 
 
@@ -97,7 +101,8 @@ def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
     with tempfile.TemporaryDirectory() as scratch:
         report = os.path.join(scratch, "peer.jsonl")
         run(peer("torch_peer_mlp.py", tp * pp * dp, report) + flags + [
-            "--steps", str(args.steps), "--warmup", str(args.skip)], env)
+            "--steps", str(args.steps), "--warmup", str(args.skip), "--threads",
+            str(args.threads)], env)
         theirs = last_json(report)
     rss = lambda r: f"{max(r['peak_rss_mib_by_rank']):.0f}"  # noqa: E731
     return ours["ms_per_step"], theirs["ms_per_step"], [
@@ -112,7 +117,8 @@ def main() -> None:
     p.add_argument("--data", default="/usr/share/common-licenses/GPL-3")
     p.add_argument("--steps", type=int, default=6, help="timed steps per run")
     p.add_argument("--skip", type=int, default=2, help="untimed first steps per run")
-    p.add_argument("--peak-gflops", type=float, default=0.0, help="one rank's peak, for MFU")
+    p.add_argument("--peak-gflops", type=float, default=0.0, help="one core's peak, for MFU")
+    p.add_argument("--threads", type=int, default=1, help="threads per rank, both sides")
     p.add_argument("--topologies", help="'tp,pp,dp;...' (default: the workload's list above)")
     args = p.parse_args()
     topologies = ([tuple(int(x) for x in t.split(",")) for t in args.topologies.split(";")]
@@ -121,10 +127,11 @@ def main() -> None:
         p.error(f"--topologies {args.topologies}: expected 'tp,pp,dp;...' of positive integers")
     if not os.access(args.mpitron, os.X_OK):
         p.error(f"--mpitron {args.mpitron}: no such executable (build it: bash scripts/build.sh)")
-    if args.steps < 1 or args.skip < 0:
-        p.error(f"--steps must be >= 1 and --skip >= 0, got {args.steps} and {args.skip}")
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-               OMPI_MCA_mpi_yield_when_idle="1")
+    if args.steps < 1 or args.skip < 0 or args.threads < 1:
+        p.error(f"--steps and --threads must be >= 1 and --skip >= 0, got {args.steps}, "
+                f"{args.threads} and {args.skip}")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(args.threads),
+               OMP_NUM_THREADS=str(args.threads), OMPI_MCA_mpi_yield_when_idle="1")
     if args.workload == "gpt":
         tokens, flop = GPT_BATCH * GPT_SEQ, GPT_BATCH * GPT_SEQ * GPT_FLOP_PER_TOKEN
         row, extra = gpt_row, ""
@@ -133,7 +140,8 @@ def main() -> None:
         row, extra = mlp_row, (" mpitron peak RSS MiB/rank | PyTorch peak RSS MiB/rank |"
                                " mpitron --recompute ms/step | its peak RSS MiB/rank |")
     print(f"{platform.node()}, {os.cpu_count()} CPUs, {datetime.date.today()}; {args.workload}; "
-          f"{args.steps} timed steps after {args.skip}; {tokens} tokens per replica step\n")
+          f"{args.steps} timed steps after {args.skip}; {tokens} tokens per replica step; "
+          f"{args.threads} thread(s) per rank\n")
     print("| (tp, pp, dp) | ranks | mpitron ms/step | MFU | PyTorch ms/step | MFU |" + extra)
     print("|---|---|---|---|---|---|" + ("---|---|---|---|" if extra else ""))
     peer_cache: dict[int, float] = {}
@@ -141,7 +149,8 @@ def main() -> None:
         ranks = topology[0] * topology[1] * topology[2]
         job_flop = flop * (topology[2] if args.workload == "mlp" else 1)
         ours, theirs, extra_cells = row(args, topology, env, peer_cache)
-        mfu = lambda ms: (f"{100 * job_flop / (ms / 1e3) / 1e9 / (ranks * args.peak_gflops):.0f} %"  # noqa: E731
+        cores = ranks * args.threads
+        mfu = lambda ms: (f"{100 * job_flop / (ms / 1e3) / 1e9 / (cores * args.peak_gflops):.0f} %"  # noqa: E731
                           if args.peak_gflops > 0 else "-")
         cells = [str(topology), str(ranks), f"{ours:.0f}", mfu(ours), f"{theirs:.0f}", mfu(theirs),
                  *extra_cells]

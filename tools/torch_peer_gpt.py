@@ -351,6 +351,9 @@ def main():
     parser.add_argument("--init-from", help="an llm.c model file (its sizes replace the flags')")
     parser.add_argument("--rendezvous", default=os.environ.get("TORCH_PEER_RENDEZVOUS",
                                                                "tcp://127.0.0.1:29511"))
+    parser.add_argument("--threads", type=integer_at_least(1), default=1,
+                        help="intra-op threads per rank (torch.set_num_threads; also set "
+                             "OPENBLAS_NUM_THREADS and OMP_NUM_THREADS to it)")
     parser.add_argument("--json", help="append the run's figures as one JSON line (rank 0)")
     args = parser.parse_args()
     if not args.eval and args.steps <= args.skip:
@@ -361,7 +364,7 @@ def main():
                        ("--init-from", args.init_from)):
         if path is not None and not os.path.isfile(path):
             parser.error(f"{flag} {path}: no such file")
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     if args.eval:
         evaluate(args)
     else:

@@ -116,9 +116,12 @@ def main():
         parser.add_argument(f"--{name}", type=integer_at_least(0), default=default)
     parser.add_argument("--rendezvous", default=os.environ.get("TORCH_PEER_RENDEZVOUS",
                                                           "tcp://127.0.0.1:29511"))
+    parser.add_argument("--threads", type=integer_at_least(1), default=1,
+                        help="intra-op threads per rank (torch.set_num_threads; also set "
+                             "OPENBLAS_NUM_THREADS and OMP_NUM_THREADS to it)")
     parser.add_argument("--json", help="append the figures as one JSON line (rank 0)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     rank, world = start_ranks(args.rendezvous)
     tp, pp, dp = args.tp, args.pp, args.dp
     if tp * pp * dp != world:
