@@ -74,6 +74,7 @@ nlohmann::json config_json(const ModelSizes& sizes, const ParallelSizes& paralle
           {"dp", parallel.dp},
           {"device", kernels::to_string(device)},
           {"threads", kernels::cpu_threads()},
+          {"gemm", kernels::to_string(kernels::gemm_provider())},
           {"hidden", sizes.hidden},
           {"intermediate", sizes.intermediate},
           {"batch", sizes.batch},

@@ -13,9 +13,11 @@ namespace mpitron::app {
 /// How long an idle thread spins before it sleeps when its cores are its own, in microseconds.
 /// Measured 2026-12-04 on an Intel Xeon VM (2 vCPUs, model 167, 13 ns a spin), the train
 /// example's step at 1 rank x 2 threads: about 615 ms sleeping at once, 520, 480 and 465 ms
-/// spinning 13, 40 and 100 us first; with another process busy on one of the 2 vCPUs, which the
-/// rule cannot see, 850-940 ms sleeping at once and 900, 980-1040 and 1150-1490 ms spinning.
-/// 50 us keeps most of the gain and a sixth of the loss (docs/performance.md, "Idle threads").
+/// spinning 13, 40 and 130 us first; with another process busy on one of the 2 vCPUs, which the
+/// rule cannot see, 850-940 ms sleeping at once and 900, 980-1040 and 1150-1490 ms spinning 13,
+/// 40 and 100 us. 50 us keeps most of the gain and, interpolated between the midpoints of the 40
+/// and 100 us ranges (50 us itself was not timed there), about 40 % of the loss of 100 us
+/// (docs/performance.md, "Idle threads").
 inline constexpr double kOwnCoresSpinMicroseconds = 50.0;
 
 /// The tasks of Slurm's step on node `node_id` (SLURM_NODEID), from SLURM_STEP_TASKS_PER_NODE's

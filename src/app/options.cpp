@@ -49,7 +49,7 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->group(kCommonGroup);
   command
       .add_option("--gemm", options.gemm,
-                  "CPU GEMM, auto = blas if built (default: MPITRON_GEMM, else auto)")
+                  "auto: blas at 1 thread, else mpitron (default: MPITRON_GEMM)")
       ->check(CLI::IsMember({"auto", "eigen", "blas", "mpitron"}))
       ->group(kCommonGroup);
   command

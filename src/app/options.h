@@ -25,7 +25,7 @@ struct CommonOptions {
   std::optional<int> tp, pp, dp;
   std::string device = "auto";
   std::string comm_mode = "auto";
-  std::string gemm;            ///< auto, eigen or blas; empty: MPITRON_GEMM, else auto
+  std::string gemm;            ///< auto, eigen, blas or mpitron; empty: MPITRON_GEMM, else auto
   std::optional<int> threads;  ///< CPU threads per rank; unset: MPITRON_CPU_THREADS, else 1
   double timeout_seconds = 120.0;
   std::string log_dir = ".";
@@ -82,8 +82,8 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 kernels::Device resolve_device(const std::string& device);
 
 /// "cpu (blas GEMM, 1 thread)" for the CPU (the GEMM provider and cpu_threads(); beyond one
-/// thread also how idle threads wait: "cpu (blas GEMM, 2 threads; idle threads spin 50 us, then
-/// sleep (2 threads x 1 rank on 2 CPUs))", openmp_wait.h), "cuda" for CUDA: how the start-up
+/// thread also how idle threads wait: "cpu (mpitron GEMM, 2 threads; idle threads spin 50 us,
+/// then sleep (2 threads x 1 rank on 2 CPUs))", openmp_wait.h), "cuda" for CUDA: how the start-up
 /// lines of train and validate name the device.
 std::string device_text(kernels::Device device);
 

@@ -244,10 +244,11 @@ inline constexpr int kMaxCpuThreads = 4096;
 /// Sets the number of OpenMP threads of the CPU kernels (the GEMM, the element-wise, row and
 /// reduction loops); default 1, because the ranks of one machine already share its cores. The
 /// environment variable MPITRON_CPU_THREADS sets the initial value. Every result is the same
-/// bits for any count: work is split by rules of the sizes alone and sums are combined in a
-/// fixed order (src/kernels/cpu/parallel.h, cpu/gemm.cpp). Without OpenMP in the build the
-/// kernels run on one thread whatever the count. Throws std::invalid_argument when `threads` is
-/// outside [1, kMaxCpuThreads].
+/// bits for any count with the same GEMM provider: work is split by rules of the sizes alone and
+/// sums are combined in a fixed order (src/kernels/cpu/parallel.h, cpu/gemm.cpp). (The provider
+/// that `auto` names depends on the count when it is resolved: default_gemm_provider.) Without
+/// OpenMP in the build the kernels run on one thread whatever the count. Throws
+/// std::invalid_argument when `threads` is outside [1, kMaxCpuThreads].
 void set_cpu_threads(int threads);
 
 /// The current CPU thread count: set_cpu_threads's, else MPITRON_CPU_THREADS (read on the first
@@ -281,8 +282,9 @@ bool gemm_blas_available();
 GemmProvider default_gemm_provider();
 
 /// Sets the CPU GEMM's provider for this process (every rank must choose the same, so that
-/// replicas compute the same bits). The initial one is default_gemm_provider(), or what the
-/// environment variable MPITRON_GEMM (auto, eigen, blas or mpitron) says. Throws
+/// replicas compute the same bits). The initial one is default_gemm_provider() at the first GEMM
+/// (so at cpu_threads() then: set the thread count first), or what the environment variable
+/// MPITRON_GEMM (auto, eigen, blas or mpitron) says. Throws
 /// std::invalid_argument
 /// for blas in a build without it.
 void set_gemm_provider(GemmProvider provider);

@@ -99,7 +99,7 @@ mpitron_add_expect_test(cli_eval_load_step_folder TARGET mpitron NP 1 TIMEOUT 60
 mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIMEOUT 120
   ARGS bench gemm --seconds 0.01 ${cli_logs}
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen)\n"
+  EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen|mpitron)\n"
                 "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ ")
 mpitron_add_expect_test(bench_gemm_bad_seconds TARGET mpitron NP 1 TIMEOUT 60
   ARGS bench gemm --seconds 100 ${cli_logs}

@@ -101,17 +101,19 @@ mpitron_add_expect_test(train_progress_in_place TARGET mpitron NP 1 TIMEOUT 60 M
   EXPECT_EXIT 0
   EXPECT_OUTPUT "\r" "train  step 3/3 \\(100%\\)  loss [0-9.]+  [0-9.e+]+ tokens/s  elapsed 0:[0-9][0-9]  ETA")
 
-# Resuming with settings other than the checkpoint's: one warning per setting on rank 0.
+# Resuming with settings other than the checkpoint's: one warning per setting on rank 0, and one
+# for the CPU GEMM that --gemm auto picks at 2 threads (mpitron's; blas or eigen at 1).
 mpitron_add_expect_test(train_resume_save TARGET mpitron NP 1 TIMEOUT 60
   ARGS train ${train_small} --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --stop-after 2
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
   EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
 mpitron_add_expect_test(train_resume_warns_on_other_settings TARGET mpitron NP 1 TIMEOUT 60
   ARGS train ${train_small} --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --optimizer sgd
-       --lr 0.002 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+       --lr 0.002 --threads 2 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
   EXPECT_EXIT 0
   EXPECT_OUTPUT "warning: --optimizer is \"sgd\" in this run but was \"adamw\""
                 "warning: --lr is 0.002 in this run but was 0.001" "train done: steps 3..3"
+                "warning: the CPU GEMM is mpitron in this run but was (blas|eigen) in the run that"
   REJECT_OUTPUT "warning: --(data|dtype|global-batch|steps)")
 set_tests_properties(train_resume_save PROPERTIES FIXTURES_SETUP train_resume_ckpt)
 set_tests_properties(train_resume_warns_on_other_settings PROPERTIES
@@ -301,6 +303,8 @@ endforeach()
 set(threads_providers mpitron)
 if(MPITRON_OPENBLAS_INCLUDE_DIR AND MPITRON_OPENBLAS_LIBRARY)
   list(APPEND threads_providers blas)
+else()
+  list(APPEND threads_providers eigen)
 endif()
 foreach(provider IN LISTS threads_providers)
   _mpitron_mpiexec_command(threads_launch 1 mpitron train --data /usr/share/common-licenses/GPL-3

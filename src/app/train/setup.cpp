@@ -173,6 +173,14 @@ void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settin
                settings.at(at).dump(), meta.at(at).dump(), o.load);
     }
   }
+  if (settings.contains("cpu_gemm") && meta.contains("cpu_gemm") &&
+      meta.at("cpu_gemm") != settings.at("cpu_gemm")) {
+    log.warn(
+        "warning: the CPU GEMM is {} in this run but was {} in the run that saved --load {}: the "
+        "losses continue within rounding, not bit for bit (--gemm auto picks by --threads; pin "
+        "--gemm to keep it)",
+        settings.at("cpu_gemm").get<std::string>(), meta.at("cpu_gemm").get<std::string>(), o.load);
+  }
   if (o.common.seed != 0 && meta.value("seed", o.common.seed) != o.common.seed) {
     log.warn("warning: --seed {} is ignored: a resumed run keeps the checkpoint's seed {}",
              o.common.seed, meta.value("seed", o.common.seed));
@@ -187,6 +195,9 @@ nlohmann::json run_settings(const TrainOptions& o, const TrainRun& run) {
   settings["seed"] = run.seed;
   settings["mpitron_version"] = MPITRON_VERSION;
   settings["run_id"] = run.run_id;
+  if (run.device == kernels::Device::cpu) {
+    settings["cpu_gemm"] = kernels::to_string(kernels::gemm_provider());
+  }
   return settings;
 }
 
@@ -309,6 +320,7 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
                    {"dp", run.sizes.dp},
                    {"device", kernels::to_string(run.device)},
                    {"threads", kernels::cpu_threads()},
+                   {"gemm", kernels::to_string(kernels::gemm_provider())},
                    {"seed", run.seed},
                    {"data", run.corpus->source()},
                    {"data_tokens", run.corpus->tokens().size()},

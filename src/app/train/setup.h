@@ -47,7 +47,8 @@ struct TrainRun {
 /// The run's settings a checkpoint records beside the model in meta.json (and a resumed run
 /// compares with its own): seed, dtype, optimizer, adamw {beta1, beta2, eps}, lr_schedule {lr,
 /// min_lr, warmup_steps, total_steps, style}, sampler {global_batch}, data (the corpus's source),
-/// mpitron_version and run_id (this run's; empty but on world rank 0, which writes meta.json). The
+/// mpitron_version, run_id (this run's; empty but on world rank 0, which writes meta.json) and, on
+/// the CPU, cpu_gemm (the GEMM provider: a resume with another warns, its bits differ). The
 /// positions of a saved step (lr_schedule.next_step, sampler.next_step) are added by the saver.
 nlohmann::json run_settings(const TrainOptions& options, const TrainRun& run);
 

@@ -44,9 +44,10 @@ constexpr std::size_t kPanelColumns = 512;
 //   or column tile below half the others joins the one before it.
 // mpitron's packed GEMM gives any block of a product the whole call's bits (packed_gemm.h).
 // Each tile packs its rows of op(A) and its columns of op(B) again, so the grid has as few tiles
-// as the threads need, shaped to make rows + columns per tile (what it packs per k) least: a
-// [1024, 2048] product is cut into two column halves at 2 threads, not 21 tiles of 48 rows that
-// each pack all of op(B) (which took 30 % of a 2-thread MLP step in OpenBLAS's copy routines).
+// as the threads need, shaped to make rows + columns per tile (what it packs per k) least: where
+// columns may be cut (column_step), a [1024, 2048] product is two column halves at 2 threads;
+// before, it was 21 tiles of 48 rows that each packed all of op(B) (30 % of a 2-thread MLP step
+// in OpenBLAS's copy routines).
 // tests/kernels/test_threads.cpp checks the bits for every provider.
 constexpr std::size_t kTileRows = 48;
 constexpr std::size_t kTileColumns = 64;
