@@ -79,7 +79,10 @@ std::int64_t thread_count(int argc, char** argv, char** envp) {
     if (arg.starts_with("--threads=")) count = argv[i] + std::strlen("--threads=");
   }
   if (count == nullptr) return 1;
-  const std::string_view text(count);
+  std::string_view text(count);  // as strtol reads it: leading blanks and a '+' allowed
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+    text.remove_prefix(1);
+  if (text.starts_with('+')) text.remove_prefix(1);
   std::int64_t threads = 0;
   const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), threads);
   const bool valid = status == std::errc() && end == text.data() + text.size() && threads >= 1 &&
