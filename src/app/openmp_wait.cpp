@@ -159,17 +159,14 @@ char* append_share(char* out, char* end, std::int64_t threads, std::int64_t rank
 }
 
 // The CPUs in this process's affinity mask when it started, before libgomp pinned its first
-// thread (OMP_PROC_BIND): cpu_mask_warning's count.
+// thread (OMP_PROC_BIND): cpu_mask_warning's count. The hook below sets it before main.
 int g_cpus_in_mask_at_start = 0;
-
-int cpus_in_mask(int otherwise) {
-  cpu_set_t mask;
-  return sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : otherwise;
-}
 
 void choose_openmp_waiting(int argc, char** argv, char** envp) {
   const std::int64_t online = std::max<long>(sysconf(_SC_NPROCESSORS_ONLN), 1);
-  const std::int64_t in_mask = cpus_in_mask(static_cast<int>(online));
+  cpu_set_t mask;
+  const std::int64_t in_mask =
+      sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : online;
   g_cpus_in_mask_at_start = static_cast<int>(in_mask);
   if (variable(envp, "OMP_WAIT_POLICY") != nullptr || variable(envp, "GOMP_SPINCOUNT") != nullptr) {
     return;
@@ -244,7 +241,7 @@ std::string openmp_wait_text() {
 }
 
 std::optional<std::string> cpu_mask_warning(int threads) {
-  const int cpus = g_cpus_in_mask_at_start > 0 ? g_cpus_in_mask_at_start : cpus_in_mask(threads);
+  const int cpus = g_cpus_in_mask_at_start;
   if (threads <= 1 || threads <= cpus) return std::nullopt;
   return fmt::format(
       "{} threads per rank, but this rank is bound to {} CPU{}, so its threads take turns: bind "
