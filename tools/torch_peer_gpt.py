@@ -64,7 +64,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 from torch_peer_common import (  # noqa: E402
-    integer_at_least, peak_rss_mib_by_rank, positive_number, start_ranks)  # noqa: E402
+    finish_ranks, integer_at_least, peak_rss_mib_by_rank, positive_number, start_ranks)  # noqa: E402
 
 
 class CausalSelfAttention(nn.Module):
@@ -308,6 +308,7 @@ def train(args):
                   f"{grad_norm:.4f} {ms:.1f} ms {tokens / (ms / 1e3):.0f} tokens/s", flush=True)
 
     rss_by_rank = peak_rss_mib_by_rank(world)
+    finish_ranks(world)
     if rank != 0:
         return
     val_loss = windows_loss(model, data[split:], args.seq)

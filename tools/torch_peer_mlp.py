@@ -35,7 +35,8 @@ import time  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch_peer_common import integer_at_least, peak_rss_mib_by_rank, start_ranks  # noqa: E402
+from torch_peer_common import (  # noqa: E402
+    finish_ranks, integer_at_least, peak_rss_mib_by_rank, start_ranks)
 
 
 class SumOverGroup(torch.autograd.Function):
@@ -182,6 +183,7 @@ def main():
     seconds = time.perf_counter() - start
 
     rss_by_rank = peak_rss_mib_by_rank(world)
+    finish_ranks(world)
     if rank != 0:
         return
     ms = 1e3 * seconds / args.steps
