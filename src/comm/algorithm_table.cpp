@@ -6,8 +6,11 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iterator>
+#include <string_view>
 
 #include "comm/collectives.h"
 #include "comm/errors.h"
@@ -191,6 +194,17 @@ std::size_t size_field(const nlohmann::json& object, const char* key, std::size_
   return found->get<std::size_t>();
 }
 
+// Rejects a key of `object` outside `known` (a misspelt "below_bytes" would otherwise widen a
+// choice to every size above it); `where` names the object in the message.
+void reject_unknown_keys(const nlohmann::json& object,
+                         std::initializer_list<std::string_view> known, const std::string& where) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      reject(where + "unknown key \"" + key + "\"");
+    }
+  }
+}
+
 std::string string_field(const nlohmann::json& object, const char* key, std::size_t index) {
   const auto found = object.find(key);
   if (found == object.end() || !found->is_string()) {
@@ -211,6 +225,7 @@ AlgorithmTable AlgorithmTable::parse(std::string_view json_text) {
     reject("not an mpitron comm table (\"mpitron_comm_table\": " + std::to_string(kFormatVersion) +
            " is missing)");
   }
+  reject_unknown_keys(document, {"mpitron_comm_table", "world_size", "measured_on", "choices"}, "");
   AlgorithmTable table;
   const auto world = document.find("world_size");
   if (world == document.end() || !world->is_number_integer() || world->get<long long>() < 1 ||
@@ -226,6 +241,8 @@ AlgorithmTable AlgorithmTable::parse(std::string_view json_text) {
   for (std::size_t i = 0; i < choices->size(); ++i) {
     const nlohmann::json& row = (*choices)[i];
     if (!row.is_object()) reject("choice " + std::to_string(i) + " is not an object");
+    reject_unknown_keys(row, {"op", "ranks", "from_bytes", "below_bytes", "algorithm"},
+                        "choice " + std::to_string(i) + ": ");
     AlgorithmChoice choice;
     const std::string op = string_field(row, "op", i);
     const auto collective = named(std::to_array(kCollectives), op);
@@ -263,6 +280,14 @@ AlgorithmTable AlgorithmTable::parse(std::string_view json_text) {
              std::to_string(choice.from_bytes) + " is not below \"below_bytes\" " +
              std::to_string(choice.below_bytes));
     }
+    for (std::size_t j = 0; j < table.choices.size(); ++j) {
+      const AlgorithmChoice& other = table.choices[j];
+      if (other.op == choice.op && other.ranks == choice.ranks &&
+          choice.from_bytes < other.below_bytes && other.from_bytes < choice.below_bytes) {
+        reject("choice " + std::to_string(i) + ": its sizes overlap those of choice " +
+               std::to_string(j) + " (" + op + " on " + std::to_string(ranks) + " ranks)");
+      }
+    }
     table.choices.push_back(choice);
   }
   return table;
@@ -270,7 +295,8 @@ AlgorithmTable AlgorithmTable::parse(std::string_view json_text) {
 
 AlgorithmTable read_algorithm_table(const std::string& path) {
   std::ifstream file(path, std::ios::binary);
-  if (!file.is_open()) reject("cannot read the file");
+  // A directory opens, and reading it then throws from the stream buffer.
+  if (!file.is_open() || std::filesystem::is_directory(path)) reject("cannot read the file");
   const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
   if (file.bad()) reject("cannot read the file");
   AlgorithmTable table = AlgorithmTable::parse(text);

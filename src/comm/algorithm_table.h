@@ -79,9 +79,10 @@ struct AlgorithmTable {
   std::string to_json() const;
 
   /// Parses to_json's format. Throws ConfigError naming the first problem: not JSON, not an
-  /// object with "mpitron_comm_table": 1, a world_size below 1, a choice with an unknown op or
-  /// algorithm, an algorithm that op does not have, ranks below 2 or above world_size, or
-  /// from_bytes >= below_bytes.
+  /// object with "mpitron_comm_table": 1, a key the format does not have, a world_size below 1,
+  /// a choice with an unknown op or algorithm, an algorithm that op does not have, ranks below 2
+  /// or above world_size, from_bytes >= below_bytes, or sizes that overlap an earlier choice of
+  /// the same op and ranks.
   static AlgorithmTable parse(std::string_view json_text);
 };
 

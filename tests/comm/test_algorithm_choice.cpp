@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <string>
@@ -241,6 +242,8 @@ TEST(AlgorithmTableAgreement, ABadFileIsTheSameErrorOnEveryRank) {
   EXPECT_EQ(agreement(path), "--comm-table " + path + ": not a JSON document");
   EXPECT_EQ(agreement(path + ".missing"),
             "--comm-table " + path + ".missing: cannot read the file");
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  EXPECT_EQ(agreement(folder), "--comm-table " + folder + ": cannot read the file");
   try {
     comm::agree_on_algorithm_table(world(), path, /*from_variable=*/true);
     ADD_FAILURE() << "accepted";

@@ -114,6 +114,16 @@ TEST(AlgorithmTable, BadFilesAreNamed) {
             "choice 0: \"ranks\" must be a non-negative integer, got -2");
   EXPECT_EQ(error(with_choice(R"({"ranks": 2, "algorithm": "mpi"})")),
             "choice 0 needs \"op\" as a string");
+  EXPECT_EQ(error(with_choice(
+                R"({"op": "all-reduce", "ranks": 2, "below_byte": 8, "algorithm": "mpi"})")),
+            "choice 0: unknown key \"below_byte\"");
+  EXPECT_EQ(error(R"({"mpitron_comm_table": 1, "world_size": 2, "choices": [], "world": 2})"),
+            "unknown key \"world\"");
+  EXPECT_EQ(error(with_choice(
+                R"({"op": "all-reduce", "ranks": 2, "below_bytes": 32768, "algorithm": "mpi"},)"
+                R"({"op": "all-reduce", "ranks": 4, "from_bytes": 1000, "algorithm": "ring"},)"
+                R"({"op": "all-reduce", "ranks": 2, "from_bytes": 1000, "algorithm": "ring"})")),
+            "choice 2: its sizes overlap those of choice 0 (all-reduce on 2 ranks)");
 }
 
 TEST(AlgorithmTable, FastestPrefersMpiWithinTheMargin) {

@@ -141,6 +141,8 @@ Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int it
 
 int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   kernels::Device device{};
+  const std::string tune_path =
+      options.tune && !options.tune->empty() ? *options.tune : std::string(kDefaultCommTable);
   comm::agree_on_configuration(world, [&] {
     if (options.min_bytes < sizeof(float) || options.max_bytes < options.min_bytes ||
         options.max_bytes > kMaxCommBytes) {
@@ -153,6 +155,7 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
     }
     device = options.tune ? kernels::Device::cpu : resolve_device(options.common.device);
     prepare_run(options.common, world);
+    if (options.tune) check_tune_request(world.size(), world.rank(), options.ops, tune_path);
     return fmt::format(
         "bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {} --ops {}{}",
         kernels::to_string(device), options.min_bytes, options.max_bytes, options.max_iterations,
@@ -160,8 +163,7 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   });
   if (options.tune) {
     return run_comm_tune(world, options.ops, options.min_bytes, options.max_bytes,
-                         options.max_iterations,
-                         options.tune->empty() ? std::string(kDefaultCommTable) : *options.tune);
+                         options.max_iterations, tune_path);
   }
   const bool print = world.rank() == 0;
   if (print) {

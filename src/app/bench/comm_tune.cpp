@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 
@@ -36,6 +38,24 @@ std::vector<int> tuned_group_sizes(int world_size) {
     if (world_size % g == 0) sizes.push_back(g);
   }
   return sizes;
+}
+
+void check_tune_request(int world_size, int rank, const std::vector<std::string>& ops,
+                        const std::string& path) {
+  if (world_size < 2) {
+    throw comm::ConfigError(
+        "bench comm --tune-table needs at least 2 ranks (mpirun -np 2 or more)");
+  }
+  if (tuned_collectives(ops).empty()) {
+    throw comm::ConfigError(fmt::format(
+        "bench comm --tune-table chooses algorithms of all-reduce, all-gather and reduce-scatter, "
+        "and --ops {} has none of them",
+        fmt::join(ops, ",")));
+  }
+  if (rank == 0 &&
+      (std::filesystem::is_directory(path) || !std::ofstream(path, std::ios::app).good())) {
+    throw comm::ConfigError(fmt::format("cannot write the --tune-table file '{}'", path));
+  }
 }
 
 namespace {

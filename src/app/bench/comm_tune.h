@@ -21,6 +21,13 @@ std::vector<comm::Collective> tuned_collectives(const std::vector<std::string>& 
 /// Group sizes --tune-table measures in a world of `world_size`: its divisors above 1, ascending.
 std::vector<int> tuned_group_sizes(int world_size);
 
+/// Throws comm::ConfigError when a tune could not write a table, before it measures: a world of
+/// fewer than 2 ranks ("needs at least 2 ranks"), `ops` without a collective (send/recv alone),
+/// or, checked on rank 0 only (`rank`), a `path` that cannot be written (a folder, a missing
+/// folder, no permission; opening it for appending creates it).
+void check_tune_request(int world_size, int rank, const std::vector<std::string>& ops,
+                        const std::string& path);
+
 /// Measures on `world` (every rank) and writes the table to `path` on rank 0; prints one line
 /// per measurement and the file written. Sizes as bench comm's (min_bytes x 4^k up to
 /// max_bytes); `max_iterations` caps the calls per candidate. Returns 1 when an algorithm gave
