@@ -1,15 +1,17 @@
 #include "app/options.h"
 
 #include <fmt/format.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_sinks.h>
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <mutex>
 
 #include "app/help.h"
 #include "app/openmp_wait.h"
@@ -191,6 +193,12 @@ kernels::Device resolve_device(const std::string& device) {
   return kernels::Device::cuda;
 }
 
+std::string requested_gemm(const CommonOptions& options) {
+  if (!options.gemm.empty()) return options.gemm;
+  const char* env = std::getenv("MPITRON_GEMM");
+  return env != nullptr && *env != '\0' ? std::string(env) : std::string("auto");
+}
+
 namespace {
 
 void configure_communication(const CommonOptions& options, comm::Communicator& world) {
@@ -216,10 +224,7 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
     throw comm::ConfigError(e.what());
   }
   // After the threads: auto depends on them (kernels::default_gemm_provider).
-  const char* env = std::getenv("MPITRON_GEMM");
-  const std::string gemm = !options.gemm.empty()            ? options.gemm
-                           : env != nullptr && *env != '\0' ? std::string(env)
-                                                            : std::string("auto");
+  const std::string gemm = requested_gemm(options);
   try {
     kernels::set_gemm_provider(kernels::parse_gemm_provider(gemm));
   } catch (const std::invalid_argument& e) {
@@ -242,6 +247,23 @@ void check_json_writable(const CommonOptions& options, int rank) {
   }
 }
 
+// The console: info lines to stdout, warnings and errors to stderr (the diagnostics stay out of
+// what a command writes to stdout, such as generate's text).
+class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    std::FILE* stream = msg.level >= spdlog::level::warn ? stderr : stdout;
+    std::fwrite(line.data(), 1, line.size(), stream);
+    std::fflush(stream);
+  }
+  void flush_() override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+  }
+};
+
 std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, int rank) {
   const auto path = std::filesystem::path(options.log_dir) / fmt::format("rank_{}.log", rank);
   std::shared_ptr<spdlog::sinks::basic_file_sink_mt> file;
@@ -253,7 +275,7 @@ std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, i
     throw comm::ConfigError(fmt::format("cannot open log file {}: {}", path.string(), e.what()));
   }
   file->set_pattern("%Y-%m-%d %H:%M:%S.%e %l %v");
-  auto console = std::make_shared<spdlog::sinks::stdout_sink_mt>();
+  auto console = std::make_shared<ConsoleSink>();
   console->set_pattern(fmt::format("[rank {}] %v", rank));
   console->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
   auto logger = std::make_shared<spdlog::logger>(fmt::format("rank{}", rank),

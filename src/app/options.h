@@ -87,13 +87,18 @@ kernels::Device resolve_device(const std::string& device);
 /// lines of train and validate name the device.
 std::string device_text(kernels::Device device);
 
+/// The GEMM provider the run asks for, as written: --gemm, else MPITRON_GEMM, else "auto" (not
+/// checked; prepare_run rejects an unknown name).
+std::string requested_gemm(const CommonOptions& options);
+
 /// Everything a subcommand sets up before its first collective, on this rank, without
 /// communicating: applies --timeout-seconds and --comm to the world communicator family, --gemm
 /// and --threads to the CPU kernels, checks
 /// on rank 0 that the --json file can be written (opening it for appending creates it), and
 /// returns a logger writing to `<log-dir>/rank_<rank>.log` (appending or truncating per
 /// --filemode) and to the console with a "[rank N]" prefix (debug lines such as shapes go to the
-/// file only; the console shows rank 0's info lines and every rank's warnings). The log file's
+/// file only; the console shows rank 0's info lines on stdout and every rank's warnings on
+/// stderr). The log file's
 /// first line records this rank's placement (comm::placement_text: host, pid, local rank, CPUs,
 /// GPU); a rank whose threads outnumber its CPUs warns (cpu_mask_warning). Throws
 /// comm::ConfigError on a timeout outside (0, 1e6] s, an unusable --comm mode, an unusable

@@ -113,11 +113,34 @@ mpitron_add_expect_test(train_resume_warns_on_other_settings TARGET mpitron NP 1
   EXPECT_EXIT 0
   EXPECT_OUTPUT "warning: --optimizer is \"sgd\" in this run but was \"adamw\""
                 "warning: --lr is 0.002 in this run but was 0.001" "train done: steps 3..3"
-                "warning: the CPU GEMM is mpitron in this run but was (blas|eigen) in the run that"
+                "warning: the CPU GEMM is \"mpitron\" in this run but was \"(blas|eigen)\" in the run"
+                "--gemm auto picks by --threads. pin --gemm to keep it"
   REJECT_OUTPUT "warning: --(data|dtype|global-batch|steps)")
+# A provider pinned by --gemm warns too, without the hint to pin it.
+mpitron_add_expect_test(train_resume_pinned_gemm_warns TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --gemm mpitron
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "warning: the CPU GEMM is \"mpitron\" in this run but was \"(blas|eigen)\" in the run"
+  REJECT_OUTPUT "pin --gemm")
+# In float64 mpitron's GEMM hands its products to Eigen: a resume on Eigen keeps the bits and
+# does not warn.
+mpitron_add_expect_test(train_resume_float64_save TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --dtype float64 --gemm mpitron --stop-after 2
+       --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_float64_gemm
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
+mpitron_add_expect_test(train_resume_float64_on_eigen TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --dtype float64 --gemm eigen
+       --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_float64_gemm
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0 EXPECT_OUTPUT "train done: steps 3..3" REJECT_OUTPUT "CPU GEMM")
+set_tests_properties(train_resume_float64_save PROPERTIES FIXTURES_SETUP train_resume_float64)
+set_tests_properties(train_resume_float64_on_eigen PROPERTIES
+                     FIXTURES_REQUIRED train_resume_float64)
 set_tests_properties(train_resume_save PROPERTIES FIXTURES_SETUP train_resume_ckpt)
-set_tests_properties(train_resume_warns_on_other_settings PROPERTIES
-                     FIXTURES_REQUIRED train_resume_ckpt)
+set_tests_properties(train_resume_warns_on_other_settings train_resume_pinned_gemm_warns
+                     PROPERTIES FIXTURES_REQUIRED train_resume_ckpt)
 
 # Only finite steps are saved: a rate finite in float32 that makes step 1's update overflow
 # (AdamW moves every weight by about lr) stops the run like a non-finite loss, on every rank, and

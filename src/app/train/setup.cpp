@@ -175,11 +175,14 @@ void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settin
   }
   if (settings.contains("cpu_gemm") && meta.contains("cpu_gemm") &&
       meta.at("cpu_gemm") != settings.at("cpu_gemm")) {
+    // dump(): meta.json is the user's file, and its entry may be any JSON value.
     log.warn(
         "warning: the CPU GEMM is {} in this run but was {} in the run that saved --load {}: the "
-        "losses continue within rounding, not bit for bit (--gemm auto picks by --threads; pin "
-        "--gemm to keep it)",
-        settings.at("cpu_gemm").get<std::string>(), meta.at("cpu_gemm").get<std::string>(), o.load);
+        "losses continue within rounding, not bit for bit{}",
+        settings.at("cpu_gemm").dump(), meta.at("cpu_gemm").dump(), o.load,
+        requested_gemm(o.common) == "auto"
+            ? " (--gemm auto picks by --threads; pin --gemm to keep it)"
+            : "");
   }
   if (o.common.seed != 0 && meta.value("seed", o.common.seed) != o.common.seed) {
     log.warn("warning: --seed {} is ignored: a resumed run keeps the checkpoint's seed {}",
@@ -196,7 +199,12 @@ nlohmann::json run_settings(const TrainOptions& o, const TrainRun& run) {
   settings["mpitron_version"] = MPITRON_VERSION;
   settings["run_id"] = run.run_id;
   if (run.device == kernels::Device::cpu) {
-    settings["cpu_gemm"] = kernels::to_string(kernels::gemm_provider());
+    // The provider that runs this dtype's products: mpitron's own GEMM is float32 only.
+    const kernels::GemmProvider provider = kernels::gemm_provider();
+    settings["cpu_gemm"] =
+        kernels::to_string(provider == kernels::GemmProvider::mpitron && o.dtype == "float64"
+                               ? kernels::GemmProvider::eigen
+                               : provider);
   }
   return settings;
 }

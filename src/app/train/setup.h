@@ -48,7 +48,8 @@ struct TrainRun {
 /// compares with its own): seed, dtype, optimizer, adamw {beta1, beta2, eps}, lr_schedule {lr,
 /// min_lr, warmup_steps, total_steps, style}, sampler {global_batch}, data (the corpus's source),
 /// mpitron_version, run_id (this run's; empty but on world rank 0, which writes meta.json) and, on
-/// the CPU, cpu_gemm (the GEMM provider: a resume with another warns, its bits differ). The
+/// the CPU, cpu_gemm (the GEMM provider that runs the dtype's products, eigen for mpitron's in
+/// float64: a resume with another warns, its bits differ). The
 /// positions of a saved step (lr_schedule.next_step, sampler.next_step) are added by the saver.
 nlohmann::json run_settings(const TrainOptions& options, const TrainRun& run);
 
