@@ -93,9 +93,8 @@ std::string common_flags_help() {
   const std::vector<CLI::Option*> common = scratch.get_options([help](const CLI::Option* option) {
     return option->get_group() == kCommonGroup && option != help;
   });
-  return HelpFormatter().make_group(
-      "Common flags (every subcommand; bench comm takes all but --tp --pp --dp)", false,
-      {common.begin(), common.end()});
+  return HelpFormatter().make_group("Common flags (each subcommand's --help lists those it takes)",
+                                    false, {common.begin(), common.end()});
 }
 
 void add_example(CLI::App& command, const std::string& example) {

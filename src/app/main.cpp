@@ -59,7 +59,12 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& error, 
     if (app.get_subcommands(named).empty())
       return "unknown subcommand '" + first + "' (run mpitron --help)";
   }
-  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+  // CLI11 checks required options before extras: an unknown flag of eval or generate would be
+  // reported as a missing --load.
+  const bool extras =
+      dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr ||
+      (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr && !app.remaining(true).empty());
+  if (extras) {
     // CLI11 lists the extras last first ("not expected: 2 --tp"); name them as typed, and the
     // subcommand they were given to.
     std::string extras, command = "mpitron";

@@ -11,10 +11,11 @@
 
 namespace mpitron::app {
 
-void add_progress_option(CLI::App& command, std::string& mode) {
+void add_progress_option(CLI::App& command, std::string& mode, std::string_view elsewhere) {
   command
-      .add_option("--progress", mode,
-                  "auto (in place on a terminal, else off), in-place, lines or off")
+      .add_option(
+          "--progress", mode,
+          fmt::format("auto (in place on a terminal, else {}), in-place, lines or off", elsewhere))
       ->check(CLI::IsMember({"auto", "in-place", "lines", "off"}).description(""))
       ->capture_default_str();
 }

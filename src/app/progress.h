@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -17,8 +18,10 @@ namespace mpitron::app {
 /// How the progress line is shown: `automatic` picks in_place or lines by stdout_is_terminal().
 enum class ProgressMode { automatic, in_place, lines, off };
 
-/// Registers `--progress auto|in-place|lines|off` on `command`, stored in `mode`.
-void add_progress_option(CLI::App& command, std::string& mode);
+/// Registers `--progress auto|in-place|lines|off` on `command`, stored in `mode`; its help says
+/// what `auto` does where stdout is not a terminal: `elsewhere` ("lines", or "off" for train,
+/// whose step lines are its record).
+void add_progress_option(CLI::App& command, std::string& mode, std::string_view elsewhere);
 
 /// ProgressMode from its flag spelling; throws std::invalid_argument otherwise.
 ProgressMode parse_progress_mode(const std::string& text);

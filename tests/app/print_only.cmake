@@ -27,6 +27,11 @@ print_only_test(no_subcommand 2 "^rank 0: error: A subcommand is required \\(see
 print_only_test(unknown_subcommand 2 "^rank 0: error: unknown subcommand 'trian' \\(run mpitron --help\\)\n$" trian)
 print_only_test(unknown_flag 2 "^rank 0: error: mpitron train does not take --no-such-flag \\(see mpitron train --help\\)\n$"
                 train --no-such-flag)
+# An unknown flag is named before a missing required option.
+print_only_test(unknown_flag_before_required 2 "^rank 0: error: mpitron eval does not take --bogus \\(see mpitron eval --help\\)\n$"
+                eval --bogus)
+print_only_test(bench_gemm_takes_no_gemm 2 "^rank 0: error: mpitron bench gemm does not take --gemm eigen"
+                bench gemm --gemm eigen)
 print_only_test(missing_value 2 "^rank 0: error: --max-iterations needs a value \\(see --help\\)\n$"
                 bench comm --max-iterations)
 print_only_test(missing_required 2 "^rank 0: error: --load is required \\(see --help\\)\n$"

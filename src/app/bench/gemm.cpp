@@ -21,6 +21,7 @@ CLI::App& add_bench_gemm_command(CLI::App& bench, BenchGemmOptions& options) {
   CLI::App& command = *bench.add_subcommand(
       "gemm", "GFLOP/s of each CPU GEMM provider on a GPT step's products, beside the FMA peak");
   add_run_options(command, options.common);
+  command.remove_option(command.get_option("--gemm"));  // it times every provider
   command
       .add_option("--seconds", options.seconds,
                   "Seconds per product and provider (above 0, at most 60)")

@@ -14,7 +14,7 @@ struct BenchGemmOptions {
 };
 
 /// Adds the `gemm` subcommand and its flags (--seconds and the common ones except --tp --pp
-/// --dp) to `bench`.
+/// --dp and --gemm: it times every provider) to `bench`.
 CLI::App& add_bench_gemm_command(CLI::App& bench, BenchGemmOptions& options);
 
 /// On world rank 0 (the other ranks wait): measures the FMA peak (kernels::cpu_fma_peak_gflops),

@@ -32,7 +32,7 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   add_model_size_options(command, options.sizes);
   command.add_option("--steps", options.steps, "Timed steps")->capture_default_str();
   command.add_option("--warmup", options.warmup, "Untimed warm-up steps")->capture_default_str();
-  add_progress_option(command, options.progress);
+  add_progress_option(command, options.progress, "lines");
   add_peak_option(command, options.peak_gflops);
   command.add_flag("--recompute", options.recompute,
                    "Keep only each layer's input and recompute its activations in backward");

@@ -151,7 +151,7 @@ CLI::App& add_tokenize_command(CLI::App& app, TokenizeOptions& o) {
   c.add_option("--shard-tokens", o.shard_tokens, "Most tokens per shard")
       ->check(integer_in(1, std::numeric_limits<std::int32_t>::max()))
       ->capture_default_str();
-  add_progress_option(c, o.progress);
+  add_progress_option(c, o.progress, "lines");
   add_example(c,
               "mpitron tokenize --tokenizer gpt2/ --input book.txt --output data --val-fraction "
               "0.05");

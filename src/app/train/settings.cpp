@@ -182,7 +182,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
     apply_model(c, o);
   });
   add_peak_option(c, o.peak_gflops);
-  add_progress_option(c, o.progress);
+  add_progress_option(c, o.progress, "off");
   c.add_option("--inject-fault", o.fault, "Test only: break one parallel rule")->group("");
   add_example(c, "mpirun -np 8 mpitron train --tp 2 --pp 2 --dp 2 --data input.txt --save ckpt");
   return c;

@@ -59,7 +59,7 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
                    "Drop the tail that does not divide over the ranks (default: pad it)");
   command.add_flag("--check-replicas,!--no-check-replicas", options.check_replicas,
                    "After every epoch, check that every replica equals dp rank 0 (default on)");
-  add_progress_option(command, options.progress);
+  add_progress_option(command, options.progress, "lines");
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
   add_example(command, "mpirun -np 4 mpitron train-dp --dp 4 --epochs 5");
