@@ -15,8 +15,6 @@
 // same arguments). One thread never starts an OpenMP region, so it never re-executes.
 #include "app/openmp_wait.h"
 
-#include <fmt/format.h>
-
 #include <fcntl.h>
 #include <sched.h>
 #include <time.h>
@@ -24,6 +22,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -79,8 +78,8 @@ std::int64_t thread_count(int argc, char** argv, char** envp) {
     if (arg.starts_with("--threads=")) count = argv[i] + std::strlen("--threads=");
   }
   if (count == nullptr) return 1;
-  std::string_view text(count);  // as strtol reads it: leading blanks and a '+' allowed
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
+  std::string_view text(count);  // as strtol reads it: leading white space and a '+' allowed
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0)
     text.remove_prefix(1);
   if (text.starts_with('+')) text.remove_prefix(1);
   std::int64_t threads = 0;
@@ -159,8 +158,10 @@ char* append_share(char* out, char* end, std::int64_t threads, std::int64_t rank
 }
 
 // The CPUs in this process's affinity mask when it started, before libgomp pinned its first
-// thread (OMP_PROC_BIND): cpu_mask_warning's count. The hook below sets it before main.
+// thread (OMP_PROC_BIND), and the online CPUs: cpu_mask_warning's counts. The hook below sets
+// them before main.
 int g_cpus_in_mask_at_start = 0;
+int g_online_cpus_at_start = 0;
 
 void choose_openmp_waiting(int argc, char** argv, char** envp) {
   const std::int64_t online = std::max<long>(sysconf(_SC_NPROCESSORS_ONLN), 1);
@@ -168,6 +169,7 @@ void choose_openmp_waiting(int argc, char** argv, char** envp) {
   const std::int64_t in_mask =
       sched_getaffinity(0, sizeof(mask), &mask) == 0 ? CPU_COUNT(&mask) : online;
   g_cpus_in_mask_at_start = static_cast<int>(in_mask);
+  g_online_cpus_at_start = static_cast<int>(online);
   if (variable(envp, "OMP_WAIT_POLICY") != nullptr || variable(envp, "GOMP_SPINCOUNT") != nullptr) {
     return;
   }
@@ -241,13 +243,7 @@ std::string openmp_wait_text() {
 }
 
 std::optional<std::string> cpu_mask_warning(int threads) {
-  const int cpus = g_cpus_in_mask_at_start;
-  if (threads <= 1 || threads <= cpus) return std::nullopt;
-  return fmt::format(
-      "{} threads per rank, but this rank is bound to {} CPU{}, so its threads take turns: bind "
-      "each rank to as many cores as threads (mpirun --map-by slot:PE={} --bind-to core) or not "
-      "at all (--bind-to none); see docs/cluster.md",
-      threads, cpus, cpus == 1 ? "" : "s", threads);
+  return cpu_mask_warning_text(threads, g_cpus_in_mask_at_start, g_online_cpus_at_start);
 }
 
 }  // namespace mpitron::app

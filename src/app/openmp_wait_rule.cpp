@@ -99,4 +99,21 @@ std::int64_t spin_count(double microseconds, double nanoseconds_per_spin) {
       1, static_cast<std::int64_t>(std::llround(microseconds * 1e3 / nanoseconds_per_spin)));
 }
 
+std::optional<std::string> cpu_mask_warning_text(std::int64_t threads, std::int64_t cpus_in_mask,
+                                                 std::int64_t online_cpus) {
+  if (threads <= 1 || threads <= cpus_in_mask) return std::nullopt;
+  const std::string count = std::to_string(cpus_in_mask) + (cpus_in_mask == 1 ? " CPU" : " CPUs");
+  const std::string start = std::to_string(threads) + " threads per rank, but ";
+  if (cpus_in_mask >= online_cpus) {
+    return start + "this host has " + count + ", so its threads take turns: run at most " +
+           std::to_string(cpus_in_mask) + " threads per rank (--threads)";
+  }
+  return start + "this rank is bound to " + count +
+         ", so its threads take turns: bind each rank to as many cores as threads (mpirun "
+         "--map-by slot:PE=" +
+         std::to_string(threads) +
+         " --bind-to core) or not at all (--bind-to none); see "
+         "docs/cluster.md";
+}
+
 }  // namespace mpitron::app

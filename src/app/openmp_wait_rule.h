@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace mpitron::app {
@@ -49,5 +50,13 @@ bool threads_have_own_cores(std::int64_t threads, std::int64_t ranks_here,
 /// takes `nanoseconds_per_spin`; at least 1. (A pause takes 3 to 140 cycles by CPU kind, so a
 /// count alone is not a time.)
 std::int64_t spin_count(double microseconds, double nanoseconds_per_spin);
+
+/// The one-line warning for `threads` threads per rank on a process that may run on
+/// `cpus_in_mask` CPUs of `online_cpus`, or std::nullopt when the threads fit the mask: a mask
+/// narrower than the host (bound by the launcher) asks to bind each rank to as many cores as
+/// threads or not at all; a mask of every CPU asks for fewer threads. (Called from main, not
+/// before it: it allocates.)
+std::optional<std::string> cpu_mask_warning_text(std::int64_t threads, std::int64_t cpus_in_mask,
+                                                 std::int64_t online_cpus);
 
 }  // namespace mpitron::app

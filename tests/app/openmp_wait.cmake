@@ -48,8 +48,9 @@ if(MPITRON_LAUNCHER_IS_OPEN_MPI AND openmp_wait_cpus GREATER_EQUAL 2)
     EXPECT_OUTPUT "${openmp_wait_spin}")
   _openmp_wait_test(openmp_wait_threads_variable 1 ENV MPITRON_CPU_THREADS=2
     EXPECT_OUTPUT "${openmp_wait_spin}")
-  # The variable as strtol reads it (the kernels' parser): a blank and a '+' before the count.
-  _openmp_wait_test(openmp_wait_threads_variable_signed 1 ENV "MPITRON_CPU_THREADS= +2"
+  # The variable as strtol reads it (the kernels' parser): white space (a line feed here) and a
+  # '+' before the count.
+  _openmp_wait_test(openmp_wait_threads_variable_signed 1 ENV "MPITRON_CPU_THREADS=\n +2"
     EXPECT_OUTPUT "${openmp_wait_spin}")
   _openmp_wait_test(openmp_wait_last_threads_wins 1 ARGS --threads 2 --threads 1
     EXPECT_OUTPUT "1 thread\\)" REJECT_OUTPUT "idle threads")

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "app/openmp_wait_rule.h"
 
@@ -76,6 +77,18 @@ TEST(ThreadsHaveOwnCores, HugeCountsDoNotOverflow) {
   constexpr std::int64_t kHuge = std::int64_t{1} << 62;
   EXPECT_FALSE(threads_have_own_cores(kHuge, kHuge, 1 << 20, 1 << 20));
   EXPECT_FALSE(threads_have_own_cores(2, kHuge, 64, 64));
+}
+
+TEST(CpuMaskWarningText, NamesTheBindingOrTheHost) {
+  EXPECT_EQ(app::cpu_mask_warning_text(2, 2, 16), std::nullopt);
+  EXPECT_EQ(app::cpu_mask_warning_text(1, 1, 16), std::nullopt);
+  EXPECT_EQ(app::cpu_mask_warning_text(2, 1, 16),
+            "2 threads per rank, but this rank is bound to 1 CPU, so its threads take turns: bind "
+            "each rank to as many cores as threads (mpirun --map-by slot:PE=2 --bind-to core) or "
+            "not at all (--bind-to none); see docs/cluster.md");
+  EXPECT_EQ(app::cpu_mask_warning_text(3, 2, 2),
+            "3 threads per rank, but this host has 2 CPUs, so its threads take turns: run at most "
+            "2 threads per rank (--threads)");
 }
 
 TEST(SpinCount, CountsSpinsForTheTime) {
