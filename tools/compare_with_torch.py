@@ -9,10 +9,10 @@
       intermediate 2048, batch 8, seq 128, 4 layers), both with --skip warm-up steps, plus each
       side's peak RSS per rank, and mpitron once more with --recompute (ms/step, peak RSS).
 MFU is the whole job's model GFLOP/s over ranks x threads x --peak-gflops (one core's peak). Both
-sides run under `mpirun --oversubscribe -np N` (one process when N is 1), at --threads T threads
-per rank (default 1): mpitron's --threads, the peers' torch.set_num_threads and
-OPENBLAS_NUM_THREADS / OMP_NUM_THREADS (set to T). The peers need Debian's python3-torch and
-libopenblas0-pthread.
+sides run under `mpirun --oversubscribe -np N` (one process when N is 1; with `--bind-to none`
+when T > 1), at --threads T threads per rank (default 1): mpitron's --threads, the peers'
+torch.set_num_threads and OPENBLAS_NUM_THREADS / OMP_NUM_THREADS (set to T). The peers need
+Debian's python3-torch and libopenblas0-pthread.
 
     /usr/bin/python3 tools/compare_with_torch.py --workload gpt --peak-gflops 243 \\
         [--topologies "1,1,1;2,1,1"] [--threads 2]
@@ -38,13 +38,20 @@ TOPOLOGIES = {"gpt": [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 1, 2), (2, 2, 2)],
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 
 
-def mpirun(np: int) -> list[str]:
-    return ["mpirun", "--oversubscribe", "-np", str(np)] if np > 1 else []
+def mpirun(np: int, threads: int) -> list[str]:
+    """The launcher of `np` ranks of `threads` threads: Open MPI binds each of up to 2 ranks to
+    one core, which would leave a rank's other threads none, so ranks of more than one thread
+    are not bound."""
+    if np == 1:
+        return []
+    return ["mpirun", "--oversubscribe", "-np", str(np)] + (
+        ["--bind-to", "none"] if threads > 1 else [])
 
 
-def peer(name: str, ranks: int, report: str) -> list[str]:
+def peer(name: str, ranks: int, threads: int, report: str) -> list[str]:
     """The command line of tools/`name` on `ranks` ranks, appending its JSON line to `report`."""
-    return mpirun(ranks) + ["/usr/bin/python3", os.path.join(TOOLS, name), "--json", report]
+    return mpirun(ranks, threads) + ["/usr/bin/python3", os.path.join(TOOLS, name), "--json",
+                                     report]
 
 
 def run(cmd: list[str], env: dict[str, str]) -> str:
@@ -65,16 +72,16 @@ def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
     ranks = tp * pp * dp
     with tempfile.TemporaryDirectory() as scratch:
         metrics = os.path.join(scratch, "metrics.jsonl")
-        run(mpirun(ranks) + [args.mpitron, "train", "--tp", str(tp), "--pp", str(pp), "--dp",
-             str(dp), "--data", args.data, *GPT_MODEL, "--global-batch", str(GPT_BATCH),
-             "--micro-batch", "4", "--steps", str(args.steps + args.skip), "--eval-interval",
-             "0", "--eval-iters", "1", "--threads", str(args.threads), "--metrics", metrics,
-             "--log-dir", scratch], env)
+        run(mpirun(ranks, args.threads) + [
+            args.mpitron, "train", "--tp", str(tp), "--pp", str(pp), "--dp", str(dp), "--data",
+            args.data, *GPT_MODEL, "--global-batch", str(GPT_BATCH), "--micro-batch", "4",
+            "--steps", str(args.steps + args.skip), "--eval-interval", "0", "--eval-iters", "1",
+            "--threads", str(args.threads), "--metrics", metrics, "--log-dir", scratch], env)
         with open(metrics) as f:
             ms = [line["ms"] for line in map(json.loads, f) if "ms" in line][args.skip:]
         if ranks not in peer_cache:
             report = os.path.join(scratch, "peer.jsonl")
-            run(peer("torch_peer_gpt.py", ranks, report) + [
+            run(peer("torch_peer_gpt.py", ranks, args.threads, report) + [
                 "--data", args.data, *GPT_MODEL, "--batch", str(GPT_BATCH // ranks), "--steps",
                 str(args.steps + args.skip), "--skip", str(args.skip), "--threads",
                 str(args.threads)], env)
@@ -87,9 +94,10 @@ def bench(args, topology, env, flags, extra) -> dict:
     tp, pp, dp = topology
     with tempfile.TemporaryDirectory() as scratch:
         report = os.path.join(scratch, "bench.jsonl")
-        run(mpirun(tp * pp * dp) + [args.mpitron, "bench", *flags, *extra, "--steps",
-             str(args.steps), "--warmup", str(args.skip), "--threads", str(args.threads), "--json",
-             report, "--log-dir", scratch], env)
+        run(mpirun(tp * pp * dp, args.threads) + [
+            args.mpitron, "bench", *flags, *extra, "--steps", str(args.steps), "--warmup",
+            str(args.skip), "--threads", str(args.threads), "--json", report, "--log-dir",
+            scratch], env)
         return last_json(report)
 
 
@@ -100,7 +108,7 @@ def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
     recomputing = bench(args, topology, env, flags, ["--recompute"])
     with tempfile.TemporaryDirectory() as scratch:
         report = os.path.join(scratch, "peer.jsonl")
-        run(peer("torch_peer_mlp.py", tp * pp * dp, report) + flags + [
+        run(peer("torch_peer_mlp.py", tp * pp * dp, args.threads, report) + flags + [
             "--steps", str(args.steps), "--warmup", str(args.skip), "--threads",
             str(args.threads)], env)
         theirs = last_json(report)
