@@ -43,9 +43,11 @@ struct NonPositiveExp {
   double operator()(double x) const { return std::exp(x); }
 };
 
-/// erf(x): a P(a^2) for a = |x| < 1, 1 - e^{-a^2} Q(1/a) for 1 <= a < 4, and 1 beyond (erfc(4) =
-/// 1.5e-8 rounds away in float32), with the sign of x. P and Q are least-squares fits on
-/// Chebyshev points (tools/fit_erf_f32.py). NaN stays NaN.
+/// erf(x): a P(a^2) for a = |x| < 1, R((a - 2.5) / 1.5) for 1 <= a < 4, and 1 beyond (erfc(4) =
+/// 1.5e-8 rounds away in float32), with the sign of x. P and R are least-squares fits on
+/// Chebyshev points (tools/fit_erf_f32.py); R is a plain polynomial, so neither piece divides or
+/// calls an exponential (an earlier form, 1 - e^{-a^2} Q(1/a), spent most of the GELU's time in
+/// its division and exponential: bench_activations, docs/performance.md). NaN stays NaN.
 inline float erf_f32(float x) {
   const float a = std::min(std::abs(x), 4.0f);
   const float a2 = a * a;
@@ -56,18 +58,23 @@ inline float erf_f32(float x) {
   p = p * a2 + 1.1283625666e-01f;
   p = p * a2 - 3.7612629872e-01f;
   p = p * a2 + 1.1283791666e+00f;
-  const float t = 1.0f / std::max(a, 1.0f);
-  float q = -1.8135737390e-02f;
-  q = q * t + 1.2200992001e-01f;
-  q = q * t - 3.5671497308e-01f;
-  q = q * t + 5.7823459156e-01f;
-  q = q * t - 5.0725445124e-01f;
-  q = q * t + 5.1414689999e-02f;
-  q = q * t + 5.5767558422e-01f;
-  q = q * t + 3.5397092716e-04f;
-  // Both pieces are computed, then selected: a branch-free loop body vectorizes.
+  const float t = (a - 2.5f) * (1.0f / 1.5f);
+  float r = -1.1299855464e-03f;
+  r = r * t + 1.8515751564e-03f;
+  r = r * t + 3.4260103673e-03f;
+  r = r * t - 1.0797679466e-02f;
+  r = r * t + 7.4837173721e-03f;
+  r = r * t + 9.8108081839e-03f;
+  r = r * t - 3.2164368643e-02f;
+  r = r * t + 4.6322061717e-02f;
+  r = r * t - 4.3602187101e-02f;
+  r = r * t + 2.8195846556e-02f;
+  r = r * t - 1.2255908776e-02f;
+  r = r * t + 3.2669689152e-03f;
+  r = r * t + 9.9959307936e-01f;
+  // Every piece is computed, then selected: a branch-free loop body vectorizes.
   const float small = a * p;
-  const float large = 1.0f - exp_f32(-a2) * q;
+  const float large = a >= 4.0f ? 1.0f : r;  // NaN keeps r's NaN
   const float magnitude = a < 1.0f ? small : large;
   return std::copysign(magnitude, x);
 }
