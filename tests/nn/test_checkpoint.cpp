@@ -193,6 +193,21 @@ TEST_F(Checkpoint, LatestFallsBackToTheNewestCompleteStep) {
   EXPECT_EQ(latest_step(dir), 8);
 }
 
+// A run resumed from step 4 of a run that had reached step 12 saves steps 5 and 6: latest names
+// 6. Should step 6 not load, or be saved again, the fallback is step 5 of the same history, not
+// the abandoned run's step 12.
+TEST_F(Checkpoint, TheFallbackStaysInTheHistoryLatestNames) {
+  for (const std::int64_t step : {4, 12, 5, 6})
+    save(dir, step, 1, 1, model, fulls);
+  EXPECT_EQ(latest_step(dir), 6);
+  EXPECT_EQ(complete_steps(dir), (std::vector<std::int64_t>{6, 5, 4}));
+  std::filesystem::remove(dir / "step_6" / "DONE");
+  EXPECT_EQ(latest_step(dir), 5);
+  EXPECT_EQ(complete_steps(dir), (std::vector<std::int64_t>{5, 4}));
+  std::filesystem::remove(dir / "latest");  // no history named: the highest complete step
+  EXPECT_EQ(latest_step(dir), 12);
+}
+
 // A folder names its newest complete step; a step folder names itself (with or without a
 // trailing separator), so an older step can be loaded, but only when it is complete.
 TEST_F(Checkpoint, LocateStepTakesAFolderOrOneOfItsSteps) {

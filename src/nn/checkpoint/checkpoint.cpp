@@ -206,12 +206,16 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step) {
 std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
   std::string named = read_text(dir / kLatest);
   if (named.ends_with('\n')) named.pop_back();
-  if (const auto step = step_of(named); step && step_complete(dir, *step)) return step;
+  const std::optional<std::int64_t> latest = step_of(named);
+  if (latest && step_complete(dir, *latest)) return latest;
   std::optional<std::int64_t> newest;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const auto step = step_of(entry.path().filename().string());
-    if (step && (!newest || *step > *newest) && step_complete(dir, *step)) newest = step;
+    if (step && (!latest || *step < *latest) && (!newest || *step > *newest) &&
+        step_complete(dir, *step)) {
+      newest = step;
+    }
   }
   return newest;
 }
@@ -223,7 +227,7 @@ std::vector<std::int64_t> complete_steps(const std::filesystem::path& dir) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const auto step = step_of(entry.path().filename().string());
-    if (step && *step != *latest && step_complete(dir, *step)) others.push_back(*step);
+    if (step && *step < *latest && step_complete(dir, *step)) others.push_back(*step);
   }
   std::sort(others.rbegin(), others.rend());
   others.insert(others.begin(), *latest);

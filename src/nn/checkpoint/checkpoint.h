@@ -104,13 +104,16 @@ void remove_interrupted_save_leftovers(const std::filesystem::path& dir);
 /// True when DIR/step_<k>/DONE exists.
 bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 
-/// The step to resume from: the one DIR/latest names when that step is complete; otherwise
-/// (latest missing, unreadable, or naming a step without DONE, e.g. one being saved again) the
+/// The step to resume from: the one DIR/latest names when that step is complete; when it names
+/// a step without DONE (one being saved again), the highest complete step_<k> below it (those
+/// above belong to an abandoned run, complete_steps); when latest is missing or unreadable, the
 /// highest complete step_<k>; nullopt when there is none (or DIR does not exist).
 std::optional<std::int64_t> latest_step(const std::filesystem::path& dir);
 
-/// Every complete step of DIR, newest first: latest_step, then the other complete step_<k> from
-/// the highest k down; empty when there is none (or DIR does not exist).
+/// The complete steps of DIR to try, newest first: latest_step, then the complete step_<k> below
+/// it from the highest k down; empty when there is none (or DIR does not exist). Steps above
+/// latest_step are left out: a run resumed from an earlier step leaves the abandoned run's later
+/// steps behind, and they are not this history's.
 std::vector<std::int64_t> complete_steps(const std::filesystem::path& dir);
 
 /// A checkpoint folder and one of its steps.
