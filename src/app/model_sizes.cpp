@@ -24,6 +24,20 @@ void add_model_size_options(CLI::App& command, ModelSizes& sizes) {
       ->capture_default_str();
 }
 
+void check_tensor_elements(
+    std::initializer_list<std::pair<const char*, std::initializer_list<std::int64_t>>> tensors) {
+  for (const auto& [name, extents] : tensors) {
+    std::int64_t n = 1;  // saturating instead of overflowing
+    for (const std::int64_t e : extents) {
+      if (__builtin_mul_overflow(n, e, &n)) n = std::numeric_limits<std::int64_t>::max();
+    }
+    if (n > kMaxTensorElements) {
+      throw comm::ConfigError(fmt::format("{} is too large: a tensor may hold at most {} elements",
+                                          name, kMaxTensorElements));
+    }
+  }
+}
+
 void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
   const std::pair<const char*, std::int64_t> all[] = {
       {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate},
@@ -32,24 +46,9 @@ void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
   for (const auto& [name, value] : all) {
     if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
   }
-  // Elements of the largest tensors, saturating instead of overflowing.
-  const auto elements = [](std::initializer_list<std::int64_t> extents) {
-    std::int64_t n = 1;
-    for (const std::int64_t e : extents) {
-      if (__builtin_mul_overflow(n, e, &n)) return std::numeric_limits<std::int64_t>::max();
-    }
-    return n;
-  };
-  const std::pair<const char*, std::int64_t> largest[] = {
-      {"batch*seq*intermediate", elements({sizes.batch, sizes.seq, sizes.intermediate})},
-      {"batch*seq*hidden", elements({sizes.batch, sizes.seq, sizes.hidden})},
-      {"intermediate*hidden", elements({sizes.intermediate, sizes.hidden})}};
-  for (const auto& [name, n] : largest) {
-    if (n > kMaxTensorElements) {
-      throw comm::ConfigError(fmt::format("{} is too large: a tensor may hold at most {} elements",
-                                          name, kMaxTensorElements));
-    }
-  }
+  check_tensor_elements({{"batch*seq*intermediate", {sizes.batch, sizes.seq, sizes.intermediate}},
+                         {"batch*seq*hidden", {sizes.batch, sizes.seq, sizes.hidden}},
+                         {"intermediate*hidden", {sizes.intermediate, sizes.hidden}}});
   const std::pair<const char*, std::int64_t> by_tp[] = {
       {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"seq", sizes.seq}};
   for (const auto& [name, value] : by_tp) {

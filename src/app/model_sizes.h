@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 
 #include "app/options.h"
 #include "kernels/device.h"
@@ -26,6 +28,12 @@ void add_model_size_options(CLI::App& command, ModelSizes& sizes);
 
 /// Most elements one tensor of the model may have (2^31: 8 GiB of float32).
 inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 31;
+
+/// Throws comm::ConfigError "<name> is too large: a tensor may hold at most 2147483648 elements"
+/// for the first of `tensors` (a name, such as "batch*seq*hidden", and the product of its
+/// extents) above kMaxTensorElements.
+void check_tensor_elements(
+    std::initializer_list<std::pair<const char*, std::initializer_list<std::int64_t>>> tensors);
 
 /// Throws comm::ConfigError when any size is < 1, when a tensor would exceed kMaxTensorElements,
 /// when hidden, intermediate or seq is not divisible by tp, layers by pp, or batch by

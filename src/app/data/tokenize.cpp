@@ -169,6 +169,11 @@ int run_tokenize(const TokenizeOptions& o, comm::Communicator world) {
     }
     sizes = check_inputs(o.inputs);
     check_output(o.output);
+    if (o.name.find('/') != std::string::npos || o.name == "." || o.name == "..") {
+      throw comm::ConfigError(fmt::format(
+          "--name '{}' must be a file name prefix, not a path (the shards go into --output)",
+          o.name));
+    }
     tokenizer = load_tokenizer_option(o.tokenizer);
     make_output(o.output);
     log = prepare_run(o.common, world);

@@ -37,6 +37,12 @@ namespace {
 // --data's tokens: bytes, shards, or with --tokenizer the text encoded.
 nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
   if (o.tokenizer.empty()) {
+    if (vocab > 256 && !nn::names_token_shards(o.data)) {  // as generate's prompt
+      throw comm::ConfigError(fmt::format(
+          "--data {} would be read as bytes, but the checkpoint's vocab {} is not bytes: give the "
+          "--tokenizer it was trained with, or its token shards",
+          o.data, vocab));
+    }
     try {
       return nn::TokenCorpus::from_data(o.data, vocab);
     } catch (const std::exception& e) {

@@ -59,6 +59,8 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
   const auto check_out = [&o](const nn::GptCheckpoint&, const ParallelSizes&) {
     const std::filesystem::path out(o.out);
     const std::filesystem::path folder = out.parent_path().empty() ? "." : out.parent_path();
+    if (!out.has_filename())
+      throw comm::ConfigError(fmt::format("--out '{}': names no file", o.out));
     if (std::filesystem::is_directory(out)) {
       throw comm::ConfigError(fmt::format("--out {}: is a folder", o.out));
     }

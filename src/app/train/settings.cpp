@@ -113,7 +113,7 @@ const std::vector<TrainSetting>& train_settings() {
       {"optimizer", &O::optimizer, "adamw or sgd", Check::none, true, "/optimizer"},
       {"dtype", &O::dtype, "float32, or float64 (CPU checks)", Check::none, true, "/dtype"},
       {"lr", &O::lr, "Peak learning rate", Check::finite_positive, true, "/lr_schedule/lr"},
-      {"min-lr", &O::min_lr, "Learning rate at the last step", Check::finite_positive, true,
+      {"min-lr", &O::min_lr, "Learning rate at the last step", Check::finite_at_least_zero, true,
        "/lr_schedule/min_lr"},
       {"warmup-steps", &O::warmup_steps, "Linear warmup steps, then the decay",
        Check::at_least_zero, true, "/lr_schedule/warmup_steps"},

@@ -78,7 +78,9 @@ void check_options(const TrainDpOptions& o) {
     if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
   }
   if (o.hidden < 0) throw comm::ConfigError(fmt::format("--hidden must be >= 0, got {}", o.hidden));
-  if (!(o.lr > 0.0)) throw comm::ConfigError(fmt::format("--lr must be positive, got {}", o.lr));
+  if (!(o.lr > 0.0) || !std::isfinite(o.lr)) {
+    throw comm::ConfigError(fmt::format("--lr must be a finite positive number, got {}", o.lr));
+  }
   if (!(o.momentum >= 0.0 && o.momentum < 1.0)) {
     throw comm::ConfigError(fmt::format("--momentum must be in [0, 1), got {}", o.momentum));
   }

@@ -1,5 +1,6 @@
 #include "app/validate/attention.h"
 #include "app/help.h"
+#include "app/model_sizes.h"
 
 #include <fmt/format.h>
 
@@ -45,12 +46,12 @@ CLI::App& add_attention_command(CLI::App& app, AttentionOptions& options) {
 
 namespace {
 
-// tp = --tp (default: the world), pp = 1, dp = the rest; then the attention size rules. Pure:
-// every rank reaches the same verdict without communicating.
+// tp = --tp (default: the world over --dp), pp = 1, dp = the rest; then the attention size
+// rules. Pure: every rank reaches the same verdict without communicating.
 ParallelSizes check_sizes(const AttentionOptions& o, int world_size) {
   if (o.common.pp.value_or(1) != 1) throw comm::ConfigError("attention needs --pp 1");
   CommonOptions explicit_sizes = o.common;
-  explicit_sizes.tp = o.common.tp.value_or(world_size);
+  explicit_sizes.tp = o.common.tp.value_or(std::max(1, world_size / o.common.dp.value_or(1)));
   explicit_sizes.pp = 1;
   explicit_sizes.dp = o.common.dp.value_or(std::max(1, world_size / *explicit_sizes.tp));
   const ParallelSizes sizes = resolve_parallel_sizes(explicit_sizes, world_size);
@@ -63,6 +64,13 @@ ParallelSizes check_sizes(const AttentionOptions& o, int world_size) {
                     "{} and {}",
                     o.batch, o.seq, o.iterations));
   }
+  if (!(o.rtol >= 0.0) || !std::isfinite(o.rtol)) {
+    throw comm::ConfigError(fmt::format("--rtol must be finite and >= 0, got {}", o.rtol));
+  }
+  // The dense reference's largest tensors: the activations, the qkv weight, the scores.
+  check_tensor_elements({{"batch*seq*embed", {o.batch, o.seq, o.embed}},
+                         {"3*embed*embed", {3, o.embed, o.embed}},
+                         {"batch*heads*seq*seq", {o.batch, o.heads, o.seq, o.seq}}});
   return sizes;
 }
 
