@@ -212,6 +212,17 @@ foreach(case "live|1" "stale|999999999")
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/WriteFile.cmake)
   set_tests_properties(train_save_lock_${name}_setup PROPERTIES FIXTURES_SETUP lock_${name})
 endforeach()
+# A lock that is not one (what a crash right after creating it can leave): one line, exit 2.
+add_test(NAME train_save_lock_damaged_setup
+         COMMAND ${CMAKE_COMMAND} -DPATH=${CMAKE_CURRENT_BINARY_DIR}/train_lock_damaged/.lock
+                 "-DTEXT=garbage" -P ${CMAKE_CURRENT_SOURCE_DIR}/WriteFile.cmake)
+set_tests_properties(train_save_lock_damaged_setup PROPERTIES FIXTURES_SETUP lock_damaged)
+mpitron_add_expect_test(train_save_lock_damaged TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_lock_flags} --save ${CMAKE_CURRENT_BINARY_DIR}/train_lock_damaged
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: [^\n]*train_lock_damaged/.lock cannot be read \\(empty or damaged"
+                "rank 1: error:")
+set_tests_properties(train_save_lock_damaged PROPERTIES FIXTURES_REQUIRED lock_damaged)
 mpitron_add_expect_test(train_save_lock_live TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
   ARGS train ${train_lock_flags} --save ${CMAKE_CURRENT_BINARY_DIR}/train_lock_live
   EXPECT_EXIT 2
@@ -252,10 +263,41 @@ set_tests_properties(train_stop_on_sigusr1_through_mpirun train_stop_on_sigTERM
                      train_stop_on_sigINT train_stop_on_sigusr1_mid_save PROPERTIES TIMEOUT 120)
 mpitron_add_expect_test(train_stop_after_exit_duration TARGET mpitron NP 2 TIMEOUT 120
   ARGS train --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
-       --steps 1000000 --eval-interval 0 --exit-duration-in-mins 0.002
+       --steps 1000000 --eval-interval 0 --exit-duration-in-mins 0.02
        --save ${CMAKE_CURRENT_BINARY_DIR}/stop_duration --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
   EXPECT_EXIT 75
-  EXPECT_OUTPUT "stopping at step [0-9]+ on --exit-duration-in-mins 0.002: saved [^\n]*stop_duration/step_[0-9]+")
+  EXPECT_OUTPUT "stopping at step [0-9]+ on --exit-duration-in-mins 0.02: saved [^\n]*stop_duration/step_[0-9]+")
+# eval of a checkpoint whose vocabulary is not bytes on a text file without --tokenizer: one line,
+# as generate's prompt (the text would be scored as bytes).
+mpitron_add_expect_test(eval_vocab_not_bytes_save TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --vocab 300 --stop-after 1
+       --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_vocab300 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+  EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
+mpitron_add_expect_test(eval_vocab_not_bytes TARGET mpitron NP 1 TIMEOUT 60
+  ARGS eval --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_vocab300 --data /usr/share/common-licenses/GPL-3
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: --data [^ ]*GPL-3 would be read as bytes, but the checkpoint's vocab 300 is not bytes")
+set_tests_properties(eval_vocab_not_bytes_save PROPERTIES FIXTURES_SETUP ckpt_vocab300)
+set_tests_properties(eval_vocab_not_bytes PROPERTIES FIXTURES_REQUIRED ckpt_vocab300)
+# The rate may decay to 0 at the last step (the schedule's last rate is printed).
+mpitron_add_expect_test(train_min_lr_zero TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --warmup-steps 0 --min-lr 0 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+  EXPECT_EXIT 0 EXPECT_OUTPUT "step 3/3 loss [0-9.]+ lr 0.000e\\+00")
+# The clock and the stop signals start before the run loads anything: a limit that passes during
+# start-up (0.6 ms here) stops it before the first step, saving nothing, and frees the folder.
+mpitron_add_expect_test(train_stop_before_first_step TARGET mpitron NP 2 TIMEOUT 120
+  ARGS train --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
+       --steps 10 --eval-interval 0 --exit-duration-in-mins 0.00001
+       --save ${CMAKE_CURRENT_BINARY_DIR}/stop_startup --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+  EXPECT_EXIT 75
+  EXPECT_OUTPUT "stopping before step 1 on --exit-duration-in-mins 1e-05: nothing new to save"
+  REJECT_OUTPUT "step 1/10|saved")
+add_test(NAME train_stop_before_first_step_frees_folder
+         COMMAND ${CMAKE_COMMAND} -DDIR=${CMAKE_CURRENT_BINARY_DIR}/stop_startup
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/ExpectNoStep.cmake)
+set_tests_properties(train_stop_before_first_step_frees_folder PROPERTIES
+                     DEPENDS train_stop_before_first_step)
 
 # One command line for a job's first start and its restarts: --load and --save naming one folder
 # that holds no step yet starts fresh (and says so); a --load of another empty folder stays an

@@ -48,9 +48,22 @@ std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
   return batches;
 }
 
+// The stop signals of --exit-signal, or the default ones where it names an unknown signal (the
+// configuration's agreement reports that on every rank).
+std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
+  try {
+    return stop_signals(exit_signal);
+  } catch (const comm::ConfigError&) {
+    return stop_signals("");
+  }
+}
+
 }  // namespace
 
 int run_train(const TrainOptions& o, comm::Communicator world) {
+  // Caught from here on: a stop signal while the run loads a checkpoint or its data (minutes at
+  // scale) is acted on before the first step instead of ending the rank.
+  const StopWatch stop(stop_signals_or_default(o.exit_signal), o.exit_duration_in_mins);
   TrainRun run = configure_train(o, world);
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
   const nn::MasterInit init =
@@ -169,7 +182,6 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   double step_ms = 0.0;
   double step_wait_s = 0.0;  // in the wait routine during the steps
   PhaseTotals phases(o.use_distributed_optimizer && run.sizes.dp > 1);  // this rank's
-  const StopWatch stop(stop_signals(o.exit_signal), o.exit_duration_in_mins);
   // Saves `step` with --save; false (after the error line) when the step is not finite.
   const auto save_step = [&](std::int64_t step) {
     try {
@@ -180,6 +192,11 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       return false;
     }
   };
+  if (const std::string reason = stop.agreed_reason(world); !reason.empty()) {
+    progress.suspend();
+    run.log->info("stopping before step {} on {}: nothing new to save", first_step, reason);
+    return kStoppedExitCode;
+  }
   for (std::int64_t step = first_step; step <= last_step; ++step) {
     const auto batches =
         micro_batches(corpus, sampler.starts(step - 1), o.micro_batch, o.seq, run.device);

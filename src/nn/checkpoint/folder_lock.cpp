@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <thread>
 
 namespace mpitron::nn {
 
@@ -24,7 +25,8 @@ std::string host_name() {
   return name;
 }
 
-// Creates `path` holding `text` unless it exists; false when it does.
+// Creates `path` holding `text`, written through to the disk, unless it exists; false when it
+// does. (Unsynced, a crash right after the create could leave an empty lock.)
 bool create_exclusively(const std::filesystem::path& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
@@ -32,17 +34,55 @@ bool create_exclusively(const std::filesystem::path& path, const std::string& te
     throw std::runtime_error(
         fmt::format("cannot create {}: {}", path.string(), std::strerror(errno)));
   }
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
+                       ::fsync(fd) == 0;
   ::close(fd);
   if (!written) throw std::runtime_error("cannot write " + path.string());
   return true;
 }
 
-nlohmann::json read_lock(const std::filesystem::path& path) {
+// What a lock file says; `readable` is false for a file that is missing, empty, not JSON or
+// without the fields of a lock (any field of the wrong type counts as missing).
+struct Holder {
+  bool readable = false;
+  std::string run_id, host;
+  long pid = 0;
+
+  std::string describe() const {
+    return fmt::format("run {} (host {}, pid {})", run_id, host, pid);
+  }
+  bool same(const Holder& other) const {
+    return readable && other.readable && run_id == other.run_id && host == other.host &&
+           pid == other.pid;
+  }
+};
+
+Holder read_holder(const std::filesystem::path& path) {
   std::ifstream file(path);
   std::stringstream text;
   text << file.rdbuf();
-  return nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json lock =
+      nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  Holder holder;
+  if (!lock.is_object()) return holder;
+  const auto run_id = lock.find("run_id"), host = lock.find("host"), pid = lock.find("pid");
+  if (run_id == lock.end() || !run_id->is_string() || host == lock.end() || !host->is_string() ||
+      pid == lock.end() || !pid->is_number_integer()) {
+    return holder;
+  }
+  holder = {true, run_id->get<std::string>(), host->get<std::string>(), pid->get<long>()};
+  return holder;
+}
+
+// The lock at `path`, read again for up to about a second while it cannot be read: a run that
+// has just created it may not have written it yet.
+Holder read_holder_settled(const std::filesystem::path& path) {
+  Holder holder = read_holder(path);
+  for (int wait = 0; !holder.readable && wait < 20 && std::filesystem::exists(path); ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    holder = read_holder(path);
+  }
+  return holder;
 }
 
 bool process_exists(long pid) {
@@ -64,25 +104,41 @@ FolderLock::FolderLock(const std::filesystem::path& dir, const std::string& run_
                             {"host", host_name()},
                             {"pid", static_cast<long>(::getpid())},
                             {"started", static_cast<long long>(std::time(nullptr))}};
+  const auto in_use = [&](const std::string& who) {
+    return FolderLockedError(fmt::format(
+        "{} is in use by {}: save into another folder, or remove {} if that run is gone",
+        dir.string(), who, path_.string()));
+  };
   for (int attempt = 0; !create_exclusively(path_, mine.dump() + "\n"); ++attempt) {
-    const nlohmann::json holder = read_lock(path_);
-    const std::string id = holder.value("run_id", std::string("?"));
-    const std::string host = holder.value("host", std::string("?"));
-    const long pid = holder.value("pid", 0L);
-    const std::string who = fmt::format("run {} (host {}, pid {})", id, host, pid);
-    const bool stale = holder.is_object() && host == host_name() && !process_exists(pid);
-    if (!stale || attempt > 0) {
+    const Holder holder = read_holder_settled(path_);
+    if (!std::filesystem::exists(path_)) continue;  // released meanwhile: try again
+    if (!holder.readable) {
       throw FolderLockedError(fmt::format(
-          "{} is in use by {}: save into another folder, or remove {} if that run is gone",
-          dir.string(), who, path_.string()));
+          "{} cannot be read (empty or damaged, as a crash can leave it): remove it if no run "
+          "saves into {}",
+          path_.string(), dir.string()));
     }
-    taken_over_ = who;
-    std::filesystem::remove(path_);
+    const bool stale = holder.host == host_name() && !process_exists(holder.pid);
+    if (!stale || attempt > 2) throw in_use(holder.describe());
+    // Take the stale lock over by moving it to a name of this process's own, so that of two runs
+    // that both found it stale only one removes it; the other finds this run's lock next time.
+    const std::filesystem::path moved = path_.string() + fmt::format(".stale.{}", ::getpid());
+    std::error_code error;
+    std::filesystem::rename(path_, moved, error);
+    if (error) continue;  // another run moved it first
+    const Holder was = read_holder(moved);
+    if (!was.same(holder)) {  // another run's fresh lock: back in place, unless a third has one
+      if (::link(moved.c_str(), path_.c_str()) == 0) std::filesystem::remove(moved, error);
+      throw in_use(was.readable ? was.describe() : holder.describe());
+    }
+    std::filesystem::remove(moved, error);
+    taken_over_ = holder.describe();
   }
 }
 
 FolderLock::~FolderLock() {
-  if (read_lock(path_).value("run_id", std::string()) == run_id_) {
+  const Holder holder = read_holder(path_);
+  if (holder.readable && holder.run_id == run_id_) {
     std::error_code ignored;
     std::filesystem::remove(path_, ignored);
   }
