@@ -142,7 +142,7 @@ std::vector<AlgorithmChoice> choices_from(const std::vector<AlgorithmTiming>& ti
     };
     const bool first = i == 0 || !same_series(i - 1);
     AlgorithmChoice choice{t.op, t.ranks, first ? 0 : between(timings[i - 1].bytes, t.bytes)};
-    if (same_series(i + 1)) choice.below_bytes = between(t.bytes, timings[i + 1].bytes);
+    choice.below_bytes = same_series(i + 1) ? between(t.bytes, timings[i + 1].bytes) : 2 * t.bytes;
     choice.algorithm = fastest(t);
     if (!first && choices.back().algorithm == choice.algorithm) {
       choices.back().below_bytes = choice.below_bytes;

@@ -108,8 +108,9 @@ Algorithm fastest(const AlgorithmTiming& timing);
 
 /// A table's rows from `timings` (sizes ascending within each op and group size): each timed
 /// size covers the sizes from the geometric mean with the previous one (from 0 for the first)
-/// to the geometric mean with the next (no end for the last), with fastest()'s choice;
-/// neighbouring rows of the same algorithm are merged.
+/// to the geometric mean with the next, and the last up to twice its size (the geometric mean
+/// with the next size bench comm would time: beyond what was measured the built-in rule
+/// chooses), with fastest()'s choice; neighbouring rows of the same algorithm are merged.
 std::vector<AlgorithmChoice> choices_from(const std::vector<AlgorithmTiming>& timings);
 
 /// The file's table: reads `path` and parses it (AlgorithmTable::parse), with `source` = path.

@@ -154,9 +154,9 @@ TEST(AlgorithmTable, TimingsBecomeRangesBetweenTheMeasuredSizes) {
       timing(Collective::reduce_scatter, 4, 4096, 1.0, 2.0)};
   const std::vector<AlgorithmChoice> expected{
       {Collective::all_gather, 2, 0, 32768, Algorithm::mpi},
-      {Collective::all_gather, 2, 32768, kNoEnd, Algorithm::ring},
-      {Collective::all_gather, 4, 0, kNoEnd, Algorithm::ring},
-      {Collective::reduce_scatter, 4, 0, kNoEnd, Algorithm::mpi}};
+      {Collective::all_gather, 2, 32768, 131072, Algorithm::ring},  // to twice the last size
+      {Collective::all_gather, 4, 0, 8192, Algorithm::ring},
+      {Collective::reduce_scatter, 4, 0, 8192, Algorithm::mpi}};
   EXPECT_EQ(comm::choices_from(timings), expected);
 }
 
