@@ -84,6 +84,11 @@ TEST_F(TokenShard, NamesEachDefectOnOneLine) {
   EXPECT_THAT(
       read_error(path("long.bin")),
       names("header says 40 tokens (1104 bytes) but the file has 1106 bytes (extra bytes)"));
+  std::string negative = good;  // the count, int32 at byte 8, set to -5
+  negative.replace(8, 4, std::string("\xfb\xff\xff\xff", 4));
+  put_file_bytes(dir / "negative.bin", negative);
+  EXPECT_THAT(read_error(path("negative.bin")),
+              names("header says -5 tokens: a token count cannot be negative"));
   put_file_bytes(dir / "header.bin", good.substr(0, 100));
   EXPECT_THAT(read_error(path("header.bin")),
               names("header.bin: truncated token shard header (100 of 1024 bytes)"));

@@ -109,9 +109,13 @@ std::vector<std::uint16_t> read_token_shard(const std::string& path, std::int32_
                                          kTokenShardVersion));
   }
   const std::int64_t count = header[2];
+  if (count < 0) {
+    throw std::runtime_error(
+        fmt::format("{}: header says {} tokens: a token count cannot be negative", path, count));
+  }
   const std::uint64_t expected =
       sizeof header + 2 * static_cast<std::uint64_t>(std::max<std::int64_t>(count, 0));
-  if (count < 0 || size != expected) {
+  if (size != expected) {
     throw std::runtime_error(
         fmt::format("{}: header says {} tokens ({} bytes) but the file has {} bytes ({})", path,
                     count, expected, size, size < expected ? "truncated" : "extra bytes"));

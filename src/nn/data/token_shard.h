@@ -26,9 +26,9 @@ void write_token_shard(const std::string& path, std::span<const std::int32_t> to
 /// The tokens of the shard at `path`, each checked to be < `vocab`. Throws std::runtime_error,
 /// one line naming the path: "<path>: cannot read: <reason>", "<path>: not an llm.c token shard
 /// (magic X, expected 20240520)", "<path>: truncated token shard header (N of 1024 bytes)",
-/// "<path>: token shard version X, expected 1", "<path>: header says N tokens (B bytes) but the
-/// file has M bytes (truncated|extra bytes)", "<path>: token 50300 at position 17 is >= vocab
-/// 50257".
+/// "<path>: token shard version X, expected 1", "<path>: header says -5 tokens: a token count
+/// cannot be negative", "<path>: header says N tokens (B bytes) but the file has M bytes
+/// (truncated|extra bytes)", "<path>: token 50300 at position 17 is >= vocab 50257".
 std::vector<std::uint16_t> read_token_shard(const std::string& path, std::int32_t vocab);
 
 /// Token shard files, sorted by name.
