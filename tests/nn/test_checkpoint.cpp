@@ -204,6 +204,14 @@ TEST_F(Checkpoint, TheFallbackStaysInTheHistoryLatestNames) {
   std::filesystem::remove(dir / "step_6" / "DONE");
   EXPECT_EQ(latest_step(dir), 5);
   EXPECT_EQ(complete_steps(dir), (std::vector<std::int64_t>{5, 4}));
+  for (const char* step : {"step_5", "step_4"})
+    std::filesystem::remove(dir / step / "DONE");
+  EXPECT_EQ(latest_step(dir), std::nullopt);
+  EXPECT_EQ(no_complete_step_message(dir),
+            (dir / "step_6").string() +
+                ": incomplete checkpoint (no DONE marker), and no other step is complete (" +
+                (dir / "step_12").string() + " above it is from a run resumed before it: --load " +
+                (dir / "step_12").string() + " takes it)");
   std::filesystem::remove(dir / "latest");  // no history named: the highest complete step
   EXPECT_EQ(latest_step(dir), 12);
 }

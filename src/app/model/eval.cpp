@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 
 #include "app/help.h"
 #include "app/model/checkpoint_loading.h"
@@ -37,12 +38,6 @@ namespace {
 // --data's tokens: bytes, shards, or with --tokenizer the text encoded.
 nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
   if (o.tokenizer.empty()) {
-    if (vocab > 256 && !nn::names_token_shards(o.data)) {  // as generate's prompt
-      throw comm::ConfigError(fmt::format(
-          "--data {} would be read as bytes, but the checkpoint's vocab {} is not bytes: give the "
-          "--tokenizer it was trained with, or its token shards",
-          o.data, vocab));
-    }
     try {
       return nn::TokenCorpus::from_data(o.data, vocab);
     } catch (const std::exception& e) {
@@ -90,6 +85,13 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
         return fmt::format("seq={} data_tokens={} data_fnv={:016x}", seq, corpus->tokens().size(),
                            corpus->fingerprint());
       });
+  if (std::string_view(corpus->unit()) == "byte" && run.config.vocab > 256) {
+    // A byte-level model may have a larger vocabulary (train --vocab), so this only warns.
+    run.log->warn(
+        "warning: --data {} is read as bytes, but the checkpoint's vocab is {}: if it was trained "
+        "on tokens, give the --tokenizer it was trained with, or its token shards",
+        o.data, run.config.vocab);
+  }
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
   nn::GptTrainOptions options;
   options.device = run.device;

@@ -192,7 +192,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       return false;
     }
   };
-  if (const std::string reason = stop.agreed_reason(world); !reason.empty()) {
+  // (Nothing to do is not a stop: that run ends as done, not with the requeue code.)
+  if (const std::string reason = first_step <= last_step ? stop.agreed_reason(world) : "";
+      !reason.empty()) {
     progress.suspend();
     run.log->info("stopping before step {} on {}: nothing new to save", first_step, reason);
     return kStoppedExitCode;

@@ -203,10 +203,19 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step) {
   return std::filesystem::is_regular_file(step_directory(dir, step) / kDone);
 }
 
-std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
+namespace {
+
+// The step DIR/latest names, or nothing (no file, or not a step's name).
+std::optional<std::int64_t> latest_named(const std::filesystem::path& dir) {
   std::string named = read_text(dir / kLatest);
   if (named.ends_with('\n')) named.pop_back();
-  const std::optional<std::int64_t> latest = step_of(named);
+  return step_of(named);
+}
+
+}  // namespace
+
+std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
+  const std::optional<std::int64_t> latest = latest_named(dir);
   if (latest && step_complete(dir, *latest)) return latest;
   std::optional<std::int64_t> newest;
   std::error_code error;
@@ -265,15 +274,29 @@ std::string no_complete_step_message(const std::filesystem::path& dir) {
     return fmt::format("{}: {}", dir.string(),
                        std::filesystem::exists(dir) ? "not a folder" : "no such checkpoint folder");
   }
-  std::optional<std::int64_t> newest;
+  // Steps above the one latest names are an abandoned run's (latest_step): named apart.
+  const std::optional<std::int64_t> latest = latest_named(dir);
+  std::optional<std::int64_t> newest, above;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const auto step = step_of(entry.path().filename().string());
-    if (step && entry.is_directory() && (!newest || *step > *newest)) newest = step;
+    if (!step || !entry.is_directory()) continue;
+    if (latest && *step > *latest) {
+      if (step_complete(dir, *step) && (!above || *step > *above)) above = step;
+    } else if (!newest || *step > *newest) {
+      newest = step;
+    }
   }
-  if (!newest)
-    return fmt::format("{}: no checkpoint step (no {}<k> folder)", dir.string(), kStepPrefix);
-  return fmt::format("{}: incomplete checkpoint (no {} marker), and no other step is complete",
-                     step_directory(dir, *newest).string(), kDone);
+  const std::string abandoned =
+      above
+          ? fmt::format(" ({} above it is from a run resumed before it: --load {} takes it)",
+                        step_directory(dir, *above).string(), step_directory(dir, *above).string())
+          : std::string();
+  if (!newest) {
+    return fmt::format("{}: no checkpoint step (no {}<k> folder){}", dir.string(), kStepPrefix,
+                       abandoned);
+  }
+  return fmt::format("{}: incomplete checkpoint (no {} marker), and no other step is complete{}",
+                     step_directory(dir, *newest).string(), kDone, abandoned);
 }
 
 nlohmann::json read_meta(const std::filesystem::path& dir, std::int64_t step) {

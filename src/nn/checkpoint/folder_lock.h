@@ -20,15 +20,17 @@ class FolderLockedError : public std::runtime_error {
 class FolderLock {
  public:
   /// Takes DIR/.lock for the run `run_id` of this process (created with O_EXCL and synced, so
-  /// two runs cannot both take it). A lock left by a process of this host that no longer exists
-  /// is stale: it is taken over (moved aside under a name of this process first, so of two runs
-  /// that find it stale only one takes it), and `taken_over` describes it ("run 3f2a... (host
-  /// n1, pid 4711)"). Throws FolderLockedError "DIR is in use by run <id> (host H, pid P): save
-  /// into another folder, or remove DIR/.lock if that run is gone" when the holder is alive, or
-  /// on another host (whose processes cannot be seen from here); FolderLockedError "DIR/.lock
-  /// cannot be read (empty or damaged, ...)" when it still is not a lock after about a second
-  /// (a run that has just created it writes it meanwhile); std::runtime_error naming the path
-  /// when the file cannot be created or written.
+  /// two runs cannot both take it), holding flock on DIR meanwhile where the file system has it
+  /// (runs that start at once take turns). A lock left by a process of this host that no longer
+  /// exists is stale: it is taken over (moved aside under a name of this process first, so of
+  /// two runs that find it stale only one takes it even without flock), and `taken_over`
+  /// describes it ("run 3f2a... (host n1, pid 4711)"). Throws FolderLockedError "DIR is in use
+  /// by run <id> (host H, pid P): save into another folder, or remove DIR/.lock if that run is
+  /// gone" when the holder is alive, or on another host (whose processes cannot be seen from
+  /// here); FolderLockedError "DIR/.lock cannot be read (empty or damaged, ...)" when it still is
+  /// not a lock after about a second (a run that has just created it writes it meanwhile), or is
+  /// a dangling link; std::runtime_error naming the path when the lock cannot be created,
+  /// written (the empty file is removed) or moved aside.
   FolderLock(const std::filesystem::path& dir, const std::string& run_id);
   FolderLock(const FolderLock&) = delete;
   FolderLock& operator=(const FolderLock&) = delete;
