@@ -243,7 +243,10 @@ std::string openmp_wait_text() {
 }
 
 std::optional<std::string> cpu_mask_warning(int threads) {
-  return cpu_mask_warning_text(threads, g_cpus_in_mask_at_start, g_online_cpus_at_start);
+  if (threads <= g_cpus_in_mask_at_start) return std::nullopt;
+  const std::int64_t online = g_online_cpus_at_start;
+  return cpu_mask_warning_text(threads, g_cpus_in_mask_at_start,
+                               std::min(online, cgroup_cpus().value_or(online)));
 }
 
 }  // namespace mpitron::app

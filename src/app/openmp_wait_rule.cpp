@@ -100,12 +100,13 @@ std::int64_t spin_count(double microseconds, double nanoseconds_per_spin) {
 }
 
 std::optional<std::string> cpu_mask_warning_text(std::int64_t threads, std::int64_t cpus_in_mask,
-                                                 std::int64_t online_cpus) {
+                                                 std::int64_t cpus_for_job) {
   if (threads <= 1 || threads <= cpus_in_mask) return std::nullopt;
   const std::string count = std::to_string(cpus_in_mask) + (cpus_in_mask == 1 ? " CPU" : " CPUs");
   const std::string start = std::to_string(threads) + " threads per rank, but ";
-  if (cpus_in_mask >= online_cpus) {
-    return start + "this host has " + count + ", so its threads take turns: run at most " +
+  if (cpus_in_mask >= cpus_for_job) {
+    return start + "only " + count + (cpus_in_mask == 1 ? " is" : " are") +
+           " available here, so its threads take turns: run at most " +
            std::to_string(cpus_in_mask) + " threads per rank (--threads)";
   }
   return start + "this rank is bound to " + count +

@@ -52,11 +52,11 @@ bool threads_have_own_cores(std::int64_t threads, std::int64_t ranks_here,
 std::int64_t spin_count(double microseconds, double nanoseconds_per_spin);
 
 /// The one-line warning for `threads` threads per rank on a process that may run on
-/// `cpus_in_mask` CPUs of `online_cpus`, or std::nullopt when the threads fit the mask: a mask
-/// narrower than the host (bound by the launcher) asks to bind each rank to as many cores as
-/// threads or not at all; a mask of every CPU asks for fewer threads. (Called from main, not
-/// before it: it allocates.)
+/// `cpus_in_mask` CPUs of the `cpus_for_job` here (the online CPUs, or fewer where a cgroup
+/// cpuset limits them), or std::nullopt when the threads fit the mask: a mask narrower than that
+/// (bound by the launcher) asks to bind each rank to as many cores as threads or not at all; a
+/// mask of them all asks for fewer threads. (Called from main, not before it: it allocates.)
 std::optional<std::string> cpu_mask_warning_text(std::int64_t threads, std::int64_t cpus_in_mask,
-                                                 std::int64_t online_cpus);
+                                                 std::int64_t cpus_for_job);
 
 }  // namespace mpitron::app

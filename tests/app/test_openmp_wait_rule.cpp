@@ -87,8 +87,8 @@ TEST(CpuMaskWarningText, NamesTheBindingOrTheHost) {
             "each rank to as many cores as threads (mpirun --map-by slot:PE=2 --bind-to core) or "
             "not at all (--bind-to none); see docs/cluster.md");
   EXPECT_EQ(app::cpu_mask_warning_text(3, 2, 2),
-            "3 threads per rank, but this host has 2 CPUs, so its threads take turns: run at most "
-            "2 threads per rank (--threads)");
+            "3 threads per rank, but only 2 CPUs are available here, so its threads take turns: "
+            "run at most 2 threads per rank (--threads)");
 }
 
 TEST(SpinCount, CountsSpinsForTheTime) {

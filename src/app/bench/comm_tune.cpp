@@ -52,8 +52,13 @@ void check_tune_request(int world_size, int rank, const std::vector<std::string>
         "and --ops {} has none of them",
         fmt::join(ops, ",")));
   }
-  if (rank == 0 &&
-      (std::filesystem::is_directory(path) || !std::ofstream(path, std::ios::app).good())) {
+  if (rank != 0) return;
+  const bool existed = std::filesystem::exists(path);
+  const bool writable =
+      !std::filesystem::is_directory(path) && std::ofstream(path, std::ios::app).good();
+  std::error_code ignored;
+  if (!existed) std::filesystem::remove(path, ignored);  // no empty table if the tune stops
+  if (!writable) {
     throw comm::ConfigError(fmt::format("cannot write the --tune-table file '{}'", path));
   }
 }

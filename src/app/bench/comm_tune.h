@@ -24,7 +24,7 @@ std::vector<int> tuned_group_sizes(int world_size);
 /// Throws comm::ConfigError when a tune could not write a table, before it measures: a world of
 /// fewer than 2 ranks ("needs at least 2 ranks"), `ops` without a collective (send/recv alone),
 /// or, checked on rank 0 only (`rank`), a `path` that cannot be written (a folder, a missing
-/// folder, no permission; opening it for appending creates it).
+/// folder, no permission; a file the check creates is removed again).
 void check_tune_request(int world_size, int rank, const std::vector<std::string>& ops,
                         const std::string& path);
 

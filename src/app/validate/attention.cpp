@@ -50,6 +50,10 @@ namespace {
 // rules. Pure: every rank reaches the same verdict without communicating.
 ParallelSizes check_sizes(const AttentionOptions& o, int world_size) {
   if (o.common.pp.value_or(1) != 1) throw comm::ConfigError("attention needs --pp 1");
+  if (o.common.tp.value_or(1) < 1 || o.common.dp.value_or(1) < 1) {
+    throw comm::ConfigError(fmt::format("--tp and --dp must be >= 1, got {} and {}",
+                                        o.common.tp.value_or(1), o.common.dp.value_or(1)));
+  }
   CommonOptions explicit_sizes = o.common;
   explicit_sizes.tp = o.common.tp.value_or(std::max(1, world_size / o.common.dp.value_or(1)));
   explicit_sizes.pp = 1;
