@@ -120,7 +120,7 @@ checkpoint_bad_test(nan_value eval nan_value /step_1000
   "tensor transformer.ln_f.weight holds nan at element 2")
 # export's --out: a folder, or a file in a folder that does not exist.
 foreach(out "folder|${ckpt_work}|is a folder"
-            "missing|${ckpt_work}/no-such-folder/m.safetensors|the folder [^\n]*no-such-folder does not exist or is not writable")
+            "missing|${ckpt_work}/no-such-folder/m.safetensors|cannot write into the folder [^\n]*no-such-folder: No such file or directory")
   string(REPLACE "|" ";" fields "${out}")
   list(GET fields 0 name)
   list(GET fields 1 path)

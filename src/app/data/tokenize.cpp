@@ -23,6 +23,7 @@
 #include "app/help.h"
 #include "app/progress.h"
 #include "app/tokenizer_option.h"
+#include "app/writable_folder.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/data/token_shard.h"
@@ -68,9 +69,10 @@ void check_output(const std::string& output) {
 void make_output(const std::string& output) {
   std::error_code error;
   fs::create_directories(output, error);
-  if (error || access(output.c_str(), W_OK) != 0) {
-    throw comm::ConfigError(fmt::format("--output {}: cannot create or write the folder: {}",
-                                        output, error ? error.message() : std::strerror(errno)));
+  const std::string why = error ? error.message() : folder_write_error(output);
+  if (!why.empty()) {
+    throw comm::ConfigError(
+        fmt::format("--output {}: cannot create or write the folder: {}", output, why));
   }
 }
 

@@ -1,12 +1,12 @@
 #include "app/model/export.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "app/help.h"
 #include "app/model/checkpoint_loading.h"
+#include "app/writable_folder.h"
 #include "comm/errors.h"
 #include "nn/checkpoint/llmc_file.h"
 #include "nn/checkpoint/safetensors.h"
@@ -64,9 +64,9 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
     if (std::filesystem::is_directory(out)) {
       throw comm::ConfigError(fmt::format("--out {}: is a folder", o.out));
     }
-    if (!std::filesystem::is_directory(folder) || access(folder.c_str(), W_OK) != 0) {
-      throw comm::ConfigError(fmt::format(
-          "--out {}: the folder {} does not exist or is not writable", o.out, folder.string()));
+    if (const std::string why = folder_write_error(folder); !why.empty()) {
+      throw comm::ConfigError(fmt::format("--out {}: cannot write into the folder {}: {}", o.out,
+                                          folder.string(), why));
     }
     return "out=" + o.out;
   };
