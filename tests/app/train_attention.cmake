@@ -79,11 +79,11 @@ mpitron_add_expect_test(attention_tp2_arange TARGET mpitron NP 2 TIMEOUT 120 MAX
 mpitron_add_expect_test(attention_bad_heads TARGET mpitron NP 4 TIMEOUT 60 MAX_SECONDS 30
   ARGS attention --tp 4 --heads 6
   EXPECT_EXIT 2
-  EXPECT_OUTPUT "rank 0: error: num_heads 6 is not divisible by tp 4"
-                "rank 3: error: num_heads 6 is not divisible by tp 4")
+  EXPECT_OUTPUT "rank 0: error: --heads 6 is not divisible by tp 4"
+                "rank 3: error: --heads 6 is not divisible by tp 4")
 mpitron_add_expect_test(attention_bad_embed TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
   ARGS attention --tp 2 --embed 100
-  EXPECT_EXIT 2 EXPECT_OUTPUT "rank 1: error: embed_dim 100 is not divisible by num_heads 8")
+  EXPECT_EXIT 2 EXPECT_OUTPUT "rank 1: error: --embed 100 is not divisible by --heads 8")
 
 # validate's attention check passes on 4 TP ranks and fails when a TP rule is broken.
 mpitron_add_expect_test(validate_attention_tp4 TARGET mpitron NP 4 TIMEOUT 240

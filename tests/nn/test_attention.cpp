@@ -166,9 +166,9 @@ void ParallelAttention::check_parallel_matches_dense(bool causal) {
 
 TEST(AttentionSizes, ReportsTheFirstRuleThatFails) {
   EXPECT_EQ(attention_size_error(512, 8, 4), std::nullopt);
-  EXPECT_EQ(attention_size_error(512, 6, 4), "num_heads 6 is not divisible by tp 4");
-  EXPECT_EQ(attention_size_error(100, 8, 2), "embed_dim 100 is not divisible by num_heads 8");
-  EXPECT_EQ(attention_size_error(64, 0, 1), "num_heads must be >= 1, got 0");
+  EXPECT_EQ(attention_size_error(512, 6, 4), "--heads 6 is not divisible by tp 4");
+  EXPECT_EQ(attention_size_error(100, 8, 2), "--embed 100 is not divisible by --heads 8");
+  EXPECT_EQ(attention_size_error(64, 0, 1), "--heads must be >= 1, got 0");
   const AttentionWeights w = make_attention_weights_normal(12, 0, DType::f32, Device::cpu);
   EXPECT_THROW(MultiHeadAttention(w, 5), std::invalid_argument);
   // heads = tp + 1 is never divisible by tp > 1; on one rank 13 heads do not divide 12.

@@ -16,7 +16,7 @@ namespace mpitron::nn {
 namespace {
 
 void check_embed(std::int64_t embed) {
-  if (embed < 1) throw std::invalid_argument(fmt::format("embed_dim must be >= 1, got {}", embed));
+  if (embed < 1) throw std::invalid_argument(fmt::format("--embed must be >= 1, got {}", embed));
 }
 
 // A tensor of `shape` holding index + offset (computed in double, then rounded to dtype).
@@ -69,12 +69,12 @@ AttentionWeights make_attention_weights_arange(std::int64_t embed, DType dtype, 
 }
 
 std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t heads, int tp) {
-  if (embed < 1) return fmt::format("embed_dim must be >= 1, got {}", embed);
-  if (heads < 1) return fmt::format("num_heads must be >= 1, got {}", heads);
+  if (embed < 1) return fmt::format("--embed must be >= 1, got {}", embed);
+  if (heads < 1) return fmt::format("--heads must be >= 1, got {}", heads);
   if (tp < 1) return fmt::format("tp must be >= 1, got {}", tp);
-  if (heads % tp != 0) return fmt::format("num_heads {} is not divisible by tp {}", heads, tp);
+  if (heads % tp != 0) return fmt::format("--heads {} is not divisible by tp {}", heads, tp);
   if (embed % heads != 0) {
-    return fmt::format("embed_dim {} is not divisible by num_heads {}", embed, heads);
+    return fmt::format("--embed {} is not divisible by --heads {}", embed, heads);
   }
   return std::nullopt;
 }

@@ -32,8 +32,8 @@ AttentionWeights make_attention_weights_normal(std::int64_t embed, std::uint64_t
 AttentionWeights make_attention_weights_arange(std::int64_t embed, DType dtype, Device device);
 
 /// The message of the first violated size rule, or nothing when `embed`, `heads` and `tp` fit:
-/// a "must be >= 1" message, "num_heads H is not divisible by tp T", or "embed_dim E is not
-/// divisible by num_heads H", checked in that order.
+/// a "must be >= 1" message, "--heads H is not divisible by tp T", or "--embed E is not
+/// divisible by --heads H" (named as the attention subcommand's flags), checked in that order.
 std::optional<std::string> attention_size_error(std::int64_t embed, std::int64_t heads, int tp);
 
 /// Scaled dot-product attention of projected activations, for `heads` heads:
