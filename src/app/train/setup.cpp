@@ -293,6 +293,12 @@ TrainRun configure_train(const TrainOptions& o, comm::Communicator& world) {
       throw comm::ConfigError(e.what());
     }
     run.log = prepare_run(o.common, world);
+    if (world.rank() == 0 && run.corpus->is_bytes() && run.config.vocab > 256) {
+      run.log->warn(
+          "warning: --data {} is read as bytes (ids 0-255), but the model's vocab is {}: to train "
+          "on GPT-2's tokens, make token shards with mpitron tokenize (docs/data.md)",
+          o.data.empty() ? std::string("(the built-in text)") : o.data, run.config.vocab);
+    }
     if (run.save_lock && run.save_lock->taken_over()) {
       run.log->warn("warning: --save {}: took over the lock of {}, which is gone", o.save,
                     *run.save_lock->taken_over());
