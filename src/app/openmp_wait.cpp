@@ -74,8 +74,12 @@ std::int64_t thread_count(int argc, char** argv, char** envp) {
   const char* count = variable(envp, "MPITRON_CPU_THREADS");
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg(argv[i]);
-    if (arg == "--threads" && i + 1 < argc) count = argv[i + 1];
-    if (arg.starts_with("--threads=")) count = argv[i] + std::strlen("--threads=");
+    // "--threads= N" (an empty value, then the count) is read by the parser as --threads N.
+    if ((arg == "--threads" || arg == "--threads=") && i + 1 < argc) {
+      count = argv[i + 1];
+    } else if (arg.starts_with("--threads=")) {
+      count = argv[i] + std::strlen("--threads=");
+    }
   }
   if (count == nullptr) return 1;
   std::string_view text(count);  // as strtol reads it: leading white space and a '+' allowed

@@ -46,6 +46,8 @@ if(MPITRON_LAUNCHER_IS_OPEN_MPI AND openmp_wait_cpus GREATER_EQUAL 2)
     EXPECT_OUTPUT "${openmp_wait_spin}" REJECT_OUTPUT "warning")
   _openmp_wait_test(openmp_wait_threads_equals_form 1 ARGS --threads=2
     EXPECT_OUTPUT "${openmp_wait_spin}")
+  _openmp_wait_test(openmp_wait_threads_equals_then_count 1 ARGS --threads= 2
+    EXPECT_OUTPUT "${openmp_wait_spin}")
   _openmp_wait_test(openmp_wait_threads_variable 1 ENV MPITRON_CPU_THREADS=2
     EXPECT_OUTPUT "${openmp_wait_spin}")
   # The variable as strtol reads it (the kernels' parser): white space (a line feed here) and a
