@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <mutex>
+#include <string_view>
 
 #include "app/help.h"
 #include "app/openmp_wait.h"
@@ -248,12 +250,21 @@ void check_json_writable(const CommonOptions& options, int rank) {
 }
 
 // The console: info lines to stdout, warnings and errors to stderr (the diagnostics stay out of
-// what a command writes to stdout, such as generate's text).
+// what a command writes to stdout, such as generate's text). Errors are written as every other
+// error line of a rank is ("rank 1: error: ...", comm/guard.h), the rest with the sink's pattern.
 class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit ConsoleSink(int rank) : rank_(rank) {}
+
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t line;
-    formatter_->format(msg, line);
+    if (msg.level >= spdlog::level::err) {
+      fmt::format_to(std::back_inserter(line), "rank {}: {}\n", rank_,
+                     std::string_view(msg.payload.data(), msg.payload.size()));
+    } else {
+      formatter_->format(msg, line);
+    }
     std::FILE* stream = msg.level >= spdlog::level::warn ? stderr : stdout;
     std::fwrite(line.data(), 1, line.size(), stream);
     std::fflush(stream);
@@ -262,6 +273,9 @@ class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
     std::fflush(stdout);
     std::fflush(stderr);
   }
+
+ private:
+  int rank_;
 };
 
 std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, int rank) {
@@ -275,7 +289,7 @@ std::shared_ptr<spdlog::logger> make_rank_logger(const CommonOptions& options, i
     throw comm::ConfigError(fmt::format("cannot open log file {}: {}", path.string(), e.what()));
   }
   file->set_pattern("%Y-%m-%d %H:%M:%S.%e %l %v");
-  auto console = std::make_shared<ConsoleSink>();
+  auto console = std::make_shared<ConsoleSink>(rank);
   console->set_pattern(fmt::format("[rank {}] %v", rank));
   console->set_level(rank == 0 ? spdlog::level::info : spdlog::level::warn);
   auto logger = std::make_shared<spdlog::logger>(fmt::format("rank{}", rank),
