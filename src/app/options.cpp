@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 #include <mutex>
 #include <string_view>
@@ -19,6 +18,7 @@
 #include "app/openmp_wait.h"
 #include "comm/algorithm_table.h"
 #include "comm/errors.h"
+#include "comm/guard.h"
 #include "comm/placement.h"
 #include "kernels/ops.h"
 #include "nn/fault_injection.h"
@@ -251,7 +251,8 @@ void check_json_writable(const CommonOptions& options, int rank) {
 
 // The console: info lines to stdout, warnings and errors to stderr (the diagnostics stay out of
 // what a command writes to stdout, such as generate's text). Errors are written as every other
-// error line of a rank is ("rank 1: error: ...", comm/guard.h), the rest with the sink's pattern.
+// error line of a rank is (comm::error_line: "rank 1: error: ..."), the rest with the sink's
+// pattern.
 class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
  public:
   explicit ConsoleSink(int rank) : rank_(rank) {}
@@ -260,8 +261,10 @@ class ConsoleSink : public spdlog::sinks::base_sink<std::mutex> {
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t line;
     if (msg.level >= spdlog::level::err) {
-      fmt::format_to(std::back_inserter(line), "rank {}: {}\n", rank_,
-                     std::string_view(msg.payload.data(), msg.payload.size()));
+      std::string_view text(msg.payload.data(), msg.payload.size());
+      if (text.starts_with("error: ")) text.remove_prefix(std::string_view("error: ").size());
+      const std::string error = comm::error_line(rank_, text) + "\n";
+      line.append(error.data(), error.data() + error.size());
     } else {
       formatter_->format(msg, line);
     }
