@@ -29,7 +29,8 @@ MPI_LAYERS = {"comm", "nn", "app"}
 SUBLAYERS = {
     "nn": {"": 0, "layers": 1, "parallel": 1, "optim": 1, "data": 1, "checkpoint": 1,
            "models": 2, "train": 3},
-    "app": {"": 0, "validate": 1, "train": 1, "bench": 1, "model": 1, "data": 1, "main.cpp": 2},
+    "app": {"common": 0, "report": 1, "validate": 2, "train": 2, "bench": 2, "model": 2,
+            "data": 2, "": 3},
 }
 SUFFIXES = {".h", ".hpp", ".cpp", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -1,4 +1,4 @@
-# How idle OpenMP threads wait (src/app/openmp_wait.cpp): spinning a while when a rank's threads
+# How idle OpenMP threads wait (src/kernels/cpu/openmp_wait.cpp): spinning a while when a rank's threads
 # have CPUs of their own, sleeping at once when they share them, the user's OMP_WAIT_POLICY
 # untouched; and a warning when a rank's threads outnumber the CPUs it is bound to. One
 # single-step train run of a tiny model each.

@@ -1,11 +1,11 @@
-// Each pipeline stage's idle share from the ranks' (app/idle_share.h): ranks grouped by stage in
-// the topology's numbering, and the percentages line.
+// Each pipeline stage's idle share from the ranks' (app/report/idle_share.h): ranks grouped by
+// stage in the topology's numbering, and the percentages line.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <vector>
 
-#include "app/idle_share.h"
+#include "app/report/idle_share.h"
 
 namespace mpitron::app {
 namespace {

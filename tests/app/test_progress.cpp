@@ -1,12 +1,12 @@
-// The progress line (app/progress.h): its text, and what each mode writes, captured through an
-// in-memory stream.
+// The progress line (app/common/progress.h): its text, and what each mode writes, captured through
+// an in-memory stream.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
-#include "app/progress.h"
+#include "app/common/progress.h"
 
 namespace mpitron::app {
 namespace {

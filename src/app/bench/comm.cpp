@@ -12,7 +12,7 @@
 
 #include "app/bench/comm_ops.h"
 #include "app/bench/comm_tune.h"
-#include "app/help.h"
+#include "app/common/help.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"

@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "app/bench/comm_ops.h"
-#include "app/options.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <vector>
 
-#include "app/help.h"
+#include "app/common/help.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"

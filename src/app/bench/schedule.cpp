@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "app/help.h"
+#include "app/common/help.h"
 #include "nn/parallel/schedule_simulation.h"
 
 namespace mpitron::app {

@@ -5,11 +5,11 @@
 
 #include <chrono>
 
-#include "app/help.h"
-#include "app/idle_share.h"
-#include "app/memory.h"
-#include "app/progress.h"
-#include "app/throughput.h"
+#include "app/common/help.h"
+#include "app/common/progress.h"
+#include "app/report/idle_share.h"
+#include "app/report/memory.h"
+#include "app/report/throughput.h"
 #include "autograd/random.h"
 #include "comm/agreement.h"
 #include "comm/collectives.h"

@@ -5,8 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "app/model_sizes.h"
-#include "app/options.h"
+#include "app/common/model_sizes.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

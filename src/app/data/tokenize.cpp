@@ -20,10 +20,10 @@
 #include <set>
 #include <span>
 
-#include "app/help.h"
-#include "app/progress.h"
-#include "app/tokenizer_option.h"
-#include "app/writable_folder.h"
+#include "app/common/help.h"
+#include "app/common/progress.h"
+#include "app/common/tokenizer_option.h"
+#include "app/common/writable_folder.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "nn/data/token_shard.h"

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "app/options.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

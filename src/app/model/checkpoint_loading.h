@@ -7,7 +7,7 @@
 
 #include <spdlog/logger.h>
 
-#include "app/options.h"
+#include "app/common/options.h"
 #include "nn/train/gpt_checkpoint.h"
 
 namespace mpitron::app {

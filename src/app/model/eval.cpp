@@ -7,9 +7,9 @@
 #include <optional>
 #include <string_view>
 
-#include "app/help.h"
+#include "app/common/help.h"
+#include "app/common/tokenizer_option.h"
 #include "app/model/checkpoint_loading.h"
-#include "app/tokenizer_option.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "nn/train/gpt_trainer.h"

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "app/help.h"
+#include "app/common/help.h"
+#include "app/common/writable_folder.h"
 #include "app/model/checkpoint_loading.h"
-#include "app/writable_folder.h"
 #include "comm/errors.h"
 #include "nn/checkpoint/llmc_file.h"
 #include "nn/checkpoint/safetensors.h"

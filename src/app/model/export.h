@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "app/options.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

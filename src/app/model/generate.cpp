@@ -6,9 +6,9 @@
 #include <iostream>
 #include <optional>
 
-#include "app/help.h"
+#include "app/common/help.h"
+#include "app/common/tokenizer_option.h"
 #include "app/model/checkpoint_loading.h"
-#include "app/tokenizer_option.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "nn/models/generate.h"

@@ -3,7 +3,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "app/options.h"
+#include "app/common/options.h"
 #include "nn/checkpoint/atomic_file.h"
 
 namespace mpitron::app {

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "app/help.h"
-#include "app/progress.h"
-#include "app/throughput.h"
+#include "app/common/help.h"
+#include "app/common/progress.h"
+#include "app/report/throughput.h"
 #include "comm/errors.h"
 #include "nn/models/gpt_config.h"
 

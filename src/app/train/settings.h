@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-#include "app/options.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "app/throughput.h"
+#include "app/report/throughput.h"
 #include "app/train/init_from.h"
 #include "app/train/stop.h"
 #include "comm/configuration.h"

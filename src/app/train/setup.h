@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/options.h"
-#include "app/progress.h"
+#include "app/common/options.h"
+#include "app/common/progress.h"
 #include "app/train/settings.h"
 #include "comm/communicator.h"
 #include "nn/checkpoint/folder_lock.h"

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "app/idle_share.h"
-#include "app/memory.h"
-#include "app/throughput.h"
+#include "app/report/idle_share.h"
+#include "app/report/memory.h"
+#include "app/report/throughput.h"
 #include "app/train/metrics.h"
 #include "app/train/setup.h"
 #include "app/train/step_phases.h"

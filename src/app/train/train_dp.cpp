@@ -9,8 +9,8 @@
 #include <optional>
 #include <string_view>
 
-#include "app/help.h"
-#include "app/progress.h"
+#include "app/common/help.h"
+#include "app/common/progress.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "app/options.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

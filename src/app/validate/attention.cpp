@@ -1,6 +1,6 @@
 #include "app/validate/attention.h"
-#include "app/help.h"
-#include "app/model_sizes.h"
+#include "app/common/help.h"
+#include "app/common/model_sizes.h"
 
 #include <fmt/format.h>
 

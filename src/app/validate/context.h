@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "app/model_sizes.h"
+#include "app/common/model_sizes.h"
 #include "app/validate/comparison.h"
 #include "comm/topology.h"
 #include "nn/models/gpt_config.h"

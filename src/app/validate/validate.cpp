@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "app/help.h"
+#include "app/common/help.h"
 #include "app/validate/attention_checks.h"
 #include "app/validate/comm_checks.h"
 #include "app/validate/gpt_checks.h"

@@ -4,7 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "app/options.h"
+#include "app/common/options.h"
 #include "app/validate/context.h"
 
 namespace mpitron::app {

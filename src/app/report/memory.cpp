@@ -1,4 +1,4 @@
-#include "app/memory.h"
+#include "app/report/memory.h"
 
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-#include "app/idle_share.h"
+#include "app/report/idle_share.h"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "app/throughput.h"
+#include "app/report/throughput.h"
 
 #include <fmt/format.h>
 
-#include "app/options.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

@@ -1,9 +1,9 @@
-#include "app/help.h"
+#include "app/common/help.h"
 
 #include <regex>
 #include <sstream>
 
-#include "app/options.h"
+#include "app/common/options.h"
 
 namespace mpitron::app {
 

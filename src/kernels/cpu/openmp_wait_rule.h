@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace mpitron::app {
+namespace mpitron::kernels {
 
 /// How long an idle thread spins before it sleeps when its cores are its own, in microseconds.
 /// Measured 2026-12-04 on an Intel Xeon VM (2 vCPUs, model 167, 13 ns a spin), the train
@@ -59,4 +59,4 @@ std::int64_t spin_count(double microseconds, double nanoseconds_per_spin);
 std::optional<std::string> cpu_mask_warning_text(std::int64_t threads, std::int64_t cpus_in_mask,
                                                  std::int64_t cpus_for_job);
 
-}  // namespace mpitron::app
+}  // namespace mpitron::kernels

@@ -1,4 +1,4 @@
-#include "app/tokenizer_option.h"
+#include "app/common/tokenizer_option.h"
 
 #include <fmt/format.h>
 

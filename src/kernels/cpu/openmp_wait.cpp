@@ -12,8 +12,10 @@
 // earlier (.preinit_array) is undone when libc's own initializer restores the environment it was
 // started with. So the program executes itself again, at once, with the choice and
 // MPITRON_OPENMP_WAIT (what the start-up line prints) added to its environment (same process,
-// same arguments). One thread never starts an OpenMP region, so it never re-executes.
-#include "app/openmp_wait.h"
+// same arguments). One thread never starts an OpenMP region, so it never re-executes. The
+// executable calls choose_openmp_wait from its .preinit_array (src/app/openmp_wait_hook.cpp):
+// an entry there is the one thing a shared library cannot hold.
+#include "kernels/cpu/openmp_wait.h"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -30,10 +32,10 @@
 #include <string>
 #include <string_view>
 
-#include "app/openmp_wait_rule.h"
+#include "kernels/cpu/openmp_wait_rule.h"
 #include "kernels/ops.h"
 
-namespace mpitron::app {
+namespace mpitron::kernels {
 namespace {
 
 constexpr const char* kChoiceVariable = "MPITRON_OPENMP_WAIT";
@@ -68,19 +70,11 @@ char* append(char* out, char* end, std::int64_t value) {
   return status == std::errc() ? next : out;
 }
 
-// The thread count --threads N, --threads=N or MPITRON_CPU_THREADS asks for (the last --threads
-// wins, as in the parser), or 1 when none does or the count is not one (the parser reports it).
-std::int64_t thread_count(int argc, char** argv, char** envp) {
-  const char* count = variable(envp, "MPITRON_CPU_THREADS");
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg(argv[i]);
-    // "--threads= N" (an empty value, then the count) is read by the parser as --threads N.
-    if ((arg == "--threads" || arg == "--threads=") && i + 1 < argc) {
-      count = argv[i + 1];
-    } else if (arg.starts_with("--threads=")) {
-      count = argv[i] + std::strlen("--threads=");
-    }
-  }
+// The count `threads_argument` (the last --threads given) or else MPITRON_CPU_THREADS asks for,
+// or 1 when neither does or the count is not one (the parser reports it).
+std::int64_t thread_count(const char* threads_argument, char** envp) {
+  const char* count =
+      threads_argument != nullptr ? threads_argument : variable(envp, "MPITRON_CPU_THREADS");
   if (count == nullptr) return 1;
   std::string_view text(count);  // as strtol reads it: leading white space and a '+' allowed
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0)
@@ -89,7 +83,7 @@ std::int64_t thread_count(int argc, char** argv, char** envp) {
   std::int64_t threads = 0;
   const auto [end, status] = std::from_chars(text.data(), text.data() + text.size(), threads);
   const bool valid = status == std::errc() && end == text.data() + text.size() && threads >= 1 &&
-                     threads <= kernels::kMaxCpuThreads;
+                     threads <= kMaxCpuThreads;
   return valid ? threads : 1;
 }
 
@@ -162,12 +156,14 @@ char* append_share(char* out, char* end, std::int64_t threads, std::int64_t rank
 }
 
 // The CPUs in this process's affinity mask when it started, before libgomp pinned its first
-// thread (OMP_PROC_BIND), and the online CPUs: cpu_mask_warning's counts. The hook below sets
-// them before main.
+// thread (OMP_PROC_BIND), and the online CPUs: cpu_mask_warning's counts. choose_openmp_wait
+// sets them before main.
 int g_cpus_in_mask_at_start = 0;
 int g_online_cpus_at_start = 0;
 
-void choose_openmp_waiting(int argc, char** argv, char** envp) {
+}  // namespace
+
+void choose_openmp_wait(const char* threads_argument, char** argv, char** envp) {
   const std::int64_t online = std::max<long>(sysconf(_SC_NPROCESSORS_ONLN), 1);
   cpu_set_t mask;
   const std::int64_t in_mask =
@@ -177,7 +173,7 @@ void choose_openmp_waiting(int argc, char** argv, char** envp) {
   if (variable(envp, "OMP_WAIT_POLICY") != nullptr || variable(envp, "GOMP_SPINCOUNT") != nullptr) {
     return;
   }
-  const std::int64_t threads = thread_count(argc, argv, envp);
+  const std::int64_t threads = thread_count(threads_argument, envp);
   if (threads <= 1) return;
   // The executable itself, not /proc/self/exe (whose name `ps` and `pgrep` would then show);
   // started through the dynamic loader, it cannot be executed again alone: keep the default.
@@ -227,8 +223,6 @@ void choose_openmp_waiting(int argc, char** argv, char** envp) {
   std::free(env);
 }
 
-}  // namespace
-
 std::string openmp_wait_text() {
   // Only this process's own choice: "<pid> <text>" (a variable inherited from another process
   // names another pid).
@@ -253,7 +247,4 @@ std::optional<std::string> cpu_mask_warning(int threads) {
                                std::min(online, cgroup_cpus().value_or(online)));
 }
 
-}  // namespace mpitron::app
-
-__attribute__((section(".preinit_array"), used)) static void (*preinit_openmp_waiting)(
-    int, char**, char**) = mpitron::app::choose_openmp_waiting;
+}  // namespace mpitron::kernels

@@ -1,4 +1,4 @@
-#include "app/progress.h"
+#include "app/common/progress.h"
 
 #include <fmt/format.h>
 #include <unistd.h>

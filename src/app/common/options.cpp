@@ -1,4 +1,4 @@
-#include "app/options.h"
+#include "app/common/options.h"
 
 #include <fmt/format.h>
 #include <spdlog/sinks/base_sink.h>
@@ -14,12 +14,12 @@
 #include <mutex>
 #include <string_view>
 
-#include "app/help.h"
-#include "app/openmp_wait.h"
+#include "app/common/help.h"
 #include "comm/algorithm_table.h"
 #include "comm/errors.h"
 #include "comm/guard.h"
 #include "comm/placement.h"
+#include "kernels/cpu/openmp_wait.h"
 #include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
@@ -324,7 +324,7 @@ std::string device_text(kernels::Device device) {
   const int threads = kernels::cpu_threads();
   const std::string gemm = kernels::to_string(kernels::gemm_provider());
   if (threads == 1) return fmt::format("cpu ({} GEMM, 1 thread)", gemm);
-  return fmt::format("cpu ({} GEMM, {} threads; {})", gemm, threads, openmp_wait_text());
+  return fmt::format("cpu ({} GEMM, {} threads; {})", gemm, threads, kernels::openmp_wait_text());
 }
 
 std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
@@ -333,7 +333,7 @@ std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
   check_json_writable(options, world.rank());
   auto logger = make_rank_logger(options, world.rank());
   logger->debug("placement: {}", comm::placement_text(comm::this_placement(world)));
-  if (const auto warning = cpu_mask_warning(kernels::cpu_threads()))
+  if (const auto warning = kernels::cpu_mask_warning(kernels::cpu_threads()))
     logger->warn("warning: {}", *warning);
   return logger;
 }

@@ -1,12 +1,12 @@
 // Runs before libc and libstdc++ are initialised (from openmp_wait.cpp's .preinit_array entry):
 // no allocation, no locale, no exceptions here.
-#include "app/openmp_wait_rule.h"
+#include "kernels/cpu/openmp_wait_rule.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 
-namespace mpitron::app {
+namespace mpitron::kernels {
 namespace {
 
 // A whole positive decimal number that is all of `text`, or std::nullopt.
@@ -117,4 +117,4 @@ std::optional<std::string> cpu_mask_warning_text(std::int64_t threads, std::int6
          "docs/cluster.md";
 }
 
-}  // namespace mpitron::app
+}  // namespace mpitron::kernels

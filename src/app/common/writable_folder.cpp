@@ -1,4 +1,4 @@
-#include "app/writable_folder.h"
+#include "app/common/writable_folder.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "app/version.h"
+#include "app/common/version.h"
 
 #include <fmt/format.h>
 

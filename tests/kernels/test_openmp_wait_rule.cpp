@@ -1,21 +1,21 @@
-// The rule that chooses how idle OpenMP threads wait (src/app/openmp_wait_rule.h): the launcher
-// variables that say how many ranks share a host, a cgroup's CPU list, whether threads have cores
-// of their own, and the spin count for a time.
+// The rule that chooses how idle OpenMP threads wait (src/kernels/cpu/openmp_wait_rule.h): the
+// launcher variables that say how many ranks share a host, a cgroup's CPU list, whether threads
+// have cores of their own, and the spin count for a time.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "app/openmp_wait_rule.h"
+#include "kernels/cpu/openmp_wait_rule.h"
 
 namespace mpitron::test {
 namespace {
 
-using app::ranks_on_this_host;
-using app::slurm_tasks_on_node;
-using app::spin_count;
-using app::threads_have_own_cores;
+using kernels::ranks_on_this_host;
+using kernels::slurm_tasks_on_node;
+using kernels::spin_count;
+using kernels::threads_have_own_cores;
 
 TEST(SlurmTasksOnNode, ExpandsRepeatedCounts) {
   EXPECT_EQ(slurm_tasks_on_node("4", 0), 4);
@@ -50,13 +50,13 @@ TEST(RanksOnThisHost, IsOneWithoutALauncher) {
 }
 
 TEST(CpuListCount, CountsRangesAndSingles) {
-  EXPECT_EQ(app::cpu_list_count("0-3,8-11\n"), 8);
-  EXPECT_EQ(app::cpu_list_count("5"), 1);
-  EXPECT_EQ(app::cpu_list_count("0,2,4-5"), 4);
-  EXPECT_EQ(app::cpu_list_count(""), std::nullopt);
-  EXPECT_EQ(app::cpu_list_count("3-1"), std::nullopt);
-  EXPECT_EQ(app::cpu_list_count("0-"), std::nullopt);
-  EXPECT_EQ(app::cpu_list_count("a"), std::nullopt);
+  EXPECT_EQ(kernels::cpu_list_count("0-3,8-11\n"), 8);
+  EXPECT_EQ(kernels::cpu_list_count("5"), 1);
+  EXPECT_EQ(kernels::cpu_list_count("0,2,4-5"), 4);
+  EXPECT_EQ(kernels::cpu_list_count(""), std::nullopt);
+  EXPECT_EQ(kernels::cpu_list_count("3-1"), std::nullopt);
+  EXPECT_EQ(kernels::cpu_list_count("0-"), std::nullopt);
+  EXPECT_EQ(kernels::cpu_list_count("a"), std::nullopt);
 }
 
 TEST(ThreadsHaveOwnCores, TheRanksOfTheHostMustFitItsCpus) {
@@ -80,13 +80,13 @@ TEST(ThreadsHaveOwnCores, HugeCountsDoNotOverflow) {
 }
 
 TEST(CpuMaskWarningText, NamesTheBindingOrTheHost) {
-  EXPECT_EQ(app::cpu_mask_warning_text(2, 2, 16), std::nullopt);
-  EXPECT_EQ(app::cpu_mask_warning_text(1, 1, 16), std::nullopt);
-  EXPECT_EQ(app::cpu_mask_warning_text(2, 1, 16),
+  EXPECT_EQ(kernels::cpu_mask_warning_text(2, 2, 16), std::nullopt);
+  EXPECT_EQ(kernels::cpu_mask_warning_text(1, 1, 16), std::nullopt);
+  EXPECT_EQ(kernels::cpu_mask_warning_text(2, 1, 16),
             "2 threads per rank, but this rank is bound to 1 CPU, so its threads take turns: bind "
             "each rank to as many cores as threads (mpirun --map-by slot:PE=2 --bind-to core) or "
             "not at all (--bind-to none); see docs/cluster.md");
-  EXPECT_EQ(app::cpu_mask_warning_text(3, 2, 2),
+  EXPECT_EQ(kernels::cpu_mask_warning_text(3, 2, 2),
             "3 threads per rank, but only 2 CPUs are available here, so its threads take turns: "
             "run at most 2 threads per rank (--threads)");
 }
@@ -96,7 +96,7 @@ TEST(SpinCount, CountsSpinsForTheTime) {
   EXPECT_EQ(spin_count(100.0, 50.0), 2000);
   EXPECT_EQ(spin_count(100.0, 0.0), 1);
   EXPECT_EQ(spin_count(0.0, 10.0), 1);
-  EXPECT_EQ(app::kOwnCoresSpinMicroseconds, 50.0);
+  EXPECT_EQ(kernels::kOwnCoresSpinMicroseconds, 50.0);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "app/model_sizes.h"
+#include "app/common/model_sizes.h"
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 #include <initializer_list>
 #include <utility>
 
-#include "app/options.h"
+#include "app/common/options.h"
 #include "kernels/device.h"
 
 namespace mpitron::app {
