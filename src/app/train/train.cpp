@@ -11,17 +11,14 @@
 #include "app/report/memory.h"
 #include "app/report/throughput.h"
 #include "app/train/metrics.h"
-#include "app/train/setup.h"
+#include "app/train/plan.h"
 #include "app/train/step_phases.h"
-#include "app/train/stop.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "comm/wait.h"
-#include "kernels/allocator.h"
 #include "kernels/ops.h"
-#include "nn/models/gpt_pretrained.h"
 #include "nn/optim/lr_schedule.h"
 #include "nn/train/memory_estimate.h"
 #include "nn/wording.h"
@@ -48,49 +45,20 @@ std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
   return batches;
 }
 
-// The stop signals of --exit-signal, or the default ones where it names an unknown signal (the
-// configuration's agreement reports that on every rank).
-std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
-  try {
-    return stop_signals(exit_signal);
-  } catch (const comm::ConfigError&) {
-    return stop_signals("");
-  }
-}
-
 }  // namespace
 
 int run_train(const TrainOptions& o, comm::Communicator world) {
-  // Caught from here on: a stop signal while the run loads a checkpoint or its data (minutes at
-  // scale) is acted on before the first step instead of ending the rank.
-  const StopWatch stop(stop_signals_or_default(o.exit_signal), o.exit_duration_in_mins);
-  TrainRun run = configure_train(o, world);
+  TrainPlan run = plan_train(o, world);
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
-  const nn::MasterInit init =
-      run.checkpoint   ? nn::checkpoint_init(*run.checkpoint, run.train.dtype, run.device)
-      : run.pretrained ? nn::pretrained_init(*run.pretrained, run.train.dtype, run.device)
-                       : nn::gpt2_init(run.seed, run.config.layers, run.train.dtype, run.device);
-  nn::GptTrainer trainer(run.config, init, topology, run.train);
-  if (run.pretrained) {
-    run.log->info("initialised from --init-from {}", o.init_from);
-    run.pretrained.reset();
-  }
-  std::int64_t first_step = 1;
-  if (run.checkpoint) {
-    if (run.train.optimizer == nn::OptimizerKind::adamw) {
-      nn::restore_optimizer(trainer, *run.checkpoint, topology);
-    }
-    first_step = run.checkpoint->step + 1;
-    run.log->info("resuming from {} step {} (saved by tp={} pp={} dp={}), seed {}", o.load,
-                  run.checkpoint->step, run.checkpoint->meta["topology"]["tp"].get<int>(),
-                  run.checkpoint->meta["topology"]["pp"].get<int>(),
-                  run.checkpoint->meta["topology"]["dp"].get<int>(), run.seed);
-    run.checkpoint.reset();
-  }
-  kernels::release_cached_blocks();  // the master weights' blocks: the steps never reuse them
+  const std::uint64_t seed = run.start.seed;
+  const std::int64_t first_step = run.first_step;
+  const std::unique_ptr<nn::GptTrainer> trainer_owner =
+      nn::start_gpt_trainer(run.config, std::move(run.start), topology, run.train);
+  nn::GptTrainer& trainer = *trainer_owner;
+  if (!run.start_line.empty()) run.log->info("{}", run.start_line);
   const nn::TokenCorpus& corpus = *run.corpus;
   nn::WindowSampler sampler(static_cast<std::int64_t>(corpus.split()), o.seq, o.global_batch,
-                            run.sizes.dp, topology.dp_rank(), run.seed, run.data_order);
+                            run.sizes.dp, topology.dp_rank(), seed, run.data_order);
   const nn::LrSchedule& schedule = run.lr_schedule;
   const std::int64_t micro_per_step = o.global_batch / (o.micro_batch * run.sizes.dp);
   const double flops_per_token = nn::gpt_flops_per_token(run.config, o.seq);
@@ -139,19 +107,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       "flight, start-up copy; docs/train.md)",
       *std::max_element(estimate_mib.begin(), estimate_mib.end()));
 
-  const nlohmann::json config = nlohmann::json::parse(run.description);
-  // Agreed like the start-up checks: rank 0 prepares the file, and a file it cannot continue
-  // (unreadable, not JSON) ends every rank with one line.
-  std::optional<MetricsFile> metrics;
-  comm::agree_on_configuration(world, [&]() -> std::string {
-    try {
-      metrics.emplace(o.metrics, world.rank() == 0, config,
-                      first_step > 1 ? std::optional(first_step - 1) : std::nullopt);
-    } catch (const std::runtime_error& e) {
-      throw comm::ConfigError(e.what());
-    }
-    return "metrics";
-  });
+  const nlohmann::json& config = run.description;
+  const MetricsFile& metrics = *run.metrics;
   const auto validation = [&]() {
     std::vector<nn::TokenBatch> windows;
     for (const std::int64_t start :
@@ -164,7 +121,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   };
   const auto start = std::chrono::steady_clock::now();
   const auto save = [&](std::int64_t step) {
-    nlohmann::json settings = run_settings(o, run);
+    nlohmann::json settings = run.settings;
     settings["lr_schedule"]["next_step"] = step + 1;
     settings["sampler"]["next_step"] = step;
     nn::save_gpt_checkpoint(o.save, step, trainer, topology, settings);
@@ -193,7 +150,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     }
   };
   // (Nothing to do is not a stop: that run ends as done, not with the requeue code.)
-  if (const std::string reason = first_step <= last_step ? stop.agreed_reason(world) : "";
+  if (const std::string reason = first_step <= last_step ? run.stop->agreed_reason(world) : "";
       !reason.empty()) {
     progress.suspend();
     run.log->info("stopping before step {} on {}: nothing new to save", first_step, reason);
@@ -229,20 +186,20 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                         {"gflops", gflops}, {"phases_ms", phases_ms(result.phases)}};
     if (mfu) line["mfu"] = *mfu;
     phases.add(result.phases);
-    metrics->write(line);
+    metrics.write(line);
     summary["loss"] = result.loss;
     step_ms += ms;
     if ((o.eval_interval > 0 && step % o.eval_interval == 0) || step == o.steps) {
       const double val_loss = validation();
       run.log->info("step {} val_loss {:.4f} ({:.4f} bits per {})", step, val_loss,
                     val_loss / std::log(2.0), corpus.unit());
-      metrics->write({{"step", step}, {"val_loss", val_loss}});
+      metrics.write({{"step", step}, {"val_loss", val_loss}});
       summary["val_loss"] = val_loss;
     }
     const bool saved = !o.save.empty() &&
                        ((o.save_interval > 0 && step % o.save_interval == 0) || step == last_step);
     if (saved && !save_step(step)) return 1;
-    if (const std::string reason = stop.agreed_reason(world); !reason.empty()) {
+    if (const std::string reason = run.stop->agreed_reason(world); !reason.empty()) {
       progress.suspend();
       if (!o.save.empty() && !saved && !save_step(step)) return 1;
       run.log->info("stopping at step {} on {}: {}", step, reason,

@@ -1,0 +1,408 @@
+#include "app/train/plan.h"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "app/train/init_from.h"
+#include "comm/configuration.h"
+#include "comm/errors.h"
+#include "kernels/ops.h"
+#include "nn/checkpoint/checkpoint.h"
+#include "nn/fault_injection.h"
+#include "nn/wording.h"
+
+namespace mpitron::app {
+
+namespace {
+
+void check_options(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
+  check_train_settings(o);
+  if (config.layers >= 1 && o.virtual_stages > config.layers) {
+    throw comm::ConfigError(fmt::format("--virtual-stages {} is more than the {} layers",
+                                        o.virtual_stages, config.layers));
+  }
+  const auto virtual_stages = static_cast<int>(o.virtual_stages);
+  if (const auto error = nn::gpt_size_error(config, s.tp, s.pp, virtual_stages)) {
+    throw comm::ConfigError(*error);
+  }
+  if (o.global_batch % (o.micro_batch * s.dp) != 0) {
+    throw comm::ConfigError(
+        fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
+                    o.global_batch, o.micro_batch, s.dp));
+  }
+  const std::int64_t micro_batches = o.global_batch / (o.micro_batch * s.dp);
+  if (virtual_stages > 1 && s.pp < 2) {
+    throw comm::ConfigError(
+        fmt::format("--virtual-stages {} needs --pp 2 or more, got --pp {}", virtual_stages, s.pp));
+  }
+  if (virtual_stages > 1 && micro_batches % s.pp != 0) {
+    throw comm::ConfigError(fmt::format(
+        "--virtual-stages {} needs micro-batches per step (--global-batch / (--micro-batch x dp) "
+        "= {}) a multiple of --pp {}",
+        virtual_stages, micro_batches, s.pp));
+  }
+  if (!o.model.empty() && !nn::gpt2_model(o.model)) {
+    throw comm::ConfigError(
+        fmt::format("--model '{}' is not one of: {}", o.model, nn::gpt2_model_names()));
+  }
+  if (o.sequence_parallel && o.seq % s.tp != 0) {
+    throw comm::ConfigError(
+        fmt::format("--sequence-parallel needs --seq {} divisible by tp {}", o.seq, s.tp));
+  }
+  if (o.seq > config.block_size) {
+    throw comm::ConfigError(
+        fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
+  }
+  // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
+  for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
+    if (o.dtype == "float32" && rate > std::numeric_limits<float>::max()) {
+      throw comm::ConfigError(fmt::format("--{} {} is not finite in float32 (at most {:g})", flag,
+                                          rate, std::numeric_limits<float>::max()));
+    }
+  }
+  if (o.min_lr > o.lr) {
+    throw comm::ConfigError(fmt::format("--min-lr {} is above --lr {}", o.min_lr, o.lr));
+  }
+  stop_signals(o.exit_signal);  // names an unknown --exit-signal
+  if (o.stop_after > o.steps) {
+    throw comm::ConfigError(
+        fmt::format("--stop-after {} is beyond --steps {}", o.stop_after, o.steps));
+  }
+}
+
+// Rejects a step that cannot fit in this node's memory (gpt_step_memory_bytes, with the first
+// stage's micro-batches in flight: every one under AFAB, at most pp under 1F1B, about
+// pp (1 + 1 / v) under interleaved 1F1B) before anything is allocated.
+void check_memory(const TrainOptions& o, const TrainPlan& plan, int ranks_on_node) {
+  const auto micro = static_cast<int>(o.global_batch / (o.micro_batch * plan.sizes.dp));
+  const int v = plan.train.virtual_stages;
+  const std::int64_t in_flight =
+      (nn::chunks_in_flight(plan.train.schedule, plan.sizes.pp, 0, micro, v) + v - 1) / v;
+  const double need =
+      nn::gpt_step_memory_bytes(plan.config, plan.sizes.tp, plan.sizes.pp, o.micro_batch, o.seq,
+                                in_flight, kernels::dtype_size(plan.train.dtype), o.recompute,
+                                o.use_distributed_optimizer ? plan.sizes.dp : 1);
+  const double node =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (need * ranks_on_node > node) {
+    throw comm::ConfigError(fmt::format(
+        "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
+        "activations), {} on this node have {:.1f} GiB: use fewer layers, a smaller "
+        "--hidden, --seq or --micro-batch, {}or more ranks",
+        need / (1 << 30), nn::counted(ranks_on_node, "rank"), node / (1 << 30),
+        o.recompute ? "" : "--recompute, "));
+  }
+}
+
+// The folder --save writes and the file --metrics appends to must be writable before the first
+// step, not found out after the last.
+void check_outputs(const TrainOptions& o) {
+  if (!o.save.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(o.save, error);
+    if (error || !std::filesystem::is_directory(o.save)) {
+      throw comm::ConfigError(fmt::format("--save {}: cannot create the folder{}", o.save,
+                                          error ? ": " + error.message() : std::string()));
+    }
+  }
+  if (!o.metrics.empty()) {
+    std::ofstream probe(o.metrics, std::ios::app);
+    if (!probe) {
+      throw comm::ConfigError(
+          fmt::format("--metrics {}: cannot open for appending: {}", o.metrics,
+                      std::error_code(errno, std::generic_category()).message()));
+    }
+  }
+}
+
+// --load and --save naming one folder that holds no complete step yet: the first start of a
+// job that a scheduler may requeue (one command line for the first start and every restart, as
+// in Megatron-LM), which starts fresh.
+bool first_start_of_requeued_run(const TrainOptions& o) {
+  std::error_code error;
+  return !o.save.empty() &&
+         std::filesystem::weakly_canonical(o.load, error) ==
+             std::filesystem::weakly_canonical(o.save, error) &&
+         !nn::latest_step(o.load);
+}
+
+template <class T>
+T parse_choice(const char* flag, const std::string& text,
+               std::initializer_list<std::pair<const char*, T>> choices) {
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+  }
+  std::string names;
+  for (const auto& choice : choices)
+    names += (names.empty() ? "" : ", ") + std::string(choice.first);
+  throw comm::ConfigError(fmt::format("--{} '{}' is not one of: {}", flag, text, names));
+}
+
+// The value of --`flag` that nn's `parse` reads from `text`; its error (which ends "'<text>' is
+// not one of: ...") as "--<flag> '<text>' is not one of: ...".
+template <typename T>
+T parse_named(const char* flag, const std::string& text, T (*parse)(const std::string&)) {
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw comm::ConfigError(fmt::format("--{} {}", flag, what.substr(what.find('\''))));
+  }
+}
+
+// Rank 0 warns about each setting of this run that differs from the one the --load checkpoint
+// was trained with (the resumed run is then not the continuation of that run): the settings of
+// this run against the checkpoint's meta.json, entry by entry.
+void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settings,
+                             const nlohmann::json& meta, spdlog::logger& log) {
+  for (const TrainSetting& s : train_settings()) {
+    if (!s.checkpoint_pointer) continue;
+    const nlohmann::json::json_pointer at(s.checkpoint_pointer);
+    if (meta.contains(at) && meta.at(at) != settings.at(at)) {
+      log.warn("warning: --{} is {} in this run but was {} in the run that saved --load {}", s.flag,
+               settings.at(at).dump(), meta.at(at).dump(), o.load);
+    }
+  }
+  if (settings.contains("cpu_gemm") && meta.contains("cpu_gemm") &&
+      meta.at("cpu_gemm") != settings.at("cpu_gemm")) {
+    // dump(): meta.json is the user's file, and its entry may be any JSON value.
+    log.warn(
+        "warning: the CPU GEMM is {} in this run but was {} in the run that saved --load {}: the "
+        "losses continue within rounding, not bit for bit{}",
+        settings.at("cpu_gemm").dump(), meta.at("cpu_gemm").dump(), o.load,
+        requested_gemm(o.common) == "auto"
+            ? " (--gemm auto picks by --threads; pin --gemm to keep it)"
+            : "");
+  }
+  if (o.common.seed != 0 && meta.value("seed", o.common.seed) != o.common.seed) {
+    log.warn("warning: --seed {} is ignored: a resumed run keeps the checkpoint's seed {}",
+             o.common.seed, meta.value("seed", o.common.seed));
+  }
+}
+
+// The stop signals of --exit-signal, or the default ones where it names an unknown signal
+// (check_options reports that on every rank).
+std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
+  try {
+    return stop_signals(exit_signal);
+  } catch (const comm::ConfigError&) {
+    return stop_signals("");
+  }
+}
+
+// The plan's part that the flags alone give (and --init-from's file, whose sizes are the
+// model's): sizes, model, checks, optimizer, schedule, device, seed.
+void plan_from_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
+  plan.sizes = resolve_parallel_sizes(o.common, world_size);
+  plan.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
+  plan.config.gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
+  if (!o.init_from.empty()) plan.start.pretrained = load_init_from(o, plan.config);
+  if (plan.config.vocab >= 1 && plan.sizes.tp >= 1) {
+    plan.config.padded_vocab = nn::padded_vocab_size(plan.config.vocab, plan.sizes.tp);
+  }
+  check_options(o, plan.config, plan.sizes);
+  plan.lr_schedule = {
+      o.lr, o.min_lr, o.warmup_steps, o.steps,
+      parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string)};
+  nn::GptTrainOptions& train = plan.train;
+  train.schedule = parse_choice<nn::ScheduleKind>(
+      "schedule", o.schedule,
+      {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});
+  train.virtual_stages = static_cast<int>(o.virtual_stages);
+  train.optimizer = parse_choice<nn::OptimizerKind>(
+      "optimizer", o.optimizer,
+      {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});
+  plan.data_order = parse_choice<nn::DataOrder>(
+      "data-order", o.data_order,
+      {{"random", nn::DataOrder::random}, {"sequential", nn::DataOrder::sequential}});
+  train.dtype = parse_choice<kernels::DType>(
+      "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
+  train.lr = o.lr;
+  train.adamw = {o.adam_beta1, o.adam_beta2, o.adam_eps, o.weight_decay};
+  train.grad_clip = o.grad_clip;
+  train.recompute = o.recompute;
+  train.distributed_optimizer = o.use_distributed_optimizer;
+  train.sequence_parallel = o.sequence_parallel;
+  plan.device = resolve_device(o.common.device);
+  train.device = plan.device;
+  if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
+  plan.start.seed = o.common.seed;
+}
+
+// The plan's inputs: the --load step (whose seed the run keeps) and the data, checked against
+// the model and the flags.
+void load_inputs(const TrainOptions& o, TrainPlan& plan) {
+  if (!o.load.empty() && !first_start_of_requeued_run(o)) {
+    plan.start.checkpoint =
+        nn::load_gpt_checkpoint(o.load, plan.train.optimizer == nn::OptimizerKind::adamw);
+    if (const auto error = nn::checkpoint_config_error(*plan.start.checkpoint, plan.config)) {
+      throw comm::ConfigError(fmt::format("--load {}: {}", o.load, *error));
+    }
+    plan.start.seed = plan.start.checkpoint->meta.value("seed", plan.start.seed);
+    plan.first_step = plan.start.checkpoint->step + 1;
+  }
+  const std::int64_t vocab = plan.config.vocab;
+  plan.corpus =
+      o.data.empty() ? nn::TokenCorpus::builtin() : nn::TokenCorpus::from_data(o.data, vocab);
+  if (plan.corpus->is_bytes() && vocab < 256) {
+    throw comm::ConfigError(fmt::format("{} {} cannot hold the 256 byte values",
+                                        o.init_from.empty() ? "--vocab" : "the --init-from vocab",
+                                        vocab));
+  }
+  nn::WindowSampler(static_cast<std::int64_t>(plan.corpus->split()), o.seq, o.global_batch,
+                    plan.sizes.dp, 0, plan.start.seed, plan.data_order);
+  const std::size_t validation = plan.corpus->tokens().size() - plan.corpus->split();
+  if (validation < static_cast<std::size_t>(o.seq) + 1) {
+    throw comm::ConfigError(fmt::format(
+        "the validation part of the data ({}) is shorter than one window of --seq + 1 = {} {}s",
+        nn::counted(static_cast<std::int64_t>(validation), plan.corpus->unit()), o.seq + 1,
+        plan.corpus->unit()));
+  }
+}
+
+// World rank 0 claims the outputs: --save's folder and --metrics writable, the folder's lock
+// under the run's new id (returned), and what an interrupted save left there removed.
+std::string claim_outputs(const TrainOptions& o, TrainPlan& plan) {
+  check_outputs(o);
+  std::string run_id = nn::new_run_id();
+  if (!o.save.empty()) {
+    plan.save_lock = std::make_unique<nn::FolderLock>(o.save, run_id);
+    // The folder is this run's now: what an interrupted save left there can go.
+    nn::remove_interrupted_save_leftovers(o.save);
+  }
+  return run_id;
+}
+
+// The run's settings a checkpoint records (TrainPlan::settings).
+void record_settings(const TrainOptions& o, const std::string& run_id, TrainPlan& plan) {
+  plan.settings = train_checkpoint_settings(o);
+  plan.settings["data"] = plan.corpus->source();
+  plan.settings["seed"] = plan.start.seed;
+  plan.settings["mpitron_version"] = MPITRON_VERSION;
+  plan.settings["run_id"] = run_id;
+  if (plan.device == kernels::Device::cpu) {
+    // The provider that runs this dtype's products: mpitron's own GEMM is float32 only.
+    const kernels::GemmProvider provider = kernels::gemm_provider();
+    plan.settings["cpu_gemm"] =
+        kernels::to_string(provider == kernels::GemmProvider::mpitron && o.dtype == "float64"
+                               ? kernels::GemmProvider::eigen
+                               : provider);
+  }
+}
+
+// Rank 0's start-up warnings and notes; drops --init-from's weights when --load resumes.
+void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
+  spdlog::logger& log = *plan.log;
+  nn::GptStart& start = plan.start;
+  if (writer && plan.corpus->is_bytes() && plan.config.vocab > 256) {
+    log.warn(
+        "warning: --data {} is read as bytes (ids 0-255), but the model's vocab is {}: to train "
+        "on GPT-2's tokens, make token shards with mpitron tokenize (docs/data.md)",
+        o.data.empty() ? std::string("(the built-in text)") : o.data, plan.config.vocab);
+  }
+  if (plan.save_lock && plan.save_lock->taken_over()) {
+    log.warn("warning: --save {}: took over the lock of {}, which is gone", o.save,
+             *plan.save_lock->taken_over());
+  }
+  if (!o.load.empty() && !start.checkpoint && writer) {
+    log.info("--load {}: no checkpoint there yet, so this run starts at step 1", o.load);
+  }
+  if (start.checkpoint && writer) {
+    for (const std::string& why : start.checkpoint->skipped)
+      log.warn("warning: --load {}: skipped a newer step that does not load: {}", o.load, why);
+    warn_resume_differences(o, plan.settings, start.checkpoint->meta, log);
+  }
+  if (start.checkpoint && start.pretrained) {
+    if (writer) {
+      log.info("--init-from {}: not used, the run resumes from --load {}", o.init_from, o.load);
+    }
+    start.pretrained.reset();
+  }
+  if (start.checkpoint) {
+    const nlohmann::json& saved = start.checkpoint->meta["topology"];
+    plan.start_line = fmt::format("resuming from {} step {} (saved by tp={} pp={} dp={}), seed {}",
+                                  o.load, start.checkpoint->step, saved["tp"].get<int>(),
+                                  saved["pp"].get<int>(), saved["dp"].get<int>(), start.seed);
+  } else if (start.pretrained) {
+    plan.start_line = fmt::format("initialised from --init-from {}", o.init_from);
+  }
+}
+
+// The run's configuration: the metrics' config line, and what the ranks agree on.
+nlohmann::json describe_run(const TrainOptions& o, const TrainPlan& plan) {
+  nlohmann::json config = train_config(o);
+  if (!o.init_from.empty()) {  // the model's sizes are the file's, not the flags'
+    config.update({{"vocab", plan.config.vocab},
+                   {"block_size", plan.config.block_size},
+                   {"layers", plan.config.layers},
+                   {"hidden", plan.config.hidden},
+                   {"heads", plan.config.heads},
+                   {"gelu", nn::to_string(plan.config.gelu)}});
+  }
+  config.update({{"mpitron", MPITRON_VERSION},
+                 {"tp", plan.sizes.tp},
+                 {"pp", plan.sizes.pp},
+                 {"dp", plan.sizes.dp},
+                 {"device", kernels::to_string(plan.device)},
+                 {"threads", kernels::cpu_threads()},
+                 {"gemm", kernels::to_string(kernels::gemm_provider())},
+                 {"seed", plan.start.seed},
+                 {"data", plan.corpus->source()},
+                 {"data_tokens", plan.corpus->tokens().size()},
+                 {"data_fnv", fmt::format("{:016x}", plan.corpus->fingerprint())}});
+  return config;
+}
+
+}  // namespace
+
+TrainPlan plan_train(const TrainOptions& o, comm::Communicator& world) {
+  TrainPlan plan;
+  // Caught from here on: a stop signal while the run loads a checkpoint or its data (minutes at
+  // scale) is acted on before the first step instead of ending the rank.
+  plan.stop =
+      std::make_unique<StopWatch>(stop_signals_or_default(o.exit_signal), o.exit_duration_in_mins);
+  const bool writer = world.rank() == 0;
+  std::string run_id;  // world rank 0's
+  comm::agree_on_configuration(world, [&] {
+    plan_from_flags(o, world.size(), plan);
+    try {
+      // The per-step lines are the run's record; the progress line only adds a live view, so
+      // `auto` shows it in place on a terminal and not at all elsewhere.
+      plan.progress = parse_progress_mode(o.progress);
+      if (plan.progress == ProgressMode::automatic) {
+        plan.progress = stdout_is_terminal() ? ProgressMode::in_place : ProgressMode::off;
+      }
+      load_inputs(o, plan);
+      check_memory(o, plan, world.node().size);
+      if (writer) run_id = claim_outputs(o, plan);
+    } catch (const comm::ConfigError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw comm::ConfigError(e.what());
+    }
+    plan.log = prepare_run(o.common, world);
+    record_settings(o, run_id, plan);
+    warn_at_start(o, plan, writer);
+    plan.description = describe_run(o, plan);
+    // Rank 0 prepares the file, and a file it cannot continue (unreadable, not JSON) ends every
+    // rank with one line.
+    try {
+      plan.metrics.emplace(o.metrics, writer, plan.description,
+                           plan.first_step > 1 ? std::optional(plan.first_step - 1) : std::nullopt);
+    } catch (const std::runtime_error& e) {
+      throw comm::ConfigError(e.what());
+    }
+    return plan.description.dump();
+  });
+  return plan;
+}
+
+}  // namespace mpitron::app
