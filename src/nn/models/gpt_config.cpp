@@ -9,6 +9,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "nn/models/block_parameters.h"
 
 namespace mpitron::nn {
 
@@ -118,29 +119,13 @@ std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp, in
 }
 
 std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& c) {
-  const std::int64_t h = c.hidden, f = 4 * c.hidden;
+  const std::int64_t h = c.hidden;
   std::vector<ParameterSpec> specs = {
       {"transformer.wte.weight", {c.vocab_rows(), h}, 0, false, 0, c.vocab},
       {"transformer.wpe.weight", {c.block_size, h}, kReplicated}};
-  const struct {
-    const char* name;
-    Shape shape;
-    int split_dim;
-  } block[] = {
-      {"ln_1.weight", {h}, kReplicated}, {"ln_1.bias", {h}, kReplicated},
-      {"attn.q.weight", {h, h}, 0},      {"attn.q.bias", {h}, 0},
-      {"attn.k.weight", {h, h}, 0},      {"attn.k.bias", {h}, 0},
-      {"attn.v.weight", {h, h}, 0},      {"attn.v.bias", {h}, 0},
-      {"attn.c_proj.weight", {h, h}, 1}, {"attn.c_proj.bias", {h}, kReplicated},
-      {"ln_2.weight", {h}, kReplicated}, {"ln_2.bias", {h}, kReplicated},
-      {"mlp.c_fc.weight", {f, h}, 0},    {"mlp.c_fc.bias", {f}, 0},
-      {"mlp.c_proj.weight", {h, f}, 1},  {"mlp.c_proj.bias", {h}, kReplicated},
-  };
   for (std::int64_t layer = 0; layer < c.layers; ++layer) {
-    for (const auto& p : block) {
-      specs.push_back(
-          {fmt::format("transformer.h.{}.{}", layer, p.name), p.shape, p.split_dim, true, layer});
-    }
+    const std::vector<ParameterSpec> block = block_parameter_specs(c, layer);
+    specs.insert(specs.end(), block.begin(), block.end());
   }
   specs.push_back({"transformer.ln_f.weight", {h}, kReplicated});
   specs.push_back({"transformer.ln_f.bias", {h}, kReplicated});

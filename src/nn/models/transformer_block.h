@@ -10,12 +10,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <string>
 
 #include "comm/communicator.h"
 #include "nn/layers/attention.h"
 #include "nn/layers/mlp.h"
+#include "nn/models/block_parameters.h"
 #include "nn/models/gpt_config.h"
 
 namespace mpitron::nn {
@@ -40,8 +39,8 @@ class LayerNorm {
 /// Block `layer` of a GPT over the TP communicator `tp`.
 class TransformerBlock {
  public:
-  /// Builds the block from the full tensors `init` returns for its parameters (the
-  /// transformer.h.{layer}.* specs of gpt_parameter_specs) and keeps this rank's shards. Throws
+  /// Builds the block from the full tensors `init` returns for its parameters
+  /// (block_parameter_specs) and keeps this rank's shards. Throws
   /// std::invalid_argument when gpt_size_error(config, tp.size(), 1) reports one.
   TransformerBlock(const GptConfig& config, std::int64_t layer, const MasterInit& init,
                    const comm::Communicator& tp, bool sequence_parallel = false);
@@ -49,13 +48,12 @@ class TransformerBlock {
   /// parallelism this rank's rows [batch, seq/tp, hidden] -> [batch, seq/tp, hidden] (the
   /// attention all-gathers the sequence). Throws std::invalid_argument as the mappings do.
   Tensor forward(const Tensor& x) const;
-  /// This rank's shards named as in gpt_parameter_specs ("transformer.h.0.attn.q.weight", ...),
-  /// in that order, with their layouts.
+  /// This rank's shards named as in block_parameter_specs ("transformer.h.0.attn.q.weight",
+  /// ...), in that order, with their layouts.
   Parameters parameters() const;
 
  private:
-  using Masters = std::map<std::string, Tensor>;
-  TransformerBlock(std::int64_t layer, std::int64_t heads, GeluForm gelu, Masters masters,
+  TransformerBlock(const GptConfig& config, std::int64_t layer, const BlockMasters& masters,
                    const comm::Communicator& tp, bool sequence_parallel);
 
   std::int64_t layer_;
