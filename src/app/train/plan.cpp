@@ -2,15 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <limits>
 #include <nlohmann/json.hpp>
 
+#include "app/train/checks.h"
 #include "app/train/init_from.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
@@ -22,117 +17,6 @@
 namespace mpitron::app {
 
 namespace {
-
-void check_options(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
-  check_train_settings(o);
-  if (config.layers >= 1 && o.virtual_stages > config.layers) {
-    throw comm::ConfigError(fmt::format("--virtual-stages {} is more than the {} layers",
-                                        o.virtual_stages, config.layers));
-  }
-  const auto virtual_stages = static_cast<int>(o.virtual_stages);
-  if (const auto error = nn::gpt_size_error(config, s.tp, s.pp, virtual_stages)) {
-    throw comm::ConfigError(*error);
-  }
-  if (o.global_batch % (o.micro_batch * s.dp) != 0) {
-    throw comm::ConfigError(
-        fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
-                    o.global_batch, o.micro_batch, s.dp));
-  }
-  const std::int64_t micro_batches = o.global_batch / (o.micro_batch * s.dp);
-  if (virtual_stages > 1 && s.pp < 2) {
-    throw comm::ConfigError(
-        fmt::format("--virtual-stages {} needs --pp 2 or more, got --pp {}", virtual_stages, s.pp));
-  }
-  if (virtual_stages > 1 && micro_batches % s.pp != 0) {
-    throw comm::ConfigError(fmt::format(
-        "--virtual-stages {} needs micro-batches per step (--global-batch / (--micro-batch x dp) "
-        "= {}) a multiple of --pp {}",
-        virtual_stages, micro_batches, s.pp));
-  }
-  if (!o.model.empty() && !nn::gpt2_model(o.model)) {
-    throw comm::ConfigError(
-        fmt::format("--model '{}' is not one of: {}", o.model, nn::gpt2_model_names()));
-  }
-  if (o.sequence_parallel && o.seq % s.tp != 0) {
-    throw comm::ConfigError(
-        fmt::format("--sequence-parallel needs --seq {} divisible by tp {}", o.seq, s.tp));
-  }
-  if (o.seq > config.block_size) {
-    throw comm::ConfigError(
-        fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
-  }
-  // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
-  for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
-    if (o.dtype == "float32" && rate > std::numeric_limits<float>::max()) {
-      throw comm::ConfigError(fmt::format("--{} {} is not finite in float32 (at most {:g})", flag,
-                                          rate, std::numeric_limits<float>::max()));
-    }
-  }
-  if (o.min_lr > o.lr) {
-    throw comm::ConfigError(fmt::format("--min-lr {} is above --lr {}", o.min_lr, o.lr));
-  }
-  stop_signals(o.exit_signal);  // names an unknown --exit-signal
-  if (o.stop_after > o.steps) {
-    throw comm::ConfigError(
-        fmt::format("--stop-after {} is beyond --steps {}", o.stop_after, o.steps));
-  }
-}
-
-// Rejects a step that cannot fit in this node's memory (gpt_step_memory_bytes, with the first
-// stage's micro-batches in flight: every one under AFAB, at most pp under 1F1B, about
-// pp (1 + 1 / v) under interleaved 1F1B) before anything is allocated.
-void check_memory(const TrainOptions& o, const TrainPlan& plan, int ranks_on_node) {
-  const auto micro = static_cast<int>(o.global_batch / (o.micro_batch * plan.sizes.dp));
-  const int v = plan.train.virtual_stages;
-  const std::int64_t in_flight =
-      (nn::chunks_in_flight(plan.train.schedule, plan.sizes.pp, 0, micro, v) + v - 1) / v;
-  const double need =
-      nn::gpt_step_memory_bytes(plan.config, plan.sizes.tp, plan.sizes.pp, o.micro_batch, o.seq,
-                                in_flight, kernels::dtype_size(plan.train.dtype), o.recompute,
-                                o.use_distributed_optimizer ? plan.sizes.dp : 1);
-  const double node =
-      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (need * ranks_on_node > node) {
-    throw comm::ConfigError(fmt::format(
-        "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
-        "activations), {} on this node have {:.1f} GiB: use fewer layers, a smaller "
-        "--hidden, --seq or --micro-batch, {}or more ranks",
-        need / (1 << 30), nn::counted(ranks_on_node, "rank"), node / (1 << 30),
-        o.recompute ? "" : "--recompute, "));
-  }
-}
-
-// The folder --save writes and the file --metrics appends to must be writable before the first
-// step, not found out after the last.
-void check_outputs(const TrainOptions& o) {
-  if (!o.save.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(o.save, error);
-    if (error || !std::filesystem::is_directory(o.save)) {
-      throw comm::ConfigError(fmt::format("--save {}: cannot create the folder{}", o.save,
-                                          error ? ": " + error.message() : std::string()));
-    }
-  }
-  if (!o.metrics.empty()) {
-    std::ofstream probe(o.metrics, std::ios::app);
-    if (!probe) {
-      throw comm::ConfigError(
-          fmt::format("--metrics {}: cannot open for appending: {}", o.metrics,
-                      std::error_code(errno, std::generic_category()).message()));
-    }
-  }
-}
-
-// --load and --save naming one folder that holds no complete step yet: the first start of a
-// job that a scheduler may requeue (one command line for the first start and every restart, as
-// in Megatron-LM), which starts fresh.
-bool first_start_of_requeued_run(const TrainOptions& o) {
-  std::error_code error;
-  return !o.save.empty() &&
-         std::filesystem::weakly_canonical(o.load, error) ==
-             std::filesystem::weakly_canonical(o.save, error) &&
-         !nn::latest_step(o.load);
-}
 
 template <class T>
 T parse_choice(const char* flag, const std::string& text,
@@ -189,7 +73,7 @@ void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settin
 }
 
 // The stop signals of --exit-signal, or the default ones where it names an unknown signal
-// (check_options reports that on every rank).
+// (check_train_flags reports that on every rank).
 std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
   try {
     return stop_signals(exit_signal);
@@ -198,25 +82,14 @@ std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
   }
 }
 
-// The plan's part that the flags alone give (and --init-from's file, whose sizes are the
-// model's): sizes, model, checks, optimizer, schedule, device, seed.
-void plan_from_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
-  plan.sizes = resolve_parallel_sizes(o.common, world_size);
-  plan.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
-  plan.config.gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
-  if (!o.init_from.empty()) plan.start.pretrained = load_init_from(o, plan.config);
-  if (plan.config.vocab >= 1 && plan.sizes.tp >= 1) {
-    plan.config.padded_vocab = nn::padded_vocab_size(plan.config.vocab, plan.sizes.tp);
-  }
-  check_options(o, plan.config, plan.sizes);
-  plan.lr_schedule = {
-      o.lr, o.min_lr, o.warmup_steps, o.steps,
-      parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string)};
+// The plan's part that the flags alone give, and --init-from's file, whose sizes are the
+// model's: choices, sizes, device, progress, model, optimizer and schedule, seed. Reads the
+// choices first and the model last, so that the checks run in one pass.
+void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   nn::GptTrainOptions& train = plan.train;
   train.schedule = parse_choice<nn::ScheduleKind>(
       "schedule", o.schedule,
       {{"1f1b", nn::ScheduleKind::one_f_one_b}, {"afab", nn::ScheduleKind::afab}});
-  train.virtual_stages = static_cast<int>(o.virtual_stages);
   train.optimizer = parse_choice<nn::OptimizerKind>(
       "optimizer", o.optimizer,
       {{"adamw", nn::OptimizerKind::adamw}, {"sgd", nn::OptimizerKind::sgd}});
@@ -225,21 +98,44 @@ void plan_from_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
       {{"random", nn::DataOrder::random}, {"sequential", nn::DataOrder::sequential}});
   train.dtype = parse_choice<kernels::DType>(
       "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
+  const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
+  const nn::LrDecayStyle decay =
+      parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string);
+  plan.sizes = resolve_parallel_sizes(o.common, world_size);
+  plan.device = resolve_device(o.common.device);
+  try {
+    // The per-step lines are the run's record; the progress line only adds a live view, so
+    // `auto` shows it in place on a terminal and not at all elsewhere.
+    plan.progress = parse_progress_mode(o.progress);
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
+  if (plan.progress == ProgressMode::automatic) {
+    plan.progress = stdout_is_terminal() ? ProgressMode::in_place : ProgressMode::off;
+  }
+  plan.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
+  plan.config.gelu = gelu;
+  if (!o.init_from.empty()) plan.start.pretrained = load_init_from(o, plan.config);
+  if (plan.config.vocab >= 1 && plan.sizes.tp >= 1) {
+    plan.config.padded_vocab = nn::padded_vocab_size(plan.config.vocab, plan.sizes.tp);
+  }
+  check_train_flags(o, plan.config, plan.sizes);
+  plan.lr_schedule = {o.lr, o.min_lr, o.warmup_steps, o.steps, decay};
+  train.virtual_stages = static_cast<int>(o.virtual_stages);
   train.lr = o.lr;
   train.adamw = {o.adam_beta1, o.adam_beta2, o.adam_eps, o.weight_decay};
   train.grad_clip = o.grad_clip;
   train.recompute = o.recompute;
   train.distributed_optimizer = o.use_distributed_optimizer;
   train.sequence_parallel = o.sequence_parallel;
-  plan.device = resolve_device(o.common.device);
   train.device = plan.device;
   if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
   plan.start.seed = o.common.seed;
 }
 
 // The plan's inputs: the --load step (whose seed the run keeps) and the data, checked against
-// the model and the flags.
-void load_inputs(const TrainOptions& o, TrainPlan& plan) {
+// the model and the flags; then the step's memory against this node's.
+void load_inputs(const TrainOptions& o, int ranks_on_node, TrainPlan& plan) {
   if (!o.load.empty() && !first_start_of_requeued_run(o)) {
     plan.start.checkpoint =
         nn::load_gpt_checkpoint(o.load, plan.train.optimizer == nn::OptimizerKind::adamw);
@@ -266,6 +162,7 @@ void load_inputs(const TrainOptions& o, TrainPlan& plan) {
         nn::counted(static_cast<std::int64_t>(validation), plan.corpus->unit()), o.seq + 1,
         plan.corpus->unit()));
   }
+  check_memory(o, plan.config, plan.sizes, plan.train, ranks_on_node);
 }
 
 // World rank 0 claims the outputs: --save's folder and --metrics writable, the folder's lock
@@ -372,16 +269,9 @@ TrainPlan plan_train(const TrainOptions& o, comm::Communicator& world) {
   const bool writer = world.rank() == 0;
   std::string run_id;  // world rank 0's
   comm::agree_on_configuration(world, [&] {
-    plan_from_flags(o, world.size(), plan);
     try {
-      // The per-step lines are the run's record; the progress line only adds a live view, so
-      // `auto` shows it in place on a terminal and not at all elsewhere.
-      plan.progress = parse_progress_mode(o.progress);
-      if (plan.progress == ProgressMode::automatic) {
-        plan.progress = stdout_is_terminal() ? ProgressMode::in_place : ProgressMode::off;
-      }
-      load_inputs(o, plan);
-      check_memory(o, plan, world.node().size);
+      read_flags(o, world.size(), plan);
+      load_inputs(o, world.node().size, plan);
       if (writer) run_id = claim_outputs(o, plan);
     } catch (const comm::ConfigError&) {
       throw;

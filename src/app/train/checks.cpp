@@ -1,0 +1,123 @@
+#include "app/train/checks.h"
+
+#include <fmt/format.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "app/train/stop.h"
+#include "comm/errors.h"
+#include "nn/checkpoint/checkpoint.h"
+#include "nn/parallel/schedule.h"
+#include "nn/wording.h"
+
+namespace mpitron::app {
+
+void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
+  check_train_settings(o);
+  if (config.layers >= 1 && o.virtual_stages > config.layers) {
+    throw comm::ConfigError(fmt::format("--virtual-stages {} is more than the {} layers",
+                                        o.virtual_stages, config.layers));
+  }
+  const auto virtual_stages = static_cast<int>(o.virtual_stages);
+  if (const auto error = nn::gpt_size_error(config, s.tp, s.pp, virtual_stages)) {
+    throw comm::ConfigError(*error);
+  }
+  if (o.global_batch % (o.micro_batch * s.dp) != 0) {
+    throw comm::ConfigError(
+        fmt::format("--global-batch {} is not divisible by --micro-batch {} x dp {}",
+                    o.global_batch, o.micro_batch, s.dp));
+  }
+  const std::int64_t micro_batches = o.global_batch / (o.micro_batch * s.dp);
+  if (virtual_stages > 1 && s.pp < 2) {
+    throw comm::ConfigError(
+        fmt::format("--virtual-stages {} needs --pp 2 or more, got --pp {}", virtual_stages, s.pp));
+  }
+  if (virtual_stages > 1 && micro_batches % s.pp != 0) {
+    throw comm::ConfigError(fmt::format(
+        "--virtual-stages {} needs micro-batches per step (--global-batch / (--micro-batch x dp) "
+        "= {}) a multiple of --pp {}",
+        virtual_stages, micro_batches, s.pp));
+  }
+  if (!o.model.empty() && !nn::gpt2_model(o.model)) {
+    throw comm::ConfigError(
+        fmt::format("--model '{}' is not one of: {}", o.model, nn::gpt2_model_names()));
+  }
+  if (o.sequence_parallel && o.seq % s.tp != 0) {
+    throw comm::ConfigError(
+        fmt::format("--sequence-parallel needs --seq {} divisible by tp {}", o.seq, s.tp));
+  }
+  if (o.seq > config.block_size) {
+    throw comm::ConfigError(
+        fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
+  }
+  // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
+  for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
+    if (o.dtype == "float32" && rate > std::numeric_limits<float>::max()) {
+      throw comm::ConfigError(fmt::format("--{} {} is not finite in float32 (at most {:g})", flag,
+                                          rate, std::numeric_limits<float>::max()));
+    }
+  }
+  if (o.min_lr > o.lr) {
+    throw comm::ConfigError(fmt::format("--min-lr {} is above --lr {}", o.min_lr, o.lr));
+  }
+  stop_signals(o.exit_signal);  // names an unknown --exit-signal
+  if (o.stop_after > o.steps) {
+    throw comm::ConfigError(
+        fmt::format("--stop-after {} is beyond --steps {}", o.stop_after, o.steps));
+  }
+}
+
+void check_memory(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& sizes,
+                  const nn::GptTrainOptions& train, int ranks_on_node) {
+  const auto micro = static_cast<int>(o.global_batch / (o.micro_batch * sizes.dp));
+  const int v = train.virtual_stages;
+  const std::int64_t in_flight =
+      (nn::chunks_in_flight(train.schedule, sizes.pp, 0, micro, v) + v - 1) / v;
+  const double need = nn::gpt_step_memory_bytes(
+      config, sizes.tp, sizes.pp, o.micro_batch, o.seq, in_flight, kernels::dtype_size(train.dtype),
+      o.recompute, o.use_distributed_optimizer ? sizes.dp : 1);
+  const double node =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  if (need * ranks_on_node > node) {
+    throw comm::ConfigError(fmt::format(
+        "this run needs about {:.1f} GiB per rank (parameters, gradients, AdamW moments and "
+        "activations), {} on this node have {:.1f} GiB: use fewer layers, a smaller "
+        "--hidden, --seq or --micro-batch, {}or more ranks",
+        need / (1 << 30), nn::counted(ranks_on_node, "rank"), node / (1 << 30),
+        o.recompute ? "" : "--recompute, "));
+  }
+}
+
+void check_outputs(const TrainOptions& o) {
+  if (!o.save.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(o.save, error);
+    if (error || !std::filesystem::is_directory(o.save)) {
+      throw comm::ConfigError(fmt::format("--save {}: cannot create the folder{}", o.save,
+                                          error ? ": " + error.message() : std::string()));
+    }
+  }
+  if (!o.metrics.empty()) {
+    std::ofstream probe(o.metrics, std::ios::app);
+    if (!probe) {
+      throw comm::ConfigError(
+          fmt::format("--metrics {}: cannot open for appending: {}", o.metrics,
+                      std::error_code(errno, std::generic_category()).message()));
+    }
+  }
+}
+
+bool first_start_of_requeued_run(const TrainOptions& o) {
+  std::error_code error;
+  return !o.save.empty() &&
+         std::filesystem::weakly_canonical(o.load, error) ==
+             std::filesystem::weakly_canonical(o.save, error) &&
+         !nn::latest_step(o.load);
+}
+
+}  // namespace mpitron::app
