@@ -33,7 +33,7 @@ trace() {  # NAME START END ARGS...: runs mpitron ARGS and prints the path's sum
   echo "== $name"
   python3 "$here/startup_path.py" "$(ls "$out/$name".trace.* | head -1)" --src "$src/src" \
     --start "$start" --end "$end" >"$out/$name.path"
-  tail -3 "$out/$name.path"
+  tail -6 "$out/$name.path"
 }
 trace train 'app::run_train\(' 'GptTrainer::step\(' train "${model[@]}" --steps 1 \
   --global-batch 4 --micro-batch 2 --save "$work/ck" --metrics "$work/metrics.jsonl"

@@ -1,5 +1,5 @@
-// Records the address of every instrumented function entered (GCC's -finstrument-functions
-// hooks) and, at exit, writes them with the process's memory map to $MPITRON_TRACE_CALLS.<pid>:
+// Records every instrumented function's entry and return (GCC's -finstrument-functions hooks)
+// and, at exit, writes them with the process's memory map to $MPITRON_TRACE_CALLS.<pid>:
 // the input of tools/startup_path/startup_path.py. Built as a shared library that
 // tools/startup_path/measure.sh preloads into an instrumented build; not part of mpitron.
 #include <cstdio>
@@ -17,8 +17,12 @@ void __cyg_profile_func_exit(void* function, void* call_site)
 
 namespace {
 
-constexpr std::size_t kMaxCalls = 1 << 24;
-void* g_calls[kMaxCalls];
+struct Event {
+  void* function;
+  bool is_return;
+};
+constexpr std::size_t kMaxEvents = 1 << 23;
+Event g_events[kMaxEvents];
 std::size_t g_count = 0;
 
 __attribute__((no_instrument_function, destructor)) void write_calls() {
@@ -33,14 +37,18 @@ __attribute__((no_instrument_function, destructor)) void write_calls() {
   while (maps != nullptr && std::fgets(line, sizeof(line), maps) != nullptr)
     std::fprintf(out, "map %s", line);
   if (maps != nullptr) std::fclose(maps);
-  for (std::size_t i = 0; i < g_count; ++i) std::fprintf(out, "call %p\n", g_calls[i]);
+  for (std::size_t i = 0; i < g_count; ++i) {
+    std::fprintf(out, "%s %p\n", g_events[i].is_return ? "return" : "call", g_events[i].function);
+  }
   std::fclose(out);
 }
 
 }  // namespace
 
 void __cyg_profile_func_enter(void* function, void*) {
-  if (g_count < kMaxCalls) g_calls[g_count++] = function;
+  if (g_count < kMaxEvents) g_events[g_count++] = {function, false};
 }
 
-void __cyg_profile_func_exit(void*, void*) {}
+void __cyg_profile_func_exit(void* function, void*) {
+  if (g_count < kMaxEvents) g_events[g_count++] = {function, true};
+}
