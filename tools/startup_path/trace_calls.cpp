@@ -2,9 +2,9 @@
 // and, at exit, writes them with the process's memory map to $MPITRON_TRACE_CALLS.<pid>:
 // the input of tools/startup_path/startup_path.py. Built as a shared library that
 // tools/startup_path/measure.sh preloads into an instrumented build; not part of mpitron.
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 
 #include <vector>
 
