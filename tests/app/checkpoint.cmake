@@ -118,6 +118,15 @@ checkpoint_bad_test(wrong_shape train wrong_shape ${shard}0_pp0.safetensors
 checkpoint_bad_test(missing_shard eval missing_shard ${shard}1_pp1.safetensors "missing shard file")
 checkpoint_bad_test(nan_value eval nan_value /step_1000
   "tensor transformer.ln_f.weight holds nan at element 2")
+# A finite checkpoint whose loss overflows: eval says so on every rank and exits 1, as train does.
+mpitron_add_expect_test(checkpoint_eval_loss_overflows TARGET mpitron NP 2 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS eval --tp 2 --load ${bad}/overflow ${args_eval} --log-dir ${ckpt_work}/logs_bad
+  EXPECT_EXIT 1
+  EXPECT_OUTPUT "rank 0: error: eval: the loss of [^\n]*overflow step 1000 on [^\n]* is NaN: "
+                "rank 1: error: eval: the loss of "
+  REJECT_OUTPUT "nats per")
+set_tests_properties(checkpoint_eval_loss_overflows PROPERTIES FIXTURES_REQUIRED checkpoint_damaged)
 # export's --out: a folder, or a file in a folder that does not exist.
 foreach(out "folder|${ckpt_work}|is a folder"
             "missing|${ckpt_work}/no-such-folder/m.safetensors|cannot write into the folder [^\n]*no-such-folder: No such file or directory")

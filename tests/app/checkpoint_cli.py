@@ -220,7 +220,7 @@ def damage(args):
     with open(os.path.join(args.load, "latest")) as f:
         step = f.read().strip()
     cases = ["bad_header_json", "bad_header_length", "short_data", "wrong_dtype", "wrong_shape",
-             "missing_shard", "no_done", "newer_without_done", "nan_value"]
+             "missing_shard", "no_done", "newer_without_done", "nan_value", "overflow"]
     for case in cases:
         shutil.copytree(args.load, os.path.join(args.work, case))
 
@@ -245,6 +245,15 @@ def damage(args):
     begin = header["transformer.ln_f.weight"]["data_offsets"][0]
     body = body[:begin + 8] + struct.pack("<f", float("nan")) + body[begin + 12:]
     write_safetensors(shard("nan_value", 0, 1), header, body)
+    # Finite, but the final LayerNorm's output overflows float32: every loss is NaN.
+    for tp_rank in (0, 1):
+        header, body = read_safetensors(shard("overflow", tp_rank, 1))
+        for name in ("transformer.ln_f.weight", "transformer.ln_f.bias"):
+            if name in header:
+                begin, end = header[name]["data_offsets"]
+                count = (end - begin) // 4
+                body = body[:begin] + struct.pack(f"<{count}f", *[3e38] * count) + body[end:]
+        write_safetensors(shard("overflow", tp_rank, 1), header, body)
     os.remove(shard("missing_shard", 1, 1))
     os.remove(os.path.join(args.work, "no_done", step, "DONE"))
     # A newer step whose save never finished (no DONE, a truncated shard) that latest names.

@@ -35,3 +35,36 @@ foreach(case
     ARGS train --tp 2 --init-from ${file} ${flags} --log-dir ${gpt2_work}/logs_bad
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message}" "rank 1: error: ")
 endforeach()
+
+# --init-from a file with a NaN, an infinity and a negative infinity in one tensor: refused at
+# load with one line naming the tensor and the count (not a diverged first step).
+foreach(setup "llmc|${sample}|llmc.bin|" "hf|${hf_sample}|hf.safetensors|--tensor;h.0.ln_2.weight")
+  string(REPLACE "|" ";" fields "${setup}")
+  list(GET fields 0 name)
+  list(GET fields 1 source)
+  list(GET fields 2 file)
+  list(SUBLIST fields 3 -1 flags)
+  add_test(NAME gpt2_formats_non_finite_setup_${name}
+           COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/plant_non_finite.py ${source}
+                   ${gpt2_work}/non_finite/${file} ${flags})
+  set_tests_properties(gpt2_formats_non_finite_setup_${name} PROPERTIES
+                       FIXTURES_SETUP gpt2_non_finite)
+endforeach()
+foreach(case
+    "llmc|llmc.bin|--seq 16|transformer.wte.weight holds 3 non-finite values .NaN or infinite. of 2048"
+    "hf|hf.safetensors|--seq 16 --heads 2|transformer.h.0.ln_2.weight holds 3 non-finite values .NaN or infinite. of 16")
+  string(REPLACE "|" ";" fields "${case}")
+  list(GET fields 0 name)
+  list(GET fields 1 file)
+  list(GET fields 2 flags)
+  list(GET fields 3 message)
+  separate_arguments(flags)
+  set(line "--init-from [^\n]*non_finite/${file}: tensor ${message}")
+  mpitron_add_expect_test(gpt2_formats_non_finite_${name} TARGET mpitron NP 2 TIMEOUT 60
+    MAX_SECONDS 30
+    ARGS train --tp 2 --init-from ${gpt2_work}/non_finite/${file} ${flags}
+         --log-dir ${gpt2_work}/logs_bad
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: ${line}" "rank 1: error: ${line}")
+  set_tests_properties(gpt2_formats_non_finite_${name} PROPERTIES
+                       FIXTURES_REQUIRED gpt2_non_finite)
+endforeach()

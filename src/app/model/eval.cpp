@@ -104,6 +104,14 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
     windows.push_back(nn::make_token_batch(corpus->tokens(), {start}, seq, run.device));
   }
   const double loss = model.evaluate(windows);
+  if (!std::isfinite(loss)) {  // the same on every rank
+    run.log->error(
+        "error: eval: the loss of {} step {} on {} is {}: the model's values overflow float32 on "
+        "this data",
+        o.load, run.checkpoint.step, o.data,
+        std::isnan(loss) ? std::string("NaN") : fmt::format("{}", loss));
+    return 1;
+  }
   const std::int64_t count = (length - 1) / seq;
   const std::string unit = corpus->unit();
   run.log->info("eval: {} step {} on {} ({} of {}): loss {:.6f} nats per {}, {:.6f} bits per {}",

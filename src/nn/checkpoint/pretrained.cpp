@@ -2,14 +2,42 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <vector>
 
 #include "nn/checkpoint/gpt2_safetensors.h"
 #include "nn/checkpoint/llmc_file.h"
 #include "nn/checkpoint/safetensors.h"
 
 namespace mpitron::nn {
+
+namespace {
+
+// `weights`, after a check that every value is finite: a NaN or an infinity in another tool's
+// file would only show as a NaN loss at the first step. Throws CheckpointError "<path>: tensor
+// <name> holds 3 non-finite values (NaN or infinite) of 768" for the first such tensor in
+// the file's layout.
+Gpt2Weights finite(Gpt2Weights weights, const std::filesystem::path& path) {
+  for (const auto& [name, shape] : gpt2_weight_layout(weights.sizes)) {
+    const auto it = weights.tensors.find(name);
+    if (it == weights.tensors.end()) continue;
+    const std::vector<double> values = it->second.to_vector();
+    const auto bad =
+        std::count_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); });
+    if (bad > 0) {
+      throw CheckpointError(
+          fmt::format("{}: tensor {} holds {} non-finite values (NaN or "
+                      "infinite) of {}",
+                      path.string(), name, bad, values.size()));
+    }
+  }
+  return weights;
+}
+
+}  // namespace
 
 Gpt2Weights load_pretrained(const std::filesystem::path& path, std::int64_t heads_if_needed) {
   std::ifstream file(path, std::ios::binary);
@@ -19,7 +47,7 @@ Gpt2Weights load_pretrained(const std::filesystem::path& path, std::int64_t head
   const auto got = static_cast<std::uint64_t>(file.gcount());
   std::int32_t magic = 0;
   std::memcpy(&magic, start, sizeof(magic));
-  if (got >= sizeof(magic) && magic == kLlmcMagic) return read_llmc_file(path);
+  if (got >= sizeof(magic) && magic == kLlmcMagic) return finite(read_llmc_file(path), path);
 
   std::uint64_t header_length = 0;
   std::memcpy(&header_length, start, sizeof(header_length));
@@ -27,7 +55,7 @@ Gpt2Weights load_pretrained(const std::filesystem::path& path, std::int64_t head
   const std::uint64_t size = std::filesystem::file_size(path, error);
   const bool safetensors = !error && got == sizeof(start) && start[8] == '{' &&
                            header_length <= size - sizeof(header_length);
-  if (safetensors) return read_gpt2_safetensors(path, heads_if_needed);
+  if (safetensors) return finite(read_gpt2_safetensors(path, heads_if_needed), path);
   throw CheckpointError(
       fmt::format("{}: not an llm.c model file (magic {}, expected {}) or a safetensors file",
                   path.string(), magic, kLlmcMagic));
