@@ -263,6 +263,13 @@ foreach(name TERM INT)
                    --ranks 1 --work ${CMAKE_CURRENT_BINARY_DIR}/stop_${name} --
                    $<TARGET_FILE:mpitron>)
 endforeach()
+# A run killed by SIGKILL before any save, then started again fresh with the same --metrics:
+# its records move to FILE.1 and FILE holds the new run alone (both plot). One rank without a
+# launcher, so that the signal kills the rank itself.
+add_test(NAME train_metrics_fresh_after_kill
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/metrics_restart.py
+                 --work ${CMAKE_CURRENT_BINARY_DIR}/metrics_restart -- $<TARGET_FILE:mpitron>)
+set_tests_properties(train_metrics_fresh_after_kill PROPERTIES TIMEOUT 120)
 # The same with the signal arriving while a step is being saved: the save completes first.
 add_test(NAME train_stop_on_sigusr1_mid_save
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/stop_signal.py --signal USR1

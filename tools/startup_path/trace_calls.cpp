@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <vector>
 
 extern "C" {
 void __cyg_profile_func_enter(void* function, void* call_site)

@@ -1,6 +1,10 @@
 #include "app/train/metrics.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "app/common/options.h"
@@ -31,6 +35,29 @@ std::string kept_lines(const std::string& path, std::int64_t from_step) {
   return kept;
 }
 
+// Whether the file at `path` exists and holds more than white space.
+bool holds_records(const std::string& path) {
+  std::ifstream file(path);
+  return std::find_if(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>(),
+                      [](char c) { return std::isspace(static_cast<unsigned char>(c)) == 0; }) !=
+         std::istreambuf_iterator<char>();
+}
+
+// Moves the file at `path` to "<path>.<n>", the first n from 1 that names no file; returns
+// that path. Throws std::runtime_error naming both paths when the move fails.
+std::string move_aside(const std::string& path) {
+  std::string aside;
+  for (int n = 1; aside.empty() || std::filesystem::exists(aside); ++n)
+    aside = path + "." + std::to_string(n);
+  std::error_code error;
+  std::filesystem::rename(path, aside, error);
+  if (error) {
+    throw std::runtime_error("--metrics " + path + ": cannot move the earlier run's records to " +
+                             aside + ": " + error.message());
+  }
+  return aside;
+}
+
 }  // namespace
 
 MetricsFile::MetricsFile(std::string path, bool writer, const nlohmann::json& config,
@@ -38,6 +65,7 @@ MetricsFile::MetricsFile(std::string path, bool writer, const nlohmann::json& co
     : path_(writer ? std::move(path) : std::string()) {
   if (path_.empty()) return;
   if (!resumed_from) {
+    if (holds_records(path_)) moved_to_ = move_aside(path_);
     write({{"config", config}});
     return;
   }

@@ -290,6 +290,12 @@ TrainPlan plan_train(const TrainOptions& o, comm::Communicator& world) {
     } catch (const std::runtime_error& e) {
       throw comm::ConfigError(e.what());
     }
+    if (const auto& moved = plan.metrics->moved_to()) {
+      plan.log->warn(
+          "warning: --metrics {} held another run's records: moved to {}, and this run starts "
+          "the file anew",
+          o.metrics, *moved);
+    }
     return plan.description.dump();
   });
   return plan;
