@@ -104,7 +104,8 @@ mpitron_add_expect_test(train_progress_in_place TARGET mpitron NP 1 TIMEOUT 60 M
 # Resuming with settings other than the checkpoint's: one warning per setting on rank 0, and one
 # for the CPU GEMM that --gemm auto picks at 2 threads (mpitron's; blas or eigen at 1).
 mpitron_add_expect_test(train_resume_save TARGET mpitron NP 1 TIMEOUT 60
-  ARGS train ${train_small} --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --stop-after 2
+  ARGS train ${train_small} --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --overwrite-checkpoints
+       --stop-after 2
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
   EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
 mpitron_add_expect_test(train_resume_warns_on_other_settings TARGET mpitron NP 1 TIMEOUT 60
@@ -127,7 +128,7 @@ mpitron_add_expect_test(train_resume_pinned_gemm_warns TARGET mpitron NP 1 TIMEO
 # does not warn.
 mpitron_add_expect_test(train_resume_float64_save TARGET mpitron NP 1 TIMEOUT 60
   ARGS train ${train_small} --dtype float64 --gemm mpitron --stop-after 2
-       --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_float64_gemm
+       --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_float64_gemm --overwrite-checkpoints
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
   EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
 mpitron_add_expect_test(train_resume_float64_on_eigen TARGET mpitron NP 1 TIMEOUT 60
@@ -239,6 +240,7 @@ mpitron_add_expect_test(train_save_lock_live TARGET mpitron NP 2 TIMEOUT 60 MAX_
                 "rank 1: error:")
 mpitron_add_expect_test(train_save_lock_stale TARGET mpitron NP 2 TIMEOUT 60
   ARGS train ${train_lock_flags} --save ${CMAKE_CURRENT_BINARY_DIR}/train_lock_stale
+       --overwrite-checkpoints
   EXPECT_EXIT 0
   EXPECT_OUTPUT "warning: --save [^\n]*train_lock_stale: took over the lock of run other \\(host ${train_lock_host}, pid 999999999\\), which is gone"
                 "saved checkpoint")
@@ -280,14 +282,16 @@ set_tests_properties(train_stop_on_sigusr1_through_mpirun train_stop_on_sigTERM
 mpitron_add_expect_test(train_stop_after_exit_duration TARGET mpitron NP 2 TIMEOUT 120
   ARGS train --layers 2 --hidden 32 --heads 4 --seq 16 --global-batch 8 --micro-batch 2
        --steps 1000000 --eval-interval 0 --exit-duration-in-mins 0.02
-       --save ${CMAKE_CURRENT_BINARY_DIR}/stop_duration --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+       --save ${CMAKE_CURRENT_BINARY_DIR}/stop_duration --overwrite-checkpoints
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
   EXPECT_EXIT 75
   EXPECT_OUTPUT "stopping at step [0-9]+ on --exit-duration-in-mins 0.02: saved [^\n]*stop_duration/step_[0-9]+")
 # eval of a checkpoint whose vocabulary is larger than bytes on a text file without --tokenizer
 # warns that the text is scored as bytes (a byte-level model may have a larger vocabulary).
 mpitron_add_expect_test(eval_vocab_not_bytes_save TARGET mpitron NP 1 TIMEOUT 60
   ARGS train ${train_small} --vocab 300 --stop-after 1
-       --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_vocab300 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
+       --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_vocab300 --overwrite-checkpoints
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
   EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
 mpitron_add_expect_test(eval_vocab_not_bytes TARGET mpitron NP 1 TIMEOUT 60
   ARGS eval --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_vocab300 --data /usr/share/common-licenses/GPL-3
@@ -334,6 +338,43 @@ mpitron_add_expect_test(train_load_other_empty_folder_is_an_error TARGET mpitron
   ARGS train ${train_lock_flags} --load ${CMAKE_CURRENT_BINARY_DIR}
        --save ${CMAKE_CURRENT_BINARY_DIR}/train_fresh_other
   EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*no checkpoint step" "rank 1: error:")
+# A finished run's steps are not replaced by a fresh run (no --load, another seed and topology):
+# refused, naming that run and its latest step; the requeue command line (--load and --save the
+# same folder) resumes it; --overwrite-checkpoints replaces its steps, the later ones included.
+set(owned ${CMAKE_CURRENT_BINARY_DIR}/train_owned)
+set(owned_run "run [0-9a-f]+'s steps up to step")
+add_test(NAME train_owned_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${owned})
+mpitron_add_expect_test(train_owned_first_run TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_lock_flags} --steps 4 --save-interval 2 --save ${owned}
+  EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint [^\n]*train_owned/step_4")
+mpitron_add_expect_test(train_owned_fresh_run_refused TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_lock_flags} --seed 7 --tp 2 --save ${owned}
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: --save [^\n]*train_owned holds ${owned_run} 4: resume that run with --load [^\n]*train_owned, or give --overwrite-checkpoints to replace them"
+                "rank 1: error:")
+mpitron_add_expect_test(train_owned_requeue_resumes TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_lock_flags} --steps 5 --load ${owned} --save ${owned}
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "resuming from [^\n]*train_owned step 4" "saved checkpoint [^\n]*train_owned/step_5")
+mpitron_add_expect_test(train_owned_overwritten TARGET mpitron NP 2 TIMEOUT 60
+  ARGS train ${train_lock_flags} --seed 7 --tp 2 --steps 2 --save ${owned} --overwrite-checkpoints
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "warning: --save [^\n]*train_owned: --overwrite-checkpoints removed ${owned_run} 5"
+                "saved checkpoint [^\n]*train_owned/step_2")
+# The first run's steps 4 and 5 are gone (removing their DONE must fail).
+foreach(step 4 5)
+  add_test(NAME train_owned_step_${step}_removed
+           COMMAND ${CMAKE_COMMAND} -E rm ${owned}/step_${step}/DONE)
+  set_tests_properties(train_owned_step_${step}_removed PROPERTIES WILL_FAIL TRUE
+                       DEPENDS train_owned_overwritten FIXTURES_REQUIRED train_owned)
+endforeach()
+set_tests_properties(train_owned_clean PROPERTIES FIXTURES_SETUP train_owned)
+set_tests_properties(train_owned_first_run train_owned_fresh_run_refused
+                     train_owned_requeue_resumes train_owned_overwritten
+                     PROPERTIES FIXTURES_REQUIRED train_owned)
+set_tests_properties(train_owned_fresh_run_refused PROPERTIES DEPENDS train_owned_first_run)
+set_tests_properties(train_owned_requeue_resumes PROPERTIES DEPENDS train_owned_fresh_run_refused)
+set_tests_properties(train_owned_overwritten PROPERTIES DEPENDS train_owned_requeue_resumes)
 # Two real runs into one --save folder at once: the second is refused, naming the first.
 add_test(NAME train_save_folder_two_runs_at_once
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/concurrent_save.py

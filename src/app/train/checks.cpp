@@ -112,6 +112,29 @@ void check_outputs(const TrainOptions& o) {
   }
 }
 
+std::optional<std::string> steps_to_overwrite(const TrainOptions& o) {
+  if (o.save.empty() || !o.load.empty()) return std::nullopt;
+  const std::optional<std::int64_t> step = nn::latest_step(o.save);
+  if (!step) return std::nullopt;
+  std::string run = "an earlier run";
+  try {
+    const nlohmann::json meta = nn::read_meta(o.save, *step);
+    if (meta.contains("run_id") && meta["run_id"].is_string() &&
+        !meta["run_id"].get<std::string>().empty()) {
+      run = "run " + meta["run_id"].get<std::string>();
+    }
+  } catch (const std::exception&) {  // a damaged meta.json still holds a step: named alike
+  }
+  const std::string steps = fmt::format("{}'s steps up to step {}", run, *step);
+  if (!o.overwrite_checkpoints) {
+    throw comm::ConfigError(fmt::format(
+        "--save {} holds {}: resume that run with --load {}, or give --overwrite-checkpoints to "
+        "replace them",
+        o.save, steps, o.save));
+  }
+  return steps;
+}
+
 bool first_start_of_requeued_run(const TrainOptions& o) {
   std::error_code error;
   return !o.save.empty() &&

@@ -2,6 +2,9 @@
 // other and the model's sizes, this node's memory and the file system.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include "app/common/options.h"
 #include "app/train/settings.h"
 #include "nn/models/gpt_config.h"
@@ -31,6 +34,14 @@ void check_memory(const TrainOptions& options, const nn::GptConfig& config,
 /// before the first step, not found out after the last. Throws comm::ConfigError naming the flag
 /// and the reason.
 void check_outputs(const TrainOptions& options);
+
+/// Without --load, the steps another run left in --save: nothing when the folder holds no
+/// complete step or --load is given (a resume, or the first start of a requeued job); else
+/// "run <id>'s steps up to step <k>" ("an earlier run" where its meta.json names no run) when
+/// --overwrite-checkpoints asks to replace them. Throws comm::ConfigError "--save ck holds run
+/// <id>'s steps up to step <k>: resume that run with --load ck, or give
+/// --overwrite-checkpoints to replace them" otherwise.
+std::optional<std::string> steps_to_overwrite(const TrainOptions& options);
 
 /// --load and --save naming one folder that holds no complete step yet: the first start of a
 /// job that a scheduler may requeue (one command line for the first start and every restart, as

@@ -166,14 +166,18 @@ void load_inputs(const TrainOptions& o, int ranks_on_node, TrainPlan& plan) {
 }
 
 // World rank 0 claims the outputs: --save's folder and --metrics writable, the folder's lock
-// under the run's new id (returned), and what an interrupted save left there removed.
+// under the run's new id (returned), what an interrupted save left there removed, and another
+// run's steps refused or, with --overwrite-checkpoints, removed.
 std::string claim_outputs(const TrainOptions& o, TrainPlan& plan) {
   check_outputs(o);
   std::string run_id = nn::new_run_id();
   if (!o.save.empty()) {
     plan.save_lock = std::make_unique<nn::FolderLock>(o.save, run_id);
-    // The folder is this run's now: what an interrupted save left there can go.
+    // The folder is this run's now: what an interrupted save left there can go, and another
+    // run's steps where this run replaces them.
     nn::remove_interrupted_save_leftovers(o.save);
+    plan.overwritten = steps_to_overwrite(o);
+    if (plan.overwritten) nn::remove_steps(o.save);
   }
   return run_id;
 }
@@ -208,6 +212,9 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
   if (plan.save_lock && plan.save_lock->taken_over()) {
     log.warn("warning: --save {}: took over the lock of {}, which is gone", o.save,
              *plan.save_lock->taken_over());
+  }
+  if (plan.overwritten) {
+    log.warn("warning: --save {}: --overwrite-checkpoints removed {}", o.save, *plan.overwritten);
   }
   if (!o.load.empty() && !start.checkpoint && writer) {
     log.info("--load {}: no checkpoint there yet, so this run starts at step 1", o.load);

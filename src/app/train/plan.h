@@ -52,7 +52,9 @@ struct TrainPlan {
   /// adds the positions of a step (lr_schedule.next_step, sampler.next_step).
   nlohmann::json settings;
   std::unique_ptr<nn::FolderLock> save_lock;  ///< --save's folder, held by world rank 0
-  std::optional<MetricsFile> metrics;         ///< --metrics, written by world rank 0
+  /// The other run's steps that --overwrite-checkpoints removed from --save (world rank 0)
+  std::optional<std::string> overwritten;
+  std::optional<MetricsFile> metrics;  ///< --metrics, written by world rank 0
 };
 
 /// Builds the plan of `options` on every rank of `world` and agrees it once: checks the flags

@@ -143,6 +143,8 @@ const std::vector<TrainSetting>& train_settings() {
       {"save", &O::save, "Write checkpoints into this folder (DIR/step_<k>/)", Check::none, true},
       {"save-interval", &O::save_interval, "Save every N steps (0: after the last step)",
        Check::at_least_zero, true},
+      {"overwrite-checkpoints", &O::overwrite_checkpoints,
+       "Replace the steps another run left in --save (no --load)", Check::none, true},
       {"load", &O::load, "Resume from the newest checkpoint in this folder"},
       {"init-from", &O::init_from, "Start from GPT-2 weights (llm.c .bin or safetensors)",
        Check::none, true},

@@ -58,7 +58,9 @@ struct TrainOptions {
   std::string metrics;              ///< JSONL file appended by rank 0
   std::string save;                 ///< checkpoint folder to write (empty: none)
   std::int64_t save_interval = 0;   ///< save every N steps (0: only after the last step)
-  std::string load;                 ///< checkpoint folder to resume from (its newest step)
+  /// --overwrite-checkpoints: a run without --load replaces the steps another run left in --save
+  bool overwrite_checkpoints = false;
+  std::string load;               ///< checkpoint folder to resume from (its newest step)
   std::string init_from;          ///< GPT-2 weights to start from (llm.c model file or safetensors)
   double peak_gflops = 0.0;       ///< one rank's peak, for MFU (0: unknown)
   std::string progress = "auto";  ///< --progress: auto (in place on a terminal, else off),

@@ -199,6 +199,19 @@ void remove_interrupted_save_leftovers(const std::filesystem::path& dir) {
   }
 }
 
+void remove_steps(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> steps;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_directory() && step_of(entry.path().filename().string())) {
+      steps.push_back(entry.path());
+    }
+  }
+  std::filesystem::remove(dir / kLatest);  // first: no reader takes a step being removed
+  for (const std::filesystem::path& step : steps)
+    std::filesystem::remove_all(step);
+  sync_directory(dir);
+}
+
 bool step_complete(const std::filesystem::path& dir, std::int64_t step) {
   return std::filesystem::is_regular_file(step_directory(dir, step) / kDone);
 }

@@ -101,6 +101,11 @@ void finish_step(const std::filesystem::path& dir, std::int64_t step, const nloh
 /// Throws std::filesystem::filesystem_error when DIR cannot be read.
 void remove_interrupted_save_leftovers(const std::filesystem::path& dir);
 
+/// Removes every DIR/step_<k>/ folder and DIR/latest: the steps of another run, which a new run
+/// replaces. Only for the folder's owner (nn::FolderLock). Throws
+/// std::filesystem::filesystem_error when DIR cannot be read or a step cannot be removed.
+void remove_steps(const std::filesystem::path& dir);
+
 /// True when DIR/step_<k>/DONE exists.
 bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 
