@@ -136,3 +136,16 @@ mpitron_add_expect_test(cli_threads_flag_overrides_variable TARGET mpitron NP 1 
   EXPECT_EXIT 0 EXPECT_OUTPUT "all parallel validations passed")
 set_tests_properties(cli_threads_flag_overrides_variable PROPERTIES
                      ENVIRONMENT "MPITRON_CPU_THREADS=abc")
+
+# Size flags near 2^31, 2^62 and 2^63 - 1, every INT flag of every subcommand (size_sweep.py
+# reads them from --help): one line naming the flag, exit 2, never a crash or a wrapped number.
+add_test(NAME cli_size_flags_sweep
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/size_sweep.py
+                 --mpitron $<TARGET_FILE:mpitron> --checkpoint ${cli_ckpt} --text ${cli_text}
+                 --tokenizer ${cli_text} --work ${CMAKE_CURRENT_BINARY_DIR}/size_sweep)
+set_tests_properties(cli_size_flags_sweep PROPERTIES TIMEOUT 300 PROCESSORS 2)
+# The products of the report: micro-batch x dp wrapped to 0 (SIGFPE) or to -2.
+cli_bad_test(micro_batch_times_dp_wraps 4 "--micro-batch: must be at most 2147483647, got 4611686018427387904 (see --help)"
+  train --dp 4 --global-batch 4 --micro-batch 4611686018427387904)
+cli_bad_test(micro_batch_max_int64 2 "--micro-batch: must be at most 2147483647, got 9223372036854775807 (see --help)"
+  train --dp 2 --micro-batch 9223372036854775807)

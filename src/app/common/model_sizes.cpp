@@ -12,16 +12,15 @@
 namespace mpitron::app {
 
 void add_model_size_options(CLI::App& command, ModelSizes& sizes) {
-  command.add_option("--hidden", sizes.hidden, "Hidden size")->capture_default_str();
-  command.add_option("--intermediate", sizes.intermediate, "MLP intermediate size")
-      ->capture_default_str();
-  command.add_option("--batch", sizes.batch, "Batch size (per data-parallel replica)")
-      ->capture_default_str();
-  command.add_option("--seq", sizes.seq, "Sequence length")->capture_default_str();
-  command.add_option("--layers", sizes.layers, "MLP layers (split over the pipeline stages)")
-      ->capture_default_str();
-  command.add_option("--micro-batches", sizes.micro_batches, "Pipeline micro-batches per step")
-      ->capture_default_str();
+  const auto size = [&command](const char* flag, auto& value, const char* help) {
+    command.add_option(flag, value, help)->capture_default_str()->check(size_at_most_max());
+  };
+  size("--hidden", sizes.hidden, "Hidden size");
+  size("--intermediate", sizes.intermediate, "MLP intermediate size");
+  size("--batch", sizes.batch, "Batch size (per data-parallel replica)");
+  size("--seq", sizes.seq, "Sequence length");
+  size("--layers", sizes.layers, "MLP layers (split over the pipeline stages)");
+  size("--micro-batches", sizes.micro_batches, "Pipeline micro-batches per step");
 }
 
 void check_tensor_elements(
@@ -46,9 +45,10 @@ void check_divisibility(const ModelSizes& sizes, int tp, int pp) {
   for (const auto& [name, value] : all) {
     if (value < 1) throw comm::ConfigError(fmt::format("--{} must be >= 1, got {}", name, value));
   }
-  check_tensor_elements({{"batch*seq*intermediate", {sizes.batch, sizes.seq, sizes.intermediate}},
-                         {"batch*seq*hidden", {sizes.batch, sizes.seq, sizes.hidden}},
-                         {"intermediate*hidden", {sizes.intermediate, sizes.hidden}}});
+  check_tensor_elements(
+      {{"--batch x --seq x --intermediate", {sizes.batch, sizes.seq, sizes.intermediate}},
+       {"--batch x --seq x --hidden", {sizes.batch, sizes.seq, sizes.hidden}},
+       {"--intermediate x --hidden", {sizes.intermediate, sizes.hidden}}});
   const std::pair<const char*, std::int64_t> by_tp[] = {
       {"hidden", sizes.hidden}, {"intermediate", sizes.intermediate}, {"seq", sizes.seq}};
   for (const auto& [name, value] : by_tp) {

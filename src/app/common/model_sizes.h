@@ -30,8 +30,8 @@ void add_model_size_options(CLI::App& command, ModelSizes& sizes);
 inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 31;
 
 /// Throws comm::ConfigError "<name> is too large: a tensor may hold at most 2147483648 elements"
-/// for the first of `tensors` (a name, such as "batch*seq*hidden", and the product of its
-/// extents) above kMaxTensorElements.
+/// for the first of `tensors` (a name that gives the flags, such as "--batch x --seq x --hidden",
+/// and the product of its extents, saturated instead of overflowing) above kMaxTensorElements.
 void check_tensor_elements(
     std::initializer_list<std::pair<const char*, std::initializer_list<std::int64_t>>> tensors);
 

@@ -134,6 +134,20 @@ CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum) {
       "");
 }
 
+CLI::Validator size_at_most_max() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        std::int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        const bool too_large = error == std::errc::result_out_of_range
+                                   ? !text.starts_with('-')
+                                   : error == std::errc() && value > kMaxSize;
+        if (!too_large) return std::string();
+        return fmt::format("must be at most {}, got {}", kMaxSize, text);
+      },
+      "");
+}
+
 CommTableSource comm_table_source(const CLI::App& app) {
   const CLI::App* leaf = &app;
   while (!leaf->get_subcommands().empty())

@@ -61,6 +61,16 @@ CLI::Validator at_least(double minimum);
 /// (CLI11 would wrap a negative value, or saturate a large one, into an unsigned option).
 CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum);
 
+/// The largest value of a size flag (elements, tokens, sequences, layers, steps, ...): 2^31 - 1.
+/// A tensor holds at most 2^31 elements, so no larger size is usable, and a product of two sizes
+/// then stays far inside int64 (products of more are checked where they are formed).
+inline constexpr std::int64_t kMaxSize = 2147483647;
+
+/// A CLI11 check that an integer option is at most kMaxSize; smaller values, negative ones
+/// included, are left to the option's own checks. Otherwise parsing fails with e.g. "--hidden:
+/// must be at most 2147483647, got 4611686018427387904", before any product of it can overflow.
+CLI::Validator size_at_most_max();
+
 /// The (tp, pp, dp) degrees.
 struct ParallelSizes {
   int tp = 1, pp = 1, dp = 1;

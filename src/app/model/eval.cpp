@@ -27,7 +27,8 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
   c.add_option("--tokenizer", o.tokenizer,
                "GPT-2 tokenizer (encoder.json + vocab.bpe, or gpt2_tokenizer.bin): "
                "--data is text to encode");
-  c.add_option("--seq", o.seq, "Window length (default: the checkpoint's block size)");
+  c.add_option("--seq", o.seq, "Window length (default: the checkpoint's block size)")
+      ->check(size_at_most_max());
   add_example(
       c, "mpirun -np 2 mpitron eval --tp 2 --load ckpt --data /usr/share/common-licenses/GPL-3");
   return c;

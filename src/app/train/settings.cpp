@@ -172,6 +172,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
             c.add_flag(flag, o.*member, s.help);
           } else {
             CLI::Option* option = c.add_option(flag, o.*member, s.help);
+            if constexpr (std::is_same_v<T, std::int64_t>) option->check(size_at_most_max());
             bool empty_text = false;
             if constexpr (std::is_same_v<T, std::string>) empty_text = (o.*member).empty();
             if (s.show_default && !empty_text) option->capture_default_str();

@@ -26,16 +26,26 @@ CLI::App& add_attention_command(CLI::App& app, AttentionOptions& options) {
   CLI::App& command = *app.add_subcommand(
       "attention", "Tensor-parallel multi-head attention inference, checked against dense");
   add_common_options(command, options.common);
-  command.add_option("--embed", options.embed, "Embedding size")->capture_default_str();
-  command.add_option("--heads", options.heads, "Attention heads")->capture_default_str();
-  command.add_option("--batch", options.batch, "Sequences per batch")->capture_default_str();
-  command.add_option("--seq", options.seq, "Sequence length")->capture_default_str();
+  command.add_option("--embed", options.embed, "Embedding size")
+      ->capture_default_str()
+      ->check(size_at_most_max());
+  command.add_option("--heads", options.heads, "Attention heads")
+      ->capture_default_str()
+      ->check(size_at_most_max());
+  command.add_option("--batch", options.batch, "Sequences per batch")
+      ->capture_default_str()
+      ->check(size_at_most_max());
+  command.add_option("--seq", options.seq, "Sequence length")
+      ->capture_default_str()
+      ->check(size_at_most_max());
   command
       .add_option("--init", options.init,
                   "Weights: seeded scaled normals, or the reference's arange + offset")
       ->check(CLI::IsMember({"normal", "arange"}))
       ->capture_default_str();
-  command.add_option("--iterations", options.iterations, "Timed forwards")->capture_default_str();
+  command.add_option("--iterations", options.iterations, "Timed forwards")
+      ->capture_default_str()
+      ->check(size_at_most_max());
   command
       .add_option("--rtol", options.rtol,
                   "Pass when max |tp - dense| <= rtol * max |dense| (normwise)")
@@ -72,9 +82,9 @@ ParallelSizes check_sizes(const AttentionOptions& o, int world_size) {
     throw comm::ConfigError(fmt::format("--rtol must be finite and >= 0, got {}", o.rtol));
   }
   // The dense reference's largest tensors: the activations, the qkv weight, the scores.
-  check_tensor_elements({{"batch*seq*embed", {o.batch, o.seq, o.embed}},
-                         {"3*embed*embed", {3, o.embed, o.embed}},
-                         {"batch*heads*seq*seq", {o.batch, o.heads, o.seq, o.seq}}});
+  check_tensor_elements({{"--batch x --seq x --embed", {o.batch, o.seq, o.embed}},
+                         {"3 x --embed x --embed", {3, o.embed, o.embed}},
+                         {"--batch x --heads x --seq x --seq", {o.batch, o.heads, o.seq, o.seq}}});
   return sizes;
 }
 
