@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "app/common/help.h"
+#include "app/common/options.h"
 #include "nn/parallel/schedule_simulation.h"
 
 namespace mpitron::app {
