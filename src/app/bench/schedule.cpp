@@ -15,17 +15,10 @@ CLI::App& add_bench_schedule_command(CLI::App& bench, BenchScheduleOptions& opti
   CLI::App& command = *bench.add_subcommand(
       "schedule",
       "Pipeline bubble of AFAB, 1F1B and interleaved 1F1B on a model clock (starts no MPI)");
-  command.add_option("--pp", options.pp, "Pipeline stages")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command
-      .add_option("--virtual-stages", options.virtual_stages,
-                  "Model chunks per stage of the interleaved schedule (at least 2)")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--micro-batches", options.micro_batches, "Micro-batches per step")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(command, "--pp", options.pp, "Pipeline stages");
+  add_size_option(command, "--virtual-stages", options.virtual_stages,
+                  "Model chunks per stage of the interleaved schedule (at least 2)");
+  add_size_option(command, "--micro-batches", options.micro_batches, "Micro-batches per step");
   command
       .add_option("--backward-ratio", options.backward_ratio, "A backward's time over a forward's")
       ->capture_default_str();

@@ -30,12 +30,8 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
       "bench", "Time the combined TP+PP+DP MLP training step (ms/step, tokens/s, GFLOP/s)");
   add_common_options(command, options.common);
   add_model_size_options(command, options.sizes);
-  command.add_option("--steps", options.steps, "Timed steps")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--warmup", options.warmup, "Untimed warm-up steps")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(command, "--steps", options.steps, "Timed steps");
+  add_size_option(command, "--warmup", options.warmup, "Untimed warm-up steps");
   add_progress_option(command, options.progress, "lines");
   add_peak_option(command, options.peak_gflops);
   command.add_flag("--recompute", options.recompute,

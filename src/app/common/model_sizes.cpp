@@ -12,15 +12,13 @@
 namespace mpitron::app {
 
 void add_model_size_options(CLI::App& command, ModelSizes& sizes) {
-  const auto size = [&command](const char* flag, auto& value, const char* help) {
-    command.add_option(flag, value, help)->capture_default_str()->check(size_at_most_max());
-  };
-  size("--hidden", sizes.hidden, "Hidden size");
-  size("--intermediate", sizes.intermediate, "MLP intermediate size");
-  size("--batch", sizes.batch, "Batch size (per data-parallel replica)");
-  size("--seq", sizes.seq, "Sequence length");
-  size("--layers", sizes.layers, "MLP layers (split over the pipeline stages)");
-  size("--micro-batches", sizes.micro_batches, "Pipeline micro-batches per step");
+  add_size_option(command, "--hidden", sizes.hidden, "Hidden size");
+  add_size_option(command, "--intermediate", sizes.intermediate, "MLP intermediate size");
+  add_size_option(command, "--batch", sizes.batch, "Batch size (per data-parallel replica)");
+  add_size_option(command, "--seq", sizes.seq, "Sequence length");
+  add_size_option(command, "--layers", sizes.layers, "MLP layers (split over the pipeline stages)");
+  add_size_option(command, "--micro-batches", sizes.micro_batches,
+                  "Pipeline micro-batches per step");
 }
 
 void check_tensor_elements(

@@ -71,6 +71,14 @@ inline constexpr std::int64_t kMaxSize = 2147483647;
 /// must be at most 2147483647, got 4611686018427387904", before any product of it can overflow.
 CLI::Validator size_at_most_max();
 
+/// Adds the integer size option `flag` (e.g. "--hidden") to `command`, its default shown in
+/// --help and checked by size_at_most_max; returns it for further checks.
+template <class T>
+CLI::Option* add_size_option(CLI::App& command, const std::string& flag, T& value,
+                             const std::string& help) {
+  return command.add_option(flag, value, help)->capture_default_str()->check(size_at_most_max());
+}
+
 /// The (tp, pp, dp) degrees.
 struct ParallelSizes {
   int tp = 1, pp = 1, dp = 1;

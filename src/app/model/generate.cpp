@@ -27,9 +27,7 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
       ->capture_default_str();
   c.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str();
-  c.add_option("--top-k", o.top_k, "Sample among the k most likely tokens (0: all)")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(c, "--top-k", o.top_k, "Sample among the k most likely tokens (0: all)");
   add_example(c, "mpitron generate --load ckpt --prompt \"The GNU General\" --tokens 200");
   return c;
 }

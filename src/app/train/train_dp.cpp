@@ -35,18 +35,11 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
   CLI::App& command = *app.add_subcommand(
       "train-dp", "Data-parallel training of a small regressor (distributed sampler, SGD, MSE)");
   add_common_options(command, options.common);
-  command.add_option("--samples", options.samples, "Synthetic dataset size")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--features", options.features, "Input features per sample")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--targets", options.targets, "Targets per sample")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--hidden", options.hidden, "Hidden width of an MLP (0: a linear model)")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(command, "--samples", options.samples, "Synthetic dataset size");
+  add_size_option(command, "--features", options.features, "Input features per sample");
+  add_size_option(command, "--targets", options.targets, "Targets per sample");
+  add_size_option(command, "--hidden", options.hidden,
+                  "Hidden width of an MLP (0: a linear model)");
   command.add_option("--data", options.data,
                      "CSV file, one sample per line: features then targets (default: synthetic "
                      "data from --seed)");
@@ -58,12 +51,8 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
       ->capture_default_str();
   command.add_option("--lr", options.lr, "SGD learning rate")->capture_default_str();
   command.add_option("--momentum", options.momentum, "SGD momentum")->capture_default_str();
-  command.add_option("--epochs", options.epochs, "Epochs")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--batch-size", options.batch_size, "Samples per rank per step")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(command, "--epochs", options.epochs, "Epochs");
+  add_size_option(command, "--batch-size", options.batch_size, "Samples per rank per step");
   command.add_flag("--drop-last", options.drop_last,
                    "Drop the tail that does not divide over the ranks (default: pad it)");
   command.add_flag("--check-replicas,!--no-check-replicas", options.check_replicas,

@@ -26,26 +26,16 @@ CLI::App& add_attention_command(CLI::App& app, AttentionOptions& options) {
   CLI::App& command = *app.add_subcommand(
       "attention", "Tensor-parallel multi-head attention inference, checked against dense");
   add_common_options(command, options.common);
-  command.add_option("--embed", options.embed, "Embedding size")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--heads", options.heads, "Attention heads")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--batch", options.batch, "Sequences per batch")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--seq", options.seq, "Sequence length")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(command, "--embed", options.embed, "Embedding size");
+  add_size_option(command, "--heads", options.heads, "Attention heads");
+  add_size_option(command, "--batch", options.batch, "Sequences per batch");
+  add_size_option(command, "--seq", options.seq, "Sequence length");
   command
       .add_option("--init", options.init,
                   "Weights: seeded scaled normals, or the reference's arange + offset")
       ->check(CLI::IsMember({"normal", "arange"}))
       ->capture_default_str();
-  command.add_option("--iterations", options.iterations, "Timed forwards")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(command, "--iterations", options.iterations, "Timed forwards");
   command
       .add_option("--rtol", options.rtol,
                   "Pass when max |tp - dense| <= rtol * max |dense| (normwise)")

@@ -23,21 +23,11 @@ CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
       "validate", "Check tensor, pipeline, data and combined parallelism against dense models");
   add_common_options(command, options.common);
   ModelSizes& s = options.sizes;
-  command.add_option("--hidden", s.hidden, "Hidden size")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--intermediate", s.intermediate, "MLP intermediate size")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--batch", s.batch, "Batch size")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--seq", s.seq, "Sequence length")
-      ->capture_default_str()
-      ->check(size_at_most_max());
-  command.add_option("--layers", s.layers, "MLP layers in the pipeline checks")
-      ->capture_default_str()
-      ->check(size_at_most_max());
+  add_size_option(command, "--hidden", s.hidden, "Hidden size");
+  add_size_option(command, "--intermediate", s.intermediate, "MLP intermediate size");
+  add_size_option(command, "--batch", s.batch, "Batch size");
+  add_size_option(command, "--seq", s.seq, "Sequence length");
+  add_size_option(command, "--layers", s.layers, "MLP layers in the pipeline checks");
   command
       .add_option("--micro-batches", options.micro_batches,
                   "Pipeline micro-batch counts the PP and COMBINED checks run with, e.g. 1 4 "
