@@ -95,6 +95,18 @@ class Backend {
   virtual void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride,
                          Buffer& dst, std::size_t dst_offset, std::size_t dst_stride,
                          std::size_t rows, std::size_t row_len) = 0;
+  // The Llama family's ops (kernels/llama_ops.h); `inverse` rotates by minus each angle.
+  virtual void rms_norm_forward(const Buffer& x, const Buffer& weight, std::size_t cols, double eps,
+                                Buffer& y, Buffer& rstd) = 0;
+  virtual void rms_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& rstd,
+                                 const Buffer& dy, std::size_t cols, Buffer& dx,
+                                 Buffer& dweight) = 0;
+  virtual void rotary_embedding(const Buffer& x, std::size_t seq, std::size_t heads,
+                                std::size_t head_dim, double theta, std::int64_t position_offset,
+                                bool inverse, Buffer& y) = 0;
+  virtual void swiglu_forward(const Buffer& gate, const Buffer& up, Buffer& y) = 0;
+  virtual void swiglu_backward(const Buffer& gate, const Buffer& up, const Buffer& dy,
+                               Buffer& dgate, Buffer& dup) = 0;
 };
 
 /// The backend of `device`, created on first use (for cuda: the CUDA module is loaded then).

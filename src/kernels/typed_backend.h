@@ -246,6 +246,44 @@ class TypedBackend : public Backend {
     });
   }
 
+  void rms_norm_forward(const Buffer& x, const Buffer& weight, std::size_t cols, double eps,
+                        Buffer& y, Buffer& rstd) override {
+    dispatch(y.dtype(), [&]<class T>(T) {
+      K::rms_norm_forward(in<T>(x), in<T>(weight), x.numel() / cols, cols, eps, out<T>(y),
+                          out<T>(rstd));
+    });
+  }
+
+  void rms_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& rstd,
+                         const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight) override {
+    dispatch(dx.dtype(), [&]<class T>(T) {
+      K::rms_norm_backward(in<T>(x), in<T>(weight), in<T>(rstd), in<T>(dy), x.numel() / cols, cols,
+                           out<T>(dx), out<T>(dweight));
+    });
+  }
+
+  void rotary_embedding(const Buffer& x, std::size_t seq, std::size_t heads, std::size_t head_dim,
+                        double theta, std::int64_t position_offset, bool inverse,
+                        Buffer& y) override {
+    dispatch(y.dtype(), [&]<class T>(T) {
+      K::rotary_embedding(in<T>(x), x.numel() / (heads * head_dim), seq, heads, head_dim, theta,
+                          position_offset, inverse, out<T>(y));
+    });
+  }
+
+  void swiglu_forward(const Buffer& gate, const Buffer& up, Buffer& y) override {
+    dispatch(y.dtype(),
+             [&]<class T>(T) { K::swiglu_forward(in<T>(gate), in<T>(up), out<T>(y), y.numel()); });
+  }
+
+  void swiglu_backward(const Buffer& gate, const Buffer& up, const Buffer& dy, Buffer& dgate,
+                       Buffer& dup) override {
+    dispatch(dgate.dtype(), [&]<class T>(T) {
+      K::swiglu_backward(in<T>(gate), in<T>(up), in<T>(dy), out<T>(dgate), out<T>(dup),
+                         gate.numel());
+    });
+  }
+
  private:
   template <class T>
   static const T* in(const Buffer& buffer) {

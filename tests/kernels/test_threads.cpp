@@ -17,6 +17,7 @@
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/device.h"
+#include "kernels/llama_ops.h"
 #include "kernels/ops.h"
 #include "support/compare.h"
 
@@ -159,6 +160,32 @@ TEST_P(ThreadsTest, LayerNormMatchesOneThread) {
                      layer_norm_forward(x, weight, bias, kCols, 1e-5, y, mean, rstd);
                      layer_norm_backward(x, weight, mean, rstd, dy, kCols, dx, dweight, dbias);
                    });
+}
+
+// RMSNorm rows and column blocks; RoPE over 129 tokens of 6 heads x 64 (4 chunks of 42 tokens,
+// positions from 5); SwiGLU element chunks.
+TEST_P(ThreadsTest, LlamaOpsMatchOneThread) {
+  const Buffer x = random(kRows * kCols, 1), weight = random(kCols, 2);
+  const Buffer dy = random(kRows * kCols, 3), gate = random(kN, 4, -12.0, 12.0), up = random(kN, 5);
+  const Buffer dgated = random(kN, 6);
+  Buffer y = empty(kRows * kCols), rstd = empty(kRows), dx = empty(kRows * kCols);
+  Buffer dweight = empty(kCols);
+  expect_same_bits("rms_norm forward and backward", {&y, &rstd, &dx, &dweight}, [&] {
+    rms_norm_forward(x, weight, kCols, 1e-5, y, rstd);
+    rms_norm_backward(x, weight, rstd, dy, kCols, dx, dweight);
+  });
+  constexpr std::size_t kSeq = 43, kHeads = 6, kHeadDim = 64, kQk = 3 * kSeq * kHeads * kHeadDim;
+  const Buffer q = random(kQk, 7), dq = random(kQk, 8);
+  Buffer rotated = empty(kQk), drotated = empty(kQk);
+  expect_same_bits("rotary_embedding forward and backward", {&rotated, &drotated}, [&] {
+    rotary_embedding(q, kSeq, kHeads, kHeadDim, 10000.0, 5, rotated);
+    rotary_embedding_backward(dq, kSeq, kHeads, kHeadDim, 10000.0, 5, drotated);
+  });
+  Buffer gated = empty(kN), dgate = empty(kN), dup = empty(kN);
+  expect_same_bits("swiglu forward and backward", {&gated, &dgate, &dup}, [&] {
+    swiglu_forward(gate, up, gated);
+    swiglu_backward(gate, up, dgated, dgate, dup);
+  });
 }
 
 TEST_P(ThreadsTest, EmbeddingMatchesOneThread) {

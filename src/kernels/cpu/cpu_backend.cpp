@@ -8,6 +8,7 @@
 #include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/layout_ops.h"
+#include "kernels/cpu/llama_ops.h"
 #include "kernels/cpu/normalization.h"
 #include "kernels/cpu/reductions.h"
 #include "kernels/typed_backend.h"
@@ -23,7 +24,8 @@ struct CpuKernels : cpu::Elementwise,
                     cpu::Embedding,
                     cpu::CrossEntropy,
                     cpu::Layout,
-                    cpu::Gemm {};
+                    cpu::Gemm,
+                    cpu::LlamaOps {};
 
 constexpr std::align_val_t kAlignment{64};  // one cache line, enough for any SIMD load
 

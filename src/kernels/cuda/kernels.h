@@ -118,6 +118,24 @@ struct Kernels {
   static void copy_rows(const T* src, std::size_t src_stride, T* dst, std::size_t dst_stride,
                         std::size_t rows, std::size_t row_len);
 
+  // llama_ops.cu: RMSNorm one block per row (forward, dx) and one thread per column (dweight),
+  // RoPE one thread per (token, pair), SwiGLU one thread per element.
+  template <class T>
+  static void rms_norm_forward(const T* x, const T* weight, std::size_t rows, std::size_t cols,
+                               double eps, T* y, T* rstd);
+  template <class T>
+  static void rms_norm_backward(const T* x, const T* weight, const T* rstd, const T* dy,
+                                std::size_t rows, std::size_t cols, T* dx, T* dweight);
+  template <class T>
+  static void rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
+                               std::size_t head_dim, double theta, std::int64_t position_offset,
+                               bool inverse, T* y);
+  template <class T>
+  static void swiglu_forward(const T* gate, const T* up, T* y, std::size_t n);
+  template <class T>
+  static void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
+                              std::size_t n);
+
   // gemm.cpp: cuBLAS, row-major through the column-major transpose identity.
   template <class T>
   static void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m,

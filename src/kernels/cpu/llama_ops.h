@@ -1,0 +1,106 @@
+// CPU loops of the Llama family's ops (kernels/llama_ops.h): RMSNorm forward and backward,
+// rotary position embedding, SwiGLU forward and backward, over the formulas of llama_math.h.
+// Rows (RMSNorm), tokens (RoPE) and element chunks (SwiGLU) go to cpu_threads() threads whole,
+// and column sums by blocks of columns (parallel.h): the same bits for any thread count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu/erf_f32.h"
+#include "kernels/cpu/parallel.h"
+#include "kernels/llama_math.h"
+
+namespace mpitron::kernels::cpu {
+
+struct LlamaOps {
+  /// Per row: the sum of squares in double (math::lane_sum), rstd (math::rms_norm_rstd) rounded
+  /// to T, then y = x rstd weight.
+  template <class T>
+  static void rms_norm_forward(const T* x, const T* weight, std::size_t rows, std::size_t cols,
+                               double eps, T* y, T* rstd) {
+    parallel_rows(rows, cols, [=](std::size_t r) {
+      const T* xr = x + r * cols;
+      const double squares = math::lane_sum<double>(cols, [=](std::size_t c) {
+        const auto v = static_cast<double>(xr[c]);
+        return v * v;
+      });
+      const T row_rstd = static_cast<T>(math::rms_norm_rstd(squares, cols, eps));
+      rstd[r] = row_rstd;
+      T* yr = y + r * cols;
+      for (std::size_t c = 0; c < cols; ++c)
+        yr[c] = math::rms_norm_y(xr[c], row_rstd, weight[c]);
+    });
+  }
+
+  /// dx row by row from the row mean of g xhat (in double); dweight as column sums over the
+  /// rows, kColumnBlock columns at a time so the double accumulators stay local.
+  template <class T>
+  static void rms_norm_backward(const T* x, const T* weight, const T* rstd, const T* dy,
+                                std::size_t rows, std::size_t cols, T* dx, T* dweight) {
+    parallel_rows(rows, cols, [=](std::size_t r) {
+      const T *xr = x + r * cols, *dyr = dy + r * cols;
+      const T row_rstd = rstd[r];
+      const double sum_g_xhat = math::lane_sum<double>(cols, [=](std::size_t c) {
+        return static_cast<double>(dyr[c]) * weight[c] * (xr[c] * row_rstd);
+      });
+      const T mean_g_xhat = static_cast<T>(sum_g_xhat / static_cast<double>(cols));
+      T* dxr = dx + r * cols;
+      for (std::size_t c = 0; c < cols; ++c)
+        dxr[c] = math::rms_norm_dx(dyr[c] * weight[c], xr[c] * row_rstd, row_rstd, mean_g_xhat);
+    });
+    parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
+      double dw[kColumnBlock] = {};
+      for (std::size_t r = 0; r < rows; ++r) {
+        const T row_rstd = rstd[r];
+        for (std::size_t j = 0; j < width; ++j) {
+          const std::size_t i = r * cols + c0 + j;
+          dw[j] += static_cast<double>(dy[i]) * (x[i] * row_rstd);
+        }
+      }
+      for (std::size_t j = 0; j < width; ++j)
+        dweight[c0 + j] = static_cast<T>(dw[j]);
+    });
+  }
+
+  /// Token by token (x [tokens, heads, head_dim], tokens = batch seq): each pair's angle, cos
+  /// and sin once per token, applied to every head (math::rotary_rotate_pair).
+  template <class T>
+  static void rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
+                               std::size_t head_dim, double theta, std::int64_t position_offset,
+                               bool inverse, T* y) {
+    const std::size_t width = heads * head_dim;
+    parallel_rows(tokens, width, [=](std::size_t t) {
+      const double position =
+          static_cast<double>(position_offset + static_cast<std::int64_t>(t % seq));
+      for (std::size_t i = 0; i < head_dim / 2; ++i) {
+        math::rotary_rotate_pair(x + t * width, y + t * width, heads, head_dim, i,
+                                 math::rotary_angle(position, i, head_dim, theta), inverse);
+      }
+    });
+  }
+
+  /// y = silu(gate) up per element (math::swiglu; float32 through the vectorizable exp_f32).
+  template <class T>
+  static void swiglu_forward(const T* gate, const T* up, T* y, std::size_t n) {
+    parallel_chunks(n, kElementChunk, [=](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i)
+        y[i] = math::swiglu(gate[i], up[i], NonPositiveExp{});
+    });
+  }
+
+  /// dgate and dup per element (math::swiglu_grads), each element read before it is written.
+  template <class T>
+  static void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
+                              std::size_t n) {
+    parallel_chunks(n, kElementChunk, [=](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        const math::SwigluGrads<T> g = math::swiglu_grads(gate[i], up[i], dy[i], NonPositiveExp{});
+        dgate[i] = g.dgate;
+        dup[i] = g.dup;
+      }
+    });
+  }
+};
+
+}  // namespace mpitron::kernels::cpu

@@ -1,0 +1,108 @@
+// CUDA kernels of the Llama family's ops: RMSNorm forward and dx one block per row (block
+// reductions in double), dweight one thread per column summing over the rows (deterministic, no
+// atomics); RoPE one thread per (token, pair) and SwiGLU one thread per element. The CPU loops
+// are cpu/llama_ops.h; the formulas are shared through llama_math.h.
+#include <cstdint>
+
+#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/kernels.h"
+#include "kernels/llama_math.h"
+
+namespace mpitron::kernels::cuda {
+namespace {
+
+template <class T>
+__global__ void rms_norm_rows(const T* x, const T* weight, std::size_t cols, double eps, T* y,
+                              T* rstd) {
+  const std::size_t r = blockIdx.x;
+  const T* xr = x + r * cols;
+  double squares = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    squares += static_cast<double>(xr[c]) * xr[c];
+  const T s = static_cast<T>(math::rms_norm_rstd(block_reduce(squares, Plus{}, 0.0), cols, eps));
+  if (threadIdx.x == 0) rstd[r] = s;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    y[r * cols + c] = math::rms_norm_y(xr[c], s, weight[c]);
+}
+
+template <class T>
+__global__ void rms_norm_dx_rows(const T* x, const T* weight, const T* rstd, const T* dy,
+                                 std::size_t cols, T* dx) {
+  const std::size_t r = blockIdx.x;
+  const std::size_t base = r * cols;
+  const T s = rstd[r];
+  double sum_g_xhat = 0.0;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    sum_g_xhat += static_cast<double>(dy[base + c]) * weight[c] * (x[base + c] * s);
+  const T mean_g_xhat =
+      static_cast<T>(block_reduce(sum_g_xhat, Plus{}, 0.0) / static_cast<double>(cols));
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
+    dx[base + c] = math::rms_norm_dx(dy[base + c] * weight[c], x[base + c] * s, s, mean_g_xhat);
+}
+
+}  // namespace
+
+template <class T>
+void Kernels::rms_norm_forward(const T* x, const T* weight, std::size_t rows, std::size_t cols,
+                               double eps, T* y, T* rstd) {
+  rms_norm_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, cols, eps, y, rstd);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void Kernels::rms_norm_backward(const T* x, const T* weight, const T* rstd, const T* dy,
+                                std::size_t rows, std::size_t cols, T* dx, T* dweight) {
+  rms_norm_dx_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, rstd, dy, cols, dx);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+  for_each(cols, [=] __device__(std::size_t c) {
+    double dw = 0.0;
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t i = r * cols + c;
+      dw += static_cast<double>(dy[i]) * (x[i] * rstd[r]);
+    }
+    dweight[c] = static_cast<T>(dw);
+  });
+}
+
+template <class T>
+void Kernels::rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
+                               std::size_t head_dim, double theta, std::int64_t position_offset,
+                               bool inverse, T* y) {
+  const std::size_t half = head_dim / 2, width = heads * head_dim;
+  for_each(tokens * half, [=] __device__(std::size_t k) {
+    const std::size_t t = k / half, i = k % half;
+    const auto position = static_cast<double>(position_offset + static_cast<std::int64_t>(t % seq));
+    math::rotary_rotate_pair(x + t * width, y + t * width, heads, head_dim, i,
+                             math::rotary_angle(position, i, head_dim, theta), inverse);
+  });
+}
+
+template <class T>
+void Kernels::swiglu_forward(const T* gate, const T* up, T* y, std::size_t n) {
+  for_each(n, [=] __device__(std::size_t i) { y[i] = math::swiglu(gate[i], up[i]); });
+}
+
+template <class T>
+void Kernels::swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
+                              std::size_t n) {
+  for_each(n, [=] __device__(std::size_t i) {
+    const math::SwigluGrads<T> g = math::swiglu_grads(gate[i], up[i], dy[i]);
+    dgate[i] = g.dgate;
+    dup[i] = g.dup;
+  });
+}
+
+#define MPITRON_INSTANTIATE(T)                                                                     \
+  template void Kernels::rms_norm_forward<T>(const T*, const T*, std::size_t, std::size_t, double, \
+                                             T*, T*);                                              \
+  template void Kernels::rms_norm_backward<T>(const T*, const T*, const T*, const T*, std::size_t, \
+                                              std::size_t, T*, T*);                                \
+  template void Kernels::rotary_embedding<T>(const T*, std::size_t, std::size_t, std::size_t,      \
+                                             std::size_t, double, std::int64_t, bool, T*);         \
+  template void Kernels::swiglu_forward<T>(const T*, const T*, T*, std::size_t);                   \
+  template void Kernels::swiglu_backward<T>(const T*, const T*, const T*, T*, T*, std::size_t);
+MPITRON_INSTANTIATE(float)
+MPITRON_INSTANTIATE(double)
+#undef MPITRON_INSTANTIATE
+
+}  // namespace mpitron::kernels::cuda

@@ -1,0 +1,94 @@
+// Internal: the per-row and per-element formulas of the Llama family's ops (RMSNorm, rotary
+// position embedding, SwiGLU), shared by the CPU loops (cpu/llama_ops.h) and the CUDA kernels
+// (cuda/llama_ops.cu), so each is written once.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/math.h"
+
+namespace mpitron::kernels::math {
+
+/// RMSNorm's reciprocal root mean square of one row, 1 / sqrt(sum_squares / cols + eps), from
+/// the row's sum of squares accumulated in double (Zhang & Sennrich, arXiv:1910.07467, eq. 4).
+MPITRON_HOST_DEVICE inline double rms_norm_rstd(double sum_squares, std::size_t cols, double eps) {
+  using std::sqrt;
+  return 1.0 / sqrt(sum_squares / static_cast<double>(cols) + eps);
+}
+
+/// RMSNorm output of one element: (x rstd) weight, in Hugging Face LlamaRMSNorm's order.
+template <class T>
+MPITRON_HOST_DEVICE inline T rms_norm_y(T x, T rstd, T weight) {
+  return x * rstd * weight;
+}
+
+/// RMSNorm input gradient of one element: rstd (g - xhat mean(g xhat)), with g = dy weight,
+/// xhat = x rstd and the row mean of g xhat given.
+template <class T>
+MPITRON_HOST_DEVICE inline T rms_norm_dx(T g, T xhat, T rstd, T mean_g_xhat) {
+  return rstd * (g - xhat * mean_g_xhat);
+}
+
+/// The rotary angle of pair i (i < head_dim / 2) at `position`, in radians:
+/// position theta^(-2 i / head_dim) (Su et al., arXiv:2104.09864, eq. 15), in double whatever
+/// the element type, so large positions keep their precision.
+MPITRON_HOST_DEVICE inline double rotary_angle(double position, std::size_t i, std::size_t head_dim,
+                                               double theta) {
+  using std::pow;
+  return position * pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+}
+
+/// Rotates pair i of every head of one token by `angle` (by -angle when `inverse`: the
+/// transpose, which is backward's): x and y point to the token's [heads, head_dim] elements
+/// (y may be x); element i pairs with i + head_dim / 2 (Hugging Face Llama's rotate_half), so
+/// y_i = x_i cos - x_{i+h} sin and y_{i+h} = x_{i+h} cos + x_i sin with h = head_dim / 2. cos
+/// and sin are taken in double and rounded once to T.
+template <class T>
+MPITRON_HOST_DEVICE inline void rotary_rotate_pair(const T* x, T* y, std::size_t heads,
+                                                   std::size_t head_dim, std::size_t i,
+                                                   double angle, bool inverse) {
+  using std::cos;
+  using std::sin;
+  const T c = static_cast<T>(cos(angle));
+  const T s = static_cast<T>(inverse ? -sin(angle) : sin(angle));
+  const std::size_t half = head_dim / 2;
+  for (std::size_t h = 0; h < heads; ++h) {
+    const std::size_t lo = h * head_dim + i, hi = lo + half;
+    const T a = x[lo], b = x[hi];
+    y[lo] = a * c - b * s;
+    y[hi] = b * c + a * s;
+  }
+}
+
+/// The logistic sigmoid 1 / (1 + e^-g) through e = e^-|g| <= 1, so `exp` only sees
+/// non-positive arguments (as in attention_math.h) and nothing overflows: 1 / (1 + e) for
+/// g >= 0, e / (1 + e) below.
+template <class T, class Exp = LibraryExp>
+MPITRON_HOST_DEVICE inline T sigmoid(T g, Exp exp = {}) {
+  const T e = exp(g >= T(0) ? -g : g);
+  return (g >= T(0) ? T(1) : e) / (T(1) + e);
+}
+
+/// SwiGLU of one element, silu(gate) up = gate sigmoid(gate) up (Shazeer, arXiv:2002.05202,
+/// eq. 6 without the projections).
+template <class T, class Exp = LibraryExp>
+MPITRON_HOST_DEVICE inline T swiglu(T gate, T up, Exp exp = {}) {
+  return gate * sigmoid(gate, exp) * up;
+}
+
+/// The two input gradients of one SwiGLU element (swiglu_grads).
+template <class T>
+struct SwigluGrads {
+  T dgate, dup;
+};
+
+/// SwiGLU's input gradients for upstream dy: with s = sigmoid(gate),
+/// dgate = dy up s (1 + gate (1 - s)) (silu's derivative) and dup = dy gate s.
+template <class T, class Exp = LibraryExp>
+MPITRON_HOST_DEVICE inline SwigluGrads<T> swiglu_grads(T gate, T up, T dy, Exp exp = {}) {
+  const T s = sigmoid(gate, exp);
+  return {dy * up * s * (T(1) + gate * (T(1) - s)), dy * gate * s};
+}
+
+}  // namespace mpitron::kernels::math
