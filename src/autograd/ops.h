@@ -88,6 +88,33 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 /// (or bias), and on a dtype/device mismatch.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 
+/// Root mean square normalization over the last dim (Zhang & Sennrich, arXiv:1910.07467; Hugging
+/// Face LlamaRMSNorm, torch.nn.functional.rms_norm with normalized_shape [C]): x [..., C],
+/// weight [C]; y = x / sqrt(mean(x^2) + eps) * weight, the mean over each row's C elements (in
+/// double), no mean subtracted, no bias. eps is the family's (Llama 2 and 3: 1e-5). Backward
+/// keeps x and one reciprocal root mean square per row. Throws std::invalid_argument
+/// "rms_norm: weight [..] does not match the last dim of x [..]", on a dtype/device mismatch and
+/// when eps < 0.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
+
+/// Rotary position embedding (RoPE; Su et al., arXiv:2104.09864) as Hugging Face Llama applies
+/// it to q and k: x [batch, seq, heads, head_dim] (the layout of q and k before the attention
+/// core moves the heads forward), each head's element i paired with i + head_dim / 2
+/// (rotate_half) and rotated by the angle (position_offset + s) theta^(-2 i / head_dim) for the
+/// token at sequence index s; see kernels::rotary_embedding. theta: Llama 2 10000, Llama 3
+/// 500000. position_offset: the position of x's first token (0 in training, the cache length
+/// while generating). The backward rotates the gradient back (by minus each angle). Throws
+/// std::invalid_argument "rotary_embedding: x [..] is not [batch, seq, heads, head_dim] with
+/// seq, heads >= 1 and an even head_dim >= 2", and (from the kernel) when theta is not a finite
+/// number > 0 or position_offset < 0.
+Tensor rotary_embedding(const Tensor& x, double theta, std::int64_t position_offset = 0);
+
+/// SwiGLU's gated activation (Shazeer, arXiv:2002.05202; Hugging Face LlamaMLP's
+/// act_fn(gate_proj(x)) * up_proj(x)): silu(gate) * up element-wise, silu(g) = g sigmoid(g);
+/// gate and up of equal shapes. Backward keeps gate and up. Throws std::invalid_argument when
+/// the shapes differ, and on a dtype/device mismatch.
+Tensor swiglu(const Tensor& gate, const Tensor& up);
+
 /// Embedding lookup (torch.nn.functional.embedding): weight [V, C] float, indices int32/int64 of
 /// any shape [...] on weight's device -> [..., C], row indices[...] of weight. The gradient
 /// reaches weight only (repeated indices accumulate). Throws std::invalid_argument naming the

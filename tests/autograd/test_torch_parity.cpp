@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -171,6 +172,48 @@ TEST_P(TorchParity, CrossEntropyOfLargeAndEqualLogits) {
   expect_golden(loss, goldens, "loss", 11 + 6);
   const double input_rounding = dtype() == DType::f32 ? 0x1p-10 : 0.0;
   expect_golden(logits.grad(), goldens, "dlogits", 11, input_rounding);
+}
+
+// tools/make_golden_llama.py: Hugging Face Llama's formulas written out in torch.
+// RMSNorm of x [3, 4, 10] (eps 1e-5; one row below eps): the row's sum of squares adds 10
+// terms; dx adds the backward's row mean of g xhat (another 10); dweight sums over the 12 rows.
+TEST_P(TorchParity, RmsNormForwardAndGradients) {
+  const Goldens goldens("rms_norm.json");
+  Tensor x = input(goldens, "x", true), weight = input(goldens, "weight", true);
+  const Tensor y = rms_norm(x, weight, 1e-5);
+  y.backward(input(goldens, "dy"));
+  expect_golden(y, goldens, "y", 10);
+  expect_golden(x.grad(), goldens, "dx", 20);
+  expect_golden(weight.grad(), goldens, "dweight", 10 + 12);
+}
+
+// RoPE (rotate_half) of q at positions 0..5 (theta 10000) and of k at 4090..4093 (theta 5e5):
+// each output is one sum of two products. Both sides compute the angle p theta^(-2i/d) in
+// float64, each within ~2 ulp of p (up to 4093 radians), so they may differ by 4 p 2^-52
+// radians, which moves an output by as much relative to the largest: the extra rtol.
+TEST_P(TorchParity, RotaryEmbeddingOfQueriesAndKeysForwardAndGradient) {
+  const Goldens goldens("rotary.json");
+  for (const std::string name : {"q", "k"}) {
+    SCOPED_TRACE(name);
+    Tensor x = input(goldens, name + ".x", true);
+    const auto offset = static_cast<std::int64_t>(goldens.scalar(name + ".offset"));
+    const Tensor y = rotary_embedding(x, goldens.scalar(name + ".theta"), offset);
+    y.backward(input(goldens, name + ".dy"));
+    const double angle_error = 4.0 * static_cast<double>(offset + x.size(1)) * 0x1p-52;
+    expect_golden(y, goldens, name + ".y", 2, angle_error);
+    expect_golden(x.grad(), goldens, name + ".dx", 2, angle_error);
+  }
+}
+
+// SwiGLU of gate in [-12, 12] and +-40 (where the sigmoid saturates): element-wise, no sums.
+TEST_P(TorchParity, SwigluForwardAndGradients) {
+  const Goldens goldens("swiglu.json");
+  Tensor gate = input(goldens, "gate", true), up = input(goldens, "up", true);
+  const Tensor y = swiglu(gate, up);
+  y.backward(input(goldens, "dy"));
+  expect_golden(y, goldens, "y", 1);
+  expect_golden(gate.grad(), goldens, "dgate", 1);
+  expect_golden(up.grad(), goldens, "dup", 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(DevicesAndDtypes, TorchParity, ::mpitron::test::all_devices_and_dtypes(),

@@ -1,0 +1,72 @@
+// The differentiable ops of the Llama family: rms_norm, rotary_embedding and swiglu, over the
+// kernels of kernels/llama_ops.h.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "autograd/op_util.h"
+#include "autograd/ops.h"
+#include "kernels/llama_ops.h"
+
+namespace mpitron::autograd {
+
+using detail::empty_like;
+using detail::needs_grad;
+
+Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  detail::check_compatible("rms_norm", {x, weight});
+  if (weight.ndim() != 1 || x.ndim() < 1 || weight.size(0) != x.size(-1)) {
+    throw std::invalid_argument(
+        fmt::format("rms_norm: weight {} does not match the last dim of x {}",
+                    to_string(weight.shape()), to_string(x.shape())));
+  }
+  const auto cols = static_cast<std::size_t>(x.size(-1));
+  const auto rows = static_cast<std::int64_t>(cols == 0 ? 0 : x.numel() / cols);
+  Tensor y = empty_like(x);
+  Tensor rstd = empty_like(x, {rows});
+  kernels::rms_norm_forward(x.buffer(), weight.buffer(), cols, eps, y.buffer(), rstd.buffer());
+  return detail::record("rms_norm", y, {x, weight}, [x, weight, rstd, cols](const Tensor& dy) {
+    Tensor dx = empty_like(x), dweight = empty_like(weight);
+    kernels::rms_norm_backward(x.buffer(), weight.buffer(), rstd.buffer(), dy.buffer(), cols,
+                               dx.buffer(), dweight.buffer());
+    return std::vector<Tensor>{needs_grad(x) ? dx : Tensor(),
+                               needs_grad(weight) ? dweight : Tensor()};
+  });
+}
+
+Tensor rotary_embedding(const Tensor& x, double theta, std::int64_t position_offset) {
+  if (x.ndim() != 4 || x.size(1) < 1 || x.size(2) < 1 || x.size(3) < 2 || x.size(3) % 2 != 0) {
+    throw std::invalid_argument(fmt::format(
+        "rotary_embedding: x {} is not [batch, seq, heads, head_dim] with seq, heads >= 1 and "
+        "an even head_dim >= 2",
+        to_string(x.shape())));
+  }
+  const auto seq = static_cast<std::size_t>(x.size(1));
+  const auto heads = static_cast<std::size_t>(x.size(2));
+  const auto head_dim = static_cast<std::size_t>(x.size(3));
+  Tensor y = empty_like(x);
+  kernels::rotary_embedding(x.buffer(), seq, heads, head_dim, theta, position_offset, y.buffer());
+  return detail::record("rotary_embedding", y, {x},
+                        [seq, heads, head_dim, theta, position_offset](const Tensor& dy) {
+                          Tensor dx = empty_like(dy);
+                          kernels::rotary_embedding_backward(dy.buffer(), seq, heads, head_dim,
+                                                             theta, position_offset, dx.buffer());
+                          return std::vector<Tensor>{dx};
+                        });
+}
+
+Tensor swiglu(const Tensor& gate, const Tensor& up) {
+  detail::check_compatible("swiglu", {gate, up});
+  check_same_shape("swiglu", gate, up);
+  Tensor y = empty_like(gate);
+  kernels::swiglu_forward(gate.buffer(), up.buffer(), y.buffer());
+  return detail::record("swiglu", y, {gate, up}, [gate, up](const Tensor& dy) {
+    Tensor dgate = empty_like(gate), dup = empty_like(up);
+    kernels::swiglu_backward(gate.buffer(), up.buffer(), dy.buffer(), dgate.buffer(), dup.buffer());
+    return std::vector<Tensor>{needs_grad(gate) ? dgate : Tensor(),
+                               needs_grad(up) ? dup : Tensor()};
+  });
+}
+
+}  // namespace mpitron::autograd
