@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include "app/validate/kernel_checks_gpt.h"
+#include "app/validate/kernel_checks_llama.h"
 #include "autograd/ops.h"
 #include "nn/layers/attention.h"
 
@@ -301,7 +302,14 @@ std::vector<LocalCheck> check_kernels(const ValidateContext& ctx) {
        embedding_cases},
       {"KERNELS: cross-entropy (row max, statistics, loss, backward) forward and backward match "
        "float64 reference",
-       cross_entropy_cases}};
+       cross_entropy_cases},
+      {"KERNELS: RMSNorm forward and backward (dx, dweight) match float64 reference",
+       rms_norm_cases},
+      {"KERNELS: rotary position embedding (rotate_half pairs, generation offset) forward and "
+       "backward match float64 reference",
+       rotary_cases},
+      {"KERNELS: SwiGLU (silu(gate) * up) forward and backward match float64 reference",
+       swiglu_cases}};
   std::vector<LocalCheck> checks;
   std::uint64_t seed = 100;
   for (const auto& [name, cases] : groups) {
