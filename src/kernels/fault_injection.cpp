@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 28> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 31> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -38,6 +38,9 @@ constexpr std::array<std::pair<const char*, Fault>, 28> kNames{{
     {"causal-mask-one-late", Fault::causal_mask_one_late},
     {"flash-attention-no-rescale", Fault::flash_attention_no_rescale},
     {"sp-layer-norm-grad-not-summed", Fault::sequence_parallel_layer_norm_grad_not_summed},
+    {"rms-norm-eps-outside-root", Fault::rms_norm_eps_outside_root},
+    {"rotary-adjacent-pairs", Fault::rotary_adjacent_pairs},
+    {"swiglu-grad-no-silu-term", Fault::swiglu_grad_no_silu_term},
 }};
 std::string fault_names() {
   std::string names;

@@ -76,6 +76,15 @@ enum class Fault {
   /// with sequence parallelism, the LayerNorm weights' and biases' gradients are not summed over
   /// TP (each TP rank keeps the contribution of its own seq/tp rows).
   sequence_parallel_layer_norm_grad_not_summed,
+  /// the CPU RMSNorm adds eps after the root: rstd = 1 / (sqrt(mean x^2) + eps) (invisible
+  /// unless a row's mean square is near eps or below).
+  rms_norm_eps_outside_root,
+  /// the CPU rotary embedding rotates adjacent pairs (2i, 2i + 1), the RoFormer paper's layout,
+  /// instead of Hugging Face Llama's rotate_half pairs (i, i + head_dim / 2).
+  rotary_adjacent_pairs,
+  /// the CPU SwiGLU backward takes silu's derivative as sigmoid(gate), dropping its
+  /// gate sigmoid (1 - sigmoid) term.
+  swiglu_grad_no_silu_term,
   /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
   /// completing the step, so that a test's signal arrives in the middle of a save.
   save_pauses_before_finish,

@@ -39,25 +39,23 @@ MPITRON_HOST_DEVICE inline double rotary_angle(double position, std::size_t i, s
   return position * pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
 }
 
-/// Rotates pair i of every head of one token by `angle` (by -angle when `inverse`: the
-/// transpose, which is backward's): x and y point to the token's [heads, head_dim] elements
-/// (y may be x); element i pairs with i + head_dim / 2 (Hugging Face Llama's rotate_half), so
-/// y_i = x_i cos - x_{i+h} sin and y_{i+h} = x_{i+h} cos + x_i sin with h = head_dim / 2. cos
-/// and sin are taken in double and rounded once to T.
+/// Rotates the pair (lo, hi) of every head of one token by `angle` (by -angle when `inverse`:
+/// the transpose, which is backward's): x and y point to the token's [heads, head_dim] elements
+/// (y may be x); y_lo = x_lo cos - x_hi sin and y_hi = x_hi cos + x_lo sin. Hugging Face Llama's
+/// pair i is (i, i + head_dim / 2) (rotate_half). cos and sin are taken in double and rounded
+/// once to T.
 template <class T>
 MPITRON_HOST_DEVICE inline void rotary_rotate_pair(const T* x, T* y, std::size_t heads,
-                                                   std::size_t head_dim, std::size_t i,
-                                                   double angle, bool inverse) {
+                                                   std::size_t head_dim, std::size_t lo,
+                                                   std::size_t hi, double angle, bool inverse) {
   using std::cos;
   using std::sin;
   const T c = static_cast<T>(cos(angle));
   const T s = static_cast<T>(inverse ? -sin(angle) : sin(angle));
-  const std::size_t half = head_dim / 2;
   for (std::size_t h = 0; h < heads; ++h) {
-    const std::size_t lo = h * head_dim + i, hi = lo + half;
-    const T a = x[lo], b = x[hi];
-    y[lo] = a * c - b * s;
-    y[hi] = b * c + a * s;
+    const T a = x[h * head_dim + lo], b = x[h * head_dim + hi];
+    y[h * head_dim + lo] = a * c - b * s;
+    y[h * head_dim + hi] = b * c + a * s;
   }
 }
 

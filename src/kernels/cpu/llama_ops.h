@@ -4,11 +4,13 @@
 // and column sums by blocks of columns (parallel.h): the same bits for any thread count.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include "kernels/cpu/erf_f32.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/fault_injection.h"
 #include "kernels/llama_math.h"
 
 namespace mpitron::kernels::cpu {
@@ -19,13 +21,16 @@ struct LlamaOps {
   template <class T>
   static void rms_norm_forward(const T* x, const T* weight, std::size_t rows, std::size_t cols,
                                double eps, T* y, T* rstd) {
+    const bool eps_outside_root = fault_active(Fault::rms_norm_eps_outside_root);
     parallel_rows(rows, cols, [=](std::size_t r) {
       const T* xr = x + r * cols;
       const double squares = math::lane_sum<double>(cols, [=](std::size_t c) {
         const auto v = static_cast<double>(xr[c]);
         return v * v;
       });
-      const T row_rstd = static_cast<T>(math::rms_norm_rstd(squares, cols, eps));
+      const double mean_square = squares / static_cast<double>(cols);
+      const T row_rstd = static_cast<T>(eps_outside_root ? 1.0 / (std::sqrt(mean_square) + eps)
+                                                         : math::rms_norm_rstd(squares, cols, eps));
       rstd[r] = row_rstd;
       T* yr = y + r * cols;
       for (std::size_t c = 0; c < cols; ++c)
@@ -69,12 +74,14 @@ struct LlamaOps {
   static void rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
                                std::size_t head_dim, double theta, std::int64_t position_offset,
                                bool inverse, T* y) {
-    const std::size_t width = heads * head_dim;
+    const bool adjacent = fault_active(Fault::rotary_adjacent_pairs);
+    const std::size_t width = heads * head_dim, half = head_dim / 2;
     parallel_rows(tokens, width, [=](std::size_t t) {
-      const double position =
+      const auto position =
           static_cast<double>(position_offset + static_cast<std::int64_t>(t % seq));
-      for (std::size_t i = 0; i < head_dim / 2; ++i) {
-        math::rotary_rotate_pair(x + t * width, y + t * width, heads, head_dim, i,
+      for (std::size_t i = 0; i < half; ++i) {
+        math::rotary_rotate_pair(x + t * width, y + t * width, heads, head_dim,
+                                 adjacent ? 2 * i : i, adjacent ? 2 * i + 1 : i + half,
                                  math::rotary_angle(position, i, head_dim, theta), inverse);
       }
     });
@@ -93,10 +100,12 @@ struct LlamaOps {
   template <class T>
   static void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
                               std::size_t n) {
+    const bool no_silu_term = fault_active(Fault::swiglu_grad_no_silu_term);
     parallel_chunks(n, kElementChunk, [=](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         const math::SwigluGrads<T> g = math::swiglu_grads(gate[i], up[i], dy[i], NonPositiveExp{});
-        dgate[i] = g.dgate;
+        dgate[i] =
+            no_silu_term ? dy[i] * up[i] * math::sigmoid(gate[i], NonPositiveExp{}) : g.dgate;
         dup[i] = g.dup;
       }
     });
