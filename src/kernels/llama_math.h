@@ -30,33 +30,39 @@ MPITRON_HOST_DEVICE inline T rms_norm_dx(T g, T xhat, T rstd, T mean_g_xhat) {
   return rstd * (g - xhat * mean_g_xhat);
 }
 
-/// The rotary angle of pair i (i < head_dim / 2) at `position`, in radians:
-/// position theta^(-2 i / head_dim) (Su et al., arXiv:2104.09864, eq. 15), in double whatever
-/// the element type, so large positions keep their precision.
-MPITRON_HOST_DEVICE inline double rotary_angle(double position, std::size_t i, std::size_t head_dim,
-                                               double theta) {
+/// The cosine and sine of one rotary angle, rounded to the element type (rotary_cos_sin).
+template <class T>
+struct RotaryCosSin {
+  T cos, sin;
+};
+
+/// cos and sin (sin negated when `inverse`: the rotation's transpose, which is backward's) of the
+/// angle of pair i (i < head_dim / 2) at `position`, position theta^(-2 i / head_dim) radians (Su
+/// et al., arXiv:2104.09864, eq. 15). The angle, cos and sin are computed in double whatever T
+/// is, so large positions keep their precision, and rounded once to T.
+template <class T>
+MPITRON_HOST_DEVICE inline RotaryCosSin<T> rotary_cos_sin(double position, std::size_t i,
+                                                          std::size_t head_dim, double theta,
+                                                          bool inverse) {
+  using std::cos;
   using std::pow;
-  return position * pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  using std::sin;
+  const double angle =
+      position * pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  return {static_cast<T>(cos(angle)), static_cast<T>(inverse ? -sin(angle) : sin(angle))};
 }
 
-/// Rotates the pair (lo, hi) of every head of one token by `angle` (by -angle when `inverse`:
-/// the transpose, which is backward's): x and y point to the token's [heads, head_dim] elements
-/// (y may be x); y_lo = x_lo cos - x_hi sin and y_hi = x_hi cos + x_lo sin. Hugging Face Llama's
-/// pair i is (i, i + head_dim / 2) (rotate_half). cos and sin are taken in double and rounded
-/// once to T.
+/// One rotated pair (rotary_rotate).
 template <class T>
-MPITRON_HOST_DEVICE inline void rotary_rotate_pair(const T* x, T* y, std::size_t heads,
-                                                   std::size_t head_dim, std::size_t lo,
-                                                   std::size_t hi, double angle, bool inverse) {
-  using std::cos;
-  using std::sin;
-  const T c = static_cast<T>(cos(angle));
-  const T s = static_cast<T>(inverse ? -sin(angle) : sin(angle));
-  for (std::size_t h = 0; h < heads; ++h) {
-    const T a = x[h * head_dim + lo], b = x[h * head_dim + hi];
-    y[h * head_dim + lo] = a * c - b * s;
-    y[h * head_dim + hi] = b * c + a * s;
-  }
+struct RotaryPair {
+  T lo, hi;
+};
+
+/// The pair (lo, hi) turned by the angle of `cs`: lo cos - hi sin and hi cos + lo sin. Hugging
+/// Face Llama's pair i of a head is its elements (i, i + head_dim / 2) (rotate_half).
+template <class T>
+MPITRON_HOST_DEVICE inline RotaryPair<T> rotary_rotate(T lo, T hi, RotaryCosSin<T> cs) {
+  return {lo * cs.cos - hi * cs.sin, hi * cs.cos + lo * cs.sin};
 }
 
 /// The logistic sigmoid 1 / (1 + e^-g) through e = e^-|g| <= 1, so `exp` only sees

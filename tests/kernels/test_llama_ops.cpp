@@ -118,30 +118,38 @@ std::vector<double> rotary_reference(const std::vector<double>& x, std::size_t s
   return y;
 }
 
+// The sizes of one rotary_embedding case: x [batch, seq, heads, head_dim].
+struct RotarySizes {
+  std::size_t batch, seq, heads, head_dim;
+};
+
 TEST_P(LlamaKernelTest, RotaryEmbeddingRotatesTheRotateHalfPairs) {
-  // x [2, 5, 3, 8]: batch 2 (positions restart with each sequence), 3 heads sharing the angles.
-  // Offsets 0 (training) and 4093 (a generation step deep into a Llama 2 context); theta of
-  // Llama 2 and Llama 3.
-  constexpr std::size_t batch = 2, seq = 5, heads = 3, head_dim = 8;
-  const std::vector<double> x = random(batch * seq * heads * head_dim, 74);
-  for (const double theta : {10000.0, 500000.0}) {
-    for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{4093}}) {
-      SCOPED_TRACE(::testing::Message() << "theta " << theta << " offset " << offset);
-      // The float64 angle p theta^(-2i/d) is within ~2 ulp of p (pow and the product): up to
-      // 4 * 4097 2^-52 radians, which moves y by as much times |x| <= 2. Beyond that cos and sin
-      // round once each, then two products and a sum: 8 eps of terms up to |x| <= 2.
-      const double tol = 16.0 * eps() + 8.0 * static_cast<double>(offset + seq) * 0x1p-52;
-      Buffer y = empty(x.size());
-      rotary_embedding(make(x), seq, heads, head_dim, theta, offset, y);
-      expect_close(host_values(y), rotary_reference(x, seq, heads, head_dim, theta, offset, 1),
-                   tol);
-      Buffer dx = empty(x.size());
-      rotary_embedding_backward(make(x), seq, heads, head_dim, theta, offset, dx);
-      expect_close(host_values(dx), rotary_reference(x, seq, heads, head_dim, theta, offset, -1),
-                   tol);
-      Buffer in_place = make(x);  // y may alias x
-      rotary_embedding(in_place, seq, heads, head_dim, theta, offset, in_place);
-      expect_close(host_values(in_place), host_values(y), 0.0);
+  // [2, 5, 3, 8]: batch 2 (positions restart with each sequence), 3 heads sharing the angles;
+  // [1, 3, 2, 260]: 130 pairs, two whole blocks of the CPU loop's cos and sin table and a
+  // partial third. Offsets 0 (training) and 4093 (a generation step deep into a Llama 2
+  // context); theta of Llama 2 and Llama 3.
+  for (const RotarySizes z : {RotarySizes{2, 5, 3, 8}, RotarySizes{1, 3, 2, 260}}) {
+    const std::vector<double> x = random(z.batch * z.seq * z.heads * z.head_dim, 74);
+    for (const double theta : {10000.0, 500000.0}) {
+      for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{4093}}) {
+        SCOPED_TRACE(::testing::Message()
+                     << "head_dim " << z.head_dim << " theta " << theta << " offset " << offset);
+        // The float64 angle p theta^(-2i/d) is within ~2 ulp of p (pow and the product): up to
+        // 4 * 4097 2^-52 radians, which moves y by as much times |x| <= 2. Beyond that cos and
+        // sin round once each, then two products and a sum: 8 eps of terms up to |x| <= 2.
+        const double tol = 16.0 * eps() + 8.0 * static_cast<double>(offset + z.seq) * 0x1p-52;
+        Buffer y = empty(x.size());
+        rotary_embedding(make(x), z.seq, z.heads, z.head_dim, theta, offset, y);
+        expect_close(host_values(y),
+                     rotary_reference(x, z.seq, z.heads, z.head_dim, theta, offset, 1), tol);
+        Buffer dx = empty(x.size());
+        rotary_embedding_backward(make(x), z.seq, z.heads, z.head_dim, theta, offset, dx);
+        expect_close(host_values(dx),
+                     rotary_reference(x, z.seq, z.heads, z.head_dim, theta, offset, -1), tol);
+        Buffer in_place = make(x);  // y may alias x
+        rotary_embedding(in_place, z.seq, z.heads, z.head_dim, theta, offset, in_place);
+        expect_close(host_values(in_place), host_values(y), 0.0);
+      }
     }
   }
 }

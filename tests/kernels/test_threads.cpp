@@ -162,8 +162,9 @@ TEST_P(ThreadsTest, LayerNormMatchesOneThread) {
                    });
 }
 
-// RMSNorm rows and column blocks; RoPE over 129 tokens of 6 heads x 64 (4 chunks of 42 tokens,
-// positions from 5); SwiGLU element chunks.
+// RMSNorm rows and column blocks; RoPE over 3 sequences of 43 positions (from 5) of 4 heads x
+// 160 (80 pairs: two blocks of the cos and sin table), 6 chunks of up to 8 positions; SwiGLU
+// element chunks.
 TEST_P(ThreadsTest, LlamaOpsMatchOneThread) {
   const Buffer x = random(kRows * kCols, 1), weight = random(kCols, 2);
   const Buffer dy = random(kRows * kCols, 3), gate = random(kN, 4, -12.0, 12.0), up = random(kN, 5);
@@ -174,7 +175,7 @@ TEST_P(ThreadsTest, LlamaOpsMatchOneThread) {
     rms_norm_forward(x, weight, kCols, 1e-5, y, rstd);
     rms_norm_backward(x, weight, rstd, dy, kCols, dx, dweight);
   });
-  constexpr std::size_t kSeq = 43, kHeads = 6, kHeadDim = 64, kQk = 3 * kSeq * kHeads * kHeadDim;
+  constexpr std::size_t kSeq = 43, kHeads = 4, kHeadDim = 160, kQk = 3 * kSeq * kHeads * kHeadDim;
   const Buffer q = random(kQk, 7), dq = random(kQk, 8);
   Buffer rotated = empty(kQk), drotated = empty(kQk);
   expect_same_bits("rotary_embedding forward and backward", {&rotated, &drotated}, [&] {

@@ -1,9 +1,10 @@
 // CPU loops of the Llama family's ops (kernels/llama_ops.h): RMSNorm forward and backward,
 // rotary position embedding, SwiGLU forward and backward, over the formulas of llama_math.h.
-// Rows (RMSNorm), tokens (RoPE) and element chunks (SwiGLU) go to cpu_threads() threads whole,
+// Rows (RMSNorm), positions (RoPE) and element chunks (SwiGLU) go to cpu_threads() threads whole,
 // and column sums by blocks of columns (parallel.h): the same bits for any thread count.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -68,21 +69,37 @@ struct LlamaOps {
     });
   }
 
-  /// Token by token (x [tokens, heads, head_dim], tokens = batch seq): each pair's angle, cos
-  /// and sin once per token, applied to every head (math::rotary_rotate_pair).
+  /// Pairs per block of rotary_embedding's cos and sin table on the stack.
+  static constexpr std::size_t kRotaryPairBlock = 64;
+
+  /// Position by position (x [batch, seq, heads, head_dim], tokens = batch seq): the cos and sin
+  /// of a block of pairs once per position (math::rotary_cos_sin), then every head of that
+  /// position in every sequence of the batch, pair by pair along the head (math::rotary_rotate).
   template <class T>
   static void rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
                                std::size_t head_dim, double theta, std::int64_t position_offset,
                                bool inverse, T* y) {
     const bool adjacent = fault_active(Fault::rotary_adjacent_pairs);
-    const std::size_t width = heads * head_dim, half = head_dim / 2;
-    parallel_rows(tokens, width, [=](std::size_t t) {
-      const auto position =
-          static_cast<double>(position_offset + static_cast<std::int64_t>(t % seq));
-      for (std::size_t i = 0; i < half; ++i) {
-        math::rotary_rotate_pair(x + t * width, y + t * width, heads, head_dim,
-                                 adjacent ? 2 * i : i, adjacent ? 2 * i + 1 : i + half,
-                                 math::rotary_angle(position, i, head_dim, theta), inverse);
+    const std::size_t width = heads * head_dim, half = head_dim / 2, batch = tokens / seq;
+    parallel_rows(seq, batch * width, [=](std::size_t s) {
+      const auto position = static_cast<double>(position_offset + static_cast<std::int64_t>(s));
+      for (std::size_t i0 = 0; i0 < half; i0 += kRotaryPairBlock) {
+        const std::size_t pairs = std::min(kRotaryPairBlock, half - i0);
+        math::RotaryCosSin<T> table[kRotaryPairBlock];
+        for (std::size_t j = 0; j < pairs; ++j)
+          table[j] = math::rotary_cos_sin<T>(position, i0 + j, head_dim, theta, inverse);
+        for (std::size_t row = 0; row < batch * heads; ++row) {
+          const std::size_t head = ((row / heads * seq + s) * heads + row % heads) * head_dim;
+          const T* xh = x + head;
+          T* yh = y + head;
+          for (std::size_t j = 0; j < pairs; ++j) {
+            const std::size_t lo = adjacent ? 2 * (i0 + j) : i0 + j;
+            const std::size_t hi = adjacent ? lo + 1 : lo + half;
+            const math::RotaryPair<T> r = math::rotary_rotate(xh[lo], xh[hi], table[j]);
+            yh[lo] = r.lo;
+            yh[hi] = r.hi;
+          }
+        }
       }
     });
   }

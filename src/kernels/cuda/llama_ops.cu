@@ -72,8 +72,13 @@ void Kernels::rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, 
   for_each(tokens * half, [=] __device__(std::size_t k) {
     const std::size_t t = k / half, i = k % half;
     const auto position = static_cast<double>(position_offset + static_cast<std::int64_t>(t % seq));
-    math::rotary_rotate_pair(x + t * width, y + t * width, heads, head_dim, i, i + half,
-                             math::rotary_angle(position, i, head_dim, theta), inverse);
+    const math::RotaryCosSin<T> cs = math::rotary_cos_sin<T>(position, i, head_dim, theta, inverse);
+    for (std::size_t h = 0; h < heads; ++h) {
+      const std::size_t lo = t * width + h * head_dim + i;
+      const math::RotaryPair<T> r = math::rotary_rotate(x[lo], x[lo + half], cs);
+      y[lo] = r.lo;
+      y[lo + half] = r.hi;
+    }
   });
 }
 
