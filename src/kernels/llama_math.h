@@ -11,7 +11,7 @@
 namespace mpitron::kernels::math {
 
 /// RMSNorm's reciprocal root mean square of one row, 1 / sqrt(sum_squares / cols + eps), from
-/// the row's sum of squares accumulated in double (Zhang & Sennrich, arXiv:1910.07467, eq. 4).
+/// the row's sum of squares accumulated in double (Zhang & Sennrich, arXiv:1910.07467).
 MPITRON_HOST_DEVICE inline double rms_norm_rstd(double sum_squares, std::size_t cols, double eps) {
   using std::sqrt;
   return 1.0 / sqrt(sum_squares / static_cast<double>(cols) + eps);
@@ -38,7 +38,7 @@ struct RotaryCosSin {
 
 /// cos and sin (sin negated when `inverse`: the rotation's transpose, which is backward's) of the
 /// angle of pair i (i < head_dim / 2) at `position`, position theta^(-2 i / head_dim) radians (Su
-/// et al., arXiv:2104.09864, eq. 15). The angle, cos and sin are computed in double whatever T
+/// et al., arXiv:2104.09864, sec. 3.2). The angle, cos and sin are computed in double whatever T
 /// is, so large positions keep their precision, and rounded once to T.
 template <class T>
 MPITRON_HOST_DEVICE inline RotaryCosSin<T> rotary_cos_sin(double position, std::size_t i,
@@ -74,8 +74,8 @@ MPITRON_HOST_DEVICE inline T sigmoid(T g, Exp exp = {}) {
   return (g >= T(0) ? T(1) : e) / (T(1) + e);
 }
 
-/// SwiGLU of one element, silu(gate) up = gate sigmoid(gate) up (Shazeer, arXiv:2002.05202,
-/// eq. 6 without the projections).
+/// SwiGLU of one element, silu(gate) up = gate sigmoid(gate) up (Shazeer, arXiv:2002.05202:
+/// Swish_1(x W) * (x V) once the two projections are done).
 template <class T, class Exp = LibraryExp>
 MPITRON_HOST_DEVICE inline T swiglu(T gate, T up, Exp exp = {}) {
   return gate * sigmoid(gate, exp) * up;

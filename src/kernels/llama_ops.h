@@ -29,7 +29,7 @@ void rms_norm_forward(const Buffer& x, const Buffer& weight, std::size_t cols, d
 void rms_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& rstd, const Buffer& dy,
                        std::size_t cols, Buffer& dx, Buffer& dweight);
 
-/// Rotary position embedding (Su et al., "RoFormer", arXiv:2104.09864, sec. 3.4) as Hugging Face
+/// Rotary position embedding (Su et al., "RoFormer", arXiv:2104.09864, sec. 3.2) as Hugging Face
 /// Llama applies it to queries and keys: x and y are [batch, seq, heads, head_dim] (batch =
 /// numel / (seq heads head_dim)); the token at sequence index s has position p = position_offset
 /// + s, and pair i < head_dim / 2 of each head, elements (i, i + head_dim / 2) (rotate_half's
@@ -50,7 +50,7 @@ void rotary_embedding_backward(const Buffer& dy, std::size_t seq, std::size_t he
                                std::size_t head_dim, double theta, std::int64_t position_offset,
                                Buffer& dx);
 
-/// SwiGLU's gate (Shazeer, "GLU Variants Improve Transformer", arXiv:2002.05202, eq. 6; Hugging
+/// SwiGLU's gate (Shazeer, "GLU Variants Improve Transformer", arXiv:2002.05202; Hugging
 /// Face LlamaMLP's act_fn(gate_proj(x)) * up_proj(x)), element-wise over equal numel:
 /// y = silu(gate) up, silu(g) = g sigmoid(g). y may alias gate or up.
 void swiglu_forward(const Buffer& gate, const Buffer& up, Buffer& y);
