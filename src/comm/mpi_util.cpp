@@ -15,6 +15,8 @@ MPI_Datatype mpi_type(kernels::DType dtype) {
       return MPI_INT32_T;
     case kernels::DType::i64:
       return MPI_INT64_T;
+    case kernels::DType::bf16:  // moved as 16-bit words, never reduced (mpi_op)
+      return MPI_UINT16_T;
     case kernels::DType::f32:
       break;
   }
@@ -38,6 +40,10 @@ const void* element(const kernels::Buffer& buffer, std::size_t index) {
 }
 
 MPI_Op mpi_op(ReduceOp op, kernels::DType dtype) {
+  if (dtype == kernels::DType::bf16) {
+    throw std::invalid_argument(
+        "reductions of bfloat16 buffers are not supported (reduce in float32: kernels::convert)");
+  }
   if (op == ReduceOp::avg && !kernels::is_floating(dtype)) {
     throw std::invalid_argument("reduce op avg needs a float buffer, not " +
                                 kernels::to_string(dtype) + " (use sum)");

@@ -14,11 +14,13 @@
 
 namespace mpitron::comm {
 
-/// MPI_FLOAT for f32, MPI_DOUBLE for f64, MPI_INT32_T for i32, MPI_INT64_T for i64.
+/// MPI_FLOAT for f32, MPI_DOUBLE for f64, MPI_INT32_T for i32, MPI_INT64_T for i64, MPI_UINT16_T
+/// for bf16 (bfloat16 is sent, received and gathered as 16-bit words, never reduced).
 MPI_Datatype mpi_type(kernels::DType dtype);
 
 /// MPI_SUM for sum and avg, MPI_MAX, MPI_MIN. Throws std::invalid_argument for avg of an
-/// integer `dtype` (its mean is no integer); every rank throws alike, before any message.
+/// integer `dtype` (its mean is no integer) and for any reduction of bf16 (naming bfloat16);
+/// every rank throws alike, before any message.
 MPI_Op mpi_op(ReduceOp op, kernels::DType dtype);
 
 /// For `op` == avg, scales the reduced `buffer` by 1/comm.size() (kernels::scale); else nothing.

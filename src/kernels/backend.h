@@ -92,6 +92,9 @@ class Backend {
   virtual void sum_squares(const Buffer& x, Buffer& out) = 0;
   virtual void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid,
                          std::size_t d2, std::size_t inner, Buffer& y) = 0;
+  /// float32 -> bfloat16 (bf16.h's rule) or bfloat16 -> float32 (exact); the pair and equal
+  /// numel > 0 checked by ops.cpp.
+  virtual void convert(const Buffer& src, Buffer& dst) = 0;
   virtual void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride,
                          Buffer& dst, std::size_t dst_offset, std::size_t dst_stride,
                          std::size_t rows, std::size_t row_len) = 0;

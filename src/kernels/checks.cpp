@@ -18,7 +18,16 @@ Backend& same_place_any(const char* op, std::initializer_list<Arg> args) {
                    to_string(arg.buffer.device()) + " " + to_string(arg.buffer.dtype()));
     }
   }
+  expect_not_bf16(op, first);
   return backend(first.buffer.device());
+}
+
+void expect_not_bf16(const char* op, const Arg& arg) {
+  if (arg.buffer.dtype() == DType::bf16) {
+    fail(op, std::string(arg.name) +
+                 " is bfloat16; this op takes float32, float64, int32 or int64 buffers "
+                 "(convert bfloat16 to float32 with kernels::convert first)");
+  }
 }
 
 Backend& same_place(const char* op, std::initializer_list<Arg> args) {
@@ -58,7 +67,8 @@ void expect_distinct(const char* op, const Arg& out, const Arg& in) {
 }
 
 void expect_indices(const char* op, const Arg& indices, Device device, std::size_t n) {
-  if (indices.buffer.device() != device || is_floating(indices.buffer.dtype())) {
+  const DType dtype = indices.buffer.dtype();
+  if (indices.buffer.device() != device || (dtype != DType::i32 && dtype != DType::i64)) {
     fail(op, std::string(indices.name) + " is " + to_string(indices.buffer.device()) + " " +
                  to_string(indices.buffer.dtype()) + ", expected int32 or int64 on " +
                  to_string(device));

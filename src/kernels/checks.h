@@ -19,9 +19,12 @@ struct Arg {
 /// Throws std::invalid_argument "kernels::<op>: <what>".
 [[noreturn]] void fail(const char* op, const std::string& what);
 
-/// All buffers on one device with one dtype, of any dtype (the ops that only move elements);
-/// returns that device's backend.
+/// All buffers on one device with one dtype, of any dtype but bfloat16 (the ops that only move
+/// elements); returns that device's backend.
 Backend& same_place_any(const char* op, std::initializer_list<Arg> args);
+
+/// `arg` is not a bfloat16 buffer (the message names bfloat16 and kernels::convert).
+void expect_not_bf16(const char* op, const Arg& arg);
 
 /// As same_place_any, and the dtype is float32 or float64 (every arithmetic op).
 Backend& same_place(const char* op, std::initializer_list<Arg> args);

@@ -8,12 +8,23 @@
 
 #include "kernels/allocator.h"
 #include "kernels/backend.h"
+#include "kernels/bf16.h"
 #include "kernels/cuda_module.h"
 
 namespace mpitron::kernels {
 
 std::size_t dtype_size(DType dtype) {
-  return dtype == DType::f64 || dtype == DType::i64 ? 8 : 4;
+  switch (dtype) {
+    case DType::f64:
+    case DType::i64:
+      return 8;
+    case DType::bf16:
+      return 2;
+    case DType::f32:
+    case DType::i32:
+      break;
+  }
+  return 4;
 }
 
 bool is_floating(DType dtype) {
@@ -32,10 +43,17 @@ std::string to_string(DType dtype) {
       return "int32";
     case DType::i64:
       return "int64";
+    case DType::bf16:
+      return "bfloat16";
     case DType::f32:
       break;
   }
   return "float32";
+}
+
+void reject_bf16(const std::string& what) {
+  throw std::logic_error("kernels: a bfloat16 buffer reached " + what +
+                         " (bfloat16 buffers are only copied and converted with kernels::convert)");
 }
 
 Buffer::Buffer(std::size_t numel, DType dtype, Device device)
@@ -115,8 +133,10 @@ constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, double>) return DType::f64;
   if constexpr (std::is_same_v<T, std::int32_t>) return DType::i32;
   if constexpr (std::is_same_v<T, std::int64_t>) return DType::i64;
+  if constexpr (std::is_same_v<T, bf16>) return DType::bf16;
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>);
+                std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t> ||
+                std::is_same_v<T, bf16>);
   return DType::f32;
 }
 
@@ -141,10 +161,12 @@ template float* Buffer::data_as<float>();
 template double* Buffer::data_as<double>();
 template std::int32_t* Buffer::data_as<std::int32_t>();
 template std::int64_t* Buffer::data_as<std::int64_t>();
+template bf16* Buffer::data_as<bf16>();
 template const float* Buffer::data_as<float>() const;
 template const double* Buffer::data_as<double>() const;
 template const std::int32_t* Buffer::data_as<std::int32_t>() const;
 template const std::int64_t* Buffer::data_as<std::int64_t>() const;
+template const bf16* Buffer::data_as<bf16>() const;
 
 Buffer Buffer::to(Device device) const {
   Buffer out(numel_, dtype_, device);

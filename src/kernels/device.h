@@ -14,21 +14,25 @@ namespace mpitron::kernels {
 enum class Device { cpu, cuda };
 
 /// Element type of a buffer: float32 for everything, float64 for gradient checks (CPU and CUDA),
-/// int32 / int64 for token ids and targets. Integer buffers can be allocated, copied, filled and
-/// moved by the layout ops (fill, transpose, copy_rows) and read as indices (embedding,
-/// cross-entropy); every arithmetic op rejects them.
-enum class DType { f32, f64, i32, i64 };
+/// int32 / int64 for token ids and targets, bf16 (bfloat16, kernels/bf16.h) for mixed precision.
+/// Integer buffers can be allocated, copied, filled and moved by the layout ops (fill, transpose,
+/// copy_rows) and read as indices (embedding, cross-entropy); every arithmetic op rejects them.
+/// bfloat16 buffers are storage: they can be allocated, copied (copy, copy_bytes, Buffer::to)
+/// and converted to and from float32 (kernels::convert); every other op rejects them with an error
+/// naming bfloat16. The enumerators' order is their number in point-to-point shape headers, so new
+/// ones go last.
+enum class DType { f32, f64, i32, i64, bf16 };
 
-/// Bytes per element of `dtype` (4 for f32/i32, 8 for f64/i64).
+/// Bytes per element of `dtype` (2 for bf16, 4 for f32/i32, 8 for f64/i64).
 std::size_t dtype_size(DType dtype);
 
-/// True for f32 and f64.
+/// True for f32 and f64, the dtypes the float kernels compute in (not bf16, which only stores).
 bool is_floating(DType dtype);
 
 /// "cpu" / "cuda".
 std::string to_string(Device device);
 
-/// "float32" / "float64" / "int32" / "int64".
+/// "float32" / "float64" / "int32" / "int64" / "bfloat16".
 std::string to_string(DType dtype);
 
 /// True when the CUDA backend module (libmpitron_cuda.so, built with MPITRON_WITH_CUDA) is
@@ -44,10 +48,15 @@ int cuda_device_count();
 /// True when `cuda_device_count() > 0`.
 bool cuda_available();
 
+/// Throws std::logic_error "kernels: a bfloat16 buffer reached <what>", naming the ops that take
+/// bfloat16 buffers.
+[[noreturn]] void reject_bf16(const std::string& what);
+
 /// Calls `f(T{})` with T = float for f32 and double for f64. Throws std::logic_error for an integer
-/// dtype (kernels/ops.cpp rejects integer buffers before any arithmetic op reaches a backend).
+/// or bfloat16 dtype (kernels/ops.cpp rejects them before any arithmetic op reaches a backend).
 template <class F>
 decltype(auto) dispatch(DType dtype, F&& f) {
+  if (dtype == DType::bf16) reject_bf16("a float32/float64 kernel");
   if (!is_floating(dtype)) {
     throw std::logic_error("kernels: an " + to_string(dtype) + " buffer reached a float kernel");
   }
@@ -56,9 +65,10 @@ decltype(auto) dispatch(DType dtype, F&& f) {
 }
 
 /// Calls `f(I{})` with I = std::int32_t for i32 and std::int64_t for i64 (index buffers); throws
-/// std::logic_error for a float dtype.
+/// std::logic_error for a float or bfloat16 dtype.
 template <class F>
 decltype(auto) dispatch_index(DType dtype, F&& f) {
+  if (dtype == DType::bf16) reject_bf16("an index kernel");
   if (dtype == DType::i64) return f(std::int64_t{});
   if (dtype != DType::i32) {
     throw std::logic_error("kernels: a " + to_string(dtype) + " buffer reached an index kernel");
@@ -66,9 +76,11 @@ decltype(auto) dispatch_index(DType dtype, F&& f) {
   return f(std::int32_t{});
 }
 
-/// Calls `f(T{})` with the element type of any dtype: e.g. for code that only moves elements.
+/// Calls `f(T{})` with the element type of any dtype but bf16: e.g. for code that only moves
+/// elements. Throws std::logic_error for bf16.
 template <class F>
 decltype(auto) dispatch_any(DType dtype, F&& f) {
+  if (dtype == DType::bf16) reject_bf16("a kernel of float32, float64, int32 or int64");
   if (is_floating(dtype)) return dispatch(dtype, std::forward<F>(f));
   return dispatch_index(dtype, std::forward<F>(f));
 }
@@ -109,8 +121,8 @@ class Buffer {
   void* data() { return data_; }
   const void* data() const { return data_; }
 
-  /// Typed pointer (T is float, double, std::int32_t or std::int64_t); throws std::logic_error
-  /// when T does not match `dtype()`.
+  /// Typed pointer (T is float, double, std::int32_t, std::int64_t or kernels::bf16); throws
+  /// std::logic_error when T does not match `dtype()`.
   template <class T>
   T* data_as();
   template <class T>

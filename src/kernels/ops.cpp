@@ -11,6 +11,7 @@ namespace mpitron::kernels {
 using namespace checks;
 
 void fill(Buffer& out, double value) {
+  expect_not_bf16("fill", {"out", out});
   if (!out.empty()) backend(out.device()).fill(out, value);
 }
 
@@ -223,6 +224,20 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
                   std::size_t stride_c) {
   gemm_checked("gemm_batched", trans_a, trans_b, batch, m, n, k, alpha, a, stride_a, b, stride_b,
                beta, c, stride_c);
+}
+
+void convert(const Buffer& src, Buffer& dst) {
+  const DType from = src.dtype(), to = dst.dtype();
+  if (!((from == DType::f32 && to == DType::bf16) || (from == DType::bf16 && to == DType::f32))) {
+    fail("convert", "src is " + to_string(from) + " and dst " + to_string(to) +
+                        "; convert goes from float32 to bfloat16 or from bfloat16 to float32");
+  }
+  if (src.device() != dst.device()) {
+    fail("convert",
+         "src is on " + to_string(src.device()) + " but dst on " + to_string(dst.device()));
+  }
+  expect_numel("convert", {"dst", dst}, src.numel(), "numel of src");
+  if (!dst.empty()) backend(dst.device()).convert(src, dst);
 }
 
 void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid, std::size_t d2,

@@ -4,9 +4,10 @@
 // Conventions for every function here:
 // - All buffers of one call must be on the same device and have the same dtype; otherwise
 //   std::invalid_argument names the op and the offending buffers' devices/dtypes. The dtype is
-//   float32 or float64, except for fill, transpose and copy_rows (any dtype, integers included)
-//   and for the index arguments (`indices`, `targets`: int32 or int64) of the embedding and
-//   cross-entropy ops; an integer buffer anywhere else is std::invalid_argument naming the op.
+//   float32 or float64, except for fill, transpose and copy_rows (any dtype but bfloat16,
+//   integers included), for the index arguments (`indices`, `targets`: int32 or int64) of the
+//   embedding and cross-entropy ops, and for convert (float32 and bfloat16); an
+//   integer or bfloat16 buffer anywhere else is std::invalid_argument naming the op and dtype.
 // - Sizes are element counts. A size that does not match a buffer's numel throws
 //   std::invalid_argument naming the op and both sizes.
 // - `out` may alias an input for the element-wise ops (not for gemm, transpose or copy_rows).
@@ -153,6 +154,13 @@ void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t m
 void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                std::size_t row_len);
+
+/// dst = src converted between float32 and bfloat16: float32 -> bfloat16 rounds to nearest even
+/// (NaN, inf, overflow and denormals as kernels/bf16.h states; the CPU and CUDA loops give the
+/// same bits), bfloat16 -> float32 is exact. src and dst have equal numel and the same device.
+/// Throws std::invalid_argument naming both dtypes for any other pair of dtypes (same dtypes
+/// included: that is kernels::copy).
+void convert(const Buffer& src, Buffer& dst);
 
 /// Layer normalization over the last dim (Ba, Kiros & Hinton, "Layer Normalization",
 /// arXiv:1607.06450; torch.nn.functional.layer_norm): x and y are [rows, cols], weight and bias

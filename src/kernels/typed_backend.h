@@ -5,6 +5,7 @@
 #pragma once
 
 #include "kernels/backend.h"
+#include "kernels/bf16.h"
 
 namespace mpitron::kernels {
 
@@ -235,6 +236,14 @@ class TypedBackend : public Backend {
                  std::size_t d2, std::size_t inner, Buffer& y) override {
     dispatch_any(y.dtype(),
                  [&]<class T>(T) { K::transpose(in<T>(x), outer, d1, mid, d2, inner, out<T>(y)); });
+  }
+
+  void convert(const Buffer& src, Buffer& dst) override {
+    if (dst.dtype() == DType::bf16) {
+      K::convert_to_bf16(in<float>(src), out<bf16>(dst), dst.numel());
+    } else {
+      K::convert_to_float(in<bf16>(src), out<float>(dst), dst.numel());
+    }
   }
 
   void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/embedding.h"
@@ -24,6 +25,7 @@ struct CpuKernels : cpu::Elementwise,
                     cpu::Embedding,
                     cpu::CrossEntropy,
                     cpu::Layout,
+                    cpu::Bf16Convert,
                     cpu::Gemm,
                     cpu::LlamaOps {};
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/bf16.h"
 #include "kernels/math.h"
 #include "kernels/ops.h"
 
@@ -135,6 +136,11 @@ struct Kernels {
   template <class T>
   static void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
                               std::size_t n);
+
+  // bf16.cu: float32 <-> bfloat16, one thread per element through bf16.h's functions (the CPU
+  // loops' bits).
+  static void convert_to_bf16(const float* in, bf16* out, std::size_t n);
+  static void convert_to_float(const bf16* in, float* out, std::size_t n);
 
   // gemm.cpp: cuBLAS, row-major through the column-major transpose identity.
   template <class T>

@@ -1,0 +1,71 @@
+// float32 <-> bfloat16 in GCC's vector extensions of the width this file is compiled for: the
+// integer steps of float_to_bf16_bits (bf16.h) on every lane, so each lane has the scalar rule's
+// bits (tests/kernels/test_bf16.cpp checks all 2^32 float32 inputs).
+#include "kernels/cpu/bf16_convert.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/parallel.h"
+
+namespace mpitron::kernels::cpu {
+namespace {
+
+#if defined(__AVX512F__)
+constexpr std::size_t kLanes = 16;
+#elif defined(__AVX__)
+constexpr std::size_t kLanes = 8;
+#else
+constexpr std::size_t kLanes = 4;
+#endif
+
+using Words = std::uint32_t __attribute__((vector_size(kLanes * sizeof(std::uint32_t))));
+using Halves = std::uint16_t __attribute__((vector_size(kLanes * sizeof(std::uint16_t))));
+
+// float_to_bf16_bits on every lane of u (the floats' bits).
+Halves round_lanes(Words u) {
+  const auto is_nan = (u & 0x7FFFFFFFu) > 0x7F800000u;
+  const Words quiet_nan = (u >> 16) | 0x0040u;
+  const Words rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  return __builtin_convertvector(is_nan ? quiet_nan : rounded, Halves);
+}
+
+}  // namespace
+
+void round_to_bf16(const float* in, bf16* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Words u;
+    std::memcpy(&u, in + i, sizeof u);
+    const Halves h = round_lanes(u);
+    std::memcpy(out + i, &h, sizeof h);
+  }
+  for (; i < n; ++i)
+    out[i] = to_bf16(in[i]);
+}
+
+void widen_bf16(const bf16* in, float* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Halves h;
+    std::memcpy(&h, in + i, sizeof h);
+    const Words u = __builtin_convertvector(h, Words) << 16;
+    std::memcpy(out + i, &u, sizeof u);
+  }
+  for (; i < n; ++i)
+    out[i] = bf16_to_float(in[i]);
+}
+
+void Bf16Convert::convert_to_bf16(const float* in, bf16* out, std::size_t n) {
+  parallel_chunks(n, kElementChunk, [&](std::size_t begin, std::size_t end) {
+    round_to_bf16(in + begin, out + begin, end - begin);
+  });
+}
+
+void Bf16Convert::convert_to_float(const bf16* in, float* out, std::size_t n) {
+  parallel_chunks(n, kElementChunk, [&](std::size_t begin, std::size_t end) {
+    widen_bf16(in + begin, out + begin, end - begin);
+  });
+}
+
+}  // namespace mpitron::kernels::cpu

@@ -1,0 +1,28 @@
+// The CPU loops between float32 and bfloat16 buffers: the rule of kernels/bf16.h in vectors.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/bf16.h"
+
+namespace mpitron::kernels::cpu {
+
+/// out[i] = to_bf16(in[i]) for i < n on the calling thread: whole vectors of the width the file
+/// is compiled for (16 lanes with AVX-512, 8 with AVX2) apply float_to_bf16_bits's integer steps
+/// lane-wise, the tail calls it, so every element has the scalar rule's bits.
+void round_to_bf16(const float* in, bf16* out, std::size_t n);
+
+/// out[i] = bf16_to_float(in[i]) for i < n on the calling thread, exactly (16-bit shifts in
+/// vectors).
+void widen_bf16(const bf16* in, float* out, std::size_t n);
+
+struct Bf16Convert {
+  /// round_to_bf16 (round to nearest even; NaN, inf, overflow and denormals as bf16.h states) on
+  /// cpu_threads() threads in chunks of kElementChunk (parallel.h).
+  static void convert_to_bf16(const float* in, bf16* out, std::size_t n);
+
+  /// widen_bf16 (exact) on threads as convert_to_bf16.
+  static void convert_to_float(const bf16* in, float* out, std::size_t n);
+};
+
+}  // namespace mpitron::kernels::cpu
