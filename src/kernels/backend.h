@@ -65,6 +65,10 @@ class Backend {
                             std::size_t n, std::size_t k, double alpha, const Buffer& a,
                             std::size_t stride_a, const Buffer& b, std::size_t stride_b,
                             double beta, Buffer& c, std::size_t stride_c) = 0;
+  /// a, b bfloat16, c float32 or bfloat16 (ops.cpp checked them); m, n > 0 here.
+  virtual void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                         double alpha, const Buffer& a, const Buffer& b, double beta,
+                         Buffer& c) = 0;
   virtual void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias,
                                   std::size_t cols, double eps, Buffer& y, Buffer& mean,
                                   Buffer& rstd) = 0;

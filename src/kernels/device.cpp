@@ -53,7 +53,8 @@ std::string to_string(DType dtype) {
 
 void reject_bf16(const std::string& what) {
   throw std::logic_error("kernels: a bfloat16 buffer reached " + what +
-                         " (bfloat16 buffers are only copied and converted with kernels::convert)");
+                         " (bfloat16 buffers are only copied, converted with kernels::convert and "
+                         "multiplied with kernels::gemm_bf16)");
 }
 
 Buffer::Buffer(std::size_t numel, DType dtype, Device device)

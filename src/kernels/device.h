@@ -17,10 +17,10 @@ enum class Device { cpu, cuda };
 /// int32 / int64 for token ids and targets, bf16 (bfloat16, kernels/bf16.h) for mixed precision.
 /// Integer buffers can be allocated, copied, filled and moved by the layout ops (fill, transpose,
 /// copy_rows) and read as indices (embedding, cross-entropy); every arithmetic op rejects them.
-/// bfloat16 buffers are storage: they can be allocated, copied (copy, copy_bytes, Buffer::to)
-/// and converted to and from float32 (kernels::convert); every other op rejects them with an error
-/// naming bfloat16. The enumerators' order is their number in point-to-point shape headers, so new
-/// ones go last.
+/// bfloat16 buffers are storage: they can be allocated, copied (copy, copy_bytes, Buffer::to),
+/// converted to and from float32 (kernels::convert) and multiplied (kernels::gemm_bf16); every
+/// other op rejects them with an error naming bfloat16. The enumerators' order is their number
+/// in point-to-point shape headers, so new ones go last.
 enum class DType { f32, f64, i32, i64, bf16 };
 
 /// Bytes per element of `dtype` (2 for bf16, 4 for f32/i32, 8 for f64/i64).

@@ -226,6 +226,29 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
                beta, c, stride_c);
 }
 
+void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+               double alpha, const Buffer& a, const Buffer& b, double beta, Buffer& c) {
+  for (const Arg& arg : {Arg{"a", a}, Arg{"b", b}}) {
+    if (arg.buffer.dtype() != DType::bf16) {
+      fail("gemm_bf16",
+           std::string(arg.name) + " is " + to_string(arg.buffer.dtype()) + ", expected bfloat16");
+    }
+  }
+  if (c.dtype() != DType::f32 && c.dtype() != DType::bf16) {
+    fail("gemm_bf16", "c is " + to_string(c.dtype()) + ", expected float32 or bfloat16");
+  }
+  if (a.device() != c.device() || b.device() != c.device()) {
+    fail("gemm_bf16", "a is on " + to_string(a.device()) + ", b on " + to_string(b.device()) +
+                          " and c on " + to_string(c.device()));
+  }
+  expect_distinct("gemm_bf16", {"c", c}, {"a", a});
+  expect_distinct("gemm_bf16", {"c", c}, {"b", b});
+  expect_numel("gemm_bf16", {"a", a}, m * k, "m * k");
+  expect_numel("gemm_bf16", {"b", b}, k * n, "k * n");
+  expect_numel("gemm_bf16", {"c", c}, m * n, "m * n");
+  if (m * n != 0) backend(c.device()).gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+}
+
 void convert(const Buffer& src, Buffer& dst) {
   const DType from = src.dtype(), to = dst.dtype();
   if (!((from == DType::f32 && to == DType::bf16) || (from == DType::bf16 && to == DType::f32))) {

@@ -6,7 +6,7 @@
 //   std::invalid_argument names the op and the offending buffers' devices/dtypes. The dtype is
 //   float32 or float64, except for fill, transpose and copy_rows (any dtype but bfloat16,
 //   integers included), for the index arguments (`indices`, `targets`: int32 or int64) of the
-//   embedding and cross-entropy ops, and for convert (float32 and bfloat16); an
+//   embedding and cross-entropy ops, and for convert and gemm_bf16 (bfloat16 and float32); an
 //   integer or bfloat16 buffer anywhere else is std::invalid_argument naming the op and dtype.
 // - Sizes are element counts. A size that does not match a buffer's numel throws
 //   std::invalid_argument naming the op and both sizes.
@@ -140,6 +140,39 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
                   std::size_t k, double alpha, const Buffer& a, std::size_t stride_a,
                   const Buffer& b, std::size_t stride_b, double beta, Buffer& c,
                   std::size_t stride_c);
+
+/// Mixed-precision row-major GEMM: C[m, n] = alpha op(A) op(B) + beta C with bfloat16 A and B
+/// (shapes and transposes as `gemm`) and C float32 or bfloat16. The products of bfloat16 values
+/// are exact in float32 and are summed in float32; a float32 C receives that sum (beta = 1,
+/// alpha = 1 is the weight-gradient accumulation C += A B into a float32 main gradient), a
+/// bfloat16 C the float32 result alpha * sum + beta C rounded once per element (bf16.h). beta = 0
+/// ignores C's old contents. On the CPU: mpitron's packed GEMM whatever the --gemm provider, on
+/// the path bf16_gemm_path() names (each path gives the same bits at any thread count); on
+/// CUDA: cuBLAS (cublasGemmEx, float32 compute). On the CPU the error of an element against the
+/// exact alpha op(A) op(B) + beta C of the bfloat16 inputs is at most gamma_r (|alpha| sum_p
+/// |a_ip b_pj| + |beta c_ij|) for a float32 C, r = k + ceil(k / 256) + 2 roundings of unit
+/// u = 2^-24 (k terms in passes of 256), gamma_r = r u / (1 - r u) (Higham, "Accuracy and
+/// Stability of Numerical Algorithms", 2nd ed., sec. 3.1; tests/kernels/test_bf16_gemm.cpp
+/// derives it), and for a bfloat16 C that bound times (1 + 2^-8) plus 2^-8 of the exact value;
+/// cuBLAS obeys it with u = 2^-23 (its tensor cores may add rounding toward zero). Throws
+/// std::invalid_argument when a or b is not bfloat16, c is neither float32 nor bfloat16, the
+/// devices differ, c aliases a or b, or a size does not match.
+void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+               double alpha, const Buffer& a, const Buffer& b, double beta, Buffer& c);
+
+/// How the CPU bfloat16 GEMM multiplies: `avx512bf16`, mpitron's micro-kernel on the VDPBF16PS
+/// instruction (operands packed in pairs along k, never widened), where the CPU has AVX512-BF16;
+/// else `convert_at_pack`, the float32 packed GEMM on operands widened to float32 as they are
+/// packed. They differ in bits: VDPBF16PS treats bfloat16 denormal inputs and float32 denormal
+/// results as zero and rounds after each pair of products (cpu/packed_gemm_bf16.h).
+enum class Bf16GemmPath { convert_at_pack, avx512bf16 };
+
+/// avx512bf16 when this CPU reports AVX512-BF16 (cpuid leaf 7 subleaf 1, EAX bit 5, with
+/// AVX512F), else convert_at_pack. Asked once per process.
+Bf16GemmPath bf16_gemm_path();
+
+/// "convert-at-pack fp32" or "avx512bf16".
+std::string to_string(Bf16GemmPath path);
 
 /// Swaps two dims: x viewed as [outer, d1, mid, d2, inner] is written to y as
 /// [outer, d2, mid, d1, inner]. Any row-major transpose of two dims has this form (e.g.

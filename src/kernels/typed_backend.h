@@ -143,6 +143,19 @@ class TypedBackend : public Backend {
     });
   }
 
+  void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                 double alpha, const Buffer& a, const Buffer& b, double beta, Buffer& c) override {
+    const auto multiply = [&](auto* out) {
+      K::gemm_bf16(trans_a, trans_b, m, n, k, static_cast<float>(alpha), in<bf16>(a), in<bf16>(b),
+                   static_cast<float>(beta), out);
+    };
+    if (c.dtype() == DType::bf16) {
+      multiply(out<bf16>(c));
+    } else {
+      multiply(out<float>(c));
+    }
+  }
+
   void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias,
                           std::size_t cols, double eps, Buffer& y, Buffer& mean,
                           Buffer& rstd) override {

@@ -278,6 +278,14 @@ TEST(Bf16Dtype, OpsThatDoNotTakeItSayBfloat16) {
   expect_invalid([&] { kernels::convert(f, f); }, "src is float32 and dst float32");
   expect_invalid([&] { kernels::convert(d, h); }, "src is float64 and dst bfloat16");
   expect_invalid([&] { kernels::convert(h, out); }, "src is bfloat16 and dst bfloat16");
+  expect_invalid([&] { kernels::gemm_bf16(false, false, 2, 2, 2, 1.0, f, h2, 0.0, out); },
+                 "a is float32, expected bfloat16");
+  expect_invalid([&] { kernels::gemm_bf16(false, false, 2, 2, 2, 1.0, h, h2, 0.0, d); },
+                 "c is float64, expected float32 or bfloat16");
+  expect_invalid([&] { kernels::gemm_bf16(false, false, 2, 2, 2, 1.0, h, h2, 0.0, h); },
+                 "c may not alias a");
+  expect_invalid([&] { kernels::gemm_bf16(false, false, 2, 1, 2, 1.0, h, h2, 0.0, f); },
+                 "b has 4 elements, expected 2");
   Buffer indices = bf16_buffer({0, 1});
   Buffer table(4, DType::f32, Device::cpu), rows(4, DType::f32, Device::cpu);
   expect_invalid([&] { kernels::embedding_forward(table, 2, indices, 0, rows); },

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/packed_gemm_bf16.h"
 #include "kernels/ops.h"
 
 #if MPITRON_HAVE_BLAS
@@ -210,6 +211,22 @@ struct Product {
   }
 };
 
+// run(t) for every tile t < tiles, on up to `threads` threads (dynamic schedule), or on the
+// calling thread without an OpenMP region when one thread or tile.
+template <class Run>
+void run_tiles(std::size_t threads, std::size_t tiles, Run run) {
+  if (threads == 1 || tiles <= 1) {
+    for (std::size_t t = 0; t < tiles; ++t)
+      run(t);
+    return;
+  }
+  const auto count = static_cast<std::int64_t>(tiles);
+#pragma omp parallel for num_threads(static_cast <int>(std::min <std::int64_t>(threads, count))) \
+    schedule(dynamic)
+  for (std::int64_t t = 0; t < count; ++t)
+    run(static_cast<std::size_t>(t));
+}
+
 // The provider, first read from MPITRON_GEMM. (Every GEMM asks cpu_threads() before calling a
 // provider, which sets the providers' own thread counts to 1 first: threads.cpp.)
 GemmProvider& provider_state() {
@@ -240,22 +257,31 @@ void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size
   // Products of a batch go to the threads whole while there are enough of them.
   const std::size_t wanted = batch == 0 ? 1 : (threads + batch - 1) / batch;
   const Grid grid = Grid::of(m, n, k, wanted, column_step<T>(provider, n));
-  const auto tiles = static_cast<std::int64_t>(batch * grid.tiles());
-  const auto run = [&](std::size_t t) {
+  run_tiles(threads, batch * grid.tiles(), [&](std::size_t t) {
     const std::size_t i = t / grid.tiles(), tile = t % grid.tiles();
     product.block(grid.rows.part(tile / grid.columns.count),
                   grid.columns.part(tile % grid.columns.count), a + i * stride_a, b + i * stride_b,
                   c + i * stride_c, provider);
-  };
-  if (threads == 1 || tiles <= 1) {  // the calls of one thread, without an OpenMP region
-    for (std::int64_t t = 0; t < tiles; ++t)
-      run(static_cast<std::size_t>(t));
-    return;
-  }
-#pragma omp parallel for num_threads(static_cast <int>(std::min <std::int64_t>(threads, tiles))) \
-    schedule(dynamic)
-  for (std::int64_t t = 0; t < tiles; ++t)
-    run(static_cast<std::size_t>(t));
+  });
+}
+
+template <class Out>
+void Gemm::gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                     float alpha, const bf16* a, const bf16* b, float beta, Out* c) {
+  const Bf16Kernel kernel = bf16_gemm_path() == Bf16GemmPath::avx512bf16
+                                ? Bf16Kernel::avx512bf16
+                                : Bf16Kernel::convert_at_pack;
+  const auto threads = static_cast<std::size_t>(cpu_threads());
+  const Grid grid = Grid::of(m, n, k, threads, kTileColumns);
+  const std::size_t lda = trans_a ? m : k, ldb = trans_b ? k : n;
+  run_tiles(threads, grid.tiles(), [&](std::size_t t) {
+    const Range rows = grid.rows.part(t / grid.columns.count);
+    const Range cols = grid.columns.part(t % grid.columns.count);
+    packed_gemm_bf16(kernel, trans_a, trans_b, rows.end - rows.begin, cols.end - cols.begin, k,
+                     alpha, a + (trans_a ? rows.begin : rows.begin * k), lda,
+                     b + (trans_b ? cols.begin * k : cols.begin), ldb, beta,
+                     c + rows.begin * n + cols.begin, n);
+  });
 }
 
 template void Gemm::gemm_batched<float>(bool, bool, std::size_t, std::size_t, std::size_t,
@@ -264,6 +290,10 @@ template void Gemm::gemm_batched<float>(bool, bool, std::size_t, std::size_t, st
 template void Gemm::gemm_batched<double>(bool, bool, std::size_t, std::size_t, std::size_t,
                                          std::size_t, double, const double*, std::size_t,
                                          const double*, std::size_t, double, double*, std::size_t);
+template void Gemm::gemm_bf16<float>(bool, bool, std::size_t, std::size_t, std::size_t, float,
+                                     const bf16*, const bf16*, float, float*);
+template void Gemm::gemm_bf16<bf16>(bool, bool, std::size_t, std::size_t, std::size_t, float,
+                                    const bf16*, const bf16*, float, bf16*);
 
 }  // namespace mpitron::kernels::cpu
 
@@ -313,6 +343,14 @@ GemmProvider parse_gemm_provider(const std::string& text) {
   }
   throw std::invalid_argument("GEMM provider '" + text +
                               "' is not one of: auto, eigen, blas, mpitron");
+}
+
+Bf16GemmPath bf16_gemm_path() {
+  return cpu::cpu_has_avx512_bf16() ? Bf16GemmPath::avx512bf16 : Bf16GemmPath::convert_at_pack;
+}
+
+std::string to_string(Bf16GemmPath path) {
+  return path == Bf16GemmPath::avx512bf16 ? "avx512bf16" : "convert-at-pack fp32";
 }
 
 }  // namespace mpitron::kernels

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 
+#include "kernels/bf16.h"
+
 namespace mpitron::kernels::cpu {
 
 /// `batch` row-major products C_i[m, n] = alpha op(A_i) op(B_i) + beta C_i with A_i at
@@ -17,6 +19,15 @@ struct Gemm {
   static void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
                            std::size_t n, std::size_t k, T alpha, const T* a, std::size_t stride_a,
                            const T* b, std::size_t stride_b, T beta, T* c, std::size_t stride_c);
+
+  /// Row-major C[m, n] = alpha op(A) op(B) + beta C with bfloat16 A and B (stored as in
+  /// gemm_batched) and Out = float or bf16 (kernels::gemm_bf16), by mpitron's packed bfloat16
+  /// GEMM on bf16_gemm_path()'s kernel whatever the provider; at cpu_threads() > 1 cut into the
+  /// tiles of a float32 product of the same sizes under the mpitron provider, so C has the same
+  /// bits for any thread count.
+  template <class Out>
+  static void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                        float alpha, const bf16* a, const bf16* b, float beta, Out* c);
 };
 
 /// Sets the BLAS provider's own thread count (OpenBLAS keeps a thread pool of its own; mpitron

@@ -14,8 +14,11 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "kernels/cpu/bf16_convert.h"
 
 namespace mpitron::kernels::cpu {
 namespace {
@@ -177,13 +180,49 @@ static_assert(!rows_share_l1_sets(kPaddedDepth));
 // Eight floats, whatever the width of Vec (the 8 x 8 transposes of pack_b).
 using Vec8 = float __attribute__((vector_size(8 * sizeof(float))));
 using Index8 = int __attribute__((vector_size(8 * sizeof(int))));
+using Words8 = std::uint32_t __attribute__((vector_size(8 * sizeof(std::uint32_t))));
+using Halves8 = std::uint16_t __attribute__((vector_size(8 * sizeof(std::uint16_t))));
 
-// out[p * ldo + j] = in[j * ldi + p] for j, p < 8: pairs interleaved, then pairs of pairs, then
-// halves, in registers.
-void transpose8(const float* in, std::size_t ldi, float* out, std::size_t ldo) {
+// Eight floats at p, or the eight bfloat16 at p widened to float32 (exactly: 16-bit shifts).
+Vec8 load8(const float* p) {
+  return load<Vec8>(p);
+}
+
+Vec8 load8(const bf16* p) {
+  Halves8 h;
+  std::memcpy(&h, p, sizeof h);
+  const Words8 u = __builtin_convertvector(h, Words8) << 16;
+  Vec8 v;
+  std::memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+// in[0, count) as float32 at out: the packing's one conversion of a bfloat16 operand (a copy for
+// float32).
+void widen(const float* in, std::size_t count, float* out) {
+  std::memcpy(out, in, count * sizeof(float));
+}
+
+void widen(const bf16* in, std::size_t count, float* out) {
+  widen_bf16(in, out, count);
+}
+
+// One element as float32.
+float as_float(float x) {
+  return x;
+}
+
+float as_float(bf16 x) {
+  return bf16_to_float(x);
+}
+
+// out[p * ldo + j] = in[j * ldi + p] for j, p < 8 (as float32): pairs interleaved, then pairs of
+// pairs, then halves, in registers.
+template <class In>
+void transpose8(const In* in, std::size_t ldi, float* out, std::size_t ldo) {
   Vec8 row[8], pair[8], quad[8];
   for (std::size_t j = 0; j < 8; ++j)
-    row[j] = load<Vec8>(in + j * ldi);
+    row[j] = load8(in + j * ldi);
   for (std::size_t j = 0; j < 8; j += 2) {
     pair[j] = __builtin_shuffle(row[j], row[j + 1], Index8{0, 8, 1, 9, 4, 12, 5, 13});
     pair[j + 1] = __builtin_shuffle(row[j], row[j + 1], Index8{2, 10, 3, 11, 6, 14, 7, 15});
@@ -203,13 +242,14 @@ void transpose8(const float* in, std::size_t ldi, float* out, std::size_t ldo) {
   }
 }
 
-// out[0, count) = in[0, count) for count <= kMax, as fixed-size moves when count is kMax.
-template <std::size_t kMax>
-void copy_short(const float* in, std::size_t count, float* out) {
+// out[0, count) = in[0, count) as float32 for count <= kMax, as fixed-size moves when count is
+// kMax.
+template <std::size_t kMax, class In>
+void copy_short(const In* in, std::size_t count, float* out) {
   if (count == kMax) {
-    std::memcpy(out, in, kMax * sizeof(float));
+    widen(in, kMax, out);
   } else {
-    std::copy_n(in, count, out);
+    widen(in, count, out);
   }
 }
 
@@ -218,11 +258,13 @@ void copy_short(const float* in, std::size_t count, float* out) {
 // row-fastest (a last panel of fewer rows leaves the others unset: its tile kernel reads only its
 // own rows). A is read a row at a time, `rows` contiguous floats, rather than kRows floats per row
 // one panel after another (with the rows of A copied below: fc dW and fc dx of the train example
-// at 4096 tokens, from memory, 81-90 -> 87-94 and 71-79 -> 86 GFLOP/s on a Zen 4).
-void pack_transposed_a(const float* a, std::size_t lda, std::size_t first_row, std::size_t rows,
+// at 4096 tokens, from memory, 81-90 -> 87-94 and 71-79 -> 86 GFLOP/s on a Zen 4). In is float
+// or bf16 (widened to float32 here, once per element of the block).
+template <class In>
+void pack_transposed_a(const In* a, std::size_t lda, std::size_t first_row, std::size_t rows,
                        std::size_t first_k, std::size_t depth, float* out) {
   for (std::size_t p = 0; p < depth; ++p) {
-    const float* src = a + (first_k + p) * lda + first_row;
+    const In* src = a + (first_k + p) * lda + first_row;
     for (std::size_t s = 0; s < rows; s += kRows)
       copy_short<kRows>(src + s, std::min(kRows, rows - s), out + s * depth + p * kRows);
   }
@@ -230,17 +272,20 @@ void pack_transposed_a(const float* a, std::size_t lda, std::size_t first_row, s
 
 // Rows [first_row, first_row + rows) of row-major A, terms [first_k, first_k + depth), copied to
 // rows kPaddedDepth floats apart in `out`: the tile kernels then read them in place without the
-// L1 conflicts of rows_share_l1_sets(lda).
-void copy_a_rows(const float* a, std::size_t lda, std::size_t first_row, std::size_t rows,
+// L1 conflicts of rows_share_l1_sets(lda), and as float32 when In is bf16.
+template <class In>
+void copy_a_rows(const In* a, std::size_t lda, std::size_t first_row, std::size_t rows,
                  std::size_t first_k, std::size_t depth, float* out) {
   for (std::size_t i = 0; i < rows; ++i)
-    std::memcpy(out + i * kPaddedDepth, a + (first_row + i) * lda + first_k, depth * sizeof(float));
+    widen(a + (first_row + i) * lda + first_k, depth, out + i * kPaddedDepth);
 }
 
 // op(B)[first_k + p, first_col + j] for p < depth, j < cols, as micro-panels of kColumns
 // columns: panel s holds depth x kColumns floats, column-fastest, zero past the last column. B
-// that is not transposed is read a row at a time, as pack_transposed_a reads A.
-void pack_b(bool trans, const float* b, std::size_t ldb, std::size_t first_k, std::size_t depth,
+// that is not transposed is read a row at a time, as pack_transposed_a reads A. bf16 is widened
+// to float32 here.
+template <class In>
+void pack_b(bool trans, const In* b, std::size_t ldb, std::size_t first_k, std::size_t depth,
             std::size_t first_col, std::size_t cols, float* out) {
   if (cols % kColumns != 0) {
     float* last = out + cols / kColumns * depth * kColumns;
@@ -248,7 +293,7 @@ void pack_b(bool trans, const float* b, std::size_t ldb, std::size_t first_k, st
   }
   if (!trans) {  // op(B)[q, j] = b[q * ldb + j]
     for (std::size_t p = 0; p < depth; ++p) {
-      const float* src = b + (first_k + p) * ldb + first_col;
+      const In* src = b + (first_k + p) * ldb + first_col;
       for (std::size_t s = 0; s < cols; s += kColumns)
         copy_short<kColumns>(src + s, std::min(kColumns, cols - s), out + s * depth + p * kColumns);
     }
@@ -262,9 +307,9 @@ void pack_b(bool trans, const float* b, std::size_t ldb, std::size_t first_k, st
       for (std::size_t j = 0; j < kColumns; j += 8)
         transpose8(b + (j0 + j) * ldb + first_k + p, ldb, out + p * kColumns + j, kColumns);
     for (std::size_t j = 0; j < width; ++j) {
-      const float* src = b + (j0 + j) * ldb + first_k;
+      const In* src = b + (j0 + j) * ldb + first_k;
       for (std::size_t p = full; p < depth; ++p)
-        out[p * kColumns + j] = src[p];
+        out[p * kColumns + j] = as_float(src[p]);
     }
   }
 }
@@ -277,27 +322,20 @@ struct Scratch {
         b(((kPanelColumns + kColumns - 1) / kColumns) * kColumns * kDepth) {}
 };
 
-}  // namespace
-
-PackedGemmShape packed_gemm_shape() {
-  return {kVector, kRows, kColumns, kDepth};
-}
-
-void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
-                  float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
-                  float beta, float* c, std::size_t ldc) {
+// packed_sgemm, or packed_gemm_bf16_converted with In = bf16: the operands are widened to
+// float32 as they are packed, and row-major bfloat16 A is always copied (widened), never read in
+// place. Copied or in place, A gives the same bits, so bfloat16 inputs give the bits of
+// packed_sgemm on their float32 values.
+template <class In>
+void packed_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                 float alpha, const In* a, std::size_t lda, const In* b, std::size_t ldb,
+                 float beta, float* c, std::size_t ldc) {
   if (m == 0 || n == 0) return;
-  if (k == 0 || (beta != 0.0f && beta != 1.0f)) {  // C = beta C first; then passes add to C
-    for (std::size_t i = 0; i < m; ++i)
-      for (std::size_t j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    if (k == 0) return;
-    beta = 1.0f;
-  }
+  if (!scale_c_first(m, n, k, beta, c, ldc)) return;
   thread_local Scratch scratch;
-  // Row-major A is read in place, or from a copy of its rows where they share L1 sets;
-  // transposed A is packed.
-  const bool copies_a = !trans_a && rows_share_l1_sets(lda);
+  // Row-major A is read in place, or from a copy of its rows where they share L1 sets or are
+  // bfloat16; transposed A is packed.
+  const bool copies_a = !trans_a && (std::is_same_v<In, bf16> || rows_share_l1_sets(lda));
   const std::size_t a_stride = copies_a ? kPaddedDepth : lda;
   for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
     const std::size_t nc = std::min(kPanelColumns, n - jc);
@@ -309,7 +347,10 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
         const std::size_t mc = std::min(kBlockRows, m - ic);
         if (trans_a) pack_transposed_a(a, lda, ic, mc, pc, kc, scratch.a.data());
         if (copies_a) copy_a_rows(a, lda, ic, mc, pc, kc, scratch.a.data());
-        const float* a_rows = copies_a ? scratch.a.data() : a + ic * lda + pc;
+        const float* a_rows = scratch.a.data();
+        if constexpr (std::is_same_v<In, float>) {
+          if (!copies_a) a_rows = a + ic * lda + pc;
+        }
         for (std::size_t jr = 0; jr < nc; jr += kColumns) {
           const float* bp = scratch.b.data() + jr * kc;
           for (std::size_t ir = 0; ir < mc; ir += kRows) {
@@ -327,6 +368,35 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
       }
     }
   }
+}
+
+}  // namespace
+
+PackedGemmShape packed_gemm_shape() {
+  return {kVector, kRows, kColumns, kDepth};
+}
+
+bool scale_c_first(std::size_t m, std::size_t n, std::size_t k, float& beta, float* c,
+                   std::size_t ldc) {
+  if (k != 0 && (beta == 0.0f || beta == 1.0f)) return true;
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+  beta = 1.0f;
+  return k != 0;
+}
+
+void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                  float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
+                  float beta, float* c, std::size_t ldc) {
+  packed_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void packed_gemm_bf16_converted(bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                                std::size_t k, float alpha, const bf16* a, std::size_t lda,
+                                const bf16* b, std::size_t ldb, float beta, float* c,
+                                std::size_t ldc) {
+  packed_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace mpitron::kernels::cpu

@@ -1,7 +1,10 @@
-// mpitron's own float32 GEMM: packed panels and a register-blocked micro-kernel.
+// mpitron's own float32 GEMM: packed panels and a register-blocked micro-kernel; with bfloat16
+// operands widened to float32 as they are packed, the portable path of the bfloat16 GEMM.
 #pragma once
 
 #include <cstddef>
+
+#include "kernels/bf16.h"
 
 namespace mpitron::kernels::cpu {
 
@@ -31,5 +34,21 @@ PackedGemmShape packed_gemm_shape();
 void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                   float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
                   float beta, float* c, std::size_t ldc);
+
+/// packed_sgemm with bfloat16 A and B: every element is widened to float32 (exactly) as it is
+/// packed, and the float32 micro-kernel sums the products in float32, so C has the bits of
+/// packed_sgemm on the float32 values of A and B (tests/kernels/test_bf16_gemm.cpp checks it). C
+/// is float32, accumulated into when beta = 1 (C += alpha op(A) op(B)). Arguments as
+/// packed_sgemm; runs on any x86-64 (the portable path of cpu/packed_gemm_bf16.h).
+void packed_gemm_bf16_converted(bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                                std::size_t k, float alpha, const bf16* a, std::size_t lda,
+                                const bf16* b, std::size_t ldb, float beta, float* c,
+                                std::size_t ldc);
+
+/// The first step of the packed GEMMs on C[m, n] (row stride ldc): C = beta C unless beta is 0 or
+/// 1 (beta 0 stores zeros only when k = 0, so C is never read then), after which `beta` is 1 for
+/// the passes. Returns false when k = 0: C = beta C is then the whole product.
+bool scale_c_first(std::size_t m, std::size_t n, std::size_t k, float& beta, float* c,
+                   std::size_t ldc);
 
 }  // namespace mpitron::kernels::cpu

@@ -2,9 +2,11 @@
 // memory as a column-major [c, r] one, i.e. its transpose. So C = op(A) op(B) row-major is
 // computed as the column-major C^T = op(B)^T op(A)^T: swap A and B, keep the op flags, and pass
 // the leading dimensions of the stored (row-major) matrices.
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/kernels.h"
@@ -64,6 +66,27 @@ void Kernels::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::s
       narrow<long long>(stride_a, "stride_a"), &beta, c, narrow<int>(n, "n"),
       narrow<long long>(stride_c, "stride_c"), narrow<int>(batch, "batch")));
 }
+
+// The same transpose identity through cublasGemmEx: C^T = op(B)^T op(A)^T, A and B CUDA_R_16BF,
+// C CUDA_R_32F or CUDA_R_16BF, products summed in float32 (CUBLAS_COMPUTE_32F; cuBLAS rounds a
+// bfloat16 C once, from its float32 result).
+template <class Out>
+void Kernels::gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                        float alpha, const bf16* a, const bf16* b, float beta, Out* c) {
+  const std::size_t lda = std::max<std::size_t>(trans_a ? m : k, 1);
+  const std::size_t ldb = std::max<std::size_t>(trans_b ? k : n, 1);
+  const cudaDataType_t c_type = std::is_same_v<Out, bf16> ? CUDA_R_16BF : CUDA_R_32F;
+  MPITRON_CUDA_CHECK(cublasGemmEx(
+      handle(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+      narrow<int>(n, "n"), narrow<int>(m, "m"), narrow<int>(k, "k"), &alpha, b, CUDA_R_16BF,
+      narrow<int>(ldb, "ldb"), a, CUDA_R_16BF, narrow<int>(lda, "lda"), &beta, c, c_type,
+      narrow<int>(n, "n"), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+template void Kernels::gemm_bf16<float>(bool, bool, std::size_t, std::size_t, std::size_t, float,
+                                        const bf16*, const bf16*, float, float*);
+template void Kernels::gemm_bf16<bf16>(bool, bool, std::size_t, std::size_t, std::size_t, float,
+                                       const bf16*, const bf16*, float, bf16*);
 
 template void Kernels::gemm_batched<float>(bool, bool, std::size_t, std::size_t, std::size_t,
                                            std::size_t, float, const float*, std::size_t,

@@ -147,6 +147,10 @@ struct Kernels {
   static void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
                            std::size_t n, std::size_t k, T alpha, const T* a, std::size_t stride_a,
                            const T* b, std::size_t stride_b, T beta, T* c, std::size_t stride_c);
+  // cublasGemmEx: bfloat16 A and B, Out = float or bf16, float32 compute (CUBLAS_COMPUTE_32F).
+  template <class Out>
+  static void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                        float alpha, const bf16* a, const bf16* b, float beta, Out* c);
 };
 
 }  // namespace mpitron::kernels::cuda

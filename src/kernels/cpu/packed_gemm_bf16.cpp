@@ -1,0 +1,264 @@
+// The bfloat16 GEMM's pair path and the choice of path. VDPBF16PS multiplies, per 32-bit lane, a
+// pair of bfloat16 values of one operand with a pair of the other and adds both products to a
+// float32 lane of the accumulator; so both operands are packed in pairs along k, one 32-bit
+// word per pair (the term 2q in the low half, 2q + 1 in the high half, as the instruction reads
+// them):
+// - op(B) in micro-panels of kPairColumns = 32 columns: panel s holds pairs x 32 words, the word
+//   of pair q and column j at q * 32 + j: two zmm registers per pair, one lane per column of C;
+// - op(A) in micro-panels of kPairRows = 12 rows: pairs x 12 words, the word of pair q and row r
+//   at q * 12 + r, broadcast to every lane of a zmm register.
+// Missing columns, rows and the second term of an odd last pair are zero. The micro-kernel keeps
+// a 12 x 32 tile of C in 24 zmm accumulators through one pass of k (kDepth terms, kDepth / 2
+// pairs); the blocking loops are those of packed_gemm.cpp. Which path runs is chosen at run time
+// (cpu_has_avx512_bf16): the kernel is compiled for AVX512-BF16 by a function-level target
+// attribute, so the build needs no flag and the rest of the library runs on any x86-64.
+#include "kernels/cpu/packed_gemm_bf16.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/bf16_convert.h"
+#include "kernels/cpu/packed_gemm.h"
+
+namespace mpitron::kernels::cpu {
+namespace {
+
+constexpr std::size_t kPairRows = 12;
+constexpr std::size_t kPairColumns = 32;  // two zmm of 16 float32 lanes
+constexpr std::size_t kLanes = 16;
+constexpr std::size_t kDepth = 256;  // terms of k per pass: 128 pairs
+static_assert(kDepth % 2 == 0);
+// A block of 192 rows x 128 pairs of packed A (96 KiB, for L2); a panel of 128 pairs x 512
+// columns of packed B (256 KiB, for L3).
+constexpr std::size_t kBlockRows = 16 * kPairRows;
+constexpr std::size_t kPanelColumns = 512;
+
+// op(X)[outer, p] of a stored row-major bfloat16 matrix: X[outer, p] (stored with the k index
+// fastest) or X[p, outer]. op(A) is {a, lda, trans_a}; op(B)[p, j] is {b, ldb, !trans_b} at
+// (j, p).
+struct Operand {
+  const bf16* data;
+  std::size_t ld;
+  bool k_slow;  // X is stored [k, outer]
+
+  std::uint32_t bits(std::size_t outer, std::size_t p) const {
+    return (k_slow ? data[p * ld + outer] : data[outer * ld + p]).bits;
+  }
+};
+
+// The pairs of `count` rows (of op(A)) or columns (of op(B)) from `first` on, terms
+// [first_k, first_k + depth), in micro-panels of `width`: panel s at out + s * pairs * width,
+// the word of pair q and row or column r at q * width + r; zero past `count` and past `depth`.
+void pack_pairs(const Operand& x, std::size_t first, std::size_t count, std::size_t first_k,
+                std::size_t depth, std::size_t width, std::uint32_t* out) {
+  const std::size_t pairs = (depth + 1) / 2;
+  for (std::size_t s = 0; s < count; s += width, out += pairs * width) {
+    const std::size_t used = std::min(width, count - s);
+    for (std::size_t q = 0; q < pairs; ++q) {
+      const std::size_t p = first_k + 2 * q;
+      for (std::size_t r = 0; r < width; ++r) {
+        std::uint32_t word = 0;
+        if (r < used) {
+          word = x.bits(first + s + r, p);
+          if (2 * q + 1 < depth) word |= x.bits(first + s + r, p + 1) << 16;
+        }
+        out[q * width + r] = word;
+      }
+    }
+  }
+}
+
+// How a pass meets C, as packed_gemm.cpp's Update: C = alpha * pass, or the fused alpha * pass + C.
+struct Update {
+  float alpha;
+  bool overwrite;
+};
+
+// C[kTileRows, 32] (row stride ldc) updated with one pass of `pairs` pairs of a micro-panel of A
+// (its first kTileRows rows) and one of B, on VDPBF16PS.
+template <std::size_t kTileRows>
+__attribute__((target("avx512f,avx512bf16"))) void dpbf16_tile(std::size_t pairs,
+                                                               const std::uint32_t* ap,
+                                                               const std::uint32_t* bp, float* c,
+                                                               std::size_t ldc,
+                                                               const Update& update) {
+  __m512 sum[kTileRows][2];
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < kTileRows; ++r)
+    sum[r][0] = sum[r][1] = _mm512_setzero_ps();
+  for (std::size_t q = 0; q < pairs; ++q) {
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + kLanes);
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < kTileRows; ++r) {
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[r]));
+      sum[r][0] = _mm512_dpbf16_ps(sum[r][0], x, b0);
+      sum[r][1] = _mm512_dpbf16_ps(sum[r][1], x, b1);
+    }
+    ap += kPairRows;
+    bp += kPairColumns;
+  }
+  const __m512 alpha = _mm512_set1_ps(update.alpha);
+#pragma GCC unroll 16
+  for (std::size_t r = 0; r < kTileRows; ++r) {
+    for (std::size_t h = 0; h < 2; ++h) {
+      float* out = c + r * ldc + h * kLanes;
+      _mm512_storeu_ps(out, update.overwrite
+                                ? _mm512_mul_ps(alpha, sum[r][h])
+                                : _mm512_fmadd_ps(alpha, sum[r][h], _mm512_loadu_ps(out)));
+    }
+  }
+}
+
+template <std::size_t... kCounts>
+void dpbf16_rows(std::index_sequence<kCounts...>, std::size_t rows, std::size_t pairs,
+                 const std::uint32_t* ap, const std::uint32_t* bp, float* c, std::size_t ldc,
+                 const Update& update) {
+  (void)((rows == kCounts + 1 && (dpbf16_tile<kCounts + 1>(pairs, ap, bp, c, ldc, update), true)) ||
+         ...);
+}
+
+// x, or zero of its sign when x is a float32 denormal (DAZ on an input, FTZ on a result).
+float flush_denormal(float x) {
+  return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.0f, x) : x;
+}
+
+// The float32 value of the low (half 0) or high (half 1) bfloat16 of a pair word.
+float half_of(std::uint32_t word, int half) {
+  return bf16_to_float(bf16{static_cast<std::uint16_t>(word >> (16 * half))});
+}
+
+// dpbf16_tile's arithmetic, one lane at a time: per pair the high products, then the low ones,
+// each a float32 fused multiply-add with denormal inputs and results flushed.
+void dpbf16_tile_emulated(std::size_t rows, std::size_t pairs, const std::uint32_t* ap,
+                          const std::uint32_t* bp, float* c, std::size_t ldc,
+                          const Update& update) {
+  float sum[kPairRows][kPairColumns] = {};
+  for (std::size_t q = 0; q < pairs; ++q, ap += kPairRows, bp += kPairColumns) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      for (std::size_t j = 0; j < kPairColumns; ++j) {
+        float& acc = sum[r][j];
+        for (const int half : {1, 0}) {
+          acc = flush_denormal(std::fma(flush_denormal(half_of(ap[r], half)),
+                                        flush_denormal(half_of(bp[j], half)), flush_denormal(acc)));
+        }
+      }
+    }
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t j = 0; j < kPairColumns; ++j) {
+      float& out = c[r * ldc + j];
+      out = update.overwrite ? update.alpha * sum[r][j] : std::fma(update.alpha, sum[r][j], out);
+    }
+  }
+}
+
+// The tile of `rows` x `cols` (cols <= 32) of C at c: through a full-width copy in memory when
+// cols < 32, so every element meets the same arithmetic.
+void pair_tile(Bf16Kernel kernel, std::size_t rows, std::size_t cols, std::size_t pairs,
+               const std::uint32_t* ap, const std::uint32_t* bp, float* c, std::size_t ldc,
+               const Update& update) {
+  alignas(64) float tile[kPairRows * kPairColumns] = {};
+  float* target = c;
+  std::size_t ld = ldc;
+  if (cols < kPairColumns) {
+    for (std::size_t r = 0; r < rows; ++r)
+      std::copy(c + r * ldc, c + r * ldc + cols, tile + r * kPairColumns);
+    target = tile;
+    ld = kPairColumns;
+  }
+  if (kernel == Bf16Kernel::avx512bf16) {
+    dpbf16_rows(std::make_index_sequence<kPairRows>{}, rows, pairs, ap, bp, target, ld, update);
+  } else {
+    dpbf16_tile_emulated(rows, pairs, ap, bp, target, ld, update);
+  }
+  if (cols < kPairColumns) {
+    for (std::size_t r = 0; r < rows; ++r)
+      std::copy(tile + r * kPairColumns, tile + r * kPairColumns + cols, c + r * ldc);
+  }
+}
+
+// The thread's pair panels: one block of A and one panel of B.
+struct PairScratch {
+  std::vector<std::uint32_t> a, b;
+  PairScratch()
+      : a(kBlockRows * kDepth / 2),
+        b((kPanelColumns + kPairColumns - 1) / kPairColumns * kPairColumns * kDepth / 2) {}
+};
+
+// packed_gemm_bf16 with a pair kernel (the loops of packed_gemm.cpp over pair panels).
+void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+               std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
+               std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (!scale_c_first(m, n, k, beta, c, ldc)) return;
+  thread_local PairScratch scratch;
+  const Operand op_a{a, lda, trans_a}, op_b{b, ldb, !trans_b};
+  for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
+    const std::size_t nc = std::min(kPanelColumns, n - jc);
+    for (std::size_t pc = 0; pc < k; pc += kDepth) {
+      const std::size_t kc = std::min(kDepth, k - pc), pairs = (kc + 1) / 2;
+      const Update update{alpha, pc == 0 && beta == 0.0f};
+      pack_pairs(op_b, jc, nc, pc, kc, kPairColumns, scratch.b.data());
+      for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
+        const std::size_t mc = std::min(kBlockRows, m - ic);
+        pack_pairs(op_a, ic, mc, pc, kc, kPairRows, scratch.a.data());
+        for (std::size_t jr = 0; jr < nc; jr += kPairColumns) {
+          for (std::size_t ir = 0; ir < mc; ir += kPairRows) {
+            pair_tile(kernel, std::min(kPairRows, mc - ir), std::min(kPairColumns, nc - jr), pairs,
+                      scratch.a.data() + ir * pairs, scratch.b.data() + jr * pairs,
+                      c + (ic + ir) * ldc + jc + jr, ldc, update);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool cpu_has_avx512_bf16() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                      std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
+                      std::size_t ldb, float beta, float* c, std::size_t ldc) {
+  if (kernel == Bf16Kernel::convert_at_pack) {
+    packed_gemm_bf16_converted(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (kernel == Bf16Kernel::avx512bf16 && !cpu_has_avx512_bf16()) {
+    throw std::logic_error(
+        "kernels: the avx512bf16 GEMM kernel was asked for on a CPU without AVX512-BF16");
+  }
+  pair_gemm(kernel, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
+                      std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
+                      std::size_t ldb, float beta, bf16* c, std::size_t ldc) {
+  thread_local std::vector<float> workspace;
+  for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
+    const std::size_t width = std::min(kPanelColumns, n - jc);
+    if (workspace.size() < m * width) workspace.resize(m * width);
+    float* panel = workspace.data();
+    if (beta != 0.0f) {
+      for (std::size_t i = 0; i < m; ++i)
+        widen_bf16(c + i * ldc + jc, panel + i * width, width);
+    }
+    packed_gemm_bf16(kernel, trans_a, trans_b, m, width, k, alpha, a, lda,
+                     b + (trans_b ? jc * ldb : jc), ldb, beta, panel, width);
+    for (std::size_t i = 0; i < m; ++i)
+      round_to_bf16(panel + i * width, c + i * ldc + jc, width);
+  }
+}
+
+}  // namespace mpitron::kernels::cpu
