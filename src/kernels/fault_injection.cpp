@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 31> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 33> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -41,6 +41,8 @@ constexpr std::array<std::pair<const char*, Fault>, 31> kNames{{
     {"rms-norm-eps-outside-root", Fault::rms_norm_eps_outside_root},
     {"rotary-adjacent-pairs", Fault::rotary_adjacent_pairs},
     {"swiglu-grad-no-silu-term", Fault::swiglu_grad_no_silu_term},
+    {"bf16-round-truncates", Fault::bf16_round_truncates},
+    {"bf16-gemm-overwrites", Fault::bf16_gemm_overwrites},
 }};
 std::string fault_names() {
   std::string names;

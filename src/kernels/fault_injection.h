@@ -85,6 +85,13 @@ enum class Fault {
   /// the CPU SwiGLU backward takes silu's derivative as sigmoid(gate), dropping its
   /// gate sigmoid (1 - sigmoid) term.
   swiglu_grad_no_silu_term,
+  /// the CPU float32 -> bfloat16 loop (cpu::round_to_bf16) truncates instead of rounding to
+  /// nearest even: every value whose dropped half is above the midpoint comes out one bfloat16
+  /// ulp short.
+  bf16_round_truncates,
+  /// the CPU bfloat16 GEMM ignores beta: C += A B into a float32 main gradient overwrites C
+  /// with A B instead of accumulating.
+  bf16_gemm_overwrites,
   /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
   /// completing the step, so that a test's signal arrives in the middle of a save.
   save_pauses_before_finish,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "app/validate/kernel_checks_bf16.h"
 #include "app/validate/kernel_checks_gpt.h"
 #include "app/validate/kernel_checks_llama.h"
 #include "autograd/ops.h"
@@ -319,6 +320,8 @@ std::vector<LocalCheck> check_kernels(const ValidateContext& ctx) {
     checks.push_back(check);
   }
   checks.push_back(check_adamw(ctx));
+  checks.push_back(check_bf16_conversion(ctx));
+  checks.push_back(check_bf16_gemm(ctx));
   return checks;
 }
 

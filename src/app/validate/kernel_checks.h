@@ -19,10 +19,10 @@ namespace mpitron::app {
 /// attention core through it), "KERNELS: embedding ...",
 /// "KERNELS: cross-entropy ...", the Llama family's kernels (kernel_checks_llama.h): "KERNELS:
 /// RMSNorm ...", "KERNELS: rotary position embedding ...", "KERNELS: SwiGLU ...", and "KERNELS:
-/// AdamW update ...", each "match(es) float64 reference". Inputs reach the edge cases: GELU on
-/// [-10, 10], softmax rows with -inf entries, equal entries and logits of +-1000, LayerNorm rows of
-/// large offset and small variance, logits of 1e4. Every rank runs them (on its device); none is
-/// trivial.
+/// AdamW update ...", each "match(es) float64 reference", then the bfloat16 kernels' two
+/// (kernel_checks_bf16.h). Inputs reach the edge cases: GELU on [-10, 10], softmax rows with -inf
+/// entries, equal entries and logits of +-1000, LayerNorm rows of large offset and small variance,
+/// logits of 1e4. Every rank runs them (on its device); none is trivial.
 std::vector<LocalCheck> check_kernels(const ValidateContext& ctx);
 
 }  // namespace mpitron::app

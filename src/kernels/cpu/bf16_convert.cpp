@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/fault_injection.h"
 
 namespace mpitron::kernels::cpu {
 namespace {
@@ -33,6 +34,11 @@ Halves round_lanes(Words u) {
 }  // namespace
 
 void round_to_bf16(const float* in, bf16* out, std::size_t n) {
+  if (fault_active(Fault::bf16_round_truncates)) {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = bf16{static_cast<std::uint16_t>(float_bits(in[i]) >> 16)};
+    return;
+  }
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     Words u;

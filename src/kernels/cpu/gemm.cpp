@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/packed_gemm_bf16.h"
+#include "kernels/fault_injection.h"
 #include "kernels/ops.h"
 
 #if MPITRON_HAVE_BLAS
@@ -268,6 +269,7 @@ void Gemm::gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size
 template <class Out>
 void Gemm::gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                      float alpha, const bf16* a, const bf16* b, float beta, Out* c) {
+  if (fault_active(Fault::bf16_gemm_overwrites)) beta = 0.0f;
   const Bf16Kernel kernel = bf16_gemm_path() == Bf16GemmPath::avx512bf16
                                 ? Bf16Kernel::avx512bf16
                                 : Bf16Kernel::convert_at_pack;
