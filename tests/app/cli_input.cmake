@@ -101,6 +101,14 @@ mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIME
   EXPECT_EXIT 0
   EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen|mpitron)\n"
                 "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ ")
+# --dtype bfloat16: the bfloat16 GEMM's path named, mpitron's float32 GEMM and the bfloat16 one
+# into float32 and bfloat16 C on every product.
+mpitron_add_expect_test(bench_gemm_bfloat16_names_its_path TARGET mpitron NP 1 TIMEOUT 120
+  ARGS bench gemm --dtype bfloat16 --seconds 0.01 ${cli_logs}
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "bench gemm: bfloat16 .path: (avx512bf16|convert-at-pack fp32). beside mpitron's float32[^\n]*FMA peak"
+                "mpitron +bf16>f32 +bf16>bf16 +% peak\n"
+                "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ +[0-9.]+ +[0-9.]+ ")
 mpitron_add_expect_test(bench_gemm_bad_seconds TARGET mpitron NP 1 TIMEOUT 60
   ARGS bench gemm --seconds 100 ${cli_logs}
   EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: --seconds must be in .0, 60., got 100")

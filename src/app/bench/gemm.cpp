@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "app/common/help.h"
@@ -17,6 +19,18 @@
 
 namespace mpitron::app {
 
+namespace {
+
+// --dtype of `bench gemm`: "float32" (every provider) or "bfloat16" (kernels::gemm_bf16 beside
+// the float32 packed GEMM). Kept here rather than in BenchGemmOptions so that the flag stays in
+// this file.
+std::string& gemm_dtype() {
+  static std::string dtype = "float32";
+  return dtype;
+}
+
+}  // namespace
+
 CLI::App& add_bench_gemm_command(CLI::App& bench, BenchGemmOptions& options) {
   CLI::App& command = *bench.add_subcommand(
       "gemm", "GFLOP/s of each CPU GEMM provider on a GPT step's products, beside the FMA peak");
@@ -25,6 +39,12 @@ CLI::App& add_bench_gemm_command(CLI::App& bench, BenchGemmOptions& options) {
   command
       .add_option("--seconds", options.seconds,
                   "Seconds per product and provider (above 0, at most 60)")
+      ->capture_default_str();
+  command
+      .add_option("--dtype", gemm_dtype(),
+                  "float32: every provider; bfloat16: the bfloat16 GEMM (float32 and bfloat16 "
+                  "C) beside mpitron's float32 one, naming the path that ran")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
       ->capture_default_str();
   add_example(command, "mpitron bench gemm --seconds 0.5");
   return command;
@@ -67,29 +87,89 @@ std::vector<Product> gpt_products() {
   return products;
 }
 
-// The best GFLOP/s of repeated calls within `seconds` (at least two).
-double time_product(const Product& p, double seconds) {
+// The best GFLOP/s of p by repeated calls of multiply() within `seconds` (at least two).
+template <class Multiply>
+double best_gflops(const Product& p, double seconds, Multiply multiply) {
   using Clock = std::chrono::steady_clock;
-  const kernels::DType f32 = kernels::DType::f32;
-  kernels::Buffer a(p.m * p.k, f32, kernels::Device::cpu), b(p.k * p.n, f32, kernels::Device::cpu);
-  kernels::Buffer c(p.m * p.n, f32, kernels::Device::cpu);
-  kernels::fill(a, 0.5);
-  kernels::fill(b, 0.25);
   const double flops = 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * p.k;
   double best = 0.0;
   const auto end = Clock::now() + std::chrono::duration<double>(seconds);
   for (int call = 0; call < 2 || Clock::now() < end; ++call) {
     const auto t0 = Clock::now();
-    kernels::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0, a, b, 0.0, c);
+    multiply();
     const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
     if (call > 0) best = std::max(best, flops / elapsed / 1e9);  // the first call warms up
   }
   return best;
 }
 
+// A [rows, cols] operand of `dtype` holding `value` (bfloat16 through a float32 buffer).
+kernels::Buffer operand(std::size_t count, kernels::DType dtype, double value) {
+  kernels::Buffer f32(count, kernels::DType::f32, kernels::Device::cpu);
+  kernels::fill(f32, value);
+  if (dtype == kernels::DType::f32) return f32;
+  kernels::Buffer out(count, dtype, kernels::Device::cpu);
+  kernels::convert(f32, out);
+  return out;
+}
+
+// float32 through the current provider (kernels::gemm).
+double time_product(const Product& p, double seconds) {
+  const kernels::Buffer a = operand(p.m * p.k, kernels::DType::f32, 0.5);
+  const kernels::Buffer b = operand(p.k * p.n, kernels::DType::f32, 0.25);
+  kernels::Buffer c(p.m * p.n, kernels::DType::f32, kernels::Device::cpu);
+  return best_gflops(
+      p, seconds, [&] { kernels::gemm(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0, a, b, 0.0, c); });
+}
+
+// bfloat16 A and B into a C of `c_dtype` (kernels::gemm_bf16).
+double time_bf16_product(const Product& p, double seconds, kernels::DType c_dtype) {
+  const kernels::Buffer a = operand(p.m * p.k, kernels::DType::bf16, 0.5);
+  const kernels::Buffer b = operand(p.k * p.n, kernels::DType::bf16, 0.25);
+  kernels::Buffer c(p.m * p.n, c_dtype, kernels::Device::cpu);
+  return best_gflops(p, seconds, [&] {
+    kernels::gemm_bf16(p.trans_a, p.trans_b, p.m, p.n, p.k, 1.0, a, b, 0.0, c);
+  });
+}
+
+// One column of the table: its heading, its JSON key and how it times a product.
+struct Column {
+  std::string heading, key;
+  std::function<double(const Product&)> time;
+};
+
+// float32: one column per provider of the build. bfloat16: mpitron's float32 GEMM, then the
+// bfloat16 GEMM into float32 and into bfloat16 C.
+std::vector<Column> columns(bool bf16, double seconds) {
+  std::vector<Column> out;
+  std::vector<kernels::GemmProvider> providers{kernels::GemmProvider::mpitron};
+  if (!bf16) {
+    providers = {kernels::GemmProvider::eigen};
+    if (kernels::gemm_blas_available()) providers.push_back(kernels::GemmProvider::blas);
+    providers.push_back(kernels::GemmProvider::mpitron);
+  }
+  for (const kernels::GemmProvider provider : providers) {
+    out.push_back({kernels::to_string(provider), kernels::to_string(provider) + "_gflops",
+                   [provider, seconds](const Product& p) {
+                     kernels::set_gemm_provider(provider);
+                     return time_product(p, seconds);
+                   }});
+  }
+  if (bf16) {
+    for (const kernels::DType c : {kernels::DType::f32, kernels::DType::bf16}) {
+      const bool into_f32 = c == kernels::DType::f32;
+      out.push_back({into_f32 ? "bf16>f32" : "bf16>bf16",
+                     into_f32 ? "bf16_f32_gflops" : "bf16_bf16_gflops",
+                     [c, seconds](const Product& p) { return time_bf16_product(p, seconds, c); }});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
+  const bool bf16 = gemm_dtype() == "bfloat16";
   comm::agree_on_configuration(world, [&] {
     if (!(options.seconds > 0.0 && options.seconds <= 60.0)) {
       throw comm::ConfigError(fmt::format("--seconds must be in (0, 60], got {}", options.seconds));
@@ -99,23 +179,24 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
       throw comm::ConfigError("bench gemm times the CPU GEMM: --device must be cpu or auto");
     }
     prepare_run(options.common, world);
-    return fmt::format("bench gemm --seconds {}", options.seconds);
+    return fmt::format("bench gemm --seconds {} --dtype {}", options.seconds, gemm_dtype());
   });
   if (world.rank() == 0) {
-    std::vector<kernels::GemmProvider> providers{kernels::GemmProvider::eigen};
-    if (kernels::gemm_blas_available()) providers.push_back(kernels::GemmProvider::blas);
-    providers.push_back(kernels::GemmProvider::mpitron);
     const kernels::GemmProvider chosen = kernels::gemm_provider();
     const double peak = kernels::cpu_fma_peak_gflops(std::max(0.2, options.seconds));
     const int threads = kernels::cpu_threads();  // --threads: the % is of threads x peak
+    const std::string path = kernels::to_string(kernels::bf16_gemm_path());
+    const std::string what =
+        bf16 ? "bfloat16 (path: " + path + ") beside mpitron's float32" : "float32";
     fmt::print(
-        "bench gemm: float32, {}, best of repeated calls; FMA peak {:.1f} GFLOP/s per core "
+        "bench gemm: {}, {}, best of repeated calls; FMA peak {:.1f} GFLOP/s per core "
         "({}); auto = {}\n{:<14} {:<10} {:<8} {:>22}",
-        nn::counted(threads, "thread"), peak, kernels::cpu_vector_extensions(),
+        what, nn::counted(threads, "thread"), peak, kernels::cpu_vector_extensions(),
         kernels::to_string(kernels::default_gemm_provider()), "model", "layer", "pass",
         "m x n x k");
-    for (const kernels::GemmProvider provider : providers)
-      fmt::print(" {:>8}", kernels::to_string(provider));
+    const std::vector<Column> timed = columns(bf16, options.seconds);
+    for (const Column& column : timed)
+      fmt::print(" {:>9}", column.heading);
     fmt::print(" {:>7}\n", "% peak");
     nlohmann::json results = nlohmann::json::array();
     for (const Product& p : gpt_products()) {
@@ -124,12 +205,11 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
       fmt::print("{:<14} {:<10} {:<8} {:>22}", p.model, p.layer, p.pass,
                  fmt::format("{} x {} x {}", p.m, p.n, p.k));
       double best = 0.0;
-      for (const kernels::GemmProvider provider : providers) {
-        kernels::set_gemm_provider(provider);
-        const double gflops = time_product(p, options.seconds);
+      for (const Column& column : timed) {
+        const double gflops = column.time(p);
         best = std::max(best, gflops);
-        row[kernels::to_string(provider) + "_gflops"] = gflops;
-        fmt::print(" {:>8.1f}", gflops);
+        row[column.key] = gflops;
+        fmt::print(" {:>9.1f}", gflops);
       }
       fmt::print(" {:>6.0f}%\n", 100.0 * best / (peak * threads));
       results.push_back(row);
@@ -139,6 +219,8 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
       write_json(options.common.json,
                  nlohmann::json{{"tool", "mpitron"},
                                 {"bench", "gemm"},
+                                {"dtype", gemm_dtype()},
+                                {"bf16_path", path},
                                 {"peak_gflops", peak},
                                 {"threads", threads},
                                 {"results", results}},
