@@ -286,6 +286,41 @@ TEST_P(ThreadsTest, GemmMatchesOneThreadForEveryProvider) {
   set_gemm_provider(before);
 }
 
+// The bfloat16 kernels on float32 data: the conversion, and the bfloat16 GEMM (the path of this
+// CPU, whatever the provider) into float32 C (overwrite and accumulate) and bfloat16 C, on the
+// non-batched shapes above; outputs compared as float32 (bfloat16 C widened exactly).
+TEST_P(ThreadsTest, Bf16ConvertAndGemmMatchOneThread) {
+  if (GetParam() != DType::f32) GTEST_SKIP() << "bfloat16 kernels take float32 data only";
+  const Buffer x = random(kN, 1);
+  Buffer h(kN, DType::bf16, Device::cpu), back = empty(kN);
+  expect_same_bits("convert float32 -> bfloat16 -> float32", {&back}, [&] {
+    convert(x, h);
+    convert(h, back);
+  });
+  for (const GemmShape s : kGemmShapes) {
+    if (s.batch != 1) continue;
+    Buffer a(s.m * s.k, DType::bf16, Device::cpu), b(s.k * s.n, DType::bf16, Device::cpu);
+    convert(random(s.m * s.k, 2), a);
+    convert(random(s.k * s.n, 3), b);
+    const Buffer c0 = random(s.m * s.n, 4);
+    Buffer c = empty(s.m * s.n), rounded(s.m * s.n, DType::bf16, Device::cpu);
+    Buffer widened = empty(s.m * s.n);
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        expect_same_bits("gemm_bf16 [" + std::to_string(s.m) + ", " + std::to_string(s.n) + ", " +
+                             std::to_string(s.k) + "] trans_a " + std::to_string(ta) + " trans_b " +
+                             std::to_string(tb),
+                         {&c, &widened}, [&] {
+                           copy(c0, c);
+                           gemm_bf16(ta, tb, s.m, s.n, s.k, 1.0, a, b, 1.0, c);
+                           gemm_bf16(ta, tb, s.m, s.n, s.k, 1.0, a, b, 0.0, rounded);
+                           convert(rounded, widened);
+                         });
+      }
+    }
+  }
+}
+
 TEST(CpuThreads, RejectsCountsOutsideTheRange) {
   EXPECT_THROW(set_cpu_threads(0), std::invalid_argument);
   EXPECT_THROW(set_cpu_threads(kMaxCpuThreads + 1), std::invalid_argument);
