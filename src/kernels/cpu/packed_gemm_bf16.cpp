@@ -159,29 +159,31 @@ void dpbf16_tile_emulated(std::size_t rows, std::size_t pairs, const std::uint32
   }
 }
 
-// The tile of `rows` x `cols` (cols <= 32) of C at c: through a full-width copy in memory when
-// cols < 32, so every element meets the same arithmetic.
+// C[rows, 32] (row stride ldc) updated with one pass by `kernel`.
+void pair_kernel(Bf16Kernel kernel, std::size_t rows, std::size_t pairs, const std::uint32_t* ap,
+                 const std::uint32_t* bp, float* c, std::size_t ldc, const Update& update) {
+  if (kernel == Bf16Kernel::avx512bf16) {
+    dpbf16_rows(std::make_index_sequence<kPairRows>{}, rows, pairs, ap, bp, c, ldc, update);
+  } else {
+    dpbf16_tile_emulated(rows, pairs, ap, bp, c, ldc, update);
+  }
+}
+
+// The same for C[rows, cols] with cols <= 32: a tile of fewer columns goes through a full-width
+// one in memory, so every element meets the same arithmetic.
 void pair_tile(Bf16Kernel kernel, std::size_t rows, std::size_t cols, std::size_t pairs,
                const std::uint32_t* ap, const std::uint32_t* bp, float* c, std::size_t ldc,
                const Update& update) {
+  if (cols == kPairColumns) {
+    pair_kernel(kernel, rows, pairs, ap, bp, c, ldc, update);
+    return;
+  }
   alignas(64) float tile[kPairRows * kPairColumns] = {};
-  float* target = c;
-  std::size_t ld = ldc;
-  if (cols < kPairColumns) {
-    for (std::size_t r = 0; r < rows; ++r)
-      std::copy(c + r * ldc, c + r * ldc + cols, tile + r * kPairColumns);
-    target = tile;
-    ld = kPairColumns;
-  }
-  if (kernel == Bf16Kernel::avx512bf16) {
-    dpbf16_rows(std::make_index_sequence<kPairRows>{}, rows, pairs, ap, bp, target, ld, update);
-  } else {
-    dpbf16_tile_emulated(rows, pairs, ap, bp, target, ld, update);
-  }
-  if (cols < kPairColumns) {
-    for (std::size_t r = 0; r < rows; ++r)
-      std::copy(tile + r * kPairColumns, tile + r * kPairColumns + cols, c + r * ldc);
-  }
+  for (std::size_t r = 0; r < rows; ++r)
+    std::copy(c + r * ldc, c + r * ldc + cols, tile + r * kPairColumns);
+  pair_kernel(kernel, rows, pairs, ap, bp, tile, kPairColumns, update);
+  for (std::size_t r = 0; r < rows; ++r)
+    std::copy(tile + r * kPairColumns, tile + r * kPairColumns + cols, c + r * ldc);
 }
 
 // The thread's pair panels: one block of A and one panel of B.
