@@ -22,10 +22,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "gemm_test_support.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/packed_gemm_bf16.h"
@@ -38,17 +38,13 @@ namespace {
 using kernels::bf16;
 using kernels::cpu::Bf16Kernel;
 
-struct Case {
-  std::size_t m, n, k;
-  bool trans_a, trans_b;
-};
+using Case = GemmCase;
 
+// uniform_floats rounded to bfloat16.
 std::vector<bf16> random_bf16(std::size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  const std::vector<float> values = uniform_floats(count, seed);
   std::vector<bf16> v(count);
-  for (bf16& x : v)
-    x = kernels::to_bf16(dist(rng));
+  std::transform(values.begin(), values.end(), v.begin(), kernels::to_bf16);
   return v;
 }
 
@@ -91,13 +87,8 @@ struct Operands {
 };
 
 Operands operands(const Case& s, unsigned seed) {
-  Operands o{s, random_bf16(s.m * s.k, seed), random_bf16(s.k * s.n, seed + 1), {}};
-  std::mt19937 rng(seed + 2);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  o.c0.resize(s.m * s.n);
-  for (float& x : o.c0)
-    x = dist(rng);
-  return o;
+  return {s, random_bf16(s.m * s.k, seed), random_bf16(s.k * s.n, seed + 1),
+          uniform_floats(s.m * s.n, seed + 2)};
 }
 
 // The largest |got - exact| / bound over C, with exact = alpha op(A) op(B) + beta c0 in float64

@@ -12,8 +12,9 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
-#include <random>
 #include <vector>
+
+#include "gemm_test_support.h"
 
 namespace mpitron::test {
 namespace {
@@ -21,19 +22,7 @@ namespace {
 using kernels::cpu::packed_gemm_shape;
 using kernels::cpu::packed_sgemm;
 
-struct Case {
-  std::size_t m, n, k;
-  bool trans_a, trans_b;
-};
-
-std::vector<float> uniform(std::size_t count, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v)
-    x = dist(rng);
-  return v;
-}
+using Case = GemmCase;
 
 float at_a(const Case& s, const std::vector<float>& a, std::size_t i, std::size_t p) {
   return s.trans_a ? a[p * s.m + i] : a[i * s.k + p];
@@ -71,8 +60,8 @@ TEST(PackedGemm, MatchesTheDoubleLoopForEveryTransposeAndScale) {
       SCOPED_TRACE(::testing::Message()
                    << s.m << "x" << s.n << "x" << s.k << " ta=" << s.trans_a << " tb=" << s.trans_b
                    << " alpha=" << alpha << " beta=" << beta);
-      const std::vector<float> a = uniform(s.m * s.k, 1), b = uniform(s.k * s.n, 2);
-      const std::vector<float> c0 = uniform(s.m * s.n, 3);
+      const std::vector<float> a = uniform_floats(s.m * s.k, 1), b = uniform_floats(s.k * s.n, 2);
+      const std::vector<float> c0 = uniform_floats(s.m * s.n, 3);
       std::vector<float> c = c0;
       packed_sgemm(s.trans_a, s.trans_b, s.m, s.n, s.k, alpha, a.data(), s.trans_a ? s.m : s.k,
                    b.data(), s.trans_b ? s.k : s.n, beta, c.data(), s.n);
@@ -95,7 +84,7 @@ TEST(PackedGemm, MatchesTheDoubleLoopForEveryTransposeAndScale) {
 }
 
 TEST(PackedGemm, BetaZeroNeverReadsCAndEmptyKScalesC) {
-  const std::vector<float> a = uniform(5 * 3, 4), b = uniform(3 * 7, 5);
+  const std::vector<float> a = uniform_floats(5 * 3, 4), b = uniform_floats(3 * 7, 5);
   std::vector<float> c(5 * 7, std::numeric_limits<float>::quiet_NaN());
   packed_sgemm(false, false, 5, 7, 3, 1.0f, a.data(), 3, b.data(), 7, 0.0f, c.data(), 7);
   for (float x : c)
@@ -115,8 +104,8 @@ TEST(PackedGemm, AnyBlockOfTheProductHasTheBitsOfTheWholeCall) {
     SCOPED_TRACE(::testing::Message()
                  << s.m << "x" << s.n << "x" << s.k << " ta=" << s.trans_a << " tb=" << s.trans_b);
     const std::size_t lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
-    const std::vector<float> a = uniform(s.m * s.k, 6), b = uniform(s.k * s.n, 7);
-    std::vector<float> whole = uniform(s.m * s.n, 8), pieces = whole;
+    const std::vector<float> a = uniform_floats(s.m * s.k, 6), b = uniform_floats(s.k * s.n, 7);
+    std::vector<float> whole = uniform_floats(s.m * s.n, 8), pieces = whole;
     packed_sgemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 0.75f, a.data(), lda, b.data(), ldb, 0.5f,
                  whole.data(), s.n);
     // Cuts that are not multiples of the micro-tile, so rows and columns change tiles.
@@ -138,11 +127,11 @@ TEST(PackedGemm, AnyBlockOfTheProductHasTheBitsOfTheWholeCall) {
 // L1 sets), the same A with rows 1025 apart in place: both give the same bits.
 TEST(PackedGemm, ReadingAInPlaceOrFromACopyGivesTheSameBits) {
   const std::size_t m = 3 * packed_gemm_shape().rows + 2, n = 45, k = 1024;
-  const std::vector<float> a = uniform(m * k, 9), b = uniform(k * n, 10);
+  const std::vector<float> a = uniform_floats(m * k, 9), b = uniform_floats(k * n, 10);
   std::vector<float> padded(m * (k + 1), 0.0f);
   for (std::size_t i = 0; i < m; ++i)
     std::copy(a.begin() + i * k, a.begin() + (i + 1) * k, padded.begin() + i * (k + 1));
-  std::vector<float> copied = uniform(m * n, 11), in_place = copied;
+  std::vector<float> copied = uniform_floats(m * n, 11), in_place = copied;
   packed_sgemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 1.0f, copied.data(), n);
   packed_sgemm(false, false, m, n, k, 1.0f, padded.data(), k + 1, b.data(), n, 1.0f,
                in_place.data(), n);
