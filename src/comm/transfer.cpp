@@ -9,7 +9,8 @@ namespace mpitron::comm::transfer {
 
 namespace {
 
-constexpr std::int64_t kDTypes = 4;  // kernels::DType f32, f64, i32, i64, sent as 0..3
+// kernels::DType f32, f64, i32, i64, bf16, sent as 0..4 (bf16, the last enumerator, bounds them).
+constexpr std::int64_t kDTypes = static_cast<std::int64_t>(kernels::DType::bf16) + 1;
 
 // This thread's spare header-message memory (MessageMemory).
 constexpr std::size_t kMaxSpares = 4;

@@ -31,6 +31,9 @@ TEST(TransferHeader, InlineBytesAreTheHeadOfThePayload) {
   EXPECT_TRUE(header({0, 7}, DType::i32, 0).valid());
   EXPECT_TRUE(header({}, DType::i64, 8).valid()) << "a scalar holds one element";
   EXPECT_TRUE(header({1000, 1000}, DType::f32, kInlinePayloadBytes).valid());
+  EXPECT_TRUE(header({3, 5}, DType::bf16, 30).valid()) << "bfloat16: 2 bytes per element";
+  EXPECT_EQ(header({3, 5}, DType::bf16, 30).dtype(), DType::bf16);
+  EXPECT_FALSE(header({3, 5}, DType::bf16, 31).valid()) << "not whole bfloat16s";
 }
 
 TEST(TransferHeader, InlineBytesOutsideTheShapeOrNotWholeElementsAreInvalid) {
