@@ -239,58 +239,34 @@ constexpr std::uint16_t kTwoToMinus12 = 0x3980, kMinusTwoToMinus12 = 0xB980;  //
 // The emulation follows VDPBF16PS's documented order: per pair, the high term (2q + 1) first. With
 // 1 in the accumulator, + 2^-24 is a tie that stays at 1, then - 2^-24 gives 1 - 2^-24; in k
 // order (convert_at_pack) - 2^-24 comes first and the sum returns to 1.
-TEST(Bf16Gemm, PairKernelsAddTheHighTermOfAPairFirst) {
+TEST(Bf16Gemm, TheEmulationAddsTheHighTermOfAPairFirst) {
   const std::vector<std::uint16_t> a{kOne, kZero, kMinusTwoToMinus12, kTwoToMinus12};
   const std::vector<std::uint16_t> b{kOne, kZero, kTwoToMinus12, kTwoToMinus12};
   EXPECT_EQ(dot_of(Bf16Kernel::convert_at_pack, a, b), 1.0f);
   EXPECT_EQ(dot_of(Bf16Kernel::avx512bf16_emulated, a, b), 1.0f - std::ldexp(1.0f, -24));
-  if (kernels::cpu::cpu_has_avx512_bf16()) {
-    EXPECT_EQ(dot_of(Bf16Kernel::avx512bf16, a, b), 1.0f - std::ldexp(1.0f, -24));
-  }
 }
 
-// VDPBF16PS treats bfloat16 denormal inputs as zero and flushes float32 denormal results; the
-// converting path keeps both.
-TEST(Bf16Gemm, PairKernelsFlushDenormalsAndConvertAtPackKeepsThem) {
+// VDPBF16PS as documented treats bfloat16 denormal inputs as zero and flushes float32 denormal
+// results; the emulation does, and the converting path keeps both.
+TEST(Bf16Gemm, TheEmulationFlushesDenormalsAndConvertAtPackKeepsThem) {
   const std::uint16_t smallest_denormal = 0x0001;  // 2^-133
   const std::uint16_t two_to_100 = 0x7180, two_to_minus_100 = 0x0D80, two_to_minus_30 = 0x3080;
-  const std::vector<Bf16Kernel> pair_kernels =
-      kernels::cpu::cpu_has_avx512_bf16()
-          ? std::vector<Bf16Kernel>{Bf16Kernel::avx512bf16_emulated, Bf16Kernel::avx512bf16}
-          : std::vector<Bf16Kernel>{Bf16Kernel::avx512bf16_emulated};
   // A denormal input times 2^100: 2^-33 when kept, 0 when the input counts as zero.
   EXPECT_EQ(dot_of(Bf16Kernel::convert_at_pack, {smallest_denormal}, {two_to_100}),
             std::ldexp(1.0f, -33));
+  EXPECT_EQ(dot_of(Bf16Kernel::avx512bf16_emulated, {smallest_denormal}, {two_to_100}), 0.0f);
   // A product of normals below float32's normal range: 2^-130 when kept, 0 when flushed.
   EXPECT_EQ(dot_of(Bf16Kernel::convert_at_pack, {two_to_minus_100}, {two_to_minus_30}),
             std::ldexp(1.0f, -130));
-  for (const Bf16Kernel kernel : pair_kernels) {
-    EXPECT_EQ(dot_of(kernel, {smallest_denormal}, {two_to_100}), 0.0f) << name(kernel);
-    EXPECT_EQ(dot_of(kernel, {two_to_minus_100}, {two_to_minus_30}), 0.0f) << name(kernel);
-  }
+  EXPECT_EQ(dot_of(Bf16Kernel::avx512bf16_emulated, {two_to_minus_100}, {two_to_minus_30}), 0.0f);
 }
 
-// The instruction against its emulation, bit for bit, on every case. A difference means the
-// emulation misreads the instruction (the documented order, DAZ/FTZ): the bound test above
-// checks the kernel itself.
-TEST(Bf16Gemm, Avx512Bf16KernelHasTheBitsOfItsEmulation) {
-  if (!kernels::cpu::cpu_has_avx512_bf16()) {
-    GTEST_SKIP() << "this CPU has no AVX512-BF16 (VDPBF16PS): the kernel is tested through its "
-                    "scalar emulation only";
-  }
-  for (const Case& s : cases()) {
-    SCOPED_TRACE(describe(s, Bf16Kernel::avx512bf16, 1.0, 1.0));
-    const Operands o = operands(s, 41);
-    std::vector<float> real = o.c0, emulated = o.c0;
-    for (auto [kernel, c] :
-         {std::pair{Bf16Kernel::avx512bf16, &real}, {Bf16Kernel::avx512bf16_emulated, &emulated}}) {
-      kernels::cpu::packed_gemm_bf16(kernel, s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, o.a.data(),
-                                     o.lda(), o.b.data(), o.ldb(), 1.0f, c->data(), s.n);
-    }
-    EXPECT_EQ(real, emulated);
-  }
-}
-
+// The instruction itself is held to the float32-accumulation bound
+// (Float32OutputIsWithinTheFloat32AccumulationBound, kernels_here) and to the block and thread
+// tests below, never to its emulation's bits: dot instructions of other vendors' silicon have been
+// measured to round their partial sums differently from their manuals' pseudocode, and no CPU this
+// project tests on could confirm either vendor's VDPBF16PS bit for bit. The emulation checks that
+// the pair layout is packed and walked as the instruction reads it.
 TEST(Bf16Gemm, TheRealKernelIsRefusedWithoutTheInstruction) {
   if (kernels::cpu::cpu_has_avx512_bf16()) GTEST_SKIP() << "this CPU has AVX512-BF16";
   float c = 0.0f;
