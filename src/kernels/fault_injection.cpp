@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 33> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 34> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -43,6 +43,7 @@ constexpr std::array<std::pair<const char*, Fault>, 33> kNames{{
     {"swiglu-grad-no-silu-term", Fault::swiglu_grad_no_silu_term},
     {"bf16-round-truncates", Fault::bf16_round_truncates},
     {"bf16-gemm-overwrites", Fault::bf16_gemm_overwrites},
+    {"bf16-main-grad-in-bf16", Fault::bf16_main_grad_in_bf16},
 }};
 std::string fault_names() {
   std::string names;

@@ -92,6 +92,10 @@ enum class Fault {
   /// the CPU bfloat16 GEMM ignores beta: C += A B into a float32 main gradient overwrites C
   /// with A B instead of accumulating.
   bf16_gemm_overwrites,
+  /// under bfloat16 GEMM operands (set_gemm_operands), a GEMM that accumulates into a float32 C
+  /// (beta != 0: the weight gradients' main-gradient accumulation) rounds C to bfloat16
+  /// afterwards, as if the gradients were accumulated in bfloat16.
+  bf16_main_grad_in_bf16,
   /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
   /// completing the step, so that a test's signal arrives in the middle of a save.
   save_pauses_before_finish,

@@ -6,6 +6,7 @@
 
 #include "kernels/backend.h"
 #include "kernels/checks.h"
+#include "kernels/fault_injection.h"
 
 namespace mpitron::kernels {
 using namespace checks;
@@ -192,6 +193,24 @@ void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss,
 
 namespace {
 
+GemmOperands gemm_operand_precision = GemmOperands::float32;
+
+// gemm's bfloat16 operands: A and B rounded into bfloat16 copies, multiplied into the float32 C.
+void gemm_in_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
+                  double alpha, const Buffer& a, const Buffer& b, double beta, Buffer& c) {
+  expect_distinct("gemm", {"c", c}, {"a", a});
+  expect_distinct("gemm", {"c", c}, {"b", b});
+  Buffer a16(a.numel(), DType::bf16, a.device()), b16(b.numel(), DType::bf16, b.device());
+  convert(a, a16);
+  convert(b, b16);
+  gemm_bf16(trans_a, trans_b, m, n, k, alpha, a16, b16, beta, c);
+  if (beta != 0.0 && fault_active(Fault::bf16_main_grad_in_bf16)) {
+    Buffer c16(c.numel(), DType::bf16, c.device());
+    convert(c, c16);
+    convert(c16, c);
+  }
+}
+
 void gemm_checked(const char* op, bool trans_a, bool trans_b, std::size_t batch, std::size_t m,
                   std::size_t n, std::size_t k, double alpha, const Buffer& a, std::size_t stride_a,
                   const Buffer& b, std::size_t stride_b, double beta, Buffer& c,
@@ -215,7 +234,20 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   expect_numel("gemm", {"a", a}, m * k, "m * k");
   expect_numel("gemm", {"b", b}, k * n, "k * n");
   expect_numel("gemm", {"c", c}, m * n, "m * n");
+  if (gemm_operand_precision == GemmOperands::bfloat16 && a.dtype() == DType::f32 &&
+      b.dtype() == DType::f32 && c.dtype() == DType::f32) {
+    gemm_in_bf16(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
+    return;
+  }
   gemm_checked("gemm", trans_a, trans_b, 1, m, n, k, alpha, a, 0, b, 0, beta, c, 0);
+}
+
+void set_gemm_operands(GemmOperands operands) {
+  gemm_operand_precision = operands;
+}
+
+GemmOperands gemm_operands() {
+  return gemm_operand_precision;
 }
 
 void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, std::size_t n,

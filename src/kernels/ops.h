@@ -160,6 +160,21 @@ void gemm_batched(bool trans_a, bool trans_b, std::size_t batch, std::size_t m, 
 void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                double alpha, const Buffer& a, const Buffer& b, double beta, Buffer& c);
 
+/// What `gemm` multiplies when its buffers are all float32: `float32` operands as they are, or
+/// `bfloat16`: A and B rounded to bfloat16 (convert) and multiplied by gemm_bf16 into the float32
+/// C, so a float32 model's linear layers compute as a bfloat16 one's with float32 accumulation,
+/// and beta = 1 accumulates a weight gradient into its float32 main gradient (Megatron-LM's
+/// --bf16 with gradient accumulation fusion; PyTorch's float32 matmul precision "medium").
+/// `gemm_batched` (the attention products) always multiplies float32 operands.
+enum class GemmOperands { float32, bfloat16 };
+
+/// Sets `gemm`'s operand precision for this process (every rank of a run must set the same);
+/// float32 until set.
+void set_gemm_operands(GemmOperands operands);
+
+/// The current operand precision of `gemm`.
+GemmOperands gemm_operands();
+
 /// How the CPU bfloat16 GEMM multiplies: `avx512bf16`, mpitron's micro-kernel on the VDPBF16PS
 /// instruction (operands packed in pairs along k, never widened), where the CPU has AVX512-BF16;
 /// else `convert_at_pack`, the float32 packed GEMM on operands widened to float32 as they are

@@ -8,14 +8,16 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
 
   resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed]
            [--distributed-optimizer stopped|resumed] [--sequence-parallel stopped|resumed]
-           [--layers L] [--from-virtual-stages V] [--to-virtual-stages V] --rtol R --work DIR
+           [--bf16 all|resumed|not-resumed] [--layers L] [--from-virtual-stages V]
+           [--to-virtual-stages V] --rtol R --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
       --load on --to (and --to-micro-batch). The losses of steps 4..6 and the final validation
       loss must equal the uninterrupted run's within relative R (0: exactly, bit for bit), those
       of steps 1..3 exactly. --recompute adds `--recompute` to the stopped or the resumed run
       only (the uninterrupted run never recomputes); --distributed-optimizer adds
       `--use-distributed-optimizer` the same way, and
-      --sequence-parallel `--sequence-parallel`. --layers sets the model's blocks (default 2);
+      --sequence-parallel `--sequence-parallel`; --bf16 adds `--bf16` to every run, to the
+      resumed one only, or to the two others only. --layers sets the model's blocks (default 2);
       --from-virtual-stages gives the uninterrupted and the stopped run, --to-virtual-stages the
       resumed run --virtual-stages V (default 1).
   eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
@@ -107,18 +109,23 @@ def resume(args):
     checkpoint = name("checkpoint")
     base = ["train", *TRAIN, "--layers", str(args.layers), "--steps", str(STEPS), "--micro-batch",
             "2"]
+    if args.bf16 in ("all", "not-resumed"):
+        base.append("--bf16")
     source_stages = ["--virtual-stages", str(args.from_virtual_stages)]
     mpitron(args, args.source, *base, "--metrics", name("full.jsonl"), *source_stages)
     only = {"--recompute": args.recompute,
             "--use-distributed-optimizer": args.distributed_optimizer,
-            "--sequence-parallel": args.sequence_parallel}
+            "--sequence-parallel": args.sequence_parallel,
+            "--bf16": "resumed" if args.bf16 == "resumed" else None}
     extra = {run: [flag for flag, on in only.items() if on == run]
              for run in ("stopped", "resumed")}
     mpitron(args, args.source, *base, "--stop-after", str(STOP_AFTER), "--save", checkpoint,
             "--metrics", name("stopped.jsonl"), *extra["stopped"], *source_stages)
     if sorted(os.listdir(checkpoint)) != ["latest", f"step_{STOP_AFTER}"]:
         fail(f"the stopped run wrote {sorted(os.listdir(checkpoint))}")
-    base[-1] = str(args.to_micro_batch or 2)
+    if args.bf16 == "not-resumed":
+        base.remove("--bf16")
+    base[base.index("--micro-batch") + 1] = str(args.to_micro_batch or 2)
     log = b"".join(mpitron(args, args.target, *base, "--load", checkpoint, "--metrics",
                            name("resumed.jsonl"), *extra["resumed"], "--virtual-stages",
                            str(args.to_virtual_stages)))
@@ -278,6 +285,7 @@ def main():
     p.add_argument("--recompute", choices=["stopped", "resumed"])
     p.add_argument("--distributed-optimizer", choices=["stopped", "resumed"])
     p.add_argument("--sequence-parallel", choices=["stopped", "resumed"])
+    p.add_argument("--bf16", choices=["all", "resumed", "not-resumed"])
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--from-virtual-stages", type=int, default=1)
     p.add_argument("--to-virtual-stages", type=int, default=1)

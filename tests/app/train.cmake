@@ -44,6 +44,7 @@ set(train_bad_runs
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "stop|--stop-after -1|--stop-after must be >= 0, got -1"
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of: 1f1b, afab"
+  "bf16float64|--bf16 --dtype float64|--bf16 needs --dtype float32 (its master weights), got --dtype float64"
   "virtualstages|--virtual-stages 0|--virtual-stages must be >= 1, got 0"
   "virtualmany|--layers 4 --virtual-stages 8|--virtual-stages 8 is more than the 4 layers"
   "virtuallayers|--layers 4 --pp 2 --dp 1 --virtual-stages 4|layers 4 is not divisible by pp 2 x 4 virtual stages"
@@ -72,6 +73,11 @@ foreach(run IN LISTS train_bad_runs)
     ARGS train --seq 16 --steps 1 ${flags} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message_regex}" "rank 1: error:")
 endforeach()
+
+# --bf16 is stated in the start-up line.
+mpitron_add_expect_test(train_bf16_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --bf16 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bf16
+  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs, float32 master")
 
 # --recompute is stated in the start-up line, as bench states it.
 mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

@@ -333,6 +333,50 @@ TEST(Bf16Gemm, TheOpHasThePathsBitsAtEveryThreadCount) {
   kernels::set_cpu_threads(before);
 }
 
+// gemm on float32 buffers under bfloat16 operands (train --bf16) is gemm_bf16 of the operands
+// rounded by convert, bit for bit, into float32 C with beta 0 and 1 (the main-gradient
+// accumulation); gemm_batched keeps float32 operands, and float32 operands come back when set.
+TEST(Bf16Gemm, Bfloat16OperandsOfAFloat32GemmAreItsInputsRounded) {
+  const Case s{37, 45, 300, false, true};
+  const std::vector<float> a_values = uniform_floats(s.m * s.k, 81);
+  const std::vector<float> b_values = uniform_floats(s.k * s.n, 82);
+  const std::vector<float> c_values = uniform_floats(s.m * s.n, 83);
+  const auto buffer = [](const std::vector<float>& values, kernels::DType dtype) {
+    kernels::Buffer f(values.size(), kernels::DType::f32, kernels::Device::cpu);
+    std::copy(values.begin(), values.end(), f.data_as<float>());
+    if (dtype == kernels::DType::f32) return f;
+    kernels::Buffer rounded(values.size(), dtype, kernels::Device::cpu);
+    kernels::convert(f, rounded);
+    return rounded;
+  };
+  const auto floats = [](const kernels::Buffer& b) {
+    return std::vector<float>(b.data_as<float>(), b.data_as<float>() + b.numel());
+  };
+  const kernels::Buffer a = buffer(a_values, kernels::DType::f32);
+  const kernels::Buffer b = buffer(b_values, kernels::DType::f32);
+  const kernels::Buffer a16 = buffer(a_values, kernels::DType::bf16);
+  const kernels::Buffer b16 = buffer(b_values, kernels::DType::bf16);
+  for (const double beta : {0.0, 1.0}) {
+    kernels::Buffer want = buffer(c_values, kernels::DType::f32);
+    kernels::gemm_bf16(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0, a16, b16, beta, want);
+    kernels::Buffer full = buffer(c_values, kernels::DType::f32);
+    kernels::gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0, a, b, beta, full);
+    kernels::set_gemm_operands(kernels::GemmOperands::bfloat16);
+    kernels::Buffer got = buffer(c_values, kernels::DType::f32);
+    kernels::gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0, a, b, beta, got);
+    kernels::Buffer batched = buffer(c_values, kernels::DType::f32);
+    kernels::gemm_batched(s.trans_a, s.trans_b, 1, s.m, s.n, s.k, 1.0, a, 0, b, 0, beta, batched,
+                          0);
+    kernels::set_gemm_operands(kernels::GemmOperands::float32);
+    kernels::Buffer again = buffer(c_values, kernels::DType::f32);
+    kernels::gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0, a, b, beta, again);
+    EXPECT_EQ(floats(got), floats(want)) << "beta " << beta;
+    EXPECT_NE(floats(got), floats(full)) << "the bfloat16 operands must change the product";
+    EXPECT_EQ(floats(batched), floats(full)) << "gemm_batched keeps float32 operands";
+    EXPECT_EQ(floats(again), floats(full)) << "float32 operands after set back";
+  }
+}
+
 // cuBLAS's bfloat16 GEMM (cublasGemmEx, float32 compute) within the same bound for a unit of
 // 2^-23: its tensor cores may add in float32 rounding toward zero, not to nearest (Fasi et al.,
 // "Numerical behavior of NVIDIA tensor cores", PeerJ Computer Science 7:e330, 2021), and its

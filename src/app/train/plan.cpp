@@ -98,6 +98,10 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
       {{"random", nn::DataOrder::random}, {"sequential", nn::DataOrder::sequential}});
   train.dtype = parse_choice<kernels::DType>(
       "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
+  if (o.bf16 && train.dtype != kernels::DType::f32) {
+    throw comm::ConfigError("--bf16 needs --dtype float32 (its master weights), got --dtype " +
+                            o.dtype);
+  }
   const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
   const nn::LrDecayStyle decay =
       parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string);
@@ -130,6 +134,8 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   train.sequence_parallel = o.sequence_parallel;
   train.device = plan.device;
   if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
+  kernels::set_gemm_operands(o.bf16 ? kernels::GemmOperands::bfloat16
+                                    : kernels::GemmOperands::float32);
   plan.start.seed = o.common.seed;
 }
 

@@ -112,6 +112,8 @@ const std::vector<TrainSetting>& train_settings() {
        true},
       {"optimizer", &O::optimizer, "adamw or sgd", Check::none, true, "/optimizer"},
       {"dtype", &O::dtype, "float32, or float64 (CPU checks)", Check::none, true, "/dtype"},
+      {"bf16", &O::bf16, "bfloat16 GEMMs; float32 master weights and gradients", Check::none, true,
+       "/bf16"},
       {"lr", &O::lr, "Peak learning rate", Check::finite_positive, true, "/lr_schedule/lr"},
       {"min-lr", &O::min_lr, "Learning rate at the last step", Check::finite_at_least_zero, true,
        "/lr_schedule/min_lr"},

@@ -40,6 +40,9 @@ struct TrainOptions {
   std::int64_t virtual_stages = 1;  ///< model chunks per pipeline stage (interleaved 1F1B: >= 2)
   std::string optimizer = "adamw";
   std::string dtype = "float32";
+  /// --bf16: GEMMs on bfloat16 operands with float32 accumulation, master weights, main
+  /// gradients and optimizer states (kernels::GemmOperands::bfloat16; docs/precision.md)
+  bool bf16 = false;
   double lr = 1e-3;
   double min_lr = 1e-4;
   std::int64_t warmup_steps = 20;

@@ -70,7 +70,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       "step ({} schedule{}{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
-      device_text(run.device), o.dtype, nn::counted(run.config.layers, "layer"), run.config.hidden,
+      device_text(run.device), o.bf16 ? "bfloat16 GEMMs, float32 master" : o.dtype,
+      nn::counted(run.config.layers, "layer"), run.config.hidden,
       nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),

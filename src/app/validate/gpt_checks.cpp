@@ -17,6 +17,21 @@ namespace {
 
 constexpr std::int64_t kVocab = 256;
 
+// The bf16 GPT check's tolerance. Both sides round the same float32 values to bfloat16, except
+// where their float32 summation orders (fused vs unfused attention and MLP, TP's partial sums,
+// the micro-batches) move a value across a rounding boundary: that operand then differs by one
+// bfloat16 ulp, up to 2^-7 of it, and a few such flips per tensor moved the results by at most
+// 3.7e-3 of the tensor's largest value (max_rel_error at (tp, pp, dp) = (1,1,1), (2,1,1), (1,2,1),
+// (1,1,2) and (2,2,2), 2 micro-batches, validate's default sizes). 1e-2 keeps a 2.7x margin and
+// is still 100x below what a broken parallel rule gives (a whole gradient missing or doubled).
+constexpr Tolerance kBf16Tolerance{1e-2, 1e-3, 1e-2};
+// The main-gradient check's tolerance: the same bfloat16 products on both sides, summed over
+// the micro-batches in float32 (trainer) or float64 (check), so only float32 rounding of m
+// partial sums differs: measured at most 1.2e-7 of the largest gradient at the topologies above.
+// Gradients accumulated in bfloat16 (the planted fault) are off by 2^-9 per accumulation,
+// measured 4.2e-3 to 5.1e-3.
+constexpr Tolerance kMainGradientTolerance{1e-5, 1e-7, 1e-5};
+
 nn::GptConfig gpt_config(const ValidateContext& ctx) {
   const std::int64_t hidden = ctx.sizes.hidden, tp = ctx.topology.tp();
   const std::int64_t heads = hidden % (2 * tp) == 0 ? 2 * tp : tp;
@@ -102,17 +117,31 @@ LocalCheck transformer_block_check(const ValidateContext& ctx, bool sequence_par
   return check;
 }
 
+// gemm's operand precision for one scope (kernels::set_gemm_operands), float32 again after it.
+class GemmOperandsScope {
+ public:
+  explicit GemmOperandsScope(kernels::GemmOperands operands) {
+    kernels::set_gemm_operands(operands);
+  }
+  ~GemmOperandsScope() { kernels::set_gemm_operands(kernels::GemmOperands::float32); }
+  GemmOperandsScope(const GemmOperandsScope&) = delete;
+  GemmOperandsScope& operator=(const GemmOperandsScope&) = delete;
+};
+
 // The whole GPT over the topology against the dense GPT (check_gpt), with or without sequence
-// parallelism, with ctx.virtual_stages model chunks per stage.
-LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel) {
+// parallelism, with ctx.virtual_stages model chunks per stage; with `bf16`, both sides' GEMMs
+// multiply bfloat16 operands (check_gpt_bf16).
+LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf16 = false) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = gpt_config(ctx);
-  const nn::MasterInit init =
-      ctx.masters->random_init(ctx.seed + 1000, autograd::DType::f32, ctx.device);
+  const GemmOperandsScope operands(bf16 ? kernels::GemmOperands::bfloat16
+                                        : kernels::GemmOperands::float32);
+  const std::uint64_t seed = ctx.seed + (bf16 ? 1200 : 1000);
+  const nn::MasterInit init = ctx.masters->random_init(seed, autograd::DType::f32, ctx.device);
   // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
   const std::int64_t rows = ctx.sizes.batch * topo.dp();
   const nn::TokenBatch batch{random_ids(ctx, rows, 1001), random_ids(ctx, rows, 1002)};
-  const DenseGptReferences::Reference& reference = ctx.dense_gpt->get(ctx.seed + 1000, rows, [&] {
+  const DenseGptReferences::Reference& reference = ctx.dense_gpt->get(seed, rows, [&] {
     nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
     const Tensor loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets);
     loss.backward();
@@ -131,18 +160,61 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel) {
   const nn::StepResult result = trainer.forward_backward(
       nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
 
-  const std::string prefix =
-      micro_batch_prefix(sequence_parallel ? "COMBINED+SP" : "COMBINED", ctx.sizes.micro_batches,
-                         ctx.schedule, ctx.virtual_stages);
+  const std::string prefix = micro_batch_prefix(
+      std::string(sequence_parallel ? "COMBINED+SP" : "COMBINED") + (bf16 ? " bf16" : ""),
+      ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
   const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
-  LocalCheck check{prefix + "GPT loss and gradients match dense reference",
-                   Comparison(ctx.tolerance),
-                   sequence_parallel ? trivial_at("tp", topo.tp())
-                   : trivial         ? "tp 1, pp 1, dp 1"
-                                     : ""};
+  LocalCheck check{
+      prefix + "GPT loss and gradients match dense " + (bf16 ? "bf16 reference" : "reference"),
+      Comparison(bf16 ? kBf16Tolerance : ctx.tolerance),
+      sequence_parallel ? trivial_at("tp", topo.tp())
+      : trivial         ? "tp 1, pp 1, dp 1"
+                        : ""};
   check.comparison.expect_close(Tensor::full({}, result.loss, autograd::DType::f64),
                                 dense_loss.to(kernels::Device::cpu));
   expect_gradients(check.comparison, trainer.parameters(), dense, topo);
+  return check;
+}
+
+// check_gpt_bf16's second check: under bfloat16 operands, the gradients accumulated over the
+// micro-batches against the sum of each micro-batch's own gradients (the same products, so the
+// same bfloat16 roundings), in float64.
+LocalCheck main_gradient_check(const ValidateContext& ctx) {
+  const comm::ParallelTopology& topo = ctx.topology;
+  const nn::GptConfig config = gpt_config(ctx);
+  const GemmOperandsScope operands(kernels::GemmOperands::bfloat16);
+  const nn::MasterInit init =
+      ctx.masters->random_init(ctx.seed + 1200, autograd::DType::f32, ctx.device);
+  const std::int64_t rows = ctx.sizes.batch * topo.dp();
+  const nn::TokenBatch batch{random_ids(ctx, rows, 1201), random_ids(ctx, rows, 1202)};
+  nn::GptTrainOptions options;
+  options.device = ctx.device;
+  options.schedule = ctx.schedule;
+  nn::GptTrainer trainer(config, init, topo, options);
+  const int m = ctx.sizes.micro_batches;
+  const std::vector<nn::TokenBatch> micro_batches =
+      nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), m);
+  const nn::Parameters& parameters = trainer.parameters();
+  std::vector<std::vector<double>> sums(parameters.size());
+  for (const nn::TokenBatch& micro_batch : micro_batches) {
+    trainer.forward_backward({micro_batch});  // weighted 1: the step weighs each 1 / m
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const std::vector<double> g = parameters[i].tensor.grad().to_vector();
+      sums[i].resize(g.size(), 0.0);
+      for (std::size_t j = 0; j < g.size(); ++j)
+        sums[i][j] += g[j] / m;
+    }
+  }
+  trainer.forward_backward(micro_batches);
+  LocalCheck check{micro_batch_prefix("COMBINED bf16", m, ctx.schedule, ctx.virtual_stages) +
+                       "float32 main gradients: the accumulated equal the sum of the "
+                       "micro-batches' own",
+                   Comparison(kMainGradientTolerance), m == 1 ? "1 micro-batch" : ""};
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    // The k bias's gradient is rounding noise (expect_gradients), not a sum to compare.
+    if (parameters[i].name.ends_with("attn.k.bias")) continue;
+    check.comparison.expect_close(parameters[i].tensor.grad().to_vector(), sums[i]);
+  }
   return check;
 }
 
@@ -201,6 +273,10 @@ std::vector<LocalCheck> check_gpt(const ValidateContext& ctx) {
 
 std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx) {
   return {gpt_check(ctx, true)};
+}
+
+std::vector<LocalCheck> check_gpt_bf16(const ValidateContext& ctx) {
+  return {gpt_check(ctx, ctx.topology.tp() > 1, true), main_gradient_check(ctx)};
 }
 
 std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx) {

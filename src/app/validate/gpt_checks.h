@@ -45,4 +45,13 @@ std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx);
 /// hold seq/tp rows; --seq is divisible by tp, as validate requires). Trivial at tp 1.
 std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx);
 
+/// "COMBINED(+SP) bf16 (M micro-batches, S): GPT loss and gradients match dense bf16 reference":
+/// check_gpt (with sequence parallelism when tp > 1) where both the parallel GPT and the dense
+/// one multiply bfloat16 operands in every linear layer (kernels::GemmOperands::bfloat16: float32
+/// master weights, float32 main gradients accumulated by the GEMM). The two sides round the same
+/// float32 values to bfloat16 except where a float32 summation order moves a value across a
+/// rounding boundary, so the tolerance is kBf16Tolerance (gpt_checks.cpp), not --rtol/--atol.
+/// The planted fault bf16-main-grad-in-bf16 (gradients accumulated in bfloat16) fails it.
+std::vector<LocalCheck> check_gpt_bf16(const ValidateContext& ctx);
+
 }  // namespace mpitron::app

@@ -135,6 +135,12 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   per_micro_batch_run(check_gpt);
   per_micro_batch_run(check_gpt_sequence_parallel);
   report(check_distributed_optimizer(ctx));
+  {
+    ValidateContext run = ctx;
+    run.sizes.micro_batches = micro_batch_runs.back();
+    run.schedule = nn::ScheduleKind::one_f_one_b;
+    report(check_gpt_bf16(run));
+  }
   // Interleaved 1F1B with 2 virtual stages, where the layout allows it (pp >= 2, layers
   // divisible by 2 pp, micro-batches a multiple of pp).
   for (const int m : micro_batch_runs) {
