@@ -17,6 +17,9 @@ Files (tools/make_golden.py's format):
   (1.45-2.46) is above 1.0, so clipping scales every step.
 - tests/data/gpt_train_clip_inactive.json: the same five steps on the same batches with
   clipping at 10.0, above every step's norm, so that it must leave every gradient as it is.
+- tests/data/gpt_train_bf16.json: gpt_train.json's five steps in float32 with `train --bf16`'s
+  linear layers (Bf16Linear: bfloat16 operands, float32 sums, float32 master weights and AdamW
+  moments).
 """
 
 import math
@@ -61,7 +64,38 @@ def initial_parameters(gen):
     return params
 
 
-def loss_of(p, tokens, targets):
+def bf16(t):
+    """t rounded to bfloat16 (to nearest even) and widened back to its dtype."""
+    return t.to(torch.bfloat16).to(t.dtype)
+
+
+class Bf16Linear(torch.autograd.Function):
+    """F.linear on bfloat16 operands, as `train --bf16` computes it: the input and the weight,
+    and in backward the output gradient, rounded to bfloat16; their products summed in the
+    working dtype (float32); the bias and its gradient as they are."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        xr, wr = bf16(x), bf16(weight)
+        ctx.save_for_backward(xr, wr)
+        ctx.has_bias = bias is not None
+        y = xr @ wr.t()
+        return y if bias is None else y + bias
+
+    @staticmethod
+    def backward(ctx, dy):
+        xr, wr = ctx.saved_tensors
+        g = bf16(dy)
+        dx = g @ wr
+        dw = g.reshape(-1, g.shape[-1]).t() @ xr.reshape(-1, xr.shape[-1])
+        return dx, dw, dy.reshape(-1, dy.shape[-1]).sum(0) if ctx.has_bias else None
+
+
+def bf16_linear(x, weight, bias=None):
+    return Bf16Linear.apply(x, weight, bias)
+
+
+def loss_of(p, tokens, targets, linear=F.linear):
     b, t = tokens.shape
     x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][torch.arange(t)]
     d = HIDDEN // HEADS
@@ -69,17 +103,17 @@ def loss_of(p, tokens, targets):
     for i in range(LAYERS):
         h = f"transformer.h.{i}."
         a = F.layer_norm(x, (HIDDEN,), p[h + "ln_1.weight"], p[h + "ln_1.bias"], 1e-5)
-        q, k, v = (F.linear(a, p[h + f"attn.{n}.weight"], p[h + f"attn.{n}.bias"])
+        q, k, v = (linear(a, p[h + f"attn.{n}.weight"], p[h + f"attn.{n}.bias"])
                    .view(b, t, HEADS, d).transpose(1, 2) for n in ("q", "k", "v"))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
         att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).reshape(b, t, HIDDEN)
-        x = x + F.linear(y, p[h + "attn.c_proj.weight"], p[h + "attn.c_proj.bias"])
+        x = x + linear(y, p[h + "attn.c_proj.weight"], p[h + "attn.c_proj.bias"])
         m = F.layer_norm(x, (HIDDEN,), p[h + "ln_2.weight"], p[h + "ln_2.bias"], 1e-5)
-        m = F.gelu(F.linear(m, p[h + "mlp.c_fc.weight"], p[h + "mlp.c_fc.bias"]))
-        x = x + F.linear(m, p[h + "mlp.c_proj.weight"], p[h + "mlp.c_proj.bias"])
+        m = F.gelu(linear(m, p[h + "mlp.c_fc.weight"], p[h + "mlp.c_fc.bias"]))
+        x = x + linear(m, p[h + "mlp.c_proj.weight"], p[h + "mlp.c_proj.bias"])
     x = F.layer_norm(x, (HIDDEN,), p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], 1e-5)
-    logits = x @ p["transformer.wte.weight"].t()
+    logits = linear(x, p["transformer.wte.weight"])
     return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
 
@@ -111,10 +145,13 @@ def main():
     batches = [batch(gen) for _ in range(STEPS)]
     write("gpt_train.json", train_steps(initial, batches, CLIP))
     write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
+    initial32 = {n: t.float() for n, t in initial.items()}
+    write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear))
 
 
-def train_steps(initial, batches, clip):
-    """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`."""
+def train_steps(initial, batches, clip, linear=F.linear):
+    """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`, with
+    `linear` for every linear layer and the tied head."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -126,7 +163,7 @@ def train_steps(initial, batches, clip):
         for group in opt.param_groups:
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(params, tokens, targets)
+        loss = loss_of(params, tokens, targets, linear)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()
