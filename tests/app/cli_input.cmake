@@ -31,6 +31,8 @@ cli_bad_test(train_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin
 cli_bad_test(bench_step_option_before_comm 2
              "bench comm does not take --recompute (an option of bench's MLP step given before 'comm')"
              bench --recompute comm --max-bytes 4096)
+cli_bad_test(bench_dtype_unknown 1 "--dtype 'fp8' is not one of: float32, bfloat16"
+             bench --dtype fp8)
 cli_bad_test(bench_steps_zero 1 "--steps must be >= 1 and --warmup >= 0, got --steps 0 --warmup 2"
              bench --steps 0)
 cli_bad_test(unknown_subcommand 2 "unknown subcommand 'trian' (run mpitron --help)" trian)
@@ -94,6 +96,12 @@ cli_json_test(export "out;load;step;config"
 mpitron_add_expect_test(cli_eval_load_step_folder TARGET mpitron NP 1 TIMEOUT 60
   ARGS eval --load ${cli_ckpt}/step_1000 --data ${cli_text} ${cli_logs}
   EXPECT_EXIT 0 EXPECT_OUTPUT "eval: [^\n]*step_1000 step 1000 on [^\n]*loss 4\\.0431")
+
+# bench --dtype bfloat16 states its GEMM operands in the first line.
+mpitron_add_expect_test(bench_dtype_bfloat16_stated TARGET mpitron NP 1 TIMEOUT 60
+  ARGS bench --dtype bfloat16 --hidden 32 --intermediate 64 --seq 8 --batch 2 --steps 1
+       --warmup 0 ${cli_logs}
+  EXPECT_EXIT 0 EXPECT_OUTPUT "micro-batches 1, bfloat16 GEMM operands\n")
 
 # bench gemm: the FMA peak, then a line per product with a number per provider the build has.
 mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIMEOUT 120

@@ -36,6 +36,10 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   add_peak_option(command, options.peak_gflops);
   command.add_flag("--recompute", options.recompute,
                    "Keep only each layer's input and recompute its activations in backward");
+  command
+      .add_option("--dtype", options.dtype,
+                  "float32, or bfloat16 (bfloat16 GEMM operands, float32 masters: train --bf16)")
+      ->capture_default_str();
   add_example(
       command,
       "mpirun -np 4 mpitron bench --tp 2 --pp 2 --hidden 512 --intermediate 2048 --seq 128");
@@ -71,13 +75,19 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
           fmt::format("--steps must be >= 1 and --warmup >= 0, got --steps {} --warmup {}",
                       options.steps, options.warmup));
     }
+    if (options.dtype != "float32" && options.dtype != "bfloat16") {
+      throw comm::ConfigError(
+          fmt::format("--dtype '{}' is not one of: float32, bfloat16", options.dtype));
+    }
     device = resolve_device(options.common.device);
     prepare_run(options.common, world);
     return fmt::format(
-        "bench {} steps={} warmup={} recompute={}",
+        "bench {} steps={} warmup={} recompute={} dtype={}",
         config_json(options.sizes, sizes, device, options.common.seed, world.size()).dump(),
-        options.steps, options.warmup, options.recompute);
+        options.steps, options.warmup, options.recompute, options.dtype);
   });
+  kernels::set_gemm_operands(options.dtype == "bfloat16" ? kernels::GemmOperands::bfloat16
+                                                         : kernels::GemmOperands::float32);
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
   const ModelSizes& s = options.sizes;
   const std::uint64_t seed = options.common.seed;
@@ -149,7 +159,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   const double per_thread = tokens_per_s / (world.size() * threads);
   fmt::print(
       "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
-      "layers {} micro-batches {}{}\n"
+      "layers {} micro-batches {}{}{}\n"
       "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model "
       "GFLOP/step{}), "
       "peak RSS {:.0f} MiB/rank (max)\n"
@@ -160,8 +170,9 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       "bench: idle share per pipeline stage ({} schedule): {}\n",
       world.size(), sizes.tp, sizes.pp, sizes.dp, device_text(device), s.hidden, s.intermediate,
       s.batch, s.seq, s.layers, s.micro_batches,
-      options.recompute ? ", recomputing activations" : "", ms_per_step, tokens_per_s, achieved,
-      gflop, mfu ? ", " + mfu_text(mfu) : std::string(), peak, per_thread,
+      options.recompute ? ", recomputing activations" : "",
+      options.dtype == "bfloat16" ? ", bfloat16 GEMM operands" : "", ms_per_step, tokens_per_s,
+      achieved, gflop, mfu ? ", " + mfu_text(mfu) : std::string(), peak, per_thread,
       nn::counted(world.size(), "rank"), nn::counted(threads, "thread"),
       *std::max_element(allocations.begin(), allocations.end()), kernels::to_string(device),
       *std::max_element(in_use.begin(), in_use.end()), *std::max_element(held.begin(), held.end()),
@@ -171,6 +182,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
     nlohmann::json report{{"tool", "mpitron"},
                           {"config", config_json(s, sizes, device, seed, world.size())},
                           {"recompute", options.recompute},
+                          {"dtype", options.dtype},
                           {"ms_per_step", ms_per_step},
                           {"tokens_per_s", tokens_per_s},
                           {"threads", threads},

@@ -19,6 +19,8 @@ struct BenchOptions {
   std::string progress = "auto";  ///< --progress: auto, in-place, lines or off
   double peak_gflops = 0.0;       ///< one rank's peak, for MFU (0: unknown)
   bool recompute = false;         ///< recompute each layer's activations in backward
+  /// --dtype: float32, or bfloat16 (GEMMs on bfloat16 operands, float32 otherwise: train --bf16)
+  std::string dtype = "float32";
 };
 
 /// Adds the `bench` subcommand and its flags to `app`.
