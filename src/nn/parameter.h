@@ -52,7 +52,8 @@ struct ElementRange {
 /// Appends `more` to `into`, prefixing each name with `prefix` + "." (layouts are kept).
 void append_parameters(Parameters& into, const std::string& prefix, const Parameters& more);
 
-/// The full (unsharded) weights of one linear layer: weight [out, in], bias [out].
+/// The full (unsharded) weights of one linear layer: weight [out, in], bias [out], or no bias
+/// (an undefined tensor: the layer adds none and has no "bias" parameter).
 struct LinearWeights {
   Tensor weight;
   Tensor bias;

@@ -49,6 +49,11 @@ checkpoint_cli_test(checkpoint_resume_float32_to_bf16 2
                     resume --from 1,2,1 --to 2,1,1 --bf16 resumed --rtol 1e-3)
 checkpoint_cli_test(checkpoint_resume_bf16_to_float32 2
                     resume --from 2,1,1 --to 1,1,2 --bf16 not-resumed --rtol 1e-3)
+# The llama family: bit-identical on the same topology, and resharded within 1e-5 as GPT-2.
+checkpoint_cli_test(checkpoint_resume_llama_same_tp2_pp2_dp1 4
+                    resume --from 2,2,1 --to 2,2,1 --llama --rtol 0)
+checkpoint_cli_test(checkpoint_resume_llama_tp2_pp2_dp1_to_tp1_pp1_dp2 4
+                    resume --from 2,2,1 --to 1,1,2 --llama --rtol 1e-5)
 # --recompute on only the stopped or only the resumed run: the same losses bit for bit.
 checkpoint_cli_test(checkpoint_resume_recompute_stopped_tp1_pp2_dp2 4
                     resume --from 1,2,2 --to 1,2,2 --recompute stopped --rtol 0)

@@ -8,7 +8,7 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
 
   resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed]
            [--distributed-optimizer stopped|resumed] [--sequence-parallel stopped|resumed]
-           [--bf16 all|resumed|not-resumed] [--layers L] [--from-virtual-stages V]
+           [--bf16 all|resumed|not-resumed] [--llama] [--layers L] [--from-virtual-stages V]
            [--to-virtual-stages V] --rtol R --work DIR
       An uninterrupted 6-step run on --from; the same run stopped after step 3 with --save; then
       --load on --to (and --to-micro-batch). The losses of steps 4..6 and the final validation
@@ -17,7 +17,8 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
       only (the uninterrupted run never recomputes); --distributed-optimizer adds
       `--use-distributed-optimizer` the same way, and
       --sequence-parallel `--sequence-parallel`; --bf16 adds `--bf16` to every run, to the
-      resumed one only, or to the two others only. --layers sets the model's blocks (default 2);
+      resumed one only, or to the two others only; --llama trains the llama family (2 key/value
+      heads, an untied head) in every run. --layers sets the model's blocks (default 2);
       --from-virtual-stages gives the uninterrupted and the stopped run, --to-virtual-stages the
       resumed run --virtual-stages V (default 1).
   eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
@@ -111,6 +112,8 @@ def resume(args):
             "2"]
     if args.bf16 in ("all", "not-resumed"):
         base.append("--bf16")
+    if args.llama:
+        base += ["--arch", "llama", "--kv-heads", "2", "--untie-embeddings"]
     source_stages = ["--virtual-stages", str(args.from_virtual_stages)]
     mpitron(args, args.source, *base, "--metrics", name("full.jsonl"), *source_stages)
     only = {"--recompute": args.recompute,
@@ -286,6 +289,7 @@ def main():
     p.add_argument("--distributed-optimizer", choices=["stopped", "resumed"])
     p.add_argument("--sequence-parallel", choices=["stopped", "resumed"])
     p.add_argument("--bf16", choices=["all", "resumed", "not-resumed"])
+    p.add_argument("--llama", action="store_true")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--from-virtual-stages", type=int, default=1)
     p.add_argument("--to-virtual-stages", type=int, default=1)

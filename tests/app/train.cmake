@@ -44,6 +44,13 @@ set(train_bad_runs
   "clip|--grad-clip -1|--grad-clip must be a finite positive number, got -1"
   "stop|--stop-after -1|--stop-after must be >= 0, got -1"
   "schedule|--schedule gpipe|--schedule 'gpipe' is not one of: 1f1b, afab"
+  "arch|--arch falcon|--arch 'falcon' is not one of: gpt2, llama"
+  "llamaflag|--kv-heads 2|--kv-heads is a llama flag: add --arch llama"
+  "llamagelu|--arch llama --gelu tanh|--gelu is a gpt2 flag: the llama MLP is SwiGLU"
+  "llamainit|--arch llama --init-from x.bin|--init-from reads GPT-2 files"
+  "kvheads|--arch llama --heads 4 --hidden 64 --kv-heads 3|heads 4 is not divisible by kv heads 3"
+  "kvtp|--arch llama --heads 4 --hidden 64 --kv-heads 1 --tp 2 --dp 1|kv heads 1 is not divisible by tp 2 (each TP rank holds whole key/value heads)"
+  "ffntp|--arch llama --heads 4 --hidden 64 --ffn-hidden 101 --tp 2 --dp 1|ffn hidden 101 is not divisible by tp 2"
   "bf16float64|--bf16 --dtype float64|--bf16 needs --dtype float32 (its master weights), got --dtype float64"
   "virtualstages|--virtual-stages 0|--virtual-stages must be >= 1, got 0"
   "virtualmany|--layers 4 --virtual-stages 8|--virtual-stages 8 is more than the 4 layers"
@@ -73,6 +80,20 @@ foreach(run IN LISTS train_bad_runs)
     ARGS train --seq 16 --steps 1 ${flags} --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bad
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message_regex}" "rank 1: error:")
 endforeach()
+
+# --arch llama states its choices in the start-up line; export refuses its checkpoint (no
+# Hugging Face Llama writer yet) with one line.
+set(train_llama_dir ${CMAKE_CURRENT_BINARY_DIR}/train_llama_ckpt)
+mpitron_add_expect_test(train_llama_stated TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --arch llama --kv-heads 2 --ffn-hidden 48 --tp 2 --dp 1
+       --save ${train_llama_dir} --overwrite-checkpoints
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama
+  EXPECT_EXIT 0 EXPECT_OUTPUT "llama \\(2 kv heads, ffn 48, RoPE theta 10000, tied head\\)")
+mpitron_add_expect_test(export_llama_refused TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS export --load ${train_llama_dir} --out ${CMAKE_CURRENT_BINARY_DIR}/llama.safetensors
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama
+  EXPECT_EXIT 2 EXPECT_OUTPUT "holds a llama model; export writes GPT-2's formats only")
+set_tests_properties(export_llama_refused PROPERTIES DEPENDS train_llama_stated)
 
 # --bf16 is stated in the start-up line.
 mpitron_add_expect_test(train_bf16_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

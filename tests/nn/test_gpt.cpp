@@ -1,6 +1,7 @@
 // The GPT on every topology of the test world: loss and every parameter shard's gradient after
 // finalize_gradients against the dense single-process model (nn/models/gpt_reference.h) and against
-// PyTorch (tests/data/gpt.json from tools/make_golden_gpt.py), also with activation recomputation.
+// PyTorch (tests/data/gpt.json from tools/make_golden_gpt.py), also with activation recomputation;
+// the same for the llama family (tests/data/llama.json from tools/make_golden_llama_model.py).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -125,9 +126,68 @@ TEST(Gpt, LossAndGradientsMatchPyTorchOnEveryTopology) {
   }
 }
 
-TEST(Gpt, ParametersCarryTheirNamesAndLayouts) {
-  const GptConfig config{256, 8, 4, 16, 4};
+// A llama config of the test sizes: RMSNorm, RoPE, SwiGLU, no biases; 8 heads sharing 4
+// key/value heads (head size 4), ffn 24, tied or untied.
+GptConfig llama_config(bool tied) {
+  GptConfig config{256, 8, 4, 32, 8};
+  config.arch = Arch::llama;
+  config.kv_heads = 4;
+  config.ffn_hidden = 24;
+  config.tied_embeddings = tied;
+  return config;
+}
+
+// The llama family on every topology its sizes allow (tp divides the 4 key/value heads):
+// against its dense model, float64, the same 1e-10 as GPT-2's; also with recomputation.
+TEST(Gpt, LlamaLossAndGradientsMatchTheDenseModelOnEveryTopology) {
+  for (const bool tied : {true, false}) {
+    const GptConfig config = llama_config(tied);
+    const MasterInit init = random_init(17, DType::f64, Device::cpu);
+    const Tensor tokens = random_ids(8, 8, config.vocab, 21);
+    const Tensor targets = random_ids(8, 8, config.vocab, 22);
+    const TensorMap dense = dense_gpt_parameters(config, init);
+    const Tensor loss = dense_gpt_loss(config, dense, tokens, targets);
+    loss.backward();
+    const auto expected_grad = [&](const std::string& name) { return dense.at(name).grad(); };
+    for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
+      if (gpt_size_error(config, tp, pp)) continue;
+      SCOPED_TRACE(tied ? "tied" : "untied");
+      expect_step_matches(config, init, tp, pp, dp, ScheduleKind::one_f_one_b, 2, tokens, targets,
+                          loss.item(), expected_grad, DType::f64, 1e-10);
+      expect_step_matches(config, init, tp, pp, dp, ScheduleKind::afab, 1, tokens, targets,
+                          loss.item(), expected_grad, DType::f64, 1e-10, /*recompute=*/true);
+    }
+  }
+}
+
+// PyTorch parity for the llama family (tests/data/llama.json from
+// tools/make_golden_llama_model.py: Hugging Face Llama's formulas in plain torch, untied head,
+// 4 heads on 2 key/value heads), with GPT-2's tolerances: 1e-9 in float64, 2e-4 in float32.
+TEST(Gpt, LlamaLossAndGradientsMatchPyTorchOnEveryTopology) {
+  const test::GoldenFile golden("llama.json");
+  GptConfig config{256, 16, 2, 32, 4};
+  config.arch = Arch::llama;
+  config.kv_heads = 2;
+  config.ffn_hidden = 48;
+  config.tied_embeddings = false;
+  const Tensor tokens = test::golden_ids(golden, "tokens"),
+               targets = test::golden_ids(golden, "targets");
+  for (const auto& [dtype, tolerance] : {std::pair{DType::f64, 1e-9}, {DType::f32, 2e-4}}) {
+    for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
+      if (gpt_size_error(config, tp, pp)) continue;
+      expect_step_matches(
+          config, test::golden_init(golden, dtype), tp, pp, dp, ScheduleKind::one_f_one_b, 1,
+          tokens, targets, golden.scalar("loss"),
+          [&](const std::string& name) { return golden.tensor("grad." + name); }, dtype, tolerance);
+    }
+  }
+}
+
+// Every parameter of every stage of `config` on every topology it allows has its spec's name,
+// layout and (sliced) shape; only a tied head's copy on the last stage is a tied copy.
+void expect_parameters_carry_their_specs(const GptConfig& config) {
   for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
+    if (gpt_size_error(config, tp, pp)) continue;
     const comm::ParallelTopology topology(test::world(), tp, pp, dp);
     const GptStage stage(config, gpt2_init(1, config.layers, DType::f32, Device::cpu), topology);
     for (const Parameter& p : stage.parameters()) {
@@ -142,9 +202,15 @@ TEST(Gpt, ParametersCarryTheirNamesAndLayouts) {
         EXPECT_EQ(p.tensor.shape(), expected);
       }
       EXPECT_TRUE(found);
-      EXPECT_EQ(p.tied_copy,
-                p.name == "transformer.wte.weight" && pp > 1 && topology.is_last_stage());
+      EXPECT_EQ(p.tied_copy, config.tied_embeddings && p.name == "transformer.wte.weight" &&
+                                 pp > 1 && topology.is_last_stage());
     }
+  }
+}
+
+TEST(Gpt, ParametersCarryTheirNamesAndLayouts) {
+  for (const GptConfig& config : {GptConfig{256, 8, 4, 16, 4}, llama_config(false)}) {
+    expect_parameters_carry_their_specs(config);
   }
 }
 
@@ -175,6 +241,24 @@ TEST(GptSizes, EveryRuleHasItsMessage) {
   EXPECT_EQ(gpt_size_error({255, 8, 4, 16, 2}, 2, 1), "vocab 255 is not divisible by tp 2");
   EXPECT_EQ(gpt_size_error({256, 8, 3, 16, 4}, 1, 2), "layers 3 is not divisible by pp 2");
   EXPECT_EQ(gpt_size_error({256, 0, 4, 16, 4}, 1, 1), "block size must be >= 1, got 0");
+  GptConfig llama = llama_config(true);
+  EXPECT_EQ(gpt_size_error(llama, 4, 1), std::nullopt);
+  EXPECT_EQ(gpt_size_error(llama, 8, 1),
+            "kv heads 4 is not divisible by tp 8 (each TP rank holds whole key/value heads)");
+  llama.kv_heads = 3;
+  EXPECT_EQ(gpt_size_error(llama, 1, 1), "heads 8 is not divisible by kv heads 3");
+  llama.kv_heads = 4;
+  llama.ffn_hidden = 25;
+  EXPECT_EQ(gpt_size_error(llama, 2, 1), "ffn hidden 25 is not divisible by tp 2");
+  llama.ffn_hidden = 24;
+  llama.hidden = 24;
+  EXPECT_EQ(gpt_size_error(llama, 1, 1),
+            "head size 3 (hidden 24 / heads 8) is odd; rotary embedding pairs halves");
+  GptConfig gpt2{256, 8, 4, 16, 4};
+  gpt2.kv_heads = 2;
+  EXPECT_EQ(gpt_size_error(gpt2, 1, 1),
+            "kv heads, ffn hidden and untied embeddings are llama choices (gpt2: kv heads = "
+            "heads, ffn hidden = 4 hidden, tied)");
 }
 
 // The estimate's N is the weights of every matmul: counted here from the parameter list (each

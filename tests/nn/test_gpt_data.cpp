@@ -63,7 +63,7 @@ TEST(GptConfig, PaddingRowsAreZeroAndTheVocabularyRowsDoNotDependOnThem) {
 }
 
 TEST(GptConfig, Gpt2ModelsAndGeluNames) {
-  const std::optional<GptConfig> small = gpt2_model("gpt2");
+  const std::optional<GptConfig> small = model_preset("gpt2");
   ASSERT_TRUE(small);
   EXPECT_EQ(small->vocab, 50257);
   EXPECT_EQ(small->block_size, 1024);
@@ -77,9 +77,9 @@ TEST(GptConfig, Gpt2ModelsAndGeluNames) {
     count += n;
   }
   EXPECT_EQ(count, 124439808);
-  EXPECT_EQ(gpt2_model("gpt2-xl")->layers, 48);
-  EXPECT_EQ(gpt2_model("gpt2-xl")->heads, 25);
-  EXPECT_FALSE(gpt2_model("gpt3"));
+  EXPECT_EQ(model_preset("gpt2-xl")->layers, 48);
+  EXPECT_EQ(model_preset("gpt2-xl")->heads, 25);
+  EXPECT_FALSE(model_preset("gpt3"));
   EXPECT_EQ(gelu_form_from_string("tanh"), GeluForm::tanh);
   EXPECT_STREQ(to_string(gelu_form_from_string("erf")), "erf");
   EXPECT_THROW(gelu_form_from_string("relu"), std::invalid_argument);

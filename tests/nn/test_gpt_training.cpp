@@ -29,7 +29,9 @@ struct Recipe {
   bool sequence_parallel = false;
   int virtual_stages = 1;  // model chunks per stage (interleaved 1F1B with 2)
   std::int64_t layers = 4;
-  bool bf16 = false;  // bfloat16 GEMM operands, float32 master weights (train --bf16)
+  bool bf16 = false;    // bfloat16 GEMM operands, float32 master weights (train --bf16)
+  bool llama = false;   // the llama family: 4 heads on 2 key/value heads, ffn 40
+  bool untied = false;  // llama with a separate LM head
 };
 
 constexpr std::int64_t kGlobalBatch = 16, kSeq = 8, kSteps = 20;
@@ -53,6 +55,12 @@ std::vector<double> loss_curve(const comm::Communicator& world, int tp, int pp, 
   config.padded_vocab = padded_vocab_size(recipe.vocab, tp);
   config.gelu = recipe.gelu;
   config.layers = recipe.layers;
+  if (recipe.llama) {
+    config.arch = Arch::llama;
+    config.kv_heads = 2;
+    config.ffn_hidden = 40;
+    config.tied_embeddings = !recipe.untied;
+  }
   GptTrainer trainer(config, gpt2_init(3, config.layers, DType::f32, Device::cpu), topology,
                      options);
   static const TokenCorpus corpus = TokenCorpus::builtin();
@@ -229,6 +237,37 @@ TEST(GptTraining, SequenceParallelFollowsTheOneRankLossCurve) {
       const std::vector<double> faulty = loss_curve(test::world(), tp, pp, dp, sequence_parallel);
       inject_fault(Fault::none);
       EXPECT_GT(max_relative_deviation(faulty, reference), 1e-5);
+    }
+  }
+}
+
+// The llama family follows its one-rank curve on every topology its sizes allow (tp divides
+// the 2 key/value heads), tied and untied, with the distributed optimizer, sequence parallelism
+// and interleaved 1F1B, within GPT-2's 1e-5.
+TEST(GptTraining, LlamaFollowsTheOneRankLossCurve) {
+  const Recipe recipes[] = {
+      {.llama = true},
+      {.distributed_optimizer = true, .llama = true, .untied = true},
+      {.sequence_parallel = true, .llama = true},
+      {.micro_batches = 4, .virtual_stages = 2, .layers = 8, .llama = true, .untied = true}};
+  for (const Recipe& recipe : recipes) {
+    Recipe one_rank = recipe;
+    one_rank.sequence_parallel = false;
+    one_rank.virtual_stages = 1;
+    const std::vector<double> reference = reference_curve(one_rank);
+    for (const auto& [tp, pp, dp] : curve_topologies()) {
+      if (tp > 2 || (recipe.virtual_stages > 1 &&
+                     (pp < 2 || recipe.layers % (2 * pp) != 0 || recipe.micro_batches % pp != 0))) {
+        continue;
+      }
+      SCOPED_TRACE(
+          fmt::format("tp {} pp {} dp {}, llama, untied {}, distributed {}, sp {}, {} "
+                      "virtual stages",
+                      tp, pp, dp, recipe.untied, recipe.distributed_optimizer,
+                      recipe.sequence_parallel, recipe.virtual_stages));
+      const std::vector<double> curve = loss_curve(test::world(), tp, pp, dp, recipe);
+      EXPECT_LE(max_relative_deviation(curve, reference), 1e-5);
+      EXPECT_LT(curve.back(), curve.front());
     }
   }
 }

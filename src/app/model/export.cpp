@@ -56,7 +56,13 @@ CLI::App& add_export_command(CLI::App& app, ExportOptions& o) {
 
 int run_export(const ExportOptions& o, comm::Communicator world) {
   // The output must be a file in an existing, writable folder: found before any loading.
-  const auto check_out = [&o](const nn::GptCheckpoint&, const ParallelSizes&) {
+  const auto check_out = [&o](const nn::GptCheckpoint& checkpoint, const ParallelSizes&) {
+    if (checkpoint.config.llama()) {
+      throw comm::ConfigError(fmt::format(
+          "--load {}: holds a llama model; export writes GPT-2's formats only (a Hugging Face "
+          "Llama writer is not there yet)",
+          o.load));
+    }
     const std::filesystem::path out(o.out);
     const std::filesystem::path folder = out.parent_path().empty() ? "." : out.parent_path();
     if (!out.has_filename())

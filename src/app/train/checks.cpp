@@ -17,6 +17,28 @@
 
 namespace mpitron::app {
 
+void check_family_flags(const TrainOptions& o, nn::Arch arch) {
+  if (arch == nn::Arch::gpt2) {
+    const std::pair<const char*, bool> llama_only[] = {{"kv-heads", o.kv_heads != 0},
+                                                       {"ffn-hidden", o.ffn_hidden != 0},
+                                                       {"rope-theta", o.rope_theta != 10000.0},
+                                                       {"untie-embeddings", o.untie_embeddings}};
+    for (const auto& [flag, given] : llama_only) {
+      if (given)
+        throw comm::ConfigError(fmt::format("--{} is a llama flag: add --arch llama", flag));
+    }
+    return;
+  }
+  if (o.model.empty() && o.model_flags_given.contains("gelu")) {
+    throw comm::ConfigError("--gelu is a gpt2 flag: the llama MLP is SwiGLU");
+  }
+  if (!o.init_from.empty()) {
+    throw comm::ConfigError(
+        "--init-from reads GPT-2 files (llm.c, safetensors); Hugging Face Llama folders are not "
+        "supported yet (--arch llama)");
+  }
+}
+
 void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
   check_train_settings(o);
   if (config.layers >= 1 && o.virtual_stages > config.layers) {
@@ -43,9 +65,9 @@ void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const
         "= {}) a multiple of --pp {}",
         virtual_stages, micro_batches, s.pp));
   }
-  if (!o.model.empty() && !nn::gpt2_model(o.model)) {
+  if (!o.model.empty() && !nn::model_preset(o.model)) {
     throw comm::ConfigError(
-        fmt::format("--model '{}' is not one of: {}", o.model, nn::gpt2_model_names()));
+        fmt::format("--model '{}' is not one of: {}", o.model, nn::model_preset_names()));
   }
   if (o.sequence_parallel && o.seq % s.tp != 0) {
     throw comm::ConfigError(

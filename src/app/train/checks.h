@@ -12,6 +12,11 @@
 
 namespace mpitron::app {
 
+/// Throws comm::ConfigError naming the flag for a model flag of the other family: a llama
+/// flag (--kv-heads, --ffn-hidden, --rope-theta other than 10000, --untie-embeddings) with
+/// --arch gpt2, or --gelu or --init-from with --arch llama (no Hugging Face Llama reader yet).
+void check_family_flags(const TrainOptions& o, nn::Arch arch);
+
 /// Checks the settings' own rules (check_train_settings), then the flags against `config` (the
 /// model, --init-from's sizes applied) and the degrees `sizes`: the model's size rules
 /// (nn::gpt_size_error), --global-batch divisible by --micro-batch x dp, --virtual-stages (at most

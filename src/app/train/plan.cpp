@@ -103,6 +103,8 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
                             o.dtype);
   }
   const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
+  const nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
+  check_family_flags(o, arch);
   const nn::LrDecayStyle decay =
       parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string);
   plan.sizes = resolve_parallel_sizes(o.common, world_size);
@@ -119,6 +121,12 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   }
   plan.config = {o.vocab, o.block_size > 0 ? o.block_size : o.seq, o.layers, o.hidden, o.heads};
   plan.config.gelu = gelu;
+  plan.config.arch = arch;
+  plan.config.kv_heads = o.kv_heads;
+  plan.config.ffn_hidden = o.ffn_hidden;
+  plan.config.rope_theta = o.rope_theta;
+  plan.config.norm_eps = o.norm_eps;
+  plan.config.tied_embeddings = !o.untie_embeddings;
   if (!o.init_from.empty()) plan.start.pretrained = load_init_from(o, plan.config);
   if (plan.config.vocab >= 1 && plan.sizes.tp >= 1) {
     plan.config.padded_vocab = nn::padded_vocab_size(plan.config.vocab, plan.sizes.tp);

@@ -59,8 +59,13 @@ nlohmann::json value_of(const TrainSetting& setting, const TrainOptions& options
 
 // Fills in the sizes of a known --model whose flags were not given (an unknown name is left to
 // the start-up checks, which end every rank with one line).
+// The model flags a preset sets (and --init-from's file does).
+constexpr const char* kModelFlags[] = {
+    "vocab", "layers",   "hidden",     "heads",      "block-size",       "gelu",
+    "arch",  "kv-heads", "ffn-hidden", "rope-theta", "untie-embeddings", "norm-eps"};
+
 void apply_model(const CLI::App& command, TrainOptions& o) {
-  const std::optional<nn::GptConfig> model = nn::gpt2_model(o.model);
+  const std::optional<nn::GptConfig> model = nn::model_preset(o.model);
   if (!model) return;
   const auto fill = [&command](const char* flag, auto& member, auto value) {
     if (command.count(std::string("--") + flag) == 0) member = value;
@@ -72,12 +77,19 @@ void apply_model(const CLI::App& command, TrainOptions& o) {
   fill("seq", o.seq, model->block_size);
   fill("block-size", o.block_size, model->block_size);
   fill("gelu", o.gelu, std::string(nn::to_string(model->gelu)));
+  fill("arch", o.arch, std::string(nn::to_string(model->arch)));
+  if (!model->llama()) return;
+  fill("kv-heads", o.kv_heads, model->kv_head_count());
+  fill("ffn-hidden", o.ffn_hidden, model->ffn_size());
+  fill("rope-theta", o.rope_theta, model->rope_theta);
+  fill("norm-eps", o.norm_eps, model->norm_eps);
+  fill("untie-embeddings", o.untie_embeddings, !model->tied_embeddings);
 }
 
 // Records the model flags given on the command line or filled in by a known --model.
 void note_model_flags_given(const CLI::App& command, TrainOptions& o) {
-  const bool model = nn::gpt2_model(o.model).has_value();
-  for (const char* flag : {"vocab", "layers", "hidden", "heads", "block-size", "gelu"}) {
+  const bool model = nn::model_preset(o.model).has_value();
+  for (const char* flag : kModelFlags) {
     if (model || command.count(std::string("--") + flag) > 0) o.model_flags_given.insert(flag);
   }
 }
@@ -90,7 +102,7 @@ const std::vector<TrainSetting>& train_settings() {
        Check::none, false, "/data"},
       {"data-order", &O::data_order, "random windows, or sequential (llm.c's batches)", Check::none,
        true, "/sampler/order"},
-      {"model", &O::model, "GPT-2 sizes for the size flags not given: gpt2, gpt2-medium, ...",
+      {"model", &O::model, "Preset for the model flags not given: gpt2, smollm-135m, ...",
        Check::none, true},
       {"vocab", &O::vocab, "Vocabulary size (bytes use 0..255)", Check::none, true},
       {"layers", &O::layers, "Transformer blocks", Check::none, true},
@@ -100,6 +112,14 @@ const std::vector<TrainSetting>& train_settings() {
       {"block-size", &O::block_size, "Position table's length (0: --seq)", Check::at_least_zero,
        true},
       {"gelu", &O::gelu, "MLP activation: erf, or tanh (GPT-2's)", Check::none, true},
+      {"arch", &O::arch, "Decoder family: gpt2, or llama (RMSNorm, RoPE, SwiGLU, GQA)", Check::none,
+       true},
+      {"kv-heads", &O::kv_heads, "llama: key/value heads (0: --heads)", Check::at_least_zero, true},
+      {"ffn-hidden", &O::ffn_hidden, "llama: SwiGLU inner size (0: 4 x --hidden)",
+       Check::at_least_zero, true},
+      {"rope-theta", &O::rope_theta, "llama: RoPE base", Check::finite_positive, true},
+      {"norm-eps", &O::norm_eps, "LayerNorm / RMSNorm epsilon", Check::finite_positive, true},
+      {"untie-embeddings", &O::untie_embeddings, "llama: an LM head of its own", Check::none, true},
       {"global-batch", &O::global_batch, "Sequences per optimizer step, all replicas",
        Check::at_least_one, true, "/sampler/global_batch"},
       {"micro-batch", &O::micro_batch, "Sequences per micro-batch per replica", Check::at_least_one,

@@ -22,16 +22,23 @@ struct TrainOptions {
   CommonOptions common;
   std::string data;  ///< a file read as bytes, or llm.c shards; empty: the built-in corpus
   std::string data_order = "random";  ///< random windows, or llm.c's sequential batches
-  std::string model;  ///< a GPT-2 size (nn::gpt2_model) for the size flags not given
+  std::string model;                  ///< a preset (nn::model_preset) for the model flags not given
   std::int64_t vocab = 256;
   std::int64_t layers = 4;
   std::int64_t hidden = 256;
   std::int64_t heads = 8;
   std::int64_t seq = 128;
-  std::int64_t block_size = 0;  ///< the position table's length (0: seq)
-  std::string gelu = "erf";     ///< the MLP's GELU: erf or tanh
+  std::int64_t block_size = 0;    ///< the position table's length (0: seq)
+  std::string gelu = "erf";       ///< the MLP's GELU: erf or tanh
+  std::string arch = "gpt2";      ///< the decoder family: gpt2 or llama (nn::Arch)
+  std::int64_t kv_heads = 0;      ///< llama: key/value heads (0: --heads)
+  std::int64_t ffn_hidden = 0;    ///< llama: the SwiGLU MLP's inner size (0: 4 --hidden)
+  double rope_theta = 10000.0;    ///< llama: RoPE's base
+  double norm_eps = 1e-5;         ///< the LayerNorm's or RMSNorm's epsilon
+  bool untie_embeddings = false;  ///< llama: a separate LM head
   /// The model flags the command line gave or a known --model filled in ("vocab", "layers",
-  /// "hidden", "heads", "block-size", "gelu"): those --init-from does not set from its file.
+  /// "hidden", "heads", "block-size", "gelu", "arch", ...): those --init-from does not set from
+  /// its file.
   std::set<std::string> model_flags_given;
   std::int64_t global_batch = 32;  ///< sequences per optimizer step, all replicas
   std::int64_t micro_batch = 4;    ///< sequences per micro-batch per replica

@@ -27,6 +27,16 @@ namespace mpitron::app {
 
 namespace {
 
+// The start-up line's words for the model's family: ", tanh GELU" for GPT-2's, and the llama
+// choices.
+std::string family_text(const nn::GptConfig& c) {
+  if (c.llama()) {
+    return fmt::format(", llama ({} kv heads, ffn {}, RoPE theta {:g}, {} head)", c.kv_head_count(),
+                       c.ffn_size(), c.rope_theta, c.tied_embeddings ? "tied" : "untied");
+  }
+  return c.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "";
+}
+
 double mib(std::int64_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
@@ -79,7 +89,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       run.config.vocab_rows() != run.config.vocab
           ? fmt::format(" (padded to {})", run.config.vocab_rows())
           : std::string(),
-      run.config.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "", fmt::join(counts, ", "),
+      family_text(run.config), fmt::join(counts, ", "),
       nn::counted(micro_per_step, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.schedule,
       (o.virtual_stages > 1 ? fmt::format(", {} virtual stages", o.virtual_stages) : "") +

@@ -38,6 +38,17 @@ nn::GptConfig gpt_config(const ValidateContext& ctx) {
   return {kVocab, ctx.sizes.seq, ctx.sizes.layers, hidden, heads};
 }
 
+// The llama family at validate's sizes: GPT's heads on half as many key/value heads where tp
+// still divides them (else as many), ffn 3 hidden, an untied head.
+nn::GptConfig llama_config(const ValidateContext& ctx) {
+  nn::GptConfig config = gpt_config(ctx);
+  config.arch = nn::Arch::llama;
+  config.kv_heads = (config.heads / 2) % ctx.topology.tp() == 0 ? config.heads / 2 : config.heads;
+  config.ffn_hidden = 3 * config.hidden;
+  config.tied_embeddings = false;
+  return config;
+}
+
 // Seeded ids [rows, seq] in [0, kVocab).
 Tensor random_ids(const ValidateContext& ctx, std::int64_t rows, std::uint64_t seed_offset) {
   std::vector<std::int64_t> ids;
@@ -131,12 +142,13 @@ class GemmOperandsScope {
 // The whole GPT over the topology against the dense GPT (check_gpt), with or without sequence
 // parallelism, with ctx.virtual_stages model chunks per stage; with `bf16`, both sides' GEMMs
 // multiply bfloat16 operands (check_gpt_bf16).
-LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf16 = false) {
+LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf16 = false,
+                     bool llama = false) {
   const comm::ParallelTopology& topo = ctx.topology;
-  const nn::GptConfig config = gpt_config(ctx);
+  const nn::GptConfig config = llama ? llama_config(ctx) : gpt_config(ctx);
   const GemmOperandsScope operands(bf16 ? kernels::GemmOperands::bfloat16
                                         : kernels::GemmOperands::float32);
-  const std::uint64_t seed = ctx.seed + (bf16 ? 1200 : 1000);
+  const std::uint64_t seed = ctx.seed + (bf16 ? 1200 : llama ? 1300 : 1000);
   const nn::MasterInit init = ctx.masters->random_init(seed, autograd::DType::f32, ctx.device);
   // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
   const std::int64_t rows = ctx.sizes.batch * topo.dp();
@@ -160,9 +172,10 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
   const nn::StepResult result = trainer.forward_backward(
       nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
 
-  const std::string prefix = micro_batch_prefix(
-      std::string(sequence_parallel ? "COMBINED+SP" : "COMBINED") + (bf16 ? " bf16" : ""),
-      ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
+  const std::string prefix =
+      micro_batch_prefix(std::string(sequence_parallel ? "COMBINED+SP" : "COMBINED") +
+                             (bf16 ? " bf16" : "") + (llama ? " llama" : ""),
+                         ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
   const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
   LocalCheck check{
       prefix + "GPT loss and gradients match dense " + (bf16 ? "bf16 reference" : "reference"),
@@ -273,6 +286,10 @@ std::vector<LocalCheck> check_gpt(const ValidateContext& ctx) {
 
 std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx) {
   return {gpt_check(ctx, true)};
+}
+
+std::vector<LocalCheck> check_gpt_llama(const ValidateContext& ctx) {
+  return {gpt_check(ctx, ctx.topology.tp() > 1, false, true)};
 }
 
 std::vector<LocalCheck> check_gpt_bf16(const ValidateContext& ctx) {

@@ -45,6 +45,13 @@ std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx);
 /// hold seq/tp rows; --seq is divisible by tp, as validate requires). Trivial at tp 1.
 std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx);
 
+/// "COMBINED(+SP) llama (M micro-batches, S): GPT loss and gradients match dense reference":
+/// check_gpt (with sequence parallelism when tp > 1) for the llama family (nn::Arch::llama:
+/// RMSNorm, RoPE, SwiGLU with ffn 3 hidden, no biases, an untied LM head; grouped-query
+/// attention with half as many key/value heads as heads where tp divides them) against its
+/// dense model (nn::dense_gpt_loss), at validate's tolerance.
+std::vector<LocalCheck> check_gpt_llama(const ValidateContext& ctx);
+
 /// "COMBINED(+SP) bf16 (M micro-batches, S): GPT loss and gradients match dense bf16 reference":
 /// check_gpt (with sequence parallelism when tp > 1) where both the parallel GPT and the dense
 /// one multiply bfloat16 operands in every linear layer (kernels::GemmOperands::bfloat16: float32

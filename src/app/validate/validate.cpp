@@ -135,6 +135,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   per_micro_batch_run(check_gpt);
   per_micro_batch_run(check_gpt_sequence_parallel);
   report(check_distributed_optimizer(ctx));
+  per_micro_batch_run(check_gpt_llama);
   {
     ValidateContext run = ctx;
     run.sizes.micro_batches = micro_batch_runs.back();

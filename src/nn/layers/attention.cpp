@@ -45,7 +45,32 @@ std::int64_t heads_per_rank(std::int64_t embed, std::int64_t heads, int tp) {
   return heads / tp;
 }
 
+// kv_heads / tp after checking that kv_heads divides heads and tp divides kv_heads.
+std::int64_t kv_heads_per_rank(const AttentionHeads& h, int tp) {
+  if (h.kv_heads < 1 || h.heads % h.kv_heads != 0 || h.kv_heads % tp != 0) {
+    throw std::invalid_argument(
+        fmt::format("attention: kv heads {} must divide heads {} and be divisible by tp {}",
+                    h.kv_heads, h.heads, tp));
+  }
+  return h.kv_heads / tp;
+}
+
 }  // namespace
+
+Tensor rotary_heads(const Tensor& x, std::int64_t heads, double theta) {
+  const Shape shape = x.shape();
+  const Tensor per_head = autograd::reshape(x, {shape[0], shape[1], heads, shape[2] / heads});
+  return autograd::reshape(autograd::rotary_embedding(per_head, theta), shape);
+}
+
+Tensor repeat_kv_heads(const Tensor& x, std::int64_t kv_heads, std::int64_t group) {
+  if (group == 1) return x;
+  const Shape shape = x.shape();
+  const std::int64_t head_dim = shape[2] / kv_heads;
+  const Tensor per_head = autograd::reshape(x, {shape[0], shape[1], kv_heads, head_dim});
+  const Tensor copies = autograd::concat(std::vector<Tensor>(group, per_head), 3);
+  return autograd::reshape(copies, {shape[0], shape[1], shape[2] * group});
+}
 
 AttentionWeights make_attention_weights_normal(std::int64_t embed, std::uint64_t seed, DType dtype,
                                                Device device) {
@@ -146,11 +171,13 @@ Parameters MultiHeadAttention::parameters() const {
 }
 
 ParallelMultiHeadAttention::ParallelMultiHeadAttention(const AttentionWeights& master,
-                                                       std::int64_t heads,
+                                                       AttentionHeads heads,
                                                        const comm::Communicator& tp, bool causal,
                                                        bool sequence_parallel)
     : tp_(tp),
-      local_heads_(heads_per_rank(master.q.weight.size(0), heads, tp.size())),
+      local_heads_(heads_per_rank(master.q.weight.size(0), heads.heads, tp.size())),
+      local_kv_heads_(kv_heads_per_rank(heads, tp.size())),
+      rope_theta_(heads.rope_theta),
       causal_(causal),
       sequence_parallel_(sequence_parallel),
       q_(master.q, tp, /*gather_output=*/false),
@@ -163,8 +190,15 @@ Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
   const auto project = [&input](const ColumnParallelLinear& layer) {
     return autograd::linear(input, layer.weight(), layer.bias());
   };
-  return out_.forward(
-      multi_head_attention_core(project(q_), project(k_), project(v_), local_heads_, causal_));
+  Tensor q = project(q_), k = project(k_), v = project(v_);
+  if (rope_theta_ > 0.0) {
+    q = rotary_heads(q, local_heads_, rope_theta_);
+    k = rotary_heads(k, local_kv_heads_, rope_theta_);
+  }
+  const std::int64_t group = local_heads_ / local_kv_heads_;
+  k = repeat_kv_heads(k, local_kv_heads_, group);
+  v = repeat_kv_heads(v, local_kv_heads_, group);
+  return out_.forward(multi_head_attention_core(q, k, v, local_heads_, causal_));
 }
 
 Parameters ParallelMultiHeadAttention::parameters() const {

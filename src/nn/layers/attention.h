@@ -54,6 +54,17 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
 Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
                               bool causal = false);
 
+/// RoPE on projected activations: x [batch, seq, heads head_dim] viewed as [batch, seq, heads,
+/// head_dim], each head rotated by autograd::rotary_embedding with base `theta` from position
+/// 0, and returned as [batch, seq, heads head_dim]. Throws as rotary_embedding does.
+Tensor rotary_heads(const Tensor& x, std::int64_t heads, double theta);
+
+/// Grouped-query attention's key/value heads for the query heads: x [batch, seq, kv_heads
+/// head_dim] -> [batch, seq, kv_heads group head_dim], key/value head g repeated as heads
+/// g group .. g group + group - 1 (Hugging Face's repeat_kv); the gradient sums over the
+/// copies. `group` 1 returns x.
+Tensor repeat_kv_heads(const Tensor& x, std::int64_t kv_heads, std::int64_t group);
+
 /// Dense multi-head attention owning copies of `weights`: x [batch, seq, embed] ->
 /// out(attention(q(x), k(x), v(x))) [batch, seq, embed], causal when constructed so. The
 /// reference that the tensor-parallel layer is checked against: its attention is
@@ -72,18 +83,36 @@ class MultiHeadAttention {
   Linear q_, k_, v_, out_;
 };
 
+/// The heads of one attention layer: `heads` query heads, `kv_heads` key/value heads (0:
+/// heads; fewer is grouped-query attention, query head j reading key/value head
+/// j / (heads / kv_heads); Ainslie et al., arXiv:2305.13245), and RoPE's base `rope_theta`
+/// (0: no rotary embedding; otherwise q and k are rotated by autograd::rotary_embedding from
+/// position 0 before the scores).
+struct AttentionHeads {
+  AttentionHeads(std::int64_t heads, std::int64_t kv_heads = 0, double rope_theta = 0.0)
+      : heads(heads), kv_heads(kv_heads > 0 ? kv_heads : heads), rope_theta(rope_theta) {}
+  std::int64_t heads;
+  std::int64_t kv_heads;
+  double rope_theta;
+};
+
 /// Tensor-parallel multi-head attention over `tp`: rank t owns heads
 /// [t heads/tp, (t+1) heads/tp), i.e. rows [t embed/tp, (t+1) embed/tp) of the q, k and v
 /// weights and biases, and the same columns of the output weight; the output bias is
 /// replicated and added once after the all-reduce. The output equals the dense block's on every
 /// TP rank; `causal` as in MultiHeadAttention (heads are independent, so masking is local).
-/// The input enters the TP region once for all three projections (enter_tp_region).
+/// The input enters the TP region once for all three projections (enter_tp_region). With
+/// grouped-query attention k and v are [kv_heads head_dim, embed], rank t owns key/value heads
+/// [t kv_heads/tp, (t+1) kv_heads/tp), which are the ones its query heads read; each is
+/// repeated for its heads / kv_heads query heads before the fused attention. Biases are
+/// optional (LinearWeights).
 class ParallelMultiHeadAttention {
  public:
   /// Throws std::invalid_argument when attention_size_error(embed, heads, tp.size()) reports
-  /// one (before any communication). With `sequence_parallel` the input and output are this
-  /// rank's seq/tp rows (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
-  ParallelMultiHeadAttention(const AttentionWeights& master, std::int64_t heads,
+  /// one, or when kv_heads does not divide heads or tp does not divide kv_heads (before any
+  /// communication). With `sequence_parallel` the input and output are this rank's seq/tp rows
+  /// (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
+  ParallelMultiHeadAttention(const AttentionWeights& master, AttentionHeads heads,
                              const comm::Communicator& tp, bool causal = false,
                              bool sequence_parallel = false);
   /// x [batch, seq, embed] (the same on every TP rank) -> [batch, seq, embed]; with sequence
@@ -96,7 +125,8 @@ class ParallelMultiHeadAttention {
 
  private:
   comm::Communicator tp_;
-  std::int64_t local_heads_;
+  std::int64_t local_heads_, local_kv_heads_;
+  double rope_theta_;
   bool causal_;
   bool sequence_parallel_;
   ColumnParallelLinear q_, k_, v_;

@@ -13,7 +13,7 @@ class Linear {
   explicit Linear(const LinearWeights& weights);
   /// x [..., in] -> [..., out].
   Tensor forward(const Tensor& x) const;
-  /// "weight" [out, in], "bias" [out].
+  /// "weight" [out, in], "bias" [out] (when the layer has one).
   Parameters parameters() const;
   /// The parameters themselves (for fused ops such as autograd::fused_mlp).
   const Tensor& weight() const { return weight_; }
@@ -34,7 +34,7 @@ class ColumnParallelLinear {
                        bool gather_output);
   /// x [..., in] (same on every TP rank) -> [..., out/tp], or [..., out] when gathering.
   Tensor forward(const Tensor& x) const;
-  /// "weight" [out/tp, in], "bias" [out/tp].
+  /// "weight" [out/tp, in], "bias" [out/tp] (when the layer has one).
   Parameters parameters() const;
   /// This rank's shards: weight [out/tp, in], bias [out/tp] (for fused ops).
   const Tensor& weight() const { return weight_; }
@@ -66,8 +66,9 @@ class RowParallelLinear {
   /// With sequence parallelism: partial [batch, seq, out] -> [batch, seq/tp, out]
   /// (reduce_scatter_to_sequence_parallel_region, then the bias).
   Tensor reduce_and_add_bias(const Tensor& partial) const;
-  /// "weight" [out, in/tp], "bias" [out] (replicated; its gradient is the same on every rank,
-  /// or with sequence parallelism a partial sum marked Parameter::sequence_parallel).
+  /// "weight" [out, in/tp], "bias" [out] when the layer has one (replicated; its gradient is the
+  /// same on every rank, or with sequence parallelism a partial sum marked
+  /// Parameter::sequence_parallel).
   Parameters parameters() const;
   /// This rank's weight shard [out, in/tp] (for fused ops).
   const Tensor& weight() const { return weight_; }

@@ -12,8 +12,9 @@ MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std:
 }
 
 namespace {
-Parameters named(const Parameters& fc1, const Parameters& fc2) {
+Parameters named(const Parameters& fc1, const Parameters& fc2, const Parameters& gate = {}) {
   Parameters all;
+  append_parameters(all, "gate", gate);
   append_parameters(all, "fc1", fc1);
   append_parameters(all, "fc2", fc2);
   return all;
@@ -35,19 +36,28 @@ Parameters Mlp::parameters() const {
 ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp, GeluForm gelu,
                          bool sequence_parallel)
     : tp_(tp),
+      gate_(master.gate.weight.defined()
+                ? std::optional<ColumnParallelLinear>(std::in_place, master.gate, tp, false)
+                : std::nullopt),
       fc1_(master.fc1, tp, /*gather_output=*/false),
       fc2_(master.fc2, tp, /*input_is_parallel=*/true, sequence_parallel),
       gelu_(gelu),
       sequence_parallel_(sequence_parallel) {}
 
 Tensor ParallelMlp::forward(const Tensor& x) const {
-  const Tensor partial = autograd::fused_mlp(enter_tp_region(x, tp_, sequence_parallel_),
-                                             fc1_.weight(), fc1_.bias(), fc2_.weight(), gelu_);
+  const Tensor input = enter_tp_region(x, tp_, sequence_parallel_);
+  if (gate_) {
+    const Tensor hidden = autograd::swiglu(autograd::linear(input, gate_->weight(), gate_->bias()),
+                                           autograd::linear(input, fc1_.weight(), fc1_.bias()));
+    return fc2_.reduce_and_add_bias(autograd::linear(hidden, fc2_.weight()));
+  }
+  const Tensor partial =
+      autograd::fused_mlp(input, fc1_.weight(), fc1_.bias(), fc2_.weight(), gelu_);
   return fc2_.reduce_and_add_bias(partial);
 }
 
 Parameters ParallelMlp::parameters() const {
-  return named(fc1_.parameters(), fc2_.parameters());
+  return named(fc1_.parameters(), fc2_.parameters(), gate_ ? gate_->parameters() : Parameters{});
 }
 
 }  // namespace mpitron::nn

@@ -19,6 +19,7 @@ const Part kNorm1{"ln_1", {}};
 const Part kAttention{"attn", {{"out", "c_proj"}}};
 const Part kNorm2{"ln_2", {}};
 const Part kMlp{"mlp", {{"fc1", "c_fc"}, {"fc2", "c_proj"}}};
+const Part kSwiGlu{"mlp", {{"fc1", "up"}, {"fc2", "c_proj"}}};
 
 std::string block_prefix(std::int64_t layer) {
   return fmt::format("transformer.h.{}.", layer);
@@ -38,24 +39,40 @@ void append_part(Parameters& into, const std::string& prefix, const Part& part,
 }  // namespace
 
 std::vector<ParameterSpec> block_parameter_specs(const GptConfig& c, std::int64_t layer) {
-  const std::int64_t h = c.hidden, f = 4 * c.hidden;
+  const std::int64_t h = c.hidden, f = c.ffn_size();
+  const std::int64_t kv = c.kv_head_count() * (c.hidden / c.heads);
   const struct {
     const char* name;
     Shape shape;
     int split_dim;
-  } block[] = {
-      {"ln_1.weight", {h}, kReplicated}, {"ln_1.bias", {h}, kReplicated},
-      {"attn.q.weight", {h, h}, 0},      {"attn.q.bias", {h}, 0},
-      {"attn.k.weight", {h, h}, 0},      {"attn.k.bias", {h}, 0},
-      {"attn.v.weight", {h, h}, 0},      {"attn.v.bias", {h}, 0},
-      {"attn.c_proj.weight", {h, h}, 1}, {"attn.c_proj.bias", {h}, kReplicated},
-      {"ln_2.weight", {h}, kReplicated}, {"ln_2.bias", {h}, kReplicated},
-      {"mlp.c_fc.weight", {f, h}, 0},    {"mlp.c_fc.bias", {f}, 0},
-      {"mlp.c_proj.weight", {h, f}, 1},  {"mlp.c_proj.bias", {h}, kReplicated},
-  };
+  } gpt2[] =
+      {
+          {"ln_1.weight", {h}, kReplicated}, {"ln_1.bias", {h}, kReplicated},
+          {"attn.q.weight", {h, h}, 0},      {"attn.q.bias", {h}, 0},
+          {"attn.k.weight", {h, h}, 0},      {"attn.k.bias", {h}, 0},
+          {"attn.v.weight", {h, h}, 0},      {"attn.v.bias", {h}, 0},
+          {"attn.c_proj.weight", {h, h}, 1}, {"attn.c_proj.bias", {h}, kReplicated},
+          {"ln_2.weight", {h}, kReplicated}, {"ln_2.bias", {h}, kReplicated},
+          {"mlp.c_fc.weight", {f, h}, 0},    {"mlp.c_fc.bias", {f}, 0},
+          {"mlp.c_proj.weight", {h, f}, 1},  {"mlp.c_proj.bias", {h}, kReplicated},
+      },
+    llama[] = {
+        {"ln_1.weight", {h}, kReplicated}, {"attn.q.weight", {h, h}, 0},
+        {"attn.k.weight", {kv, h}, 0},     {"attn.v.weight", {kv, h}, 0},
+        {"attn.c_proj.weight", {h, h}, 1}, {"ln_2.weight", {h}, kReplicated},
+        {"mlp.gate.weight", {f, h}, 0},    {"mlp.up.weight", {f, h}, 0},
+        {"mlp.c_proj.weight", {h, f}, 1},
+    };
   std::vector<ParameterSpec> specs;
-  for (const auto& p : block) {
-    specs.push_back({block_prefix(layer) + p.name, p.shape, p.split_dim, true, layer});
+  const auto add = [&](const auto& block) {
+    for (const auto& p : block) {
+      specs.push_back({block_prefix(layer) + p.name, p.shape, p.split_dim, true, layer});
+    }
+  };
+  if (c.llama()) {
+    add(llama);
+  } else {
+    add(gpt2);
   }
   return specs;
 }
@@ -66,19 +83,26 @@ BlockMasters block_masters(const GptConfig& config, std::int64_t layer, const Ma
   for (const ParameterSpec& spec : block_parameter_specs(config, layer)) {
     m[spec.name.substr(prefix.size())] = init(spec);
   }
-  const auto norm = [&m](const std::string& name) -> NormWeights {
-    return {m.at(name + ".weight"), m.at(name + ".bias")};
+  // A part's tensor, or an undefined one where the family has none (llama's biases, GPT-2's
+  // gate).
+  const auto get = [&m](const std::string& name) {
+    const auto it = m.find(name);
+    return it == m.end() ? Tensor() : it->second;
   };
-  const auto linear = [&m](const std::string& name) -> LinearWeights {
-    return {m.at(name + ".weight"), m.at(name + ".bias")};
+  const auto norm = [&get](const std::string& name) -> NormWeights {
+    return {get(name + ".weight"), get(name + ".bias")};
   };
-  return {norm("ln_1"),
-          {linear("attn.q"), linear("attn.k"), linear("attn.v"), linear("attn.c_proj")},
-          norm("ln_2"),
-          {linear("mlp.c_fc"), linear("mlp.c_proj")}};
+  const auto linear = [&get](const std::string& name) -> LinearWeights {
+    return {get(name + ".weight"), get(name + ".bias")};
+  };
+  return {
+      norm("ln_1"),
+      {linear("attn.q"), linear("attn.k"), linear("attn.v"), linear("attn.c_proj")},
+      norm("ln_2"),
+      {linear(config.llama() ? "mlp.up" : "mlp.c_fc"), linear("mlp.c_proj"), linear("mlp.gate")}};
 }
 
-Parameters block_parameters(std::int64_t layer, const Parameters& norm_1,
+Parameters block_parameters(const GptConfig& config, std::int64_t layer, const Parameters& norm_1,
                             const Parameters& attention, const Parameters& norm_2,
                             const Parameters& mlp) {
   Parameters all;
@@ -86,7 +110,7 @@ Parameters block_parameters(std::int64_t layer, const Parameters& norm_1,
   append_part(all, prefix, kNorm1, norm_1);
   append_part(all, prefix, kAttention, attention);
   append_part(all, prefix, kNorm2, norm_2);
-  append_part(all, prefix, kMlp, mlp);
+  append_part(all, prefix, config.llama() ? kSwiGlu : kMlp, mlp);
   return all;
 }
 

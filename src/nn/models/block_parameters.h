@@ -21,10 +21,14 @@ namespace mpitron::nn {
 /// ln_1.weight and .bias [C] (replicated); attn.q, attn.k and attn.v: weight [C, C] and bias [C]
 /// (column-parallel, split dim 0); attn.c_proj: weight [C, C] (row-parallel, dim 1) and bias [C]
 /// (replicated); ln_2 as ln_1; mlp.c_fc: weight [4C, C] and bias [4C] (dim 0); mlp.c_proj:
-/// weight [C, 4C] (dim 1) and bias [C] (replicated).
+/// weight [C, 4C] (dim 1) and bias [C] (replicated). llama, without biases (F ffn_size, K
+/// kv_head_count head_dim): ln_1.weight [C], attn.q.weight [C, C], attn.k.weight and
+/// attn.v.weight [K, C] (dim 0), attn.c_proj.weight [C, C] (dim 1), ln_2.weight [C],
+/// mlp.gate.weight and mlp.up.weight [F, C] (dim 0), mlp.c_proj.weight [C, F] (the down
+/// projection, dim 1).
 std::vector<ParameterSpec> block_parameter_specs(const GptConfig& config, std::int64_t layer);
 
-/// A LayerNorm's full weight and bias [hidden].
+/// A norm's full weight and bias [hidden] (no bias: RMSNorm).
 struct NormWeights {
   Tensor weight, bias;
 };
@@ -34,7 +38,7 @@ struct BlockMasters {
   NormWeights norm_1;  ///< before the attention (ln_1)
   AttentionWeights attention;
   NormWeights norm_2;  ///< before the MLP (ln_2)
-  MlpWeights mlp;      ///< fc1: c_fc, fc2: c_proj
+  MlpWeights mlp;      ///< fc1: c_fc (llama: up), fc2: c_proj, gate (llama)
 };
 
 /// The full tensors `init` returns for the specs of block `layer`, by part.
@@ -42,8 +46,9 @@ BlockMasters block_masters(const GptConfig& config, std::int64_t layer, const Ma
 
 /// The parameters of block `layer` named as block_parameter_specs names them, in its order, from
 /// the parameters of its parts as their layers name them (a norm's "weight" and "bias"; the
-/// attention's "q.weight" ... "out.bias"; the MLP's "fc1.weight" ... "fc2.bias"); layouts kept.
-Parameters block_parameters(std::int64_t layer, const Parameters& norm_1,
+/// attention's "q.weight" ... "out.bias"; the MLP's "gate.weight", "fc1.weight" ... "fc2.bias");
+/// layouts kept.
+Parameters block_parameters(const GptConfig& config, std::int64_t layer, const Parameters& norm_1,
                             const Parameters& attention, const Parameters& norm_2,
                             const Parameters& mlp);
 

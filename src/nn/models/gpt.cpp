@@ -46,7 +46,7 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
   const auto master = [&](const std::string& name) { return init(spec_named(specs, name)); };
   if (first_) {
     wte_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
-    wpe_ = replicate(master("transformer.wpe.weight"));
+    if (!config.llama()) wpe_ = replicate(master("transformer.wpe.weight"));
   }
   const int pp = topology.pp(), stage = topology.pp_rank();
   const std::int64_t per_chunk = config.layers / (pp * virtual_stages);
@@ -60,9 +60,14 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
     }
   }
   if (last_) {
-    ln_f_.emplace(master("transformer.ln_f.weight"), master("transformer.ln_f.bias"),
+    ln_f_.emplace(master("transformer.ln_f.weight"),
+                  config.llama() ? Tensor() : master("transformer.ln_f.bias"), config.norm_eps,
                   sequence_parallel);
-    if (!first_) head_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
+    if (!config.tied_embeddings) {
+      head_.emplace(master(kUntiedHead), config.vocab, tp_);
+    } else if (!first_) {
+      head_.emplace(master("transformer.wte.weight"), config.vocab, tp_);
+    }
   }
   device_ = parameters().front().tensor.device();
 }
@@ -85,8 +90,10 @@ Tensor GptStage::forward(const Tensor& input, int chunk) const {
                       seq, config_.block_size));
     }
     check_sequence_split(seq);
-    x = autograd::add(wte_->forward(input),
-                      autograd::embedding(wpe_, positions(batch, seq, input.device())));
+    x = wte_->forward(input);
+    if (wpe_.defined()) {
+      x = autograd::add(x, autograd::embedding(wpe_, positions(batch, seq, input.device())));
+    }
     if (sequence_parallel_) x = scatter_to_sequence_parallel_region(x, tp_);
   }
   for (const TransformerBlock& block : chunks_[static_cast<std::size_t>(chunk)]) {
@@ -121,7 +128,7 @@ Parameters GptStage::parameters() const {
   Parameters all;
   if (first_) {
     all.push_back({"transformer.wte.weight", wte_->weight(), 0});
-    all.push_back({"transformer.wpe.weight", wpe_});
+    if (wpe_.defined()) all.push_back({"transformer.wpe.weight", wpe_});
   }
   for (const std::vector<TransformerBlock>& chunk : chunks_) {
     for (const TransformerBlock& block : chunk) {
@@ -131,7 +138,11 @@ Parameters GptStage::parameters() const {
   }
   if (last_) {
     append_parameters(all, "transformer.ln_f", ln_f_->parameters());
-    if (head_) all.push_back({"transformer.wte.weight", head_->weight(), 0, /*tied_copy=*/true});
+    if (!config_.tied_embeddings) {
+      all.push_back({kUntiedHead, head_->weight(), 0});
+    } else if (head_) {
+      all.push_back({"transformer.wte.weight", head_->weight(), 0, /*tied_copy=*/true});
+    }
   }
   return all;
 }

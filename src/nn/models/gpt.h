@@ -89,10 +89,10 @@ class GptStage {
   bool sequence_parallel_;
   bool recompute_ = false;
   std::optional<VocabParallelEmbedding> wte_;          // first stage
-  Tensor wpe_;                                         // first stage
+  Tensor wpe_;                                         // first stage, gpt2
   std::vector<std::vector<TransformerBlock>> chunks_;  // [chunk][block in the chunk]
-  std::optional<LayerNorm> ln_f_;                      // last stage
-  std::optional<VocabParallelEmbedding> head_;         // last stage when pp > 1: the tied copy
+  std::optional<Norm> ln_f_;                           // last stage
+  std::optional<VocabParallelEmbedding> head_;  // last stage: lm_head, or when pp > 1 the tied copy
 };
 
 /// The number of elements of `parameters`, counting each tied copy too (what a rank holds).

@@ -13,10 +13,22 @@
 
 namespace mpitron::nn {
 
+namespace {
+
+// The weights of one block's matmuls: q and the output projection C x C each, k and v
+// C x kv_heads head_dim each, and the MLP's two (GELU) or three (SwiGLU) C x F matrices.
+double block_matmul_weights(const GptConfig& c) {
+  const auto C = static_cast<double>(c.hidden), F = static_cast<double>(c.ffn_size());
+  const double kv = C * static_cast<double>(c.kv_head_count()) / static_cast<double>(c.heads);
+  return 2.0 * C * C + 2.0 * C * kv + (c.llama() ? 3.0 : 2.0) * C * F;
+}
+
+}  // namespace
+
 double gpt_flops_per_token(const GptConfig& c, std::int64_t seq) {
   const auto layers = static_cast<double>(c.layers), hidden = static_cast<double>(c.hidden);
   const double matmul_weights =
-      12.0 * layers * hidden * hidden + static_cast<double>(c.vocab_rows()) * hidden;
+      layers * block_matmul_weights(c) + static_cast<double>(c.vocab_rows()) * hidden;
   return 6.0 * matmul_weights + 12.0 * layers * hidden * static_cast<double>(seq);
 }
 
@@ -26,8 +38,9 @@ double gpt_step_memory_bytes(const GptConfig& c, int tp, int pp, std::int64_t mi
   const double C = static_cast<double>(c.hidden), L = static_cast<double>(c.layers);
   const double a = static_cast<double>(c.heads), s = static_cast<double>(seq);
   const double b = static_cast<double>(micro_batch), bytes = static_cast<double>(dtype_bytes);
-  const double parameters = L * (12.0 * C * C + 13.0 * C) / (tp * pp) +
-                            static_cast<double>(c.vocab_rows() + c.block_size) * C / tp;
+  const double embeddings = static_cast<double>(c.vocab_rows() * (c.tied_embeddings ? 1 : 2)) * C +
+                            (c.llama() ? 0.0 : static_cast<double>(c.block_size) * C);
+  const double parameters = L * (block_matmul_weights(c) + 13.0 * C) / (tp * pp) + embeddings / tp;
   const double activations_per_block = s * b * (34.0 * C + 2.0 * a) * (bytes / 2.0) / tp;
   const double blocks_in_flight = (L / pp) * static_cast<double>(in_flight);
   const double states = (2.0 + 2.0 / state_shards) * parameters * bytes;
@@ -44,24 +57,54 @@ std::int64_t padded_vocab_size(std::int64_t vocab, int tp) {
   return (vocab + multiple - 1) / multiple * multiple;
 }
 
-std::optional<GptConfig> gpt2_model(const std::string& name) {
+std::optional<GptConfig> model_preset(const std::string& name) {
   const struct {
     const char* name;
     std::int64_t layers, hidden, heads;
-  } models[] = {{"gpt2", 12, 768, 12},
-                {"gpt2-medium", 24, 1024, 16},
-                {"gpt2-large", 36, 1280, 20},
-                {"gpt2-xl", 48, 1600, 25}};
-  for (const auto& m : models) {
+  } gpt2[] = {{"gpt2", 12, 768, 12},
+              {"gpt2-medium", 24, 1024, 16},
+              {"gpt2-large", 36, 1280, 20},
+              {"gpt2-xl", 48, 1600, 25}};
+  for (const auto& m : gpt2) {
     if (name == m.name) {
       return GptConfig{50257, 1024, m.layers, m.hidden, m.heads, 0, GeluForm::tanh};
     }
   }
+  const struct {
+    const char* name;
+    std::int64_t layers, hidden, heads, kv_heads, ffn, vocab, block;
+    bool tied;
+    double theta;
+  } llama[] = {{"smollm-135m", 30, 576, 9, 3, 1536, 49152, 2048, true, 10000.0},
+               {"smollm2-360m", 32, 960, 15, 5, 2560, 49152, 8192, true, 100000.0},
+               {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, false, 10000.0},
+               {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, false, 500000.0}};
+  for (const auto& m : llama) {
+    if (name != m.name) continue;
+    GptConfig config{m.vocab, m.block, m.layers, m.hidden, m.heads};
+    config.arch = Arch::llama;
+    config.kv_heads = m.kv_heads;
+    config.ffn_hidden = m.ffn;
+    config.tied_embeddings = m.tied;
+    config.rope_theta = m.theta;
+    return config;
+  }
   return std::nullopt;
 }
 
-const char* gpt2_model_names() {
-  return "gpt2, gpt2-medium, gpt2-large, gpt2-xl";
+const char* model_preset_names() {
+  return "gpt2, gpt2-medium, gpt2-large, gpt2-xl, smollm-135m, smollm2-360m, tinyllama-1.1b, "
+         "llama-3-8b";
+}
+
+const char* to_string(Arch arch) {
+  return arch == Arch::llama ? "llama" : "gpt2";
+}
+
+Arch arch_from_string(const std::string& name) {
+  if (name == "gpt2") return Arch::gpt2;
+  if (name == "llama") return Arch::llama;
+  throw std::invalid_argument("--arch '" + name + "' is not one of: gpt2, llama");
 }
 
 const char* to_string(GeluForm form) {
@@ -101,6 +144,33 @@ std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp, in
     return fmt::format("hidden {} is not divisible by heads {}", c.hidden, c.heads);
   }
   if (c.heads % tp != 0) return fmt::format("heads {} is not divisible by tp {}", c.heads, tp);
+  if (!c.llama() &&
+      (c.kv_head_count() != c.heads || c.ffn_size() != 4 * c.hidden || !c.tied_embeddings)) {
+    return std::string(
+        "kv heads, ffn hidden and untied embeddings are llama choices (gpt2: kv heads = heads, "
+        "ffn hidden = 4 hidden, tied)");
+  }
+  const std::int64_t kv = c.kv_head_count();
+  if (kv < 1 || c.heads % kv != 0) {
+    return fmt::format("heads {} is not divisible by kv heads {}", c.heads, kv);
+  }
+  if (kv % tp != 0) {
+    return fmt::format(
+        "kv heads {} is not divisible by tp {} (each TP rank holds whole key/value heads)", kv, tp);
+  }
+  if (c.llama() && (c.hidden / c.heads) % 2 != 0) {
+    return fmt::format("head size {} (hidden {} / heads {}) is odd; rotary embedding pairs halves",
+                       c.hidden / c.heads, c.hidden, c.heads);
+  }
+  if (c.ffn_size() < 1 || c.ffn_size() % tp != 0) {
+    return fmt::format("ffn hidden {} is not divisible by tp {}", c.ffn_size(), tp);
+  }
+  if (!(c.norm_eps > 0.0 && std::isfinite(c.norm_eps))) {
+    return fmt::format("norm eps must be a finite positive number, got {}", c.norm_eps);
+  }
+  if (!(c.rope_theta > 0.0 && std::isfinite(c.rope_theta))) {
+    return fmt::format("rope theta must be a finite positive number, got {}", c.rope_theta);
+  }
   if (c.padded_vocab == 0 && c.vocab % tp != 0) {
     return fmt::format("vocab {} is not divisible by tp {}", c.vocab, tp);
   }
@@ -121,14 +191,17 @@ std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp, in
 std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& c) {
   const std::int64_t h = c.hidden;
   std::vector<ParameterSpec> specs = {
-      {"transformer.wte.weight", {c.vocab_rows(), h}, 0, false, 0, c.vocab},
-      {"transformer.wpe.weight", {c.block_size, h}, kReplicated}};
+      {"transformer.wte.weight", {c.vocab_rows(), h}, 0, false, 0, c.vocab}};
+  if (!c.llama()) specs.push_back({"transformer.wpe.weight", {c.block_size, h}, kReplicated});
   for (std::int64_t layer = 0; layer < c.layers; ++layer) {
     const std::vector<ParameterSpec> block = block_parameter_specs(c, layer);
     specs.insert(specs.end(), block.begin(), block.end());
   }
   specs.push_back({"transformer.ln_f.weight", {h}, kReplicated});
-  specs.push_back({"transformer.ln_f.bias", {h}, kReplicated});
+  if (!c.llama()) specs.push_back({"transformer.ln_f.bias", {h}, kReplicated});
+  if (!c.tied_embeddings) {
+    specs.push_back({kUntiedHead, {c.vocab_rows(), h}, 0, false, 0, c.vocab});
+  }
   return specs;
 }
 

@@ -21,7 +21,17 @@ namespace mpitron::nn {
 
 using kernels::GeluForm;
 
-/// Model sizes. `block_size` is the length of the position table (the longest sequence).
+/// The decoder family (docs/architecture.md, "One decoder, several families"). gpt2: LayerNorm
+/// with weight and bias, a learned position table, a GELU MLP [4C], biases everywhere, the LM
+/// head tied to the token embedding. llama (Touvron et al., "LLaMA", arXiv:2302.13971, sec.
+/// 2.2; Hugging Face transformers' modeling_llama): RMSNorm with weight only, rotary position
+/// embedding (RoPE) on q and k, a SwiGLU MLP [ffn_hidden], grouped-query attention with
+/// kv_heads key/value heads (Ainslie et al., "GQA", arXiv:2305.13245), no biases, the LM head
+/// tied or a separate lm_head.
+enum class Arch { gpt2, llama };
+
+/// Model sizes and the family's choices. `block_size` is the longest sequence (the length of
+/// GPT-2's position table).
 struct GptConfig {
   std::int64_t vocab = 256;  ///< V, the token ids [0, V)
   std::int64_t block_size = 128;
@@ -30,10 +40,26 @@ struct GptConfig {
   std::int64_t heads = 8;
   std::int64_t padded_vocab = 0;    ///< Vp >= V, the rows of wte; 0: V (no padding)
   GeluForm gelu = GeluForm::exact;  ///< the MLP's GELU: exact (erf) or GPT-2's tanh form
+  Arch arch = Arch::gpt2;           ///< the decoder family
+  std::int64_t kv_heads = 0;        ///< key/value heads (llama); 0: heads
+  std::int64_t ffn_hidden = 0;      ///< the SwiGLU MLP's inner size (llama); 0: 4 hidden
+  double norm_eps = 1e-5;           ///< the LayerNorm's or RMSNorm's epsilon
+  double rope_theta = 10000.0;      ///< RoPE's base (llama; Llama 2 10000, Llama 3 500000)
+  bool tied_embeddings = true;      ///< the LM head is the token embedding (gpt2: always)
 
   /// The rows of the token embedding and the columns of the logits: Vp, or V without padding.
   std::int64_t vocab_rows() const { return padded_vocab > 0 ? padded_vocab : vocab; }
+  /// Key/value heads: kv_heads, or heads (multi-head attention).
+  std::int64_t kv_head_count() const { return kv_heads > 0 ? kv_heads : heads; }
+  /// The MLP's inner size: ffn_hidden, or 4 hidden.
+  std::int64_t ffn_size() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+  bool llama() const { return arch == Arch::llama; }
 };
+
+/// "gpt2" or "llama"; and back (otherwise std::invalid_argument "--arch 'x' is not one of:
+/// gpt2, llama").
+const char* to_string(Arch arch);
+Arch arch_from_string(const std::string& name);
 
 /// The padded vocabulary Vp for `vocab` at tensor-parallel degree `tp`: the smallest multiple of
 /// lcm(128, tp) that is >= vocab (50257 -> 50304 at tp 1, 2, 4, 8; 256 -> 256 at tp 1..128 that
@@ -42,14 +68,21 @@ struct GptConfig {
 /// vocab or tp < 1.
 std::int64_t padded_vocab_size(std::int64_t vocab, int tp);
 
-/// The sizes of a GPT-2 model by its Hugging Face name (Radford et al. 2019, table 2): gpt2
-/// (124M: 12 layers, hidden 768, 12 heads), gpt2-medium (350M: 24, 1024, 16), gpt2-large
-/// (774M: 36, 1280, 20), gpt2-xl (1558M: 48, 1600, 25); all with vocab 50257, block size 1024
-/// and the tanh GELU. Nothing for another name.
-std::optional<GptConfig> gpt2_model(const std::string& name);
+/// A model's sizes and choices by name, from each model's published config.json:
+/// - GPT-2 (Radford et al. 2019, table 2): gpt2 (124M: 12 layers, hidden 768, 12 heads),
+///   gpt2-medium (350M: 24, 1024, 16), gpt2-large (774M: 36, 1280, 20), gpt2-xl (1558M: 48,
+///   1600, 25); all with vocab 50257, block size 1024 and the tanh GELU.
+/// - the llama family (RMSNorm eps 1e-5): smollm-135m (30 layers, hidden 576, 9 heads, 3 kv
+///   heads, ffn 1536, vocab 49152, tied, block 2048, theta 10000), smollm2-360m (32, 960, 15, 5,
+///   2560, 49152, tied, 8192, 100000), tinyllama-1.1b (22, 2048, 32, 4, 5632, 32000, untied,
+///   2048, 10000), llama-3-8b (32, 4096, 32, 8, 14336, 128256, untied, 8192, 500000).
+///   Llama 3.1 and 3.2 need rope_scaling of type llama3, which mpitron does not implement yet:
+///   they have no preset.
+/// Nothing for another name.
+std::optional<GptConfig> model_preset(const std::string& name);
 
-/// The names gpt2_model knows, comma-separated, for messages and --help.
-const char* gpt2_model_names();
+/// The names model_preset knows, comma-separated, for messages and --help.
+const char* model_preset_names();
 
 /// "erf" or "tanh"; and back (otherwise std::invalid_argument "GELU form '<name>' is not one of:
 /// erf, tanh").
@@ -58,9 +91,12 @@ GeluForm gelu_form_from_string(const std::string& name);
 
 /// The message of the first size rule `config` breaks for (tp, pp) with `virtual_stages` model
 /// chunks per stage, or nothing: every size >= 1, hidden divisible by heads, heads divisible by
-/// tp, padded_vocab 0 or >= vocab, the embedding's rows (vocab_rows) divisible by tp, layers
-/// divisible by pp ("layers 6 is not divisible by pp 4") and by pp x virtual_stages ("layers 4
-/// is not divisible by pp 2 x 4 virtual stages").
+/// tp, heads divisible by the key/value heads and those by tp (whole key/value heads per rank:
+/// mpitron does not replicate them as Megatron-LM does when kv heads < tp), an even head size
+/// for RoPE and the MLP's inner size divisible by tp (llama), padded_vocab 0 or >= vocab, the
+/// embedding's rows (vocab_rows) divisible by tp, layers divisible by pp ("layers 6 is not
+/// divisible by pp 4") and by pp x virtual_stages ("layers 4 is not divisible by pp 2 x 4
+/// virtual stages"); a finite positive norm eps and RoPE theta.
 std::optional<std::string> gpt_size_error(const GptConfig& config, int tp, int pp,
                                           int virtual_stages = 1);
 
@@ -93,6 +129,9 @@ double gpt_step_memory_bytes(const GptConfig& config, int tp, int pp, std::int64
                              std::int64_t seq, std::int64_t in_flight, std::size_t dtype_bytes,
                              bool recompute = false, int state_shards = 1);
 
+/// The name of a separate (untied) LM head [Vp, C].
+inline constexpr const char* kUntiedHead = "lm_head.weight";
+
 /// One parameter of the whole (unsharded) model.
 struct ParameterSpec {
   std::string name;        ///< e.g. "transformer.h.0.attn.q.weight"
@@ -110,6 +149,8 @@ struct ParameterSpec {
 /// tools/torch_peer_gpt.py except that c_attn is kept as separate q, k and v [C, C].
 /// Column-parallel weights and biases (q, k, v, c_fc) and the vocab-parallel wte split dim 0,
 /// row-parallel weights (c_proj) dim 1; LayerNorms, wpe and row-parallel biases are replicated.
+/// llama: no wpe and no biases, the blocks of block_parameter_specs, ln_f.weight, and with
+/// untied embeddings lm_head.weight [Vp, C] (vocab-parallel, dim 0) last.
 std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& config);
 
 /// The full (unsharded) value of one parameter, given its spec: how a model is initialised,
@@ -118,7 +159,9 @@ std::vector<ParameterSpec> gpt_parameter_specs(const GptConfig& config);
 using MasterInit = std::function<Tensor(const ParameterSpec& spec)>;
 
 /// GPT-2's initialisation: weights and embeddings N(0, 0.02), residual projections (c_proj
-/// weights) N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm weight 1 and bias 0. Each tensor
+/// weights) N(0, 0.02 / sqrt(2 layers)), biases 0, LayerNorm weight 1 and bias 0; a llama
+/// model's the same by name (its RMSNorm weights 1, its down and output projections, named
+/// c_proj, scaled as GPT-2's, the depth-scaled rule torchtitan also uses). Each tensor
 /// comes from its own counter-based stream (seed mixed with the parameter's name), so its
 /// values do not depend on the topology or on which other parameters exist. The token
 /// embedding's first `used_rows` (the vocabulary) are drawn and its padding rows are 0, so the

@@ -41,22 +41,47 @@ Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t head
   return autograd::add(x, linear(p, h + "mlp.c_proj", m));
 }
 
+Tensor dense_llama_block(const GptConfig& c, const TensorMap& p, std::int64_t layer,
+                         const Tensor& input) {
+  const std::string h = fmt::format("transformer.h.{}.", layer);
+  const auto weight = [&p, &h](const std::string& name) { return p.at(h + name + ".weight"); };
+  const std::int64_t kv = c.kv_head_count();
+  const Tensor a = autograd::rms_norm(input, weight("ln_1"), c.norm_eps);
+  const Tensor q = rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope_theta);
+  const Tensor k = rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope_theta);
+  const Tensor v = autograd::linear(a, weight("attn.v"));
+  const Tensor context =
+      unfused_attention_core(q, repeat_kv_heads(k, kv, c.heads / kv),
+                             repeat_kv_heads(v, kv, c.heads / kv), c.heads, /*causal=*/true);
+  const Tensor x = autograd::add(input, autograd::linear(context, weight("attn.c_proj")));
+  const Tensor m = autograd::rms_norm(x, weight("ln_2"), c.norm_eps);
+  const Tensor gated = autograd::swiglu(autograd::linear(m, weight("mlp.gate")),
+                                        autograd::linear(m, weight("mlp.up")));
+  return autograd::add(x, autograd::linear(gated, weight("mlp.c_proj")));
+}
+
 Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor& tokens,
                       const Tensor& targets) {
   const std::int64_t batch = tokens.size(0), seq = tokens.size(1);
-  std::vector<std::int64_t> positions(static_cast<std::size_t>(batch * seq));
-  for (std::size_t i = 0; i < positions.size(); ++i)
-    positions[i] = static_cast<std::int64_t>(i) % seq;
-  Tensor x = autograd::add(
-      autograd::embedding(p.at("transformer.wte.weight"), tokens),
-      autograd::embedding(p.at("transformer.wpe.weight"),
-                          Tensor::from_indices(positions, {batch, seq}, tokens.device())));
-  for (std::int64_t layer = 0; layer < config.layers; ++layer)
-    x = dense_gpt_block(p, layer, config.heads, x, config.gelu);
+  Tensor x = autograd::embedding(p.at("transformer.wte.weight"), tokens);
+  if (!config.llama()) {
+    std::vector<std::int64_t> positions(static_cast<std::size_t>(batch * seq));
+    for (std::size_t i = 0; i < positions.size(); ++i)
+      positions[i] = static_cast<std::int64_t>(i) % seq;
+    x = autograd::add(
+        x, autograd::embedding(p.at("transformer.wpe.weight"),
+                               Tensor::from_indices(positions, {batch, seq}, tokens.device())));
+  }
+  for (std::int64_t layer = 0; layer < config.layers; ++layer) {
+    x = config.llama() ? dense_llama_block(config, p, layer, x)
+                       : dense_gpt_block(p, layer, config.heads, x, config.gelu);
+  }
+  const Tensor normed =
+      config.llama() ? autograd::rms_norm(x, p.at("transformer.ln_f.weight"), config.norm_eps)
+                     : layer_norm(p, "transformer.ln_f", x);
   // Only the vocabulary's rows of a padded embedding make logits.
-  const Tensor logits =
-      autograd::linear(layer_norm(p, "transformer.ln_f", x),
-                       autograd::narrow(p.at("transformer.wte.weight"), 0, 0, config.vocab));
+  const Tensor& head = p.at(config.tied_embeddings ? "transformer.wte.weight" : kUntiedHead);
+  const Tensor logits = autograd::linear(normed, autograd::narrow(head, 0, 0, config.vocab));
   return autograd::cross_entropy(logits, targets);
 }
 

@@ -24,9 +24,15 @@ TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init);
 Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int64_t heads,
                        const Tensor& x, GeluForm gelu = GeluForm::exact);
 
-/// Mean cross-entropy (nats per token) of the dense model: tokens and targets (int32/int64)
-/// [batch, seq] -> scalar; the logits are those of wte's first config.vocab rows only (an
-/// independent form of the padding rule). Backward fills the gradients of `parameters`. Throws
+/// Dense block `layer` of a llama `config`: x + attn(rms_norm_1(x)) with RoPE on q and k and
+/// each key/value head repeated for its query heads (unfused_attention_core), then
+/// + c_proj(swiglu(gate(.), up(.))) of rms_norm_2; no biases. x [batch, seq, hidden].
+Tensor dense_llama_block(const GptConfig& config, const TensorMap& parameters, std::int64_t layer,
+                         const Tensor& input);
+
+/// Mean cross-entropy (nats per token) of the dense model (either family): tokens and targets
+/// (int32/int64) [batch, seq] -> scalar; the logits are those of wte's first config.vocab rows only
+/// (an independent form of the padding rule). Backward fills the gradients of `parameters`. Throws
 /// std::out_of_range when a parameter is missing, std::invalid_argument for bad token ids.
 Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& parameters, const Tensor& tokens,
                       const Tensor& targets);

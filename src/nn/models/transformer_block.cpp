@@ -9,6 +9,11 @@ namespace mpitron::nn {
 namespace {
 
 // block_masters, after the sizes are checked for `tp` ranks.
+// The attention's heads under `config`: RoPE for llama.
+AttentionHeads attention_shape(const GptConfig& config) {
+  return {config.heads, config.kv_head_count(), config.llama() ? config.rope_theta : 0.0};
+}
+
 BlockMasters checked_block_masters(const GptConfig& config, std::int64_t layer,
                                    const MasterInit& init, int tp) {
   if (const auto error = gpt_size_error(config, tp, 1)) throw std::invalid_argument(*error);
@@ -17,16 +22,21 @@ BlockMasters checked_block_masters(const GptConfig& config, std::int64_t layer,
 
 }  // namespace
 
-LayerNorm::LayerNorm(const Tensor& weight, const Tensor& bias, bool sequence_parallel)
-    : weight_(replicate(weight)), bias_(replicate(bias)), sequence_parallel_(sequence_parallel) {}
+Norm::Norm(const Tensor& weight, const Tensor& bias, double eps, bool sequence_parallel)
+    : weight_(replicate(weight)),
+      bias_(bias.defined() ? replicate(bias) : Tensor()),
+      eps_(eps),
+      sequence_parallel_(sequence_parallel) {}
 
-Tensor LayerNorm::forward(const Tensor& x) const {
-  return autograd::layer_norm(x, weight_, bias_, 1e-5);
+Tensor Norm::forward(const Tensor& x) const {
+  if (!bias_.defined()) return autograd::rms_norm(x, weight_, eps_);
+  return autograd::layer_norm(x, weight_, bias_, eps_);
 }
 
-Parameters LayerNorm::parameters() const {
-  return {{"weight", weight_, kReplicated, false, sequence_parallel_},
-          {"bias", bias_, kReplicated, false, sequence_parallel_}};
+Parameters Norm::parameters() const {
+  Parameters all{{"weight", weight_, kReplicated, false, sequence_parallel_}};
+  if (bias_.defined()) all.push_back({"bias", bias_, kReplicated, false, sequence_parallel_});
+  return all;
 }
 
 TransformerBlock::TransformerBlock(const GptConfig& config, std::int64_t layer,
@@ -38,10 +48,11 @@ TransformerBlock::TransformerBlock(const GptConfig& config, std::int64_t layer,
 TransformerBlock::TransformerBlock(const GptConfig& config, std::int64_t layer,
                                    const BlockMasters& m, const comm::Communicator& tp,
                                    bool sequence_parallel)
-    : layer_(layer),
-      ln_1_(m.norm_1.weight, m.norm_1.bias, sequence_parallel),
-      attn_(m.attention, config.heads, tp, /*causal=*/true, sequence_parallel),
-      ln_2_(m.norm_2.weight, m.norm_2.bias, sequence_parallel),
+    : config_(config),
+      layer_(layer),
+      ln_1_(m.norm_1.weight, m.norm_1.bias, config.norm_eps, sequence_parallel),
+      attn_(m.attention, attention_shape(config), tp, /*causal=*/true, sequence_parallel),
+      ln_2_(m.norm_2.weight, m.norm_2.bias, config.norm_eps, sequence_parallel),
       mlp_(m.mlp, tp, config.gelu, sequence_parallel) {}
 
 Tensor TransformerBlock::forward(const Tensor& x) const {
@@ -50,8 +61,8 @@ Tensor TransformerBlock::forward(const Tensor& x) const {
 }
 
 Parameters TransformerBlock::parameters() const {
-  return block_parameters(layer_, ln_1_.parameters(), attn_.parameters(), ln_2_.parameters(),
-                          mlp_.parameters());
+  return block_parameters(config_, layer_, ln_1_.parameters(), attn_.parameters(),
+                          ln_2_.parameters(), mlp_.parameters());
 }
 
 }  // namespace mpitron::nn

@@ -1,12 +1,13 @@
-// One GPT-2 transformer block, tensor-parallel: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)),
-// with causal multi-head attention (heads split over TP) and the TP MLP (column-parallel c_fc,
-// GELU in the config's form, row-parallel c_proj). Radford et al. 2019 (pre-LayerNorm residual
-// blocks); Shoeybi et al., "Megatron-LM", arXiv:1909.08053, sec. 3. LayerNorm parameters are
-// replicated on every TP rank; their gradients come out equal on every TP rank without any
-// reduction, because their inputs and output gradients are. With sequence parallelism
-// (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2) the block's input, output, LayerNorms
-// and residual adds hold this rank's seq/tp rows; the LayerNorm and row-parallel bias gradients
-// then are partial sums that finalize_gradients sums over TP.
+// One decoder block, tensor-parallel: x = x + attn(ln_1(x)); x = x + mlp(ln_2(x)), with causal
+// multi-head attention (heads split over TP) and the TP MLP (column-parallel c_fc, GELU in the
+// config's form, row-parallel c_proj); for a llama config RMSNorms, grouped-query attention with
+// RoPE, and the SwiGLU MLP (gate and up column-parallel, down row-parallel), without biases.
+// Radford et al. 2019 (pre-LayerNorm residual blocks); Shoeybi et al., "Megatron-LM",
+// arXiv:1909.08053, sec. 3. LayerNorm parameters are replicated on every TP rank; their gradients
+// come out equal on every TP rank without any reduction, because their inputs and output gradients
+// are. With sequence parallelism (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2) the
+// block's input, output, LayerNorms and residual adds hold this rank's seq/tp rows; the LayerNorm
+// and row-parallel bias gradients then are partial sums that finalize_gradients sums over TP.
 #pragma once
 
 #include <cstdint>
@@ -19,20 +20,23 @@
 
 namespace mpitron::nn {
 
-/// LayerNorm over the last dim with weight and bias [hidden], eps 1e-5, replicated over TP
-/// (Ba, Kiros & Hinton, arXiv:1607.06450).
-class LayerNorm {
+/// A block's normalization over the last dim, replicated over TP: LayerNorm with weight and
+/// bias [hidden] (Ba, Kiros & Hinton, arXiv:1607.06450; gpt2), or RMSNorm with weight only
+/// (Zhang & Sennrich, arXiv:1910.07467; llama) when `bias` is undefined.
+class Norm {
  public:
-  /// Copies of the full `weight` and `bias` [hidden] as parameters; `sequence_parallel` marks
-  /// them Parameter::sequence_parallel (the LayerNorm sees this rank's seq/tp rows only).
-  LayerNorm(const Tensor& weight, const Tensor& bias, bool sequence_parallel = false);
+  /// Copies of the full `weight` and `bias` [hidden] (or no bias: RMSNorm) as parameters, with
+  /// epsilon `eps`; `sequence_parallel` marks them Parameter::sequence_parallel (the norm sees
+  /// this rank's seq/tp rows only).
+  Norm(const Tensor& weight, const Tensor& bias, double eps, bool sequence_parallel = false);
   /// x [..., hidden] -> [..., hidden].
   Tensor forward(const Tensor& x) const;
-  /// "weight", "bias" (replicated).
+  /// "weight", and "bias" for a LayerNorm (replicated).
   Parameters parameters() const;
 
  private:
   Tensor weight_, bias_;
+  double eps_;
   bool sequence_parallel_;
 };
 
@@ -56,10 +60,11 @@ class TransformerBlock {
   TransformerBlock(const GptConfig& config, std::int64_t layer, const BlockMasters& masters,
                    const comm::Communicator& tp, bool sequence_parallel);
 
+  GptConfig config_;
   std::int64_t layer_;
-  LayerNorm ln_1_;
+  Norm ln_1_;
   ParallelMultiHeadAttention attn_;
-  LayerNorm ln_2_;
+  Norm ln_2_;
   ParallelMlp mlp_;
 };
 

@@ -13,9 +13,9 @@
 namespace mpitron::nn {
 
 void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
-                        DataParallelGradients& gradients) {
+                        DataParallelGradients& gradients, bool tied_embeddings) {
   gradients.finish();
-  if (topology.pp() > 1 && !fault_active(Fault::embedding_group_not_reduced)) {
+  if (tied_embeddings && topology.pp() > 1 && !fault_active(Fault::embedding_group_not_reduced)) {
     for (const Parameter& p : parameters) {
       if (p.name != kTiedEmbedding) continue;
       Tensor grad = p.tensor.grad();  // a view of the DP gradient buffer: always defined

@@ -17,14 +17,15 @@ inline constexpr const char* kTiedEmbedding = "transformer.wte.weight";
 ///    buckets whose all-reduce did not start during backward start, and all are waited for).
 /// 2. Tied embedding: with pp > 1 the token embedding's gradient on the first stage and that of
 ///    its tied copy on the last stage are summed over the embedding group, so both copies get
-///    the gradient of the tied weight and stay equal (parameters named kTiedEmbedding).
+///    the gradient of the tied weight and stay equal (parameters named kTiedEmbedding; only
+///    when `tied_embeddings`: an untied model's last stage holds its own LM head instead).
 /// 3. Sequence parallelism: sum_sequence_parallel_gradients over the TP group.
 /// Otherwise TP needs no reduction here: split parameters own their slice's gradient, and
 /// replicated ones (LayerNorms, row-parallel biases, wpe) get identical gradients on every TP
 /// rank. Collective over the embedding group, the DP group and (with a parameter marked
 /// sequence_parallel) the TP group; call it on every rank.
 void finalize_gradients(const Parameters& parameters, const comm::ParallelTopology& topology,
-                        DataParallelGradients& gradients);
+                        DataParallelGradients& gradients, bool tied_embeddings = true);
 
 /// In place: the gradient of every parameter marked Parameter::sequence_parallel (LayerNorm
 /// weights and biases, row-parallel biases [hidden]) is summed over `tp`, as each TP rank's holds

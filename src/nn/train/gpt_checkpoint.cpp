@@ -77,10 +77,19 @@ void require_finite(const std::vector<ShardTensor>& tensors, std::int64_t step,
 }  // namespace
 
 nlohmann::json to_json(const GptConfig& c) {
-  return {{"vocab", c.vocab},           {"padded_vocab", c.vocab_rows()},
-          {"block_size", c.block_size}, {"layers", c.layers},
-          {"hidden", c.hidden},         {"heads", c.heads},
-          {"gelu", to_string(c.gelu)}};
+  nlohmann::json j = {{"vocab", c.vocab},           {"padded_vocab", c.vocab_rows()},
+                      {"block_size", c.block_size}, {"layers", c.layers},
+                      {"hidden", c.hidden},         {"heads", c.heads},
+                      {"gelu", to_string(c.gelu)}};
+  if (c.llama()) {
+    j.update({{"arch", to_string(c.arch)},
+              {"kv_heads", c.kv_head_count()},
+              {"ffn_hidden", c.ffn_size()},
+              {"norm_eps", c.norm_eps},
+              {"rope_theta", c.rope_theta},
+              {"tied_embeddings", c.tied_embeddings}});
+  }
+  return j;
 }
 
 GptConfig gpt_config_from_json(const nlohmann::json& j) {
@@ -90,6 +99,15 @@ GptConfig gpt_config_from_json(const nlohmann::json& j) {
   // Checkpoints from before the padded vocabulary and the GELU choice: no padding, erf.
   config.padded_vocab = j.value("padded_vocab", config.vocab);
   config.gelu = gelu_form_from_string(j.value("gelu", std::string("erf")));
+  // GPT-2 checkpoints record no family.
+  config.arch = arch_from_string(j.value("arch", std::string("gpt2")));
+  if (config.llama()) {
+    config.kv_heads = j.at("kv_heads").get<std::int64_t>();
+    config.ffn_hidden = j.at("ffn_hidden").get<std::int64_t>();
+    config.norm_eps = j.at("norm_eps").get<double>();
+    config.rope_theta = j.at("rope_theta").get<double>();
+    config.tied_embeddings = j.at("tied_embeddings").get<bool>();
+  }
   return config;
 }
 
@@ -185,12 +203,19 @@ GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_m
 std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoint,
                                                    const GptConfig& config) {
   const GptConfig& saved = checkpoint.config;
+  if (saved.arch != config.arch) {
+    return fmt::format("the checkpoint holds a {} model, this run {}", to_string(saved.arch),
+                       to_string(config.arch));
+  }
   const std::pair<const char*, std::pair<std::int64_t, std::int64_t>> sizes[] = {
       {"vocab", {saved.vocab, config.vocab}},
       {"block size (seq)", {saved.block_size, config.block_size}},
       {"layers", {saved.layers, config.layers}},
       {"hidden", {saved.hidden, config.hidden}},
-      {"heads", {saved.heads, config.heads}}};
+      {"heads", {saved.heads, config.heads}},
+      {"kv heads", {saved.kv_head_count(), config.kv_head_count()}},
+      {"ffn hidden", {saved.ffn_size(), config.ffn_size()}},
+      {"tied embeddings (1: tied)", {saved.tied_embeddings, config.tied_embeddings}}};
   for (const auto& [name, values] : sizes) {
     if (values.first != values.second) {
       return fmt::format("the checkpoint has {} {}, this run {}", name, values.first,
@@ -200,6 +225,10 @@ std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoi
   if (saved.gelu != config.gelu) {
     return fmt::format("the checkpoint has GELU {}, this run {}", to_string(saved.gelu),
                        to_string(config.gelu));
+  }
+  if (saved.norm_eps != config.norm_eps || saved.rope_theta != config.rope_theta) {
+    return fmt::format("the checkpoint has norm eps {} and rope theta {}, this run {} and {}",
+                       saved.norm_eps, saved.rope_theta, config.norm_eps, config.rope_theta);
   }
   return std::nullopt;
 }

@@ -122,7 +122,7 @@ StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_bat
   result.phases.forward_backward = clock.lap();
   sum_over(topology_.dp_comm(), loss);
   result.loss = loss[0] / topology_.dp();
-  finalize_gradients(parameters_, topology_, gradients_);
+  finalize_gradients(parameters_, topology_, gradients_, stage_.config().tied_embeddings);
   result.phases.gradient_reduction = clock.lap();
   result.grad_norm = global_gradient_norm(parameters_, topology_,
                                           gradients_.sharded() ? &gradients_.owned() : nullptr);

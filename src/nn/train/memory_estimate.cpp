@@ -32,8 +32,9 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   std::int64_t activations =
       (in.recompute ? blocks_in_flight * block_input + block : blocks_in_flight * block) + block;
   if (in.stage == in.pp - 1) activations += block_input + sbh + 2 * s * b * c.vocab_rows() / t;
-  const std::int64_t whole_model =
-      (c.vocab_rows() + c.block_size) * h + c.layers * (12 * h * h + 13 * h) + 2 * h;
+  std::int64_t whole_model = 0;
+  for (const ParameterSpec& spec : gpt_parameter_specs(c))
+    whole_model += autograd::numel_of(spec.full_shape);
   MemoryEstimate estimate;
   estimate.weights = in.rank_parameters * in.element_bytes;
   // Sharded: every bucket but the last holds kDefaultBucketElements or more, and the tied
