@@ -324,17 +324,30 @@ enum class GemmProvider { eigen, blas, mpitron };
 /// Whether this build has the BLAS provider (OpenBLAS from libopenblas-dev found at configure).
 bool gemm_blas_available();
 
-/// The provider `--gemm auto` means at the current cpu_threads(): at one thread blas when
-/// available, else eigen; at more, mpitron. At one thread the rule comes from `bench gemm` and
-/// whole steps on the AVX-512 Zen 4 development machine (OpenBLAS at one thread 0.95-1.3x Eigen's
-/// GFLOP/s on the GPT-2 124M products, its steps 0.92-0.94x the time) and from the parity of
-/// PyTorch + OpenBLAS with mpitron + Eigen on an AVX2-only Zen 1 class one; mpitron's own GEMM was
-/// at parity with OpenBLAS on the steps' products (Zen 3, Zen 4, an Intel Xeon), not ahead. At
-/// more threads OpenBLAS keeps whole rows per tile (its bits change when its columns are cut), so
-/// every tile packs all of op(B) again, while mpitron's GEMM is cut by columns too: at 2 threads
-/// the MLP and GPT steps took 0.83-0.85x OpenBLAS's time (docs/performance.md). The bits are the
-/// same at every thread count for each provider, not across providers: pin --gemm to keep a run's
-/// bits when its thread count changes.
+/// What OpenBLAS calls the kernel it picked for this CPU (openblas_get_corename, e.g. "Haswell",
+/// "Zen", "SkylakeX"; OPENBLAS_CORETYPE overrides its pick); "" in a build without BLAS.
+std::string gemm_blas_kernel();
+
+/// The provider auto falls back to where nothing was measured: at one thread blas when available,
+/// else eigen; at more, mpitron. It came from `bench gemm` and whole steps on the development
+/// machines (Zen 4, Zen 3, an Intel Xeon: OpenBLAS at one thread 0.95-1.3x Eigen's GFLOP/s;
+/// OpenBLAS keeps whole rows per tile at more threads, so there mpitron's GEMM took 0.83-0.85x
+/// its step time), but a fixed rule fails where OpenBLAS runs another CPU's kernels (on Zen 5
+/// with OPENBLAS_CORETYPE=Haswell it ran at 125 GFLOP/s beside mpitron's 240): hence the
+/// measurement (kernels/cpu/gemm_auto.h, docs/performance.md).
+GemmProvider fixed_gemm_provider();
+
+/// Installs auto's provider for `threads` CPU threads, as measured (kernels/cpu/gemm_auto.h): from
+/// then on default_gemm_provider() returns it while cpu_threads() == threads. The mpitron command
+/// does this at start-up with world rank 0's choice on every rank. Throws std::invalid_argument
+/// for blas in a build without it or a thread count outside [1, kMaxCpuThreads].
+void set_auto_gemm_provider(GemmProvider provider, int threads);
+
+/// The provider `auto` means at the current cpu_threads(): the one set_auto_gemm_provider
+/// installed for that thread count, else fixed_gemm_provider() (so a library user or a unit test
+/// that measured nothing gets the fixed rule, at no start-up cost). The bits are the same at
+/// every thread count for each provider, not across providers: pin --gemm to keep a run's bits
+/// when its thread count or machine changes.
 GemmProvider default_gemm_provider();
 
 /// Sets the CPU GEMM's provider for this process (every rank must choose the same, so that

@@ -305,9 +305,51 @@ bool gemm_blas_available() {
   return MPITRON_HAVE_BLAS != 0;
 }
 
-GemmProvider default_gemm_provider() {
+std::string gemm_blas_kernel() {
+#if MPITRON_HAVE_BLAS
+  const char* name = openblas_get_corename();
+  return name != nullptr ? std::string(name) : std::string();
+#else
+  return "";
+#endif
+}
+
+GemmProvider fixed_gemm_provider() {
   if (cpu_threads() > 1) return GemmProvider::mpitron;
   return gemm_blas_available() ? GemmProvider::blas : GemmProvider::eigen;
+}
+
+namespace {
+
+// Auto's measured provider and the thread count it holds for (0: none installed).
+struct AutoProvider {
+  GemmProvider provider = GemmProvider::eigen;
+  int threads = 0;
+};
+
+AutoProvider& auto_provider() {
+  static AutoProvider state;
+  return state;
+}
+
+}  // namespace
+
+void set_auto_gemm_provider(GemmProvider provider, int threads) {
+  if (provider == GemmProvider::blas && !gemm_blas_available()) {
+    throw std::invalid_argument("the blas GEMM is not in this build (no libopenblas-dev)");
+  }
+  if (threads < 1 || threads > kMaxCpuThreads) {
+    throw std::invalid_argument("auto's GEMM provider needs a thread count in [1, " +
+                                std::to_string(kMaxCpuThreads) + "], got " +
+                                std::to_string(threads));
+  }
+  auto_provider() = {provider, threads};
+}
+
+GemmProvider default_gemm_provider() {
+  const AutoProvider& measured = auto_provider();
+  if (measured.threads == cpu_threads()) return measured.provider;
+  return fixed_gemm_provider();
 }
 
 void set_gemm_provider(GemmProvider provider) {
