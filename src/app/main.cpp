@@ -11,6 +11,7 @@
 #include "app/bench/gemm.h"
 #include "app/bench/schedule.h"
 #include "app/bench/step.h"
+#include "app/common/gemm_agreement.h"
 #include "app/common/help.h"
 #include "app/common/options.h"
 #include "app/common/version.h"
@@ -180,6 +181,20 @@ int main(int argc, char** argv) {
         mpitron::comm::agree_on_algorithm_table(world, table.path, table.from_variable);
     if (!note.empty() && world.rank() == 0)
       std::fprintf(stderr, "rank 0: note: %s\n", note.c_str());
+    // Rank 0's `--gemm auto` provider, for every rank: replicas must compute the same bits.
+    // Commands without a GEMM (bench comm, tokenize, export) measure nothing.
+    const mpitron::app::CommonOptions* gemm_user = validate_command     ? &validate.common
+                                                   : bench_gemm_command ? &bench_gemm.common
+                                                   : bench_comm_command ? nullptr
+                                                   : bench_command      ? &bench.common
+                                                   : train_command      ? &train.common
+                                                   : eval_command       ? &eval.common
+                                                   : generate_command   ? &generate.common
+                                                   : train_dp_command   ? &train_dp.common
+                                                   : attention_command  ? &attention.common
+                                                                        : nullptr;
+    mpitron::app::agree_auto_gemm_provider(
+        world, gemm_user != nullptr && mpitron::app::wants_auto_gemm(*gemm_user));
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
     if (bench_gemm_command) return mpitron::app::run_bench_gemm(bench_gemm, world);

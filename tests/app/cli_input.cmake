@@ -107,8 +107,22 @@ mpitron_add_expect_test(bench_dtype_bfloat16_stated TARGET mpitron NP 1 TIMEOUT 
 mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIMEOUT 120
   ARGS bench gemm --seconds 0.01 ${cli_logs}
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen|mpitron)\n"
+  EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen|mpitron) \\((measured|cached) at 1 thread: eigen [0-9.]+, [^\n]*mpitron [0-9.]+ GFLOP/s\\)\n"
                 "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ ")
+# Auto's choice follows the rates it is given (MPITRON_GEMM_RATES, as a test's stand-in for the
+# clock), and a malformed variable is one error line.
+mpitron_add_expect_test(bench_gemm_auto_follows_given_rates TARGET mpitron NP 1 TIMEOUT 120
+  ARGS bench gemm --seconds 0.01 ${cli_logs}
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "auto = eigen \\(given at 1 thread: eigen 90.0, mpitron 80.0 GFLOP/s\\)\n")
+set_tests_properties(bench_gemm_auto_follows_given_rates PROPERTIES
+                     ENVIRONMENT "MPITRON_GEMM_RATES=eigen=90,mpitron=80")
+mpitron_add_expect_test(bench_gemm_bad_given_rates TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS bench gemm --seconds 0.01 ${cli_logs}
+  EXPECT_EXIT 2
+  EXPECT_OUTPUT "rank 0: error: --gemm auto: MPITRON_GEMM_RATES: GEMM rates 'eigen=x'"
+                "rank 1: error: --gemm auto: rank 0 could not choose")
+set_tests_properties(bench_gemm_bad_given_rates PROPERTIES ENVIRONMENT "MPITRON_GEMM_RATES=eigen=x")
 # --dtype bfloat16: the bfloat16 GEMM's path named, mpitron's float32 GEMM and the bfloat16 one
 # into float32 and bfloat16 C on every product.
 mpitron_add_expect_test(bench_gemm_bfloat16_names_its_path TARGET mpitron NP 1 TIMEOUT 120

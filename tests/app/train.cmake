@@ -129,7 +129,8 @@ mpitron_add_expect_test(train_progress_in_place TARGET mpitron NP 1 TIMEOUT 60 M
   EXPECT_OUTPUT "\r" "train  step 3/3 \\(100%\\)  loss [0-9.]+  [0-9.e+]+ tokens/s  elapsed 0:[0-9][0-9]  ETA")
 
 # Resuming with settings other than the checkpoint's: one warning per setting on rank 0, and one
-# for the CPU GEMM that --gemm auto picks at 2 threads (mpitron's; blas or eigen at 1).
+# for the CPU GEMM when --gemm auto picks another one (given rates make auto pick eigen for the
+# save and mpitron for the resume, whatever this machine measures).
 mpitron_add_expect_test(train_resume_save TARGET mpitron NP 1 TIMEOUT 60
   ARGS train ${train_small} --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --overwrite-checkpoints
        --stop-after 2
@@ -142,8 +143,11 @@ mpitron_add_expect_test(train_resume_warns_on_other_settings TARGET mpitron NP 1
   EXPECT_OUTPUT "warning: --optimizer is \"sgd\" in this run but was \"adamw\""
                 "warning: --lr is 0.002 in this run but was 0.001" "train done: steps 3..3"
                 "warning: the CPU GEMM is \"mpitron\" in this run but was \"(blas|eigen)\" in the run"
-                "--gemm auto picks by --threads. pin --gemm to keep it"
+                "--gemm auto picks by measurement at the run's --threads. pin --gemm to keep it"
   REJECT_OUTPUT "warning: --(data|dtype|global-batch|steps)")
+set_tests_properties(train_resume_save PROPERTIES ENVIRONMENT "MPITRON_GEMM_RATES=eigen=100,mpitron=50")
+set_tests_properties(train_resume_warns_on_other_settings PROPERTIES
+                     ENVIRONMENT "MPITRON_GEMM_RATES=eigen=50,mpitron=100")
 # A provider pinned by --gemm warns too, without the hint to pin it.
 mpitron_add_expect_test(train_resume_pinned_gemm_warns TARGET mpitron NP 1 TIMEOUT 60
   ARGS train ${train_small} --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_warn --gemm mpitron

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "app/common/gemm_agreement.h"
 #include "app/common/help.h"
 #include "comm/collectives.h"
 #include "comm/configuration.h"
@@ -166,6 +167,18 @@ std::vector<Column> columns(bool bf16, double seconds) {
   return out;
 }
 
+// Auto's provider and the rates it was chosen from (rank 0's, as agreed at start-up).
+nlohmann::json auto_json() {
+  const kernels::GemmChoice choice = agreed_auto_gemm_choice();
+  nlohmann::json rates = nlohmann::json::object();
+  for (const kernels::GemmRate& rate : choice.rates)
+    rates[kernels::to_string(rate.provider)] = rate.gflops;
+  return {{"provider", kernels::to_string(choice.provider)},
+          {"source", kernels::to_string(choice.source)},
+          {"threads", choice.threads},
+          {"gflops", rates}};
+}
+
 }  // namespace
 
 int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
@@ -188,12 +201,14 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
     const std::string path = kernels::to_string(kernels::bf16_gemm_path());
     const std::string what =
         bf16 ? "bfloat16 (path: " + path + ") beside mpitron's float32" : "float32";
+    const std::string blas = kernels::gemm_blas_available()
+                                 ? "; OpenBLAS kernels " + kernels::gemm_blas_kernel()
+                                 : std::string();
     fmt::print(
         "bench gemm: {}, {}, best of repeated calls; FMA peak {:.1f} GFLOP/s per core "
-        "({}); auto = {}\n{:<14} {:<10} {:<8} {:>22}",
-        what, nn::counted(threads, "thread"), peak, kernels::cpu_vector_extensions(),
-        kernels::to_string(kernels::default_gemm_provider()), "model", "layer", "pass",
-        "m x n x k");
+        "({}){}; auto = {}\n{:<14} {:<10} {:<8} {:>22}",
+        what, nn::counted(threads, "thread"), peak, kernels::cpu_vector_extensions(), blas,
+        gemm_choice_text(agreed_auto_gemm_choice()), "model", "layer", "pass", "m x n x k");
     const std::vector<Column> timed = columns(bf16, options.seconds);
     for (const Column& column : timed)
       fmt::print(" {:>9}", column.heading);
@@ -223,6 +238,7 @@ int run_bench_gemm(const BenchGemmOptions& options, comm::Communicator world) {
                                 {"bf16_path", path},
                                 {"peak_gflops", peak},
                                 {"threads", threads},
+                                {"auto", auto_json()},
                                 {"results", results}},
                  /*append=*/true);
     }

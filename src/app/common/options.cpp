@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "app/common/gemm_agreement.h"
 #include "app/common/help.h"
 #include "comm/algorithm_table.h"
 #include "comm/errors.h"
@@ -52,8 +53,10 @@ void add_run_options(CLI::App& command, CommonOptions& options) {
       ->capture_default_str()
       ->group(kCommonGroup);
   command
-      .add_option("--gemm", options.gemm,
-                  "auto: blas at 1 thread, else mpitron (default: MPITRON_GEMM)")
+      .add_option(
+          "--gemm", options.gemm,
+          "auto: the fastest here, measured by rank 0 at start-up and cached per CPU, build and "
+          "thread count (default: MPITRON_GEMM)")
       ->check(CLI::IsMember({"auto", "eigen", "blas", "mpitron"}))
       ->group(kCommonGroup);
   command
@@ -215,6 +218,17 @@ std::string requested_gemm(const CommonOptions& options) {
   return env != nullptr && *env != '\0' ? std::string(env) : std::string("auto");
 }
 
+bool wants_auto_gemm(const CommonOptions& options) {
+  if (requested_gemm(options) != "auto" || options.device == "cuda") return false;
+  try {
+    if (options.threads) kernels::set_cpu_threads(*options.threads);
+    kernels::cpu_threads();  // reads MPITRON_CPU_THREADS when --threads is not given
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  return true;
+}
+
 namespace {
 
 void configure_communication(const CommonOptions& options, comm::Communicator& world) {
@@ -239,7 +253,8 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
   } catch (const std::invalid_argument& e) {
     throw comm::ConfigError(e.what());
   }
-  // After the threads: auto depends on them (kernels::default_gemm_provider).
+  // After the threads: auto's provider is the one rank 0 measured for them
+  // (agree_auto_gemm_provider), else the fixed rule (kernels::default_gemm_provider).
   const std::string gemm = requested_gemm(options);
   try {
     kernels::set_gemm_provider(kernels::parse_gemm_provider(gemm));
@@ -347,6 +362,8 @@ std::shared_ptr<spdlog::logger> prepare_run(const CommonOptions& options,
   check_json_writable(options, world.rank());
   auto logger = make_rank_logger(options, world.rank());
   logger->debug("placement: {}", comm::placement_text(comm::this_placement(world)));
+  if (requested_gemm(options) == "auto")
+    logger->debug("gemm auto: {}", gemm_choice_text(agreed_auto_gemm_choice()));
   if (const auto warning = kernels::cpu_mask_warning(kernels::cpu_threads()))
     logger->warn("warning: {}", *warning);
   return logger;

@@ -63,7 +63,7 @@ void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settin
         "losses continue within rounding, not bit for bit{}",
         settings.at("cpu_gemm").dump(), meta.at("cpu_gemm").dump(), o.load,
         requested_gemm(o.common) == "auto"
-            ? " (--gemm auto picks by --threads; pin --gemm to keep it)"
+            ? " (--gemm auto picks by measurement at the run's --threads; pin --gemm to keep it)"
             : "");
   }
   if (o.common.seed != 0 && meta.value("seed", o.common.seed) != o.common.seed) {
