@@ -194,7 +194,8 @@ int main(int argc, char** argv) {
                                                    : attention_command  ? &attention.common
                                                                         : nullptr;
     mpitron::app::agree_auto_gemm_provider(
-        world, gemm_user != nullptr && mpitron::app::wants_auto_gemm(*gemm_user));
+        world, gemm_user != nullptr && mpitron::app::wants_auto_gemm(
+                                           *gemm_user, static_cast<bool>(bench_gemm_command)));
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
     if (bench_gemm_command) return mpitron::app::run_bench_gemm(bench_gemm, world);

@@ -110,13 +110,14 @@ mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIME
   EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen|mpitron) \\((measured|cached) at 1 thread: eigen [0-9.]+, [^\n]*mpitron [0-9.]+ GFLOP/s\\)\n"
                 "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ ")
 # Auto's choice follows the rates it is given (MPITRON_GEMM_RATES, as a test's stand-in for the
-# clock), and a malformed variable is one error line.
+# clock), also where MPITRON_GEMM pins the runs' provider, and a malformed variable is one error
+# line.
 mpitron_add_expect_test(bench_gemm_auto_follows_given_rates TARGET mpitron NP 1 TIMEOUT 120
   ARGS bench gemm --seconds 0.01 ${cli_logs}
   EXPECT_EXIT 0
   EXPECT_OUTPUT "auto = eigen \\(given at 1 thread: eigen 90.0, mpitron 80.0 GFLOP/s\\)\n")
 set_tests_properties(bench_gemm_auto_follows_given_rates PROPERTIES
-                     ENVIRONMENT "MPITRON_GEMM_RATES=eigen=90,mpitron=80")
+                     ENVIRONMENT "MPITRON_GEMM_RATES=eigen=90,mpitron=80;MPITRON_GEMM=mpitron")
 mpitron_add_expect_test(bench_gemm_bad_given_rates TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
   ARGS bench gemm --seconds 0.01 ${cli_logs}
   EXPECT_EXIT 2

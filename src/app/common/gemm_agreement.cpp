@@ -53,8 +53,12 @@ kernels::GemmChoice agree_auto_gemm_provider(const comm::Communicator& world, bo
                                               "provider (see its error line)"));
   }
   if (fields[0] == kNothing) {
-    agreed() = kernels::GemmChoice{kernels::fixed_gemm_provider(), {}, kernels::cpu_threads()};
-    return *agreed();
+    agreed().reset();
+    try {
+      return agreed_auto_gemm_choice();
+    } catch (const std::invalid_argument&) {  // a bad MPITRON_CPU_THREADS: prepare_run says so
+      return {};
+    }
   }
   if (world.rank() != 0) {
     choice = {static_cast<kernels::GemmProvider>(fields[0]),

@@ -19,9 +19,10 @@ namespace mpitron::app {
 /// (kernels::resolve_auto_gemm_provider) and broadcasts it, and every rank installs it for that
 /// thread count (kernels::set_auto_gemm_provider), so that parse_gemm_provider("auto") names the
 /// same provider on every rank. Returns rank 0's choice (on the other ranks without the rates);
-/// source `fixed` and nothing installed when rank 0 resolved nothing. Throws comm::ConfigError on
-/// every rank when rank 0 could not resolve (a malformed MPITRON_GEMM_RATES): rank 0's names the
-/// cause, the others point to rank 0's error line.
+/// when rank 0 resolved nothing, installs nothing and returns agreed_auto_gemm_choice() (a
+/// default GemmChoice where MPITRON_CPU_THREADS is unusable: prepare_run reports that). Throws
+/// comm::ConfigError on every rank when rank 0 could not resolve (a malformed MPITRON_GEMM_RATES):
+/// rank 0's names the cause, the others point to rank 0's error line.
 kernels::GemmChoice agree_auto_gemm_provider(const comm::Communicator& world, bool resolve);
 
 /// What the last agree_auto_gemm_provider returned on this rank; before any, the fixed rule's

@@ -218,8 +218,9 @@ std::string requested_gemm(const CommonOptions& options) {
   return env != nullptr && *env != '\0' ? std::string(env) : std::string("auto");
 }
 
-bool wants_auto_gemm(const CommonOptions& options) {
-  if (requested_gemm(options) != "auto" || options.device == "cuda") return false;
+bool wants_auto_gemm(const CommonOptions& options, bool even_if_pinned) {
+  if ((!even_if_pinned && requested_gemm(options) != "auto") || options.device == "cuda")
+    return false;
   try {
     if (options.threads) kernels::set_cpu_threads(*options.threads);
     kernels::cpu_threads();  // reads MPITRON_CPU_THREADS when --threads is not given

@@ -110,10 +110,11 @@ std::string device_text(kernels::Device device);
 std::string requested_gemm(const CommonOptions& options);
 
 /// Whether this rank's run asks world rank 0 to resolve `--gemm auto` (agree_auto_gemm_provider):
-/// requested_gemm is "auto" and --device is not cuda. Applies --threads (or reads
+/// requested_gemm is "auto", or `even_if_pinned` (bench gemm reports auto's choice whatever
+/// MPITRON_GEMM pins), and --device is not cuda. Applies --threads (or reads
 /// MPITRON_CPU_THREADS) first, so that auto is measured at the run's thread count; false when the
 /// count is unusable (prepare_run then rejects it).
-bool wants_auto_gemm(const CommonOptions& options);
+bool wants_auto_gemm(const CommonOptions& options, bool even_if_pinned = false);
 
 /// Everything a subcommand sets up before its first collective, on this rank, without
 /// communicating: applies --timeout-seconds and --comm to the world communicator family, --gemm
