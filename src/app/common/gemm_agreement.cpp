@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,7 +41,7 @@ kernels::GemmChoice agree_auto_gemm_provider(const comm::Communicator& world, bo
       fields[0] = static_cast<std::int64_t>(choice.provider);
       fields[1] = choice.threads;
       fields[2] = static_cast<std::int64_t>(choice.source);
-    } catch (const std::invalid_argument& e) {
+    } catch (const std::exception& e) {  // every rank waits in the broadcast below
       failure = e.what();
       fields[0] = kFailed;
     }
@@ -48,7 +49,7 @@ kernels::GemmChoice agree_auto_gemm_provider(const comm::Communicator& world, bo
   comm::broadcast(world, message, 0);
   if (fields[0] == kFailed) {
     throw comm::ConfigError(world.rank() == 0
-                                ? fmt::format("--gemm auto: MPITRON_GEMM_RATES: {}", failure)
+                                ? fmt::format("--gemm auto: {}", failure)
                                 : std::string("--gemm auto: rank 0 could not choose the GEMM "
                                               "provider (see its error line)"));
   }
@@ -66,7 +67,12 @@ kernels::GemmChoice agree_auto_gemm_provider(const comm::Communicator& world, bo
               static_cast<int>(fields[1]),
               static_cast<kernels::GemmChoiceSource>(fields[2])};
   }
-  kernels::set_auto_gemm_provider(choice.provider, choice.threads);
+  try {
+    kernels::set_auto_gemm_provider(choice.provider, choice.threads);
+  } catch (const std::invalid_argument& e) {  // a rank built without rank 0's provider
+    throw comm::ConfigError(fmt::format("--gemm auto: rank 0 chose {}: {}",
+                                        kernels::to_string(choice.provider), e.what()));
+  }
   agreed() = choice;
   return choice;
 }

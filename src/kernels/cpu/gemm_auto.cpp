@@ -311,7 +311,12 @@ std::vector<GemmRate> parse_gemm_rates(const std::string& text) {
 GemmChoice resolve_auto_gemm_provider() {
   const int threads = cpu_threads();
   if (const std::string given = environment("MPITRON_GEMM_RATES"); !given.empty()) {
-    std::vector<GemmRate> rates = parse_gemm_rates(given);
+    std::vector<GemmRate> rates;
+    try {
+      rates = parse_gemm_rates(given);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(std::string("MPITRON_GEMM_RATES: ") + e.what());
+    }
     const GemmProvider provider = choose_gemm_provider(rates);
     return {provider, std::move(rates), threads, GemmChoiceSource::given};
   }

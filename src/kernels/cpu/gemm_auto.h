@@ -98,7 +98,7 @@ std::vector<GemmRate> parse_gemm_rates(const std::string& text);
 /// MPITRON_GEMM_RATES when set (no cache), else the cache file's choice, else a measurement
 /// (measure_gemm_providers) stored in the cache for the next start and replaced by the cache's
 /// choice when another process stored one first. Throws std::invalid_argument for a malformed
-/// MPITRON_GEMM_RATES.
+/// MPITRON_GEMM_RATES ("MPITRON_GEMM_RATES: GEMM rates '...': ...").
 GemmChoice resolve_auto_gemm_provider();
 
 }  // namespace mpitron::kernels
