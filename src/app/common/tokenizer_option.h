@@ -3,13 +3,14 @@
 
 #include <string>
 
-#include "nn/data/gpt2_tokenizer.h"
+#include "nn/data/bpe_tokenizer.h"
 
 namespace mpitron::app {
 
-/// The tokenizer of --tokenizer `path` (nn::load_tokenizer). Throws comm::ConfigError, one line
-/// starting "--tokenizer <path>", for a file that is not a GPT-2 tokenizer, a missing path, or a
-/// vocabulary of more than 65536 ids (llm.c's shards and mpitron's corpora hold uint16 ids).
-nn::Gpt2Tokenizer load_tokenizer_option(const std::string& path);
+/// The tokenizer of --tokenizer `path` (nn::load_tokenizer: GPT-2's files, a tiktoken rank file
+/// such as Llama 3's, Hugging Face's tokenizer.json, or a folder of one). Throws
+/// comm::ConfigError, one line starting "--tokenizer <path>", for a file of another kind, a
+/// malformed tokenizer or a missing path.
+nn::BpeTokenizer load_tokenizer_option(const std::string& path);
 
 }  // namespace mpitron::app

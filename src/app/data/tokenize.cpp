@@ -136,13 +136,14 @@ void remove_stale_shards(const std::string& folder, const std::string& name,
 
 CLI::App& add_tokenize_command(CLI::App& app, TokenizeOptions& o) {
   CLI::App& c = *app.add_subcommand(
-      "tokenize", "Encode text files with GPT-2's tokenizer into llm.c token shards");
+      "tokenize", "Encode text files with a GPT-2 or Llama 3 tokenizer into llm.c token shards");
   add_run_options(c, o.common);
   c.add_option("--tokenizer", o.tokenizer,
-               "GPT-2's encoder.json + vocab.bpe (their folder or either file), or llm.c's "
-               "gpt2_tokenizer.bin")
+               "GPT-2's encoder.json + vocab.bpe (their folder or either file), llm.c's "
+               "gpt2_tokenizer.bin, Llama 3's tokenizer.model, or a tokenizer.json")
       ->required();
-  c.add_option("--input", o.inputs, "Text files, each one document (end-of-text before each)")
+  c.add_option("--input", o.inputs,
+               "Text files, each one document (the tokenizer's document start before each)")
       ->required()
       ->expected(1, std::numeric_limits<int>::max());
   c.add_option("--output", o.output, "Folder for the shards (created if missing)")->required();
@@ -161,7 +162,7 @@ CLI::App& add_tokenize_command(CLI::App& app, TokenizeOptions& o) {
 }
 
 int run_tokenize(const TokenizeOptions& o, comm::Communicator world) {
-  std::optional<nn::Gpt2Tokenizer> tokenizer;
+  std::optional<nn::BpeTokenizer> tokenizer;
   std::vector<std::uint64_t> sizes;
   std::shared_ptr<spdlog::logger> log;
   comm::agree_on_configuration(world, [&] {
@@ -198,7 +199,7 @@ int run_tokenize(const TokenizeOptions& o, comm::Communicator world) {
   for (const std::string& input : o.inputs) {
     const std::string text = read_input(input);
     const auto start = std::chrono::steady_clock::now();
-    tokens.push_back(tokenizer->end_of_text());
+    tokens.push_back(tokenizer->document_start());
     tokenizer->encode(text, tokens, [&](std::size_t done) {
       const double seconds =
           encode_seconds +
@@ -219,8 +220,10 @@ int run_tokenize(const TokenizeOptions& o, comm::Communicator world) {
   const std::vector<Shard> shards =
       plan_shards(o.output, name, val, tokens.size(), static_cast<std::size_t>(o.shard_tokens));
   for (const Shard& shard : shards) {
-    nn::write_token_shard(shard.path, std::span<const std::int32_t>(tokens).subspan(
-                                          shard.begin, shard.end - shard.begin));
+    nn::write_token_shard(
+        shard.path,
+        std::span<const std::int32_t>(tokens).subspan(shard.begin, shard.end - shard.begin),
+        nn::token_id_width(tokenizer->vocab_size()));
   }
   remove_stale_shards(o.output, name, shards);
   const std::size_t val_shards = val == 0 ? 0 : (val - 1) / o.shard_tokens + 1;

@@ -1,4 +1,5 @@
-// `mpitron tokenize`: text files to llm.c token shards with GPT-2's tokenizer (docs/data.md).
+// `mpitron tokenize`: text files to llm.c token shards with a byte-level BPE tokenizer (GPT-2's,
+// Llama 3's, a tokenizer.json; docs/data.md).
 #pragma once
 
 #include <cstdint>
@@ -29,8 +30,10 @@ struct TokenizeOptions {
 /// --val-fraction --shard-tokens --progress and the common ones except --tp --pp --dp) to `app`.
 CLI::App& add_tokenize_command(CLI::App& app, TokenizeOptions& options);
 
-/// Encodes each --input file as one document preceded by GPT-2's end-of-text token (as llm.c's
-/// data scripts do) and writes the token stream, in input order, as llm.c shards into --output
+/// Encodes each --input file as one document preceded by the tokenizer's document start (GPT-2's
+/// end-of-text 50256, Llama 3's <|begin_of_text|> 128000, as llm.c's data scripts do) and writes
+/// the token stream, in input order, as llm.c shards (uint16 ids, or uint32 ids with magic
+/// 20240801 for a vocabulary beyond 65536 ids) into --output
 /// (created if missing): its first floor(val_fraction * tokens) tokens as
 /// "<name>_val_000000.bin", ... and the rest as "<name>_train_000000.bin", ..., each shard of at
 /// most --shard-tokens tokens; shards of that name left by an earlier run and not rewritten are

@@ -45,7 +45,7 @@ nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
       throw comm::ConfigError(e.what());
     }
   }
-  nn::Gpt2Tokenizer tokenizer = load_tokenizer_option(o.tokenizer);
+  nn::BpeTokenizer tokenizer = load_tokenizer_option(o.tokenizer);
   if (tokenizer.vocab_size() > vocab) {
     throw comm::ConfigError(
         fmt::format("--tokenizer {} has {} ids, more than the checkpoint's vocab {}", o.tokenizer,

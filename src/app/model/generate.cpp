@@ -49,7 +49,7 @@ void check_sampling_options(const GenerateOptions& o) {
 
 // The tokenizer of --tokenizer, checked against the checkpoint's vocabulary `vocab`; none
 // (bytes) without the flag.
-std::optional<nn::Gpt2Tokenizer> prompt_tokenizer(const GenerateOptions& o, std::int64_t vocab) {
+std::optional<nn::BpeTokenizer> prompt_tokenizer(const GenerateOptions& o, std::int64_t vocab) {
   if (o.tokenizer.empty()) {
     if (vocab > 256) {
       throw comm::ConfigError(fmt::format(
@@ -58,7 +58,7 @@ std::optional<nn::Gpt2Tokenizer> prompt_tokenizer(const GenerateOptions& o, std:
     }
     return std::nullopt;
   }
-  nn::Gpt2Tokenizer tokenizer = load_tokenizer_option(o.tokenizer);
+  nn::BpeTokenizer tokenizer = load_tokenizer_option(o.tokenizer);
   if (tokenizer.vocab_size() > vocab) {
     throw comm::ConfigError(
         fmt::format("--tokenizer {} has {} ids, more than the checkpoint's vocab {}", o.tokenizer,
@@ -70,7 +70,7 @@ std::optional<nn::Gpt2Tokenizer> prompt_tokenizer(const GenerateOptions& o, std:
 }  // namespace
 
 int run_generate(const GenerateOptions& o, comm::Communicator world) {
-  std::optional<nn::Gpt2Tokenizer> tokenizer;
+  std::optional<nn::BpeTokenizer> tokenizer;
   LoadedRun run = load_checkpoint_agreed(
       "generate", o.common, o.load, world,
       [&](const nn::GptCheckpoint& ckpt, const ParallelSizes& sizes) {

@@ -19,7 +19,7 @@ namespace {
 
 // The bytes widened to ids 0..255, the first 90 % training.
 TokenCorpus byte_corpus(const std::string& text, std::string source) {
-  std::vector<std::uint16_t> tokens(text.size());
+  std::vector<std::uint32_t> tokens(text.size());
   for (std::size_t i = 0; i < text.size(); ++i)
     tokens[i] = static_cast<unsigned char>(text[i]);
   const std::size_t split = tokens.size() * 9 / 10;
@@ -29,12 +29,13 @@ TokenCorpus byte_corpus(const std::string& text, std::string source) {
 bool starts_with_shard_magic(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::int32_t magic = 0;
-  return in.read(reinterpret_cast<char*>(&magic), sizeof magic) && magic == kTokenShardMagic;
+  return in.read(reinterpret_cast<char*>(&magic), sizeof magic) &&
+         (magic == kTokenShardMagic || magic == kTokenShard32Magic);
 }
 
 }  // namespace
 
-TokenCorpus::TokenCorpus(std::vector<std::uint16_t> tokens, std::size_t split, std::string source,
+TokenCorpus::TokenCorpus(std::vector<std::uint32_t> tokens, std::size_t split, std::string source,
                          bool bytes)
     : tokens_(std::move(tokens)), split_(split), source_(std::move(source)), bytes_(bytes) {}
 
@@ -61,14 +62,10 @@ TokenCorpus TokenCorpus::from_file(const std::string& path) {
   return byte_corpus(read_text(path), path);
 }
 
-TokenCorpus TokenCorpus::from_text(const std::string& path, Gpt2Tokenizer& tokenizer) {
-  if (tokenizer.vocab_size() > 65536) {
-    throw std::runtime_error(fmt::format("{}: a tokenizer of {} ids does not fit uint16 tokens",
-                                         path, tokenizer.vocab_size()));
-  }
-  std::vector<std::int32_t> ids{tokenizer.end_of_text()};
+TokenCorpus TokenCorpus::from_text(const std::string& path, BpeTokenizer& tokenizer) {
+  std::vector<std::int32_t> ids{tokenizer.document_start()};
   tokenizer.encode(read_text(path), ids);
-  std::vector<std::uint16_t> tokens(ids.begin(), ids.end());
+  std::vector<std::uint32_t> tokens(ids.begin(), ids.end());
   const std::size_t split = tokens.size() * 9 / 10;
   return TokenCorpus(std::move(tokens), split, path, /*bytes=*/false);
 }
@@ -78,10 +75,10 @@ TokenCorpus TokenCorpus::from_shards(const std::string& spec, std::int64_t vocab
   if (files.train.empty()) {
     throw std::runtime_error(fmt::format("{}: no training shards (*train*.bin)", spec));
   }
-  std::vector<std::uint16_t> tokens;
+  std::vector<std::uint32_t> tokens;
   const auto append = [&](const std::vector<std::string>& paths) {
     for (const std::string& path : paths) {
-      const std::vector<std::uint16_t> shard =
+      const std::vector<std::uint32_t> shard =
           read_token_shard(path, static_cast<std::int32_t>(vocab));
       tokens.insert(tokens.end(), shard.begin(), shard.end());
     }
@@ -135,12 +132,12 @@ TokenCorpus TokenCorpus::builtin() {
 
 std::uint64_t TokenCorpus::fingerprint() const {
   std::uint64_t hash = 1469598103934665603ull;
-  for (const std::uint16_t token : tokens_)
+  for (const std::uint32_t token : tokens_)
     hash = (hash ^ token) * 1099511628211ull;
   return hash;
 }
 
-TokenBatch make_token_batch(const std::vector<std::uint16_t>& bytes,
+TokenBatch make_token_batch(const std::vector<std::uint32_t>& bytes,
                             const std::vector<std::int64_t>& starts, std::int64_t seq,
                             Device device) {
   std::vector<std::int64_t> inputs, targets;

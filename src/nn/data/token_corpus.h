@@ -1,7 +1,7 @@
 // The tokens of language-model training: a text file read as bytes (vocabulary 256) or llm.c's
-// token shards (GPT-2 ids); the train / validation split, the seeded window sampler whose union
-// over replicas and micro-batches is the same set of sequences for every topology (or llm.c's
-// sequential order), and the validation windows.
+// token shards (GPT-2's or Llama 3's ids, held as uint32); the train / validation split, the seeded
+// window sampler whose union over replicas and micro-batches is the same set of sequences for every
+// topology (or llm.c's sequential order), and the validation windows.
 #pragma once
 
 #include <cstdint>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/data/bpe_tokenizer.h"
 #include "nn/data/distributed_sampler.h"
-#include "nn/data/gpt2_tokenizer.h"
 
 namespace mpitron::nn {
 
@@ -33,8 +33,8 @@ class TokenCorpus {
 
   /// The text file `path` as `tokenizer`'s ids: its end-of-text id, then the encoded text (the
   /// ids `mpitron tokenize` writes for the file as one document); the first 90 % trains. Throws
-  /// from_file's errors, and std::runtime_error when the tokenizer has more than 65536 ids.
-  static TokenCorpus from_text(const std::string& path, Gpt2Tokenizer& tokenizer);
+  /// from_file's errors.
+  static TokenCorpus from_text(const std::string& path, BpeTokenizer& tokenizer);
 
   /// `path` as shards when names_token_shards(path), else as bytes (from_file).
   static TokenCorpus from_data(const std::string& path, std::int64_t vocab);
@@ -45,9 +45,9 @@ class TokenCorpus {
 
   /// Wraps `tokens`; [0, split) trains; `source` names it in messages; `bytes` says the tokens
   /// are a file's bytes.
-  TokenCorpus(std::vector<std::uint16_t> tokens, std::size_t split, std::string source, bool bytes);
+  TokenCorpus(std::vector<std::uint32_t> tokens, std::size_t split, std::string source, bool bytes);
 
-  const std::vector<std::uint16_t>& tokens() const { return tokens_; }
+  const std::vector<std::uint32_t>& tokens() const { return tokens_; }
   const std::string& source() const { return source_; }
   /// Tokens [0, split) train, [split, size) validate.
   std::size_t split() const { return split_; }
@@ -60,7 +60,7 @@ class TokenCorpus {
   std::uint64_t fingerprint() const;
 
  private:
-  std::vector<std::uint16_t> tokens_;
+  std::vector<std::uint32_t> tokens_;
   std::size_t split_;
   std::string source_;
   bool bytes_;
@@ -68,7 +68,7 @@ class TokenCorpus {
 
 /// Whether --data `path` names llm.c token shards rather than a text file: a folder, a glob
 /// pattern (when no file has that name), a file named *.bin or one that starts with the shard
-/// magic 20240520.
+/// magic 20240520 or 20240801.
 bool names_token_shards(const std::string& path);
 
 /// A batch of sequences: inputs and targets (int64) [batch, seq], targets shifted by one token.
@@ -80,7 +80,7 @@ struct TokenBatch {
 /// The windows of `seq + 1` tokens starting at `starts` (each start + seq < tokens.size()), as
 /// inputs tokens[s, s + seq) and targets tokens[s + 1, s + seq + 1). Throws std::out_of_range
 /// for a window outside the tokens.
-TokenBatch make_token_batch(const std::vector<std::uint16_t>& tokens,
+TokenBatch make_token_batch(const std::vector<std::uint32_t>& tokens,
                             const std::vector<std::int64_t>& starts, std::int64_t seq,
                             Device device);
 

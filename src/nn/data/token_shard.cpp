@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -39,31 +40,50 @@ bool is_val_name(const std::string& name) {
 
 }  // namespace
 
-void write_token_shard(const std::string& path, std::span<const std::int32_t> tokens) {
+TokenIdWidth token_id_width(std::int64_t vocab) {
+  return vocab > 65536 ? TokenIdWidth::uint32 : TokenIdWidth::uint16;
+}
+
+namespace {
+
+// The ids of `tokens` as little-endian `Id`s; throws std::invalid_argument for one that does not
+// fit.
+template <typename Id>
+std::string shard_body(const std::string& path, std::span<const std::int32_t> tokens) {
+  std::vector<Id> ids(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || static_cast<std::uint64_t>(tokens[i]) > std::numeric_limits<Id>::max()) {
+      throw std::invalid_argument(
+          fmt::format("{}: token {} at position {} does not fit a shard's {}", path, tokens[i], i,
+                      sizeof(Id) == 2 ? "uint16" : "uint32"));
+    }
+    ids[i] = static_cast<Id>(tokens[i]);
+  }
+  return std::string(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(Id));
+}
+
+}  // namespace
+
+void write_token_shard(const std::string& path, std::span<const std::int32_t> tokens,
+                       TokenIdWidth width) {
   if (tokens.size() > 0x7fffffffu) {
     throw std::invalid_argument(
         fmt::format("{}: {} tokens, more than a shard's header can count", path, tokens.size()));
   }
-  std::vector<std::uint16_t> body(tokens.size());
-  for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] > 0xffff) {
-      throw std::invalid_argument(fmt::format(
-          "{}: token {} at position {} does not fit a shard's uint16", path, tokens[i], i));
-    }
-    body[i] = static_cast<std::uint16_t>(tokens[i]);
-  }
+  const bool wide = width == TokenIdWidth::uint32;
+  const std::string body =
+      wide ? shard_body<std::uint32_t>(path, tokens) : shard_body<std::uint16_t>(path, tokens);
   ShardHeader header{};
-  header[0] = kTokenShardMagic;
-  header[1] = kTokenShardVersion;
+  header[0] = wide ? kTokenShard32Magic : kTokenShardMagic;
+  header[1] = wide ? kTokenShard32Version : kTokenShardVersion;
   header[2] = static_cast<std::int32_t>(tokens.size());
   const std::string temporary = fmt::format("{}.tmp.{}", path, getpid());
   {
     ShardFile file(std::fopen(temporary.c_str(), "wb"));
     if (!file) throw shard_io_error(path, "write");
-    const bool written =
-        std::fwrite(header.data(), sizeof header, 1, file.get()) == 1 &&
-        std::fwrite(body.data(), sizeof(std::uint16_t), body.size(), file.get()) == body.size() &&
-        std::fflush(file.get()) == 0 && fsync(fileno(file.get())) == 0;
+    const bool written = std::fwrite(header.data(), sizeof header, 1, file.get()) == 1 &&
+                         std::fwrite(body.data(), 1, body.size(), file.get()) == body.size() &&
+                         std::fflush(file.get()) == 0 && fsync(fileno(file.get())) == 0;
     if (!written) {
       const int saved = errno;
       std::remove(temporary.c_str());
@@ -79,7 +99,7 @@ void write_token_shard(const std::string& path, std::span<const std::int32_t> to
   }
 }
 
-std::vector<std::uint16_t> read_token_shard(const std::string& path, std::int32_t vocab) {
+std::vector<std::uint32_t> read_token_shard(const std::string& path, std::int32_t vocab) {
   std::error_code error;
   if (fs::is_directory(path, error)) {
     errno = EISDIR;
@@ -93,38 +113,49 @@ std::vector<std::uint16_t> read_token_shard(const std::string& path, std::int32_
   const std::size_t head = std::fread(header.data(), 1, sizeof header, file.get());
   if (head < sizeof(std::int32_t)) {
     throw std::runtime_error(
-        fmt::format("{}: not an llm.c token shard ({} bytes, expected magic {})", path, head,
-                    kTokenShardMagic));
+        fmt::format("{}: not an llm.c token shard ({} bytes, expected magic {} or {})", path, head,
+                    kTokenShardMagic, kTokenShard32Magic));
   }
-  if (header[0] != kTokenShardMagic) {
-    throw std::runtime_error(fmt::format("{}: not an llm.c token shard (magic {}, expected {})",
-                                         path, header[0], kTokenShardMagic));
+  const bool wide = header[0] == kTokenShard32Magic;
+  if (header[0] != kTokenShardMagic && !wide) {
+    throw std::runtime_error(
+        fmt::format("{}: not an llm.c token shard (magic {}, expected {} or {})", path, header[0],
+                    kTokenShardMagic, kTokenShard32Magic));
   }
   if (head < sizeof header) {
     throw std::runtime_error(fmt::format("{}: truncated token shard header ({} of {} bytes)", path,
                                          head, sizeof header));
   }
-  if (header[1] != kTokenShardVersion) {
-    throw std::runtime_error(fmt::format("{}: token shard version {}, expected {}", path, header[1],
-                                         kTokenShardVersion));
+  const std::int32_t version = wide ? kTokenShard32Version : kTokenShardVersion;
+  if (header[1] != version) {
+    throw std::runtime_error(fmt::format("{}: token shard version {}, expected {} (magic {})", path,
+                                         header[1], version, header[0]));
   }
   const std::int64_t count = header[2];
   if (count < 0) {
     throw std::runtime_error(
         fmt::format("{}: header says {} tokens: a token count cannot be negative", path, count));
   }
-  const std::uint64_t expected =
-      sizeof header + 2 * static_cast<std::uint64_t>(std::max<std::int64_t>(count, 0));
+  const std::size_t id_bytes = wide ? sizeof(std::uint32_t) : sizeof(std::uint16_t);
+  const std::uint64_t expected = sizeof header + id_bytes * static_cast<std::uint64_t>(count);
   if (size != expected) {
     throw std::runtime_error(
         fmt::format("{}: header says {} tokens ({} bytes) but the file has {} bytes ({})", path,
                     count, expected, size, size < expected ? "truncated" : "extra bytes"));
   }
-  std::vector<std::uint16_t> tokens(static_cast<std::size_t>(count));
-  if (std::fread(tokens.data(), sizeof(std::uint16_t), tokens.size(), file.get()) != tokens.size())
+  std::string body(static_cast<std::size_t>(count) * id_bytes, '\0');
+  if (std::fread(body.data(), 1, body.size(), file.get()) != body.size())
     throw shard_io_error(path, "read");
+  std::vector<std::uint32_t> tokens(static_cast<std::size_t>(count));
   for (std::size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] >= vocab) {
+    std::uint16_t narrow = 0;
+    if (wide) {
+      std::memcpy(&tokens[i], body.data() + 4 * i, 4);
+    } else {
+      std::memcpy(&narrow, body.data() + 2 * i, 2);
+      tokens[i] = narrow;
+    }
+    if (tokens[i] >= static_cast<std::uint32_t>(std::max(vocab, 0))) {
       throw std::runtime_error(
           fmt::format("{}: token {} at position {} is >= vocab {}", path, tokens[i], i, vocab));
     }

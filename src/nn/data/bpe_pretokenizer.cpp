@@ -1,4 +1,4 @@
-#include "nn/data/gpt2_pretokenizer.h"
+#include "nn/data/bpe_pretokenizer.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -24,7 +24,11 @@ constexpr std::size_t kJitStackMax = std::size_t{8} << 20;
 
 }  // namespace
 
-struct Gpt2Pretokenizer::State {
+std::string_view pattern_text(PretokenizerPattern pattern) {
+  return pattern == PretokenizerPattern::llama3 ? kLlama3Pattern : kGpt2Pattern;
+}
+
+struct BpePretokenizer::State {
   pcre2_code* code = nullptr;
   pcre2_match_data* match = nullptr;
   pcre2_match_context* context = nullptr;
@@ -42,38 +46,39 @@ struct Gpt2Pretokenizer::State {
   }
 };
 
-Gpt2Pretokenizer::Gpt2Pretokenizer() : state_(std::make_unique<State>()) {
+BpePretokenizer::BpePretokenizer(PretokenizerPattern pattern) : state_(std::make_unique<State>()) {
   int error = 0;
   PCRE2_SIZE error_offset = 0;
-  state_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern.data()),
-                               kGpt2Pattern.size(), PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
-                               &error, &error_offset, nullptr);
+  const std::string_view text = pattern_text(pattern);
+  state_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
+                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error,
+                               &error_offset, nullptr);
   if (state_->code == nullptr) {
-    throw std::runtime_error("GPT-2 pre-tokenization pattern: PCRE2 cannot compile it at offset " +
+    throw std::runtime_error("pre-tokenization pattern: PCRE2 cannot compile it at offset " +
                              std::to_string(error_offset) + ": " + pcre2_message(error));
   }
   state_->jit = pcre2_jit_compile(state_->code, PCRE2_JIT_COMPLETE) == 0;
   state_->match = pcre2_match_data_create_from_pattern(state_->code, nullptr);
   state_->context = pcre2_match_context_create(nullptr);
   if (state_->match == nullptr || state_->context == nullptr)
-    throw std::runtime_error("GPT-2 pre-tokenization: PCRE2 is out of memory");
+    throw std::runtime_error("pre-tokenization: PCRE2 is out of memory");
   if (state_->jit) {
     state_->stack = pcre2_jit_stack_create(kJitStackStart, kJitStackMax, nullptr);
     if (state_->stack == nullptr)
-      throw std::runtime_error("GPT-2 pre-tokenization: PCRE2 is out of memory");
+      throw std::runtime_error("pre-tokenization: PCRE2 is out of memory");
     pcre2_jit_stack_assign(state_->context, nullptr, state_->stack);
   }
 }
 
-Gpt2Pretokenizer::~Gpt2Pretokenizer() = default;
-Gpt2Pretokenizer::Gpt2Pretokenizer(Gpt2Pretokenizer&&) noexcept = default;
-Gpt2Pretokenizer& Gpt2Pretokenizer::operator=(Gpt2Pretokenizer&&) noexcept = default;
+BpePretokenizer::~BpePretokenizer() = default;
+BpePretokenizer::BpePretokenizer(BpePretokenizer&&) noexcept = default;
+BpePretokenizer& BpePretokenizer::operator=(BpePretokenizer&&) noexcept = default;
 
-bool Gpt2Pretokenizer::jit() const {
+bool BpePretokenizer::jit() const {
   return state_->jit;
 }
 
-std::size_t Gpt2Pretokenizer::piece_end(std::string_view text, std::size_t offset) {
+std::size_t BpePretokenizer::piece_end(std::string_view text, std::size_t offset) {
   State& s = *state_;
   if (s.last_text == text.data() && s.last_size == text.size() && s.last_start == offset) {
     s.last_text = nullptr;
@@ -83,7 +88,7 @@ std::size_t Gpt2Pretokenizer::piece_end(std::string_view text, std::size_t offse
                                 offset, 0, s.match, s.context);
   if (found == PCRE2_ERROR_NOMATCH) return text.size();  // invalid UTF-8 up to the end
   if (found < 0)
-    throw std::runtime_error("GPT-2 pre-tokenization: PCRE2 failed: " + pcre2_message(found));
+    throw std::runtime_error("pre-tokenization: PCRE2 failed: " + pcre2_message(found));
   const PCRE2_SIZE* range = pcre2_get_ovector_pointer(s.match);
   if (range[0] == offset) return range[1];
   // Bytes the pattern skipped (invalid UTF-8) form a piece; the match follows them.
