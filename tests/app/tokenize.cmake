@@ -5,24 +5,23 @@ set(tokenize_texts /usr/share/common-licenses/GPL-3 ${PROJECT_SOURCE_DIR}/tests/
     ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/unicode.txt
     ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/whitespace.txt
     ${PROJECT_SOURCE_DIR}/tests/data/tokenizer/controls.txt)
-add_test(NAME tokenize_shards_match_js_tiktoken
-         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_tokenize.py
-                 --mpitron $<TARGET_FILE:mpitron> "--node=${MPITRON_TEST_NODE}"
-                 --node-modules ${MPITRON_TEST_NODE_MODULES}
-                 --reference ${PROJECT_SOURCE_DIR}/tests/nn/reference_ids.js
-                 --out ${CMAKE_CURRENT_BINARY_DIR}/tokenize_out --val-fraction 0.1
-                 --shard-tokens 3000 ${tokenize_texts})
-set_tests_properties(tokenize_shards_match_js_tiktoken PROPERTIES TIMEOUT 120
-                     SKIP_RETURN_CODE 77)
-add_test(NAME tokenize_llama3_shards_match_npm
-         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_tokenize.py --llama3
-                 --mpitron $<TARGET_FILE:mpitron> "--node=${MPITRON_TEST_NODE}"
-                 --node-modules ${MPITRON_TEST_NODE_MODULES}
-                 --reference ${PROJECT_SOURCE_DIR}/tests/nn/reference_ids.js
-                 --out ${CMAKE_CURRENT_BINARY_DIR}/tokenize_llama3_out --val-fraction 0.2
-                 --shard-tokens 2000 ${tokenize_texts})
-set_tests_properties(tokenize_llama3_shards_match_npm PROPERTIES TIMEOUT 180
-                     SKIP_RETURN_CODE 77)
+# name | check_tokenize.py's kind flag | --val-fraction | --shard-tokens | timeout
+foreach(run "shards_match_js_tiktoken||0.1|3000|120" "llama3_shards_match_npm|--llama3|0.2|2000|180")
+  string(REPLACE "|" ";" fields "${run}")
+  list(GET fields 0 name)
+  list(GET fields 1 kind)
+  list(GET fields 2 fraction)
+  list(GET fields 3 per_shard)
+  list(GET fields 4 timeout)
+  add_test(NAME tokenize_${name}
+           COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/check_tokenize.py ${kind}
+                   --mpitron $<TARGET_FILE:mpitron> "--node=${MPITRON_TEST_NODE}"
+                   --node-modules ${MPITRON_TEST_NODE_MODULES}
+                   --reference ${PROJECT_SOURCE_DIR}/tests/nn/reference_ids.js
+                   --out ${CMAKE_CURRENT_BINARY_DIR}/tokenize_${name}_out --val-fraction ${fraction}
+                   --shard-tokens ${per_shard} ${tokenize_texts})
+  set_tests_properties(tokenize_${name} PROPERTIES TIMEOUT ${timeout} SKIP_RETURN_CODE 77)
+endforeach()
 
 set(gpl3 /usr/share/common-licenses/GPL-3)
 set(tokenize_bad_runs

