@@ -201,9 +201,13 @@ TEST(Llama3Tokenizer, RoundTripsRandomBytesAndInvalidUtf8) {
   }
 }
 
+const nlohmann::json kByteLevel = {
+    {"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+
 // GPT-2's encoder.json + vocab.bpe rewritten as Hugging Face's tokenizer.json: a byte-level BPE
-// with GPT-2's pattern, merges as "left right" strings (or [left, right] pairs).
-void write_gpt2_tokenizer_json(const std::filesystem::path& path, bool pair_merges) {
+// with `pre_tokenizer`, merges as "left right" strings (or [left, right] pairs).
+void write_gpt2_tokenizer_json(const std::filesystem::path& path, bool pair_merges,
+                               const nlohmann::json& pre_tokenizer = kByteLevel) {
   nlohmann::json vocab = nlohmann::json::parse(file_bytes(gpt2_files_dir() + "/encoder.json"));
   nlohmann::json merges = nlohmann::json::array();
   std::ifstream in(gpt2_files_dir() + "/vocab.bpe");
@@ -219,7 +223,7 @@ void write_gpt2_tokenizer_json(const std::filesystem::path& path, bool pair_merg
       {"version", "1.0"},
       {"added_tokens", {{{"id", 50256}, {"content", "<|endoftext|>"}, {"special", true}}}},
       {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+      {"pre_tokenizer", pre_tokenizer},
       {"decoder", {{"type", "ByteLevel"}}},
       {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}}};
   std::ofstream(path) << json.dump();
@@ -240,6 +244,46 @@ TEST_F(Llama3Files, Gpt2TokenizerJsonEncodesAsGpt2) {
       const std::string text = file_bytes(source_file("tests/data/tokenizer/") + name);
       EXPECT_EQ(first_difference(json.encode(text), gpt2.encode(text)), "") << path << " " << name;
     }
+  }
+}
+
+TEST(BpePretokenizer, IsolatesEachDigitBeforeThePatternWhenAsked) {
+  nn::BpePretokenizer pretokenizer(nn::PretokenizerPattern::gpt2, /*isolate_digits=*/true);
+  std::vector<std::string> pieces;
+  const std::string text = "a 12 b3  x\xd9\xa3y";  // U+0663, an Arabic-Indic digit
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = pretokenizer.piece_end(text, at);
+    pieces.push_back(text.substr(at, end - at));
+    at = end;
+  }
+  EXPECT_THAT(pieces,
+              ::testing::ElementsAre("a", " ", "1", "2", " b", "3", " ", " x", "\xd9\xa3", "y"));
+}
+
+// SmolLM's pre-tokenization (Digits with individual_digits, then ByteLevel) over GPT-2's
+// vocabulary: the ids are GPT-2's of each stretch between the (ASCII) digits, and one id a digit.
+TEST_F(Llama3Files, DigitsThenByteLevelTokenizerJsonEncodesEachStretchAsGpt2) {
+  MPITRON_SKIP_WITHOUT_NPM_REFERENCE();
+  const nlohmann::json digits = {
+      {"type", "Sequence"},
+      {"pretokenizers", {{{"type", "Digits"}, {"individual_digits", true}}, kByteLevel}}};
+  write_gpt2_tokenizer_json(dir / "tokenizer.json", false, digits);
+  BpeTokenizer gpt2 = nn::load_tokenizer(gpt2_files_dir());
+  BpeTokenizer smol = nn::load_tokenizer(dir.string());
+  EXPECT_TRUE(smol.rules().isolate_digits);
+  for (const std::string text :
+       {std::string("In 2026, 1234567 tokens cost $12.50 (x3)  42\n\n7 end"),
+        file_bytes(source_file("tests/data/tokenizer/english.txt")),
+        file_bytes(source_file("tests/data/tokenizer/whitespace.txt"))}) {
+    std::vector<std::int32_t> expected;
+    std::size_t from = 0;
+    for (std::size_t at = 0; at <= text.size(); ++at) {
+      if (at < text.size() && (text[at] < '0' || text[at] > '9')) continue;
+      gpt2.encode(text.substr(from, at - from), expected);
+      if (at < text.size()) gpt2.encode(text.substr(at, 1), expected);
+      from = at + 1;
+    }
+    EXPECT_EQ(first_difference(smol.encode(text), expected), "") << text.substr(0, 40);
   }
 }
 

@@ -4,8 +4,10 @@
 #include <pcre2.h>
 
 #include <array>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mpitron::nn {
 
@@ -28,39 +30,80 @@ std::string_view pattern_text(PretokenizerPattern pattern) {
   return pattern == PretokenizerPattern::llama3 ? kLlama3Pattern : kGpt2Pattern;
 }
 
-struct BpePretokenizer::State {
+namespace {
+
+// A compiled pattern and its match buffer.
+struct Compiled {
   pcre2_code* code = nullptr;
   pcre2_match_data* match = nullptr;
+
+  Compiled() = default;
+  Compiled(const Compiled&) = delete;
+  Compiled& operator=(const Compiled&) = delete;
+  ~Compiled() {
+    pcre2_match_data_free(match);
+    pcre2_code_free(code);
+  }
+
+  // Compiles `text` (UTF, Unicode properties, invalid UTF-8 allowed), JIT-compiled where PCRE2
+  // can; returns whether it was.
+  bool compile(std::string_view text) {
+    int error = 0;
+    PCRE2_SIZE error_offset = 0;
+    code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
+                         PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &error_offset,
+                         nullptr);
+    if (code == nullptr) {
+      throw std::runtime_error("pre-tokenization pattern: PCRE2 cannot compile it at offset " +
+                               std::to_string(error_offset) + ": " + pcre2_message(error));
+    }
+    const bool jit = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;
+    match = pcre2_match_data_create_from_pattern(code, nullptr);
+    if (match == nullptr) throw std::runtime_error("pre-tokenization: PCRE2 is out of memory");
+    return jit;
+  }
+
+  // The [start, end) of the first match in text[offset, size), or nullopt.
+  std::optional<std::pair<std::size_t, std::size_t>> find(std::string_view text, std::size_t offset,
+                                                          pcre2_match_context* context) {
+    const int found = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
+                                  offset, 0, match, context);
+    if (found == PCRE2_ERROR_NOMATCH) return std::nullopt;
+    if (found < 0)
+      throw std::runtime_error("pre-tokenization: PCRE2 failed: " + pcre2_message(found));
+    const PCRE2_SIZE* range = pcre2_get_ovector_pointer(match);
+    return std::pair<std::size_t, std::size_t>(range[0], range[1]);
+  }
+};
+
+}  // namespace
+
+struct BpePretokenizer::State {
+  Compiled pieces;
+  Compiled digits;  // compiled only when digits are isolated
   pcre2_match_context* context = nullptr;
   pcre2_jit_stack* stack = nullptr;
   bool jit = false;
   // The last match, whose start a gap piece ended at: the next call returns its end unmatched.
   const char* last_text = nullptr;
   std::size_t last_size = 0, last_start = 0, last_end = 0;
+  // The next digit at or after digit_from in digit_text: [digit_start, digit_end), or
+  // digit_start == its size when there is none.
+  const char* digit_text = nullptr;
+  std::size_t digit_size = 0, digit_from = 0, digit_start = 0, digit_end = 0;
 
   ~State() {
     pcre2_jit_stack_free(stack);
     pcre2_match_context_free(context);
-    pcre2_match_data_free(match);
-    pcre2_code_free(code);
   }
 };
 
-BpePretokenizer::BpePretokenizer(PretokenizerPattern pattern) : state_(std::make_unique<State>()) {
-  int error = 0;
-  PCRE2_SIZE error_offset = 0;
-  const std::string_view text = pattern_text(pattern);
-  state_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error,
-                               &error_offset, nullptr);
-  if (state_->code == nullptr) {
-    throw std::runtime_error("pre-tokenization pattern: PCRE2 cannot compile it at offset " +
-                             std::to_string(error_offset) + ": " + pcre2_message(error));
-  }
-  state_->jit = pcre2_jit_compile(state_->code, PCRE2_JIT_COMPLETE) == 0;
-  state_->match = pcre2_match_data_create_from_pattern(state_->code, nullptr);
+BpePretokenizer::BpePretokenizer(PretokenizerPattern pattern, bool isolate_digits)
+    : state_(std::make_unique<State>()) {
+  state_->jit = state_->pieces.compile(pattern_text(pattern));
+  if (isolate_digits) state_->digits.compile(R"(\p{N})");
   state_->context = pcre2_match_context_create(nullptr);
-  if (state_->match == nullptr || state_->context == nullptr)
+  if (state_->context == nullptr)
     throw std::runtime_error("pre-tokenization: PCRE2 is out of memory");
   if (state_->jit) {
     state_->stack = pcre2_jit_stack_create(kJitStackStart, kJitStackMax, nullptr);
@@ -80,23 +123,34 @@ bool BpePretokenizer::jit() const {
 
 std::size_t BpePretokenizer::piece_end(std::string_view text, std::size_t offset) {
   State& s = *state_;
+  if (s.digits.code != nullptr) {
+    // Each digit is a piece; the pattern cuts the stretch before the next one on its own.
+    const bool cached = s.digit_text == text.data() && s.digit_size == text.size() &&
+                        s.digit_from <= offset && offset <= s.digit_start;
+    if (!cached) {
+      const auto digit = s.digits.find(text, offset, s.context);
+      s.digit_text = text.data();
+      s.digit_size = text.size();
+      s.digit_from = offset;
+      s.digit_start = digit ? digit->first : text.size();
+      s.digit_end = digit ? digit->second : text.size();
+    }
+    if (s.digit_start == offset) return s.digit_end;
+    text = text.substr(0, s.digit_start);
+  }
   if (s.last_text == text.data() && s.last_size == text.size() && s.last_start == offset) {
     s.last_text = nullptr;
     return s.last_end;
   }
-  const int found = pcre2_match(s.code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(),
-                                offset, 0, s.match, s.context);
-  if (found == PCRE2_ERROR_NOMATCH) return text.size();  // invalid UTF-8 up to the end
-  if (found < 0)
-    throw std::runtime_error("pre-tokenization: PCRE2 failed: " + pcre2_message(found));
-  const PCRE2_SIZE* range = pcre2_get_ovector_pointer(s.match);
-  if (range[0] == offset) return range[1];
+  const auto range = s.pieces.find(text, offset, s.context);
+  if (!range) return text.size();  // invalid UTF-8 up to the end
+  if (range->first == offset) return range->second;
   // Bytes the pattern skipped (invalid UTF-8) form a piece; the match follows them.
   s.last_text = text.data();
   s.last_size = text.size();
-  s.last_start = range[0];
-  s.last_end = range[1];
-  return range[0];
+  s.last_start = range->first;
+  s.last_end = range->second;
+  return range->first;
 }
 
 }  // namespace mpitron::nn

@@ -44,8 +44,12 @@ std::string_view pattern_text(PretokenizerPattern pattern);
 /// cover the text byte for byte. Holds a PCRE2 match buffer: use one object per thread.
 class BpePretokenizer {
  public:
-  /// Compiles `pattern`. Throws std::runtime_error with PCRE2's message if it cannot.
-  explicit BpePretokenizer(PretokenizerPattern pattern = PretokenizerPattern::gpt2);
+  /// Compiles `pattern`. With `isolate_digits` each digit (`\p{N}`) is a piece of its own and
+  /// the pattern cuts each stretch between digits on its own (Hugging Face's Digits step with
+  /// individual_digits before ByteLevel: SmolLM's, StarCoder's). Throws std::runtime_error with
+  /// PCRE2's message if it cannot compile.
+  explicit BpePretokenizer(PretokenizerPattern pattern = PretokenizerPattern::gpt2,
+                           bool isolate_digits = false);
   ~BpePretokenizer();
   BpePretokenizer(BpePretokenizer&&) noexcept;
   BpePretokenizer& operator=(BpePretokenizer&&) noexcept;

@@ -91,7 +91,7 @@ BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens, const std::vector<Bp
     : tokens_(std::move(tokens)),
       document_start_(document_start),
       rules_(std::move(rules)),
-      pretokenizer_(rules_.pattern) {
+      pretokenizer_(rules_.pattern, rules_.isolate_digits) {
   const auto n = static_cast<std::int32_t>(tokens_.size());
   if (document_start < 0 || document_start >= n) {
     throw std::invalid_argument(fmt::format(

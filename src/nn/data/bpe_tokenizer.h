@@ -49,6 +49,9 @@ std::vector<BpeMerge> merges_from_ranks(const std::vector<std::string>& tokens,
 struct BpeRules {
   /// The pre-tokenization pattern.
   PretokenizerPattern pattern = PretokenizerPattern::gpt2;
+  /// Whether each digit is a piece of its own before the pattern cuts the rest (a tokenizer.json
+  /// whose pre_tokenizer starts with Digits, individual_digits true: SmolLM's).
+  bool isolate_digits = false;
   /// Whether a piece that is a token as a whole encodes as that token before any merge
   /// (tiktoken's rule, and tokenizer.json's "ignore_merges": Llama 3's).
   bool whole_piece_first = false;

@@ -72,24 +72,37 @@ BpeTokenizer make_tokenizer(std::vector<std::string> tokens, const std::vector<B
   }
 }
 
-// The pre-tokenization rules of a tokenizer.json "pre_tokenizer"; throws for one not known here.
-PretokenizerPattern hf_pattern(const nlohmann::json& pre, const std::string& path) {
+// Sets the pre-tokenization rules of a tokenizer.json "pre_tokenizer" in `rules`; throws for one
+// not known here.
+void set_hf_pretokenizer(const nlohmann::json& pre, const std::string& path, BpeRules& rules) {
   const auto is_byte_level = [](const nlohmann::json& p, bool regex) {
     return p.is_object() && p.value("type", "") == "ByteLevel" &&
            !p.value("add_prefix_space", false) && p.value("use_regex", true) == regex;
   };
-  if (is_byte_level(pre, true)) return PretokenizerPattern::gpt2;
+  if (is_byte_level(pre, true)) {
+    rules.pattern = PretokenizerPattern::gpt2;
+    return;
+  }
   if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers")) {
     const nlohmann::json& steps = pre["pretokenizers"];
-    if (steps.is_array() && steps.size() == 2 && is_byte_level(steps[1], false) &&
-        steps[0].is_object() && steps[0].value("type", "") == "Split" &&
+    const bool two = steps.is_array() && steps.size() == 2 && steps[0].is_object();
+    if (two && is_byte_level(steps[1], false) && steps[0].value("type", "") == "Split" &&
         steps[0].value("behavior", "") == "Isolated" && !steps[0].value("invert", false) &&
         steps[0].contains("pattern") && steps[0]["pattern"].is_object() &&
-        steps[0]["pattern"].value("Regex", "") == kLlama3JsonRegex)
-      return PretokenizerPattern::llama3;
+        steps[0]["pattern"].value("Regex", "") == kLlama3JsonRegex) {
+      rules.pattern = PretokenizerPattern::llama3;
+      return;
+    }
+    if (two && is_byte_level(steps[1], true) && steps[0].value("type", "") == "Digits" &&
+        steps[0].value("individual_digits", false)) {
+      rules.pattern = PretokenizerPattern::gpt2;
+      rules.isolate_digits = true;
+      return;
+    }
   }
   throw file_error(path, fmt::format("pre_tokenizer {} is not one mpitron knows (byte-level with "
-                                     "GPT-2's pattern, or Llama 3's split then byte-level)",
+                                     "GPT-2's pattern, individual digits then that, or Llama 3's "
+                                     "split then byte-level)",
                                      pre.dump().substr(0, 120)));
 }
 
@@ -157,7 +170,7 @@ BpeTokenizer load_tiktoken_tokenizer(const std::string& path) {
                                        tokens.size(), kLlama3BpeTokens));
   }
   std::vector<BpeMerge> merges = merges_from_ranks(tokens, {});
-  BpeRules rules{PretokenizerPattern::llama3, /*whole_piece_first=*/true, {}};
+  BpeRules rules{.pattern = PretokenizerPattern::llama3, .whole_piece_first = true};
   for (std::string& special : llama3_special_tokens()) {
     rules.special_ids.push_back(static_cast<std::int32_t>(tokens.size()));
     tokens.push_back(std::move(special));
@@ -180,7 +193,7 @@ BpeTokenizer build_hf_tokenizer(const nlohmann::json& json, const std::string& p
   if (json.contains("normalizer") && !json["normalizer"].is_null())
     throw file_error(path, "has a normalizer, which mpitron does not apply");
   BpeRules rules;
-  rules.pattern = hf_pattern(json.value("pre_tokenizer", nlohmann::json()), path);
+  set_hf_pretokenizer(json.value("pre_tokenizer", nlohmann::json()), path, rules);
   rules.whole_piece_first = model.value("ignore_merges", false);
 
   // Added tokens first: their content is their bytes, also where the vocab spells them too.

@@ -46,9 +46,10 @@ BpeTokenizer load_tiktoken_tokenizer(const std::string& path);
 /// "BPE" with "vocab" (token text in gpt2_byte_to_unicode()'s characters -> id) and "merges"
 /// ("left right" strings or [left, right] pairs, the rank being the position), "added_tokens"
 /// (their "content" taken as bytes), no normalizer, and a pre_tokenizer that is byte-level with
-/// GPT-2's pattern (ByteLevel, use_regex true) or Llama 3's (a Split by Llama 3's regex, then
-/// ByteLevel without regex); "ignore_merges" true makes whole pieces encode first. The document
-/// start is "<|begin_of_text|>" if there is one, else "<|endoftext|>". Throws
+/// GPT-2's pattern (ByteLevel, use_regex true), the same after individual digits (Digits with
+/// individual_digits true, then ByteLevel: SmolLM's) or Llama 3's (a Split by Llama 3's regex,
+/// then ByteLevel without regex); "ignore_merges" true makes whole pieces encode first. The
+/// document start is "<|begin_of_text|>" if there is one, else "<|endoftext|>". Throws
 /// std::runtime_error, one line starting "<path>: ", for anything else (another model type,
 /// normalizer or pre_tokenizer, a token not in byte characters, a merge of unknown tokens, no
 /// document start token).
