@@ -144,6 +144,11 @@ void combine_typed(T* out, const T* first, const T* second, std::size_t count, R
 
 void combine(kernels::DType dtype, void* out, const void* first, const void* second,
              std::size_t count, ReduceOp op) {
+  if (dtype == kernels::DType::bf16) {
+    combine_bf16(static_cast<kernels::bf16*>(out), static_cast<const kernels::bf16*>(first),
+                 static_cast<const kernels::bf16*>(second), count, op);
+    return;
+  }
   kernels::dispatch_any(dtype, [&](auto zero) {
     using T = decltype(zero);
     combine_typed(static_cast<T*>(out), static_cast<const T*>(first), static_cast<const T*>(second),

@@ -75,9 +75,9 @@ void exchange_and_combine(const Communicator& comm, const kernels::Buffer& buffe
                           std::vector<MPI_Request>& requests, const Operation& op);
 
 /// out[i] = first[i] op second[i] for i < count (avg: the sum), on `count` elements of `dtype`
-/// (any dtype); `out` may be `first` or `second`. The operand order is part of the result
-/// (floating-point addition of NaNs, max/min of -0 and +0), so callers that must agree bit for
-/// bit pass the operands in the same order on every rank.
+/// (any dtype; bfloat16 as combine_bf16 does); `out` may be `first` or `second`. The operand order
+/// is part of the result (floating-point addition of NaNs, max/min of -0 and +0), so callers that
+/// must agree bit for bit pass the operands in the same order on every rank.
 void combine(kernels::DType dtype, void* out, const void* first, const void* second,
              std::size_t count, ReduceOp op);
 

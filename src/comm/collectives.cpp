@@ -17,7 +17,7 @@ using kernels::Buffer;
 
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
-  const MPI_Op reduction = mpi_op(op, buffer.dtype());  // throws for avg of integers
+  const MPI_Op reduction = reduction_op(comm, buffer, op);  // throws for avg of integers
   const MPI_Datatype type = mpi_type(buffer.dtype());
   const Operation operation{"all_reduce", -1, buffer.bytes()};
   switch (all_reduce_algorithm(comm, buffer)) {

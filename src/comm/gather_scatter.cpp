@@ -156,7 +156,7 @@ void reduce_scatter(const Communicator& comm, const Buffer& in, Buffer& out, std
                     ReduceOp op) {
   run_tiled("reduce_scatter", comm, in, out, out, in, outer,
             [&](const Tile& tile, const WideLayout& wide, const Buffer& src, Buffer& dst) {
-              const MPI_Op reduction = mpi_op(op, in.dtype());  // throws for avg of integers
+              const MPI_Op reduction = reduction_op(comm, in, op);  // throws for avg of integers
               const Buffer* packed = &src;
               std::size_t packed_offset = wide.offset(tile, 0);
               if (!wide.rank_major_in_place(tile)) {

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "comm/bf16_reduction.h"
 #include "kernels/ops.h"
 
 namespace mpitron::comm {
@@ -15,7 +16,7 @@ MPI_Datatype mpi_type(kernels::DType dtype) {
       return MPI_INT32_T;
     case kernels::DType::i64:
       return MPI_INT64_T;
-    case kernels::DType::bf16:  // moved as 16-bit words, never reduced (mpi_op)
+    case kernels::DType::bf16:  // 16-bit words; reduced by bf16_mpi_op
       return MPI_UINT16_T;
     case kernels::DType::f32:
       break;
@@ -40,10 +41,7 @@ const void* element(const kernels::Buffer& buffer, std::size_t index) {
 }
 
 MPI_Op mpi_op(ReduceOp op, kernels::DType dtype) {
-  if (dtype == kernels::DType::bf16) {
-    throw std::invalid_argument(
-        "reductions of bfloat16 buffers are not supported (reduce in float32: kernels::convert)");
-  }
+  if (dtype == kernels::DType::bf16) return bf16_mpi_op(op);
   if (op == ReduceOp::avg && !kernels::is_floating(dtype)) {
     throw std::invalid_argument("reduce op avg needs a float buffer, not " +
                                 kernels::to_string(dtype) + " (use sum)");
@@ -60,8 +58,25 @@ MPI_Op mpi_op(ReduceOp op, kernels::DType dtype) {
   return MPI_SUM;
 }
 
+MPI_Op reduction_op(const Communicator& comm, const kernels::Buffer& buffer, ReduceOp op) {
+  if (buffer.dtype() == kernels::DType::bf16 && buffer.device() == kernels::Device::cuda &&
+      comm.direct_transfers()) {
+    throw std::invalid_argument(
+        "bfloat16 reductions of CUDA buffers run on host memory: use staged transfers, not direct");
+  }
+  return mpi_op(op, buffer.dtype());
+}
+
 void finish_average(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op) {
-  if (op == ReduceOp::avg) kernels::scale(buffer, 1.0 / comm.size(), buffer);
+  if (op != ReduceOp::avg) return;
+  if (buffer.dtype() != kernels::DType::bf16) {
+    kernels::scale(buffer, 1.0 / comm.size(), buffer);
+    return;
+  }
+  kernels::Buffer wide(buffer.numel(), kernels::DType::f32, buffer.device());
+  kernels::convert(buffer, wide);
+  kernels::scale(wide, 1.0 / comm.size(), wide);
+  kernels::convert(wide, buffer);
 }
 
 }  // namespace mpitron::comm

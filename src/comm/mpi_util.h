@@ -15,15 +15,21 @@
 namespace mpitron::comm {
 
 /// MPI_FLOAT for f32, MPI_DOUBLE for f64, MPI_INT32_T for i32, MPI_INT64_T for i64, MPI_UINT16_T
-/// for bf16 (bfloat16 is sent, received and gathered as 16-bit words, never reduced).
+/// for bf16 (bfloat16 travels as 16-bit words; mpi_op gives its reductions).
 MPI_Datatype mpi_type(kernels::DType dtype);
 
-/// MPI_SUM for sum and avg, MPI_MAX, MPI_MIN. Throws std::invalid_argument for avg of an
-/// integer `dtype` (its mean is no integer) and for any reduction of bf16 (naming bfloat16);
-/// every rank throws alike, before any message.
+/// MPI_SUM for sum and avg, MPI_MAX, MPI_MIN; for bf16 the user-defined bf16_mpi_op(op), which
+/// runs on host memory. Throws std::invalid_argument for avg of an integer `dtype` (its mean is
+/// no integer); every rank throws alike, before any message.
 MPI_Op mpi_op(ReduceOp op, kernels::DType dtype);
 
-/// For `op` == avg, scales the reduced `buffer` by 1/comm.size() (kernels::scale); else nothing.
+/// mpi_op(op, buffer.dtype()) for a reduction of `buffer` on `comm`. Also throws
+/// std::invalid_argument for a bf16 CUDA buffer that MPI would reduce in device memory
+/// (comm.direct_transfers()): bf16_mpi_op runs on the host, so such buffers must be staged.
+MPI_Op reduction_op(const Communicator& comm, const kernels::Buffer& buffer, ReduceOp op);
+
+/// For `op` == avg, scales the reduced `buffer` by 1/comm.size() (kernels::scale; a bf16 buffer
+/// is scaled in float32 and rounded once); else nothing.
 void finish_average(const Communicator& comm, kernels::Buffer& buffer, ReduceOp op);
 
 /// `count` as an MPI count; throws std::length_error above INT_MAX (callers chunk first).

@@ -7,6 +7,7 @@
 #include "comm/collectives.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
+#include "kernels/ops.h"
 
 namespace mpitron::comm {
 
@@ -20,21 +21,45 @@ void PendingReduction::begin(const char* name, const Communicator& comm, kernels
   active_ = true;
 }
 
-void PendingReduction::start_all_reduce(const Communicator& comm, kernels::Buffer& buffer,
-                                        ReduceOp op) {
-  if (active()) throw std::logic_error("PendingReduction: start while a reduction is pending");
-  if (buffer.device() != kernels::Device::cpu) {
-    all_reduce(comm, buffer, op);
-    return;
+void PendingReduction::round_for_wire(const kernels::Buffer& source, std::size_t result) {
+  if (source.dtype() != kernels::DType::f32) {
+    throw std::invalid_argument("PendingReduction: a bfloat16 wire needs a float32 buffer, not " +
+                                kernels::to_string(source.dtype()));
   }
-  const MPI_Datatype type = mpi_type(buffer.dtype());
-  const MPI_Op mpi_reduce = mpi_op(op, buffer.dtype());
+  const auto resize = [&](kernels::Buffer& buffer, std::size_t numel) {
+    if (buffer.numel() != numel || buffer.device() != source.device()) {
+      buffer = kernels::Buffer(numel, kernels::DType::bf16, source.device());
+    }
+  };
+  resize(wire_send_, source.numel());
+  kernels::convert(source, wire_send_);
+  if (result == 0) {
+    wire_result_ = kernels::Buffer::view(wire_send_, 0, wire_send_.numel());
+  } else {
+    if (wire_result_.data() == wire_send_.data()) wire_result_ = kernels::Buffer();
+    resize(wire_result_, result);
+  }
+}
+
+void PendingReduction::start_all_reduce(const Communicator& comm, kernels::Buffer& buffer,
+                                        ReduceOp op, Wire wire) {
+  if (active()) throw std::logic_error("PendingReduction: start while a reduction is pending");
+  widen_ = wire == Wire::bf16;
+  if (widen_) round_for_wire(buffer, 0);
+  kernels::Buffer& reduced = widen_ ? wire_result_ : buffer;
   const std::size_t limit = comm.max_message_elements();
   begin("all_reduce", comm, kernels::Buffer::view(buffer, 0, buffer.numel()), op,
         message_count(buffer.numel(), limit));
+  if (buffer.device() != kernels::Device::cpu) {
+    all_reduce(comm, reduced, ReduceOp::sum);
+    requests_.clear();
+    return;
+  }
+  const MPI_Datatype type = mpi_type(reduced.dtype());
+  const MPI_Op mpi_reduce = reduction_op(comm, reduced, op);
   for (std::size_t i = 0; i < requests_.size(); ++i) {
-    const Range range = message_range(buffer.numel(), limit, i);
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, element(buffer, range.offset), mpi_count(range.count),
+    const Range range = message_range(reduced.numel(), limit, i);
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, element(reduced, range.offset), mpi_count(range.count),
                              type, mpi_reduce, comm.native(), &requests_[i]),
               "MPI_Iallreduce");
   }
@@ -42,7 +67,7 @@ void PendingReduction::start_all_reduce(const Communicator& comm, kernels::Buffe
 
 void PendingReduction::start_reduce_scatter(const Communicator& comm, kernels::Buffer& buffer,
                                             std::size_t block, std::size_t offset,
-                                            std::size_t count, ReduceOp op) {
+                                            std::size_t count, ReduceOp op, Wire wire) {
   if (active()) throw std::logic_error("PendingReduction: start while a reduction is pending");
   const auto size = static_cast<std::size_t>(comm.size());
   if (offset + count > block || block * size > buffer.numel() ||
@@ -63,13 +88,18 @@ void PendingReduction::start_reduce_scatter(const Communicator& comm, kernels::B
     kernels::copy_bytes(buffer, (r * block + offset) * element_bytes, packed_,
                         r * count * element_bytes, count * element_bytes);
   }
+  widen_ = wire == Wire::bf16;
+  if (widen_) round_for_wire(packed_, count);
+  const kernels::Buffer& sent = widen_ ? wire_send_ : packed_;
+  kernels::Buffer result = kernels::Buffer::view(widen_ ? wire_result_ : mine, 0, count);
+  begin("reduce_scatter", comm, std::move(mine), op, 1);
   if (buffer.device() != kernels::Device::cpu) {
-    reduce_scatter(comm, packed_, mine, 1, op);
+    reduce_scatter(comm, sent, result, 1, ReduceOp::sum);
+    requests_.clear();
     return;
   }
-  begin("reduce_scatter", comm, std::move(mine), op, 1);
-  check_mpi(MPI_Ireduce_scatter_block(packed_.data(), result_.data(), mpi_count(count),
-                                      mpi_type(buffer.dtype()), mpi_op(op, buffer.dtype()),
+  check_mpi(MPI_Ireduce_scatter_block(sent.data(), result.data(), mpi_count(count),
+                                      mpi_type(sent.dtype()), reduction_op(comm, sent, op),
                                       comm.native(), &requests_[0]),
             "MPI_Ireduce_scatter_block");
 }
@@ -94,6 +124,7 @@ void PendingReduction::wait() {
   if (!active()) return;
   active_ = false;
   wait_all(comm_, requests_, {name_, -1, result_.bytes()});
+  if (widen_) kernels::convert(wire_result_, result_);
   finish_average(comm_, result_, op_);
 }
 

@@ -8,7 +8,7 @@ namespace mpitron::kernels::checks {
   throw std::invalid_argument(std::string("kernels::") + op + ": " + what);
 }
 
-Backend& same_place_any(const char* op, std::initializer_list<Arg> args) {
+Backend& same_place_any_dtype(const char* op, std::initializer_list<Arg> args) {
   const Arg& first = *args.begin();
   for (const Arg& arg : args) {
     if (arg.buffer.device() != first.buffer.device() ||
@@ -18,8 +18,13 @@ Backend& same_place_any(const char* op, std::initializer_list<Arg> args) {
                    to_string(arg.buffer.device()) + " " + to_string(arg.buffer.dtype()));
     }
   }
-  expect_not_bf16(op, first);
   return backend(first.buffer.device());
+}
+
+Backend& same_place_any(const char* op, std::initializer_list<Arg> args) {
+  Backend& be = same_place_any_dtype(op, args);
+  expect_not_bf16(op, *args.begin());
+  return be;
 }
 
 void expect_not_bf16(const char* op, const Arg& arg) {

@@ -19,8 +19,11 @@ struct Arg {
 /// Throws std::invalid_argument "kernels::<op>: <what>".
 [[noreturn]] void fail(const char* op, const std::string& what);
 
-/// All buffers on one device with one dtype, of any dtype but bfloat16 (the ops that only move
-/// elements); returns that device's backend.
+/// All buffers on one device with one dtype, any dtype (bfloat16 included: copy_rows moves its
+/// 16-bit elements); returns that device's backend.
+Backend& same_place_any_dtype(const char* op, std::initializer_list<Arg> args);
+
+/// As same_place_any_dtype, of any dtype but bfloat16 (the other ops that only move elements).
 Backend& same_place_any(const char* op, std::initializer_list<Arg> args);
 
 /// `arg` is not a bfloat16 buffer (the message names bfloat16 and kernels::convert).

@@ -308,7 +308,7 @@ void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t m
 void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                std::size_t row_len) {
-  Backend& be = same_place_any("copy_rows", {{"src", src}, {"dst", dst}});
+  Backend& be = same_place_any_dtype("copy_rows", {{"src", src}, {"dst", dst}});
   expect_distinct("copy_rows", {"dst", dst}, {"src", src});
   if (rows == 0 || row_len == 0) return;
   auto in_bounds = [&](const char* name, const Buffer& buffer, std::size_t offset,

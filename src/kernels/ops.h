@@ -4,10 +4,11 @@
 // Conventions for every function here:
 // - All buffers of one call must be on the same device and have the same dtype; otherwise
 //   std::invalid_argument names the op and the offending buffers' devices/dtypes. The dtype is
-//   float32 or float64, except for fill, transpose and copy_rows (any dtype but bfloat16,
-//   integers included), for the index arguments (`indices`, `targets`: int32 or int64) of the
-//   embedding and cross-entropy ops, and for convert and gemm_bf16 (bfloat16 and float32); an
-//   integer or bfloat16 buffer anywhere else is std::invalid_argument naming the op and dtype.
+//   float32 or float64, except for fill and transpose (any dtype but bfloat16, integers
+//   included), copy_rows (any dtype), for the index arguments (`indices`, `targets`: int32 or
+//   int64) of the embedding and cross-entropy ops, and for convert and gemm_bf16 (bfloat16 and
+//   float32); an integer or bfloat16 buffer anywhere else is std::invalid_argument naming the op
+//   and dtype.
 // - Sizes are element counts. A size that does not match a buffer's numel throws
 //   std::invalid_argument naming the op and both sizes.
 // - `out` may alias an input for the element-wise ops (not for gemm, transpose or copy_rows).
@@ -197,8 +198,8 @@ void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t m
 
 /// Strided block copy: for r in [0, rows), copies `row_len` contiguous elements from
 /// src[src_offset + r * src_stride] to dst[dst_offset + r * dst_stride]. Split, concat and
-/// narrow along any dim are this copy. Any dtype. Throws std::out_of_range past either buffer's
-/// end.
+/// narrow along any dim are this copy. Any dtype, bfloat16 included. Throws std::out_of_range
+/// past either buffer's end.
 void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                std::size_t row_len);

@@ -262,10 +262,15 @@ class TypedBackend : public Backend {
   void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                  std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                  std::size_t row_len) override {
-    dispatch_any(dst.dtype(), [&]<class T>(T) {
+    const auto copy = [&]<class T>(T) {
       K::copy_rows(in<T>(src) + src_offset, src_stride, out<T>(dst) + dst_offset, dst_stride, rows,
                    row_len);
-    });
+    };
+    if (dst.dtype() == DType::bf16) {
+      copy(bf16{});
+    } else {
+      dispatch_any(dst.dtype(), copy);
+    }
   }
 
   void rms_norm_forward(const Buffer& x, const Buffer& weight, std::size_t cols, double eps,
