@@ -52,6 +52,7 @@ set(train_bad_runs
   "kvtp|--arch llama --heads 4 --hidden 64 --kv-heads 1 --tp 2 --dp 1|kv heads 1 is not divisible by tp 2 (each TP rank holds whole key/value heads)"
   "ffntp|--arch llama --heads 4 --hidden 64 --ffn-hidden 101 --tp 2 --dp 1|ffn hidden 101 is not divisible by tp 2"
   "bf16float64|--bf16 --dtype float64|--bf16 needs --dtype float32 (its master weights), got --dtype float64"
+  "gradreducefp32|--grad-reduce-in-bf16|--grad-reduce-in-bf16 needs --bf16 (a float32 run reduces its gradients in float32)"
   "virtualstages|--virtual-stages 0|--virtual-stages must be >= 1, got 0"
   "virtualmany|--layers 4 --virtual-stages 8|--virtual-stages 8 is more than the 4 layers"
   "virtuallayers|--layers 4 --pp 2 --dp 1 --virtual-stages 4|layers 4 is not divisible by pp 2 x 4 virtual stages"
@@ -99,6 +100,13 @@ set_tests_properties(export_llama_refused PROPERTIES DEPENDS train_llama_stated)
 mpitron_add_expect_test(train_bf16_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS train ${train_small} --bf16 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bf16
   EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs, float32 master")
+# --grad-reduce-in-bf16 too, at dp 2.
+mpitron_add_expect_test(train_grad_reduce_in_bf16_stated TARGET mpitron NP 2 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS train ${train_small} --dp 2 --bf16 --grad-reduce-in-bf16
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_grad_reduce_bf16
+  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs and DP gradient reduction, float32 master"
+                              "step 3/3 loss")
 
 # --recompute is stated in the start-up line, as bench states it.
 mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

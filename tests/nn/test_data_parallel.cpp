@@ -36,6 +36,29 @@ TEST(DataParallelGradients, AveragesTheGradientsItFindsAndLeavesViews) {
     EXPECT_EQ(g, 0.0);
 }
 
+// --grad-reduce-in-bf16: the gradients travel as bfloat16. Integers below 256 survive exactly;
+// 1 + (rank + 1) 2^-10 rounds to 1 on every rank (bfloat16 keeps 7 fraction bits), so the mean
+// is exactly 1 where a float32 reduction gives 1 + (n + 1) 2^-11. One replica reduces nothing.
+TEST(DataParallelGradients, ABfloat16WireRoundsTheGradientsItAverages) {
+  const comm::Communicator& dp = test::world();
+  const double n = dp.size();
+  Tensor a = Tensor::zeros({3}).set_requires_grad();
+  Tensor b = Tensor::zeros({4}).set_requires_grad();
+  a.set_grad(Tensor::full({3}, dp.rank() + 1.0));
+  b.set_grad(Tensor::full({4}, 1.0 + (dp.rank() + 1.0) * 0x1p-10));
+  {
+    DataParallelGradients gradients({{"a", a}, {"b", b}}, dp, 2, {}, comm::Wire::bf16);
+    gradients.finish();
+  }
+  for (double g : a.grad().to_vector())
+    EXPECT_EQ(g, (n + 1) / 2);
+  for (double g : b.grad().to_vector())
+    EXPECT_EQ(g, dp.size() == 1 ? 1.0 + 0x1p-10 : 1.0);
+  Tensor c = Tensor::zeros({2}, autograd::DType::f64).set_requires_grad();
+  EXPECT_THROW(DataParallelGradients({{"c", c}}, dp, 2, {}, comm::Wire::bf16),
+               std::invalid_argument);
+}
+
 // loss = sum_i sum(w_i * x_i) with x_i = (rank + 1) * (i + 1) * pass: d loss / d w_i = x_i, so
 // after passes 1..P the averaged gradient of w_i is (i + 1) * (n + 1) / 2 * P (P + 1) / 2.
 TEST(DataParallelGradients, BucketsStartDuringBackwardAndAccumulateInPlace) {

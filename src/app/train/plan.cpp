@@ -102,6 +102,10 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
     throw comm::ConfigError("--bf16 needs --dtype float32 (its master weights), got --dtype " +
                             o.dtype);
   }
+  if (o.grad_reduce_in_bf16 && !o.bf16) {
+    throw comm::ConfigError(
+        "--grad-reduce-in-bf16 needs --bf16 (a float32 run reduces its gradients in float32)");
+  }
   const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
   const nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
   check_family_flags(o, arch);
@@ -140,6 +144,7 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   train.recompute = o.recompute;
   train.distributed_optimizer = o.use_distributed_optimizer;
   train.sequence_parallel = o.sequence_parallel;
+  train.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   train.device = plan.device;
   if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
   kernels::set_gemm_operands(o.bf16 ? kernels::GemmOperands::bfloat16

@@ -50,6 +50,9 @@ struct TrainOptions {
   /// --bf16: GEMMs on bfloat16 operands with float32 accumulation, master weights, main
   /// gradients and optimizer states (kernels::GemmOperands::bfloat16; docs/precision.md)
   bool bf16 = false;
+  /// --grad-reduce-in-bf16 (with --bf16): the DP gradient reduction carries and sums bfloat16,
+  /// half the bytes (comm::Wire::bf16; Megatron-LM's flag)
+  bool grad_reduce_in_bf16 = false;
   double lr = 1e-3;
   double min_lr = 1e-4;
   std::int64_t warmup_steps = 20;

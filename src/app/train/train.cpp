@@ -37,6 +37,14 @@ std::string family_text(const nn::GptConfig& c) {
   return c.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "";
 }
 
+// The start-up line's words for the precision: the dtype, or what --bf16 rounds and where the
+// DP gradients are reduced.
+std::string precision_text(const TrainOptions& o) {
+  if (!o.bf16) return o.dtype;
+  return o.grad_reduce_in_bf16 ? "bfloat16 GEMMs and DP gradient reduction, float32 master"
+                               : "bfloat16 GEMMs, float32 master";
+}
+
 double mib(std::int64_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
@@ -80,9 +88,8 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       "step ({} schedule{}{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
       run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
-      device_text(run.device), o.bf16 ? "bfloat16 GEMMs, float32 master" : o.dtype,
-      nn::counted(run.config.layers, "layer"), run.config.hidden,
-      nn::counted(run.config.heads, "head"), o.seq,
+      device_text(run.device), precision_text(o), nn::counted(run.config.layers, "layer"),
+      run.config.hidden, nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),
       run.config.vocab,

@@ -31,10 +31,11 @@ void check_uniform(const Parameters& parameters) {
 DataParallelGradients::DataParallelGradients(const Parameters& parameters,
                                              const comm::Communicator& dp,
                                              std::size_t bucket_elements,
-                                             const GradientSharding& sharding)
+                                             const GradientSharding& sharding, comm::Wire wire)
     : dp_(dp),
       parameters_(parameters),
       sharded_(sharding.enabled && dp.size() > 1),
+      wire_(wire),
       offset_of_(parameters.size()),
       views_(parameters.size()),
       owned_(parameters.size()),
@@ -45,6 +46,11 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
   }
   if (parameters_.empty()) return;
   check_uniform(parameters_);
+  if (wire_ == comm::Wire::bf16 && parameters_.front().tensor.dtype() != kernels::DType::f32) {
+    throw std::invalid_argument(
+        "DataParallelGradients: reducing in bfloat16 needs float32 gradients, not " +
+        kernels::to_string(parameters_.front().tensor.dtype()));
+  }
 
   // The layout. Reverse order: the parameters backward finishes first lead the buffer and the
   // first bucket. Sharded, each bucket is padded to a multiple of dp elements.
@@ -192,10 +198,10 @@ void DataParallelGradients::pump() {
     kernels::Buffer& bucket = buckets_[piece.bucket].buffer;
     if (sharded_) {
       slot.start_reduce_scatter(dp_, bucket, bucket.numel() / replicas, piece.offset, piece.count,
-                                op);
+                                op, wire_);
     } else {
       kernels::Buffer range = kernels::Buffer::view(bucket, piece.offset, piece.count);
-      slot.start_all_reduce(dp_, range, op);
+      slot.start_all_reduce(dp_, range, op, wire_);
     }
   }
 }

@@ -69,11 +69,15 @@ class DataParallelGradients {
   /// 2 MiB in all, where whole 4 MiB buckets took 8 MiB); the others start as these complete.
   static constexpr std::size_t kMaxInFlight = 2;
 
-  /// Throws std::invalid_argument naming two parameters when dtypes or devices differ, and
-  /// when bucket_elements is 0.
+  /// `wire` comm::Wire::bf16 reduces each piece in bfloat16 (Megatron-LM's
+  /// --grad-reduce-in-bf16: half the bytes; the float32 gradients are rounded once, summed in
+  /// bfloat16 and averaged in float32 again, pending_reduction.h). Throws std::invalid_argument
+  /// naming two parameters when dtypes or devices differ, when bucket_elements is 0, and for a
+  /// bfloat16 wire on gradients that are not float32.
   DataParallelGradients(const Parameters& parameters, const comm::Communicator& dp,
                         std::size_t bucket_elements = kDefaultBucketElements,
-                        const GradientSharding& sharding = {});
+                        const GradientSharding& sharding = {},
+                        comm::Wire wire = comm::Wire::native);
   DataParallelGradients(const DataParallelGradients&) = delete;
   DataParallelGradients& operator=(const DataParallelGradients&) = delete;
   /// Removes the hooks; the gradients stay valid (they keep the flat buffer alive).
@@ -150,6 +154,7 @@ class DataParallelGradients {
   comm::Communicator dp_;
   Parameters parameters_;
   bool sharded_ = false;
+  comm::Wire wire_ = comm::Wire::native;
   Tensor flat_;
   Tensor flat_parameters_;               // sharded: the parameters, in flat_'s layout
   std::vector<std::int64_t> offset_of_;  // per parameter, its first element in flat_

@@ -69,7 +69,8 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
       stage_(config, init, topology, options.sequence_parallel, options.virtual_stages),
       parameters_(stage_.parameters()),
       gradients_(parameters_, topology.dp_comm(), DataParallelGradients::kDefaultBucketElements,
-                 sharding_of(options, topology)),
+                 sharding_of(options, topology),
+                 options.grad_reduce_in_bf16 ? comm::Wire::bf16 : comm::Wire::native),
       optimizer_(make_optimizer(parameters_, options, gradients_)) {
   stage_.set_recompute(options.recompute);
 }

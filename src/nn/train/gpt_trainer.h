@@ -34,6 +34,9 @@ struct GptTrainOptions {
   /// split the activations between TP regions along the sequence over TP (GptStage; seq must be
   /// divisible by tp)
   bool sequence_parallel = false;
+  /// reduce the DP gradients in bfloat16 (Megatron-LM's --grad-reduce-in-bf16; float32
+  /// gradients only): comm::Wire::bf16 in DataParallelGradients
+  bool grad_reduce_in_bf16 = false;
   DType dtype = DType::f32;
   Device device = Device::cpu;
 };
