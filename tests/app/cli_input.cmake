@@ -40,6 +40,10 @@ cli_bad_test(unknown_subcommand 2 "unknown subcommand 'trian' (run mpitron --hel
 cli_bad_test(bench_comm_topology 2
              "mpitron bench comm does not take --tp 2 (see mpitron bench comm --help)"
              bench comm --tp 2)
+cli_bad_test(bench_comm_dtype_unknown 2 "--dtype: float16 not in {float32,bfloat16} (see --help)"
+             bench comm --dtype float16)
+cli_bad_test(bench_comm_tune_bf16 2 "bench comm --tune-table measures float32 buffers: drop --dtype bfloat16"
+             bench comm --tune-table --dtype bfloat16)
 cli_bad_test(bench_comm_iterations_zero 2 "--max-iterations: must be an integer in [1, 2147483647], got 0 (see --help)"
              bench comm --max-iterations 0)
 cli_bad_test(bench_comm_bytes_negative 2 "--max-bytes: must be an integer in [4, 268435456], got -1 (see --help)"

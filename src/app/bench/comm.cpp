@@ -37,6 +37,9 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
                   "least one float, so a size may round up)")
       ->check(integer_in(sizeof(float), kMaxCommBytes))
       ->capture_default_str();
+  command.add_option("--dtype", options.dtype, "Buffer dtype: float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))
+      ->capture_default_str();
   command.add_option("--max-iterations", options.max_iterations, "Most timed calls per size")
       ->check(integer_in(1, std::numeric_limits<int>::max()))
       ->capture_default_str();
@@ -72,6 +75,13 @@ std::string bench_step_options_given(const CLI::App& bench, const std::string& s
 
 namespace {
 
+// Where and in which dtype the buffers live.
+struct Payload {
+  kernels::Device device = kernels::Device::cpu;
+  kernels::DType dtype = kernels::DType::f32;
+  std::size_t bytes(std::size_t n) const { return n * kernels::dtype_size(dtype); }
+};
+
 struct Timing {
   int iterations = 0;
   double mpitron_s = 0.0, mpi_s = 0.0;  // per iteration, slowest rank
@@ -100,11 +110,13 @@ auto with_mpi_deadline(const comm::Communicator& world, CommOp op, std::size_t b
 
 // One untimed run each way on fresh inputs; true when every rank got identical results.
 bool results_match(CommOp op, const comm::Communicator& world, std::size_t n,
-                   kernels::Device device) {
-  CommBuffers through_comm = make_comm_buffers(op, n, world.size(), world.rank(), device);
-  CommBuffers plain = make_comm_buffers(op, n, world.size(), world.rank(), device);
+                   const Payload& payload) {
+  CommBuffers through_comm =
+      make_comm_buffers(op, n, world.size(), world.rank(), payload.device, payload.dtype);
+  CommBuffers plain =
+      make_comm_buffers(op, n, world.size(), world.rank(), payload.device, payload.dtype);
   run_mpitron(op, world, through_comm);
-  with_mpi_deadline(world, op, n * sizeof(float), 1, [&] { run_mpi(op, world, plain); });
+  with_mpi_deadline(world, op, payload.bytes(n), 1, [&] { run_mpi(op, world, plain); });
   const kernels::Buffer a = comm_result(op, through_comm).to(kernels::Device::cpu);
   const kernels::Buffer b = comm_result(op, plain).to(kernels::Device::cpu);
   const bool same = std::memcmp(a.data(), b.data(), a.bytes()) == 0;
@@ -112,16 +124,17 @@ bool results_match(CommOp op, const comm::Communicator& world, std::size_t n,
 }
 
 Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int iterations,
-               kernels::Device device) {
-  CommBuffers buffers = make_comm_buffers(op, n, world.size(), world.rank(), device);
+               const Payload& payload) {
+  CommBuffers buffers =
+      make_comm_buffers(op, n, world.size(), world.rank(), payload.device, payload.dtype);
   run_mpitron(op, world, buffers);  // warm-up: staging workspaces, MPI connections
-  with_mpi_deadline(world, op, n * sizeof(float), 1, [&] { run_mpi(op, world, buffers); });
+  with_mpi_deadline(world, op, payload.bytes(n), 1, [&] { run_mpi(op, world, buffers); });
   const int rounds = std::min(kCommRounds, iterations);
   const int per_round = iterations / rounds;
   std::vector<double> mpitron_s, mpi_s;
   for (int round = 0; round < rounds; ++round) {
     mpitron_s.push_back(time_calls(world, per_round, [&] { run_mpitron(op, world, buffers); }));
-    mpi_s.push_back(with_mpi_deadline(world, op, n * sizeof(float), per_round, [&] {
+    mpi_s.push_back(with_mpi_deadline(world, op, payload.bytes(n), per_round, [&] {
       return time_calls(world, per_round, [&] { run_mpi(op, world, buffers); });
     }));
   }
@@ -140,7 +153,7 @@ Timing measure(CommOp op, const comm::Communicator& world, std::size_t n, int it
 }  // namespace
 
 int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
-  kernels::Device device{};
+  Payload payload;
   const std::string tune_path =
       options.tune && !options.tune->empty() ? *options.tune : std::string(kDefaultCommTable);
   comm::agree_on_configuration(world, [&] {
@@ -153,13 +166,20 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
     if (options.tune && options.common.device == "cuda") {
       throw comm::ConfigError("bench comm --tune-table measures host buffers: drop --device cuda");
     }
-    device = options.tune ? kernels::Device::cpu : resolve_device(options.common.device);
+    if (options.tune && options.dtype != "float32") {
+      throw comm::ConfigError("bench comm --tune-table measures float32 buffers: drop --dtype " +
+                              options.dtype);
+    }
+    payload.device = options.tune ? kernels::Device::cpu : resolve_device(options.common.device);
+    payload.dtype = options.dtype == "bfloat16" ? kernels::DType::bf16 : kernels::DType::f32;
     prepare_run(options.common, world);
     if (options.tune) check_tune_request(world.size(), world.rank(), options.ops, tune_path);
     return fmt::format(
-        "bench comm --device {} --min-bytes {} --max-bytes {} --max-iterations {} --ops {}{}",
-        kernels::to_string(device), options.min_bytes, options.max_bytes, options.max_iterations,
-        fmt::join(options.ops, ","), options.tune ? " --tune-table " + *options.tune : "");
+        "bench comm --device {} --dtype {} --min-bytes {} --max-bytes {} --max-iterations {} "
+        "--ops {}{}",
+        kernels::to_string(payload.device), options.dtype, options.min_bytes, options.max_bytes,
+        options.max_iterations, fmt::join(options.ops, ","),
+        options.tune ? " --tune-table " + *options.tune : "");
   });
   if (options.tune) {
     return run_comm_tune(world, options.ops, options.min_bytes, options.max_bytes,
@@ -169,11 +189,11 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
   if (print) {
     const comm::AlgorithmTable* table = world.algorithm_table();
     fmt::print(
-        "bench comm: {}, {} float32 buffers; time = median of {} of the slowest rank per call "
+        "bench comm: {}, {} {} buffers; time = median of {} of the slowest rank per call "
         "(send/recv: one way of a ping-pong of rank pairs); iters = timed calls per path; "
         "GB/s = 1e9 bytes/s; bus GB/s = mpitron's, nccl-tests convention; algorithms: {}\n"
         "{:<15} {:>11} {:>6} {:>12} {:>12} {:>7} {:>12} {:>10} {:>10}  {}\n",
-        nn::counted(world.size(), "rank"), kernels::to_string(device),
+        nn::counted(world.size(), "rank"), kernels::to_string(payload.device), options.dtype,
         nn::counted(std::min(kCommRounds, options.max_iterations), "round"),
         table != nullptr ? "comm table " + table->source + " (" + table->measured_on + ")"
                          : std::string("the built-in rule"),
@@ -190,14 +210,14 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
     }
     std::size_t previous_n = 0;  // sizes that round to the same count are timed once
     for (const std::size_t size : comm_sizes(options.min_bytes, options.max_bytes)) {
-      const std::size_t n = comm_elements(op, size, world.size());
+      const std::size_t n = comm_elements(op, size, world.size(), payload.dtype);
       if (n == previous_n) continue;
       previous_n = n;
-      const std::size_t bytes = n * sizeof(float);
-      const bool match = results_match(op, world, n, device);
+      const std::size_t bytes = payload.bytes(n);
+      const bool match = results_match(op, world, n, payload);
       all_match = all_match && match;
       const Timing t =
-          measure(op, world, n, comm_iterations(bytes, options.max_iterations), device);
+          measure(op, world, n, comm_iterations(bytes, options.max_iterations), payload);
       const double gbps_mpitron = static_cast<double>(bytes) / t.mpitron_s / 1e9;
       const double gbps_mpi = static_cast<double>(bytes) / t.mpi_s / 1e9;
       const double bus = bus_factor(op, world.size());
@@ -227,7 +247,8 @@ int run_bench_comm(const BenchCommOptions& options, comm::Communicator world) {
                nlohmann::json{{"tool", "mpitron"},
                               {"bench", "comm"},
                               {"world_size", world.size()},
-                              {"device", kernels::to_string(device)},
+                              {"device", kernels::to_string(payload.device)},
+                              {"dtype", options.dtype},
                               {"results", results}},
                /*append=*/true);
   }

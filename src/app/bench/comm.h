@@ -26,6 +26,8 @@ struct BenchCommOptions {
   CommonOptions common;
   std::size_t min_bytes = std::size_t{4} << 10;
   std::size_t max_bytes = std::size_t{64} << 20;
+  /// float32 or bfloat16 buffers (bfloat16: sums by comm::bf16_mpi_op on both paths).
+  std::string dtype = "float32";
   /// Most timed calls per size and path (comm_iterations).
   int max_iterations = 1000;
   /// The operations to time, by to_string(CommOp) name, in this order; all four by default.
@@ -37,8 +39,8 @@ struct BenchCommOptions {
   std::optional<std::string> tune;
 };
 
-/// Adds the `comm` subcommand and its flags (--min-bytes --max-bytes --max-iterations --ops and
-/// the common ones except --tp --pp --dp) to `bench`.
+/// Adds the `comm` subcommand and its flags (--min-bytes --max-bytes --dtype --max-iterations --ops
+/// and the common ones except --tp --pp --dp) to `bench`.
 CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options);
 
 /// The error for options of `bench` itself (its MLP step's, e.g. --recompute, --hidden, --tp)
@@ -53,10 +55,11 @@ std::string bench_step_options_given(const CLI::App& bench, const std::string& s
 /// 5 rounds, each timing comm then plain MPI; a round's time per call is the slowest rank's, and
 /// each path reports its median round ("iterations": calls per path). Rank 0 prints the table and,
 /// with --json, appends
-/// {"tool", "bench": "comm", "world_size", "device", "results": [{"op", "bytes", "iterations",
-/// "mpitron_us", "mpi_us", "mpitron_gbps", "mpi_gbps", "mpitron_bus_gbps", "mpi_bus_gbps"}]}
-/// (GB/s = 1e9 bytes/s of the reported size; bus GB/s per bench_comm_ops.h). Returns 1 when a
-/// result differs, else 0. Throws comm::ConfigError when min_bytes < 4 or max_bytes < min_bytes.
+/// {"tool", "bench": "comm", "world_size", "device", "dtype", "results": [{"op", "bytes",
+/// "iterations", "mpitron_us", "mpi_us", "mpitron_gbps", "mpi_gbps", "mpitron_bus_gbps",
+/// "mpi_bus_gbps"}]} (GB/s = 1e9 bytes/s of the reported size; bus GB/s per bench_comm_ops.h).
+/// Returns 1 when a result differs, else 0. Throws comm::ConfigError when min_bytes < 4 or
+/// max_bytes < min_bytes, and for --tune-table with --device cuda or --dtype bfloat16.
 int run_bench_comm(const BenchCommOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app

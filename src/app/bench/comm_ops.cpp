@@ -12,8 +12,10 @@
 
 #include "comm/agreement.h"
 #include "comm/algorithm_choice.h"
+#include "comm/bf16_reduction.h"
 #include "comm/collectives.h"
 #include "comm/point_to_point.h"
+#include "kernels/ops.h"
 
 namespace mpitron::app {
 
@@ -83,12 +85,15 @@ bool scatters(CommOp op) {
   return op == CommOp::all_gather || op == CommOp::reduce_scatter;
 }
 
-Buffer host_filled(std::size_t n, int rank) {
+Buffer host_filled(std::size_t n, int rank, DType dtype) {
   Buffer buffer(n, DType::f32, Device::cpu);
   float* values = buffer.data_as<float>();
   for (std::size_t i = 0; i < n; ++i)
     values[i] = static_cast<float>((static_cast<std::size_t>(rank) * 7 + i) % 13);
-  return buffer;
+  if (dtype == DType::f32) return buffer;
+  Buffer narrow(n, dtype, Device::cpu);
+  kernels::convert(buffer, narrow);
+  return narrow;
 }
 
 // The ping-pong partner of this rank, or -1 for an unpaired last rank.
@@ -99,22 +104,23 @@ int partner(const comm::Communicator& comm) {
 
 }  // namespace
 
-std::size_t comm_elements(CommOp op, std::size_t bytes, int size) {
+std::size_t comm_elements(CommOp op, std::size_t bytes, int size, DType dtype) {
   const auto ranks = static_cast<std::size_t>(size);
-  const std::size_t n = bytes / sizeof(float);
+  const std::size_t n = bytes / kernels::dtype_size(dtype);
   return scatters(op) ? std::max(n / ranks, std::size_t{1}) * ranks : std::max(n, ranks);
 }
 
-CommBuffers make_comm_buffers(CommOp op, std::size_t n, int size, int rank, Device device) {
+CommBuffers make_comm_buffers(CommOp op, std::size_t n, int size, int rank, Device device,
+                              DType dtype) {
   const std::size_t share = n / static_cast<std::size_t>(size);
   const std::size_t in_n = op == CommOp::all_gather ? share : n;
   const std::size_t out_n = op == CommOp::all_gather ? n : op == CommOp::reduce_scatter ? share : 0;
   CommBuffers buffers;
-  buffers.in = host_filled(in_n, rank).to(device);
-  buffers.out = Buffer(out_n, DType::f32, device);
+  buffers.in = host_filled(in_n, rank, dtype).to(device);
+  buffers.out = Buffer(out_n, dtype, device);
   if (device != Device::cpu) {
-    buffers.host_in = Buffer(in_n, DType::f32, Device::cpu);
-    buffers.host_out = Buffer(out_n, DType::f32, Device::cpu);
+    buffers.host_in = Buffer(in_n, dtype, Device::cpu);
+    buffers.host_out = Buffer(out_n, dtype, Device::cpu);
   }
   return buffers;
 }
@@ -157,28 +163,30 @@ void check(int status, const char* call) {
 void mpi_on_host(CommOp op, const comm::Communicator& comm, Buffer& in, Buffer& out) {
   MPI_Comm native = comm.native();
   const int n = static_cast<int>(in.numel());
+  const bool narrow = in.dtype() == DType::bf16;
+  const MPI_Datatype type = narrow ? MPI_UINT16_T : MPI_FLOAT;
+  const MPI_Op sum = narrow ? comm::bf16_mpi_op(comm::ReduceOp::sum) : MPI_SUM;
   switch (op) {
     case CommOp::all_reduce:
-      check(MPI_Allreduce(MPI_IN_PLACE, in.data(), n, MPI_FLOAT, MPI_SUM, native), "MPI_Allreduce");
+      check(MPI_Allreduce(MPI_IN_PLACE, in.data(), n, type, sum, native), "MPI_Allreduce");
       return;
     case CommOp::all_gather:
-      check(MPI_Allgather(in.data(), n, MPI_FLOAT, out.data(), n, MPI_FLOAT, native),
-            "MPI_Allgather");
+      check(MPI_Allgather(in.data(), n, type, out.data(), n, type, native), "MPI_Allgather");
       return;
     case CommOp::reduce_scatter:
-      check(MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(out.numel()),
-                                     MPI_FLOAT, MPI_SUM, native),
+      check(MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(out.numel()), type,
+                                     sum, native),
             "MPI_Reduce_scatter_block");
       return;
     case CommOp::send_recv: {
       const int peer = partner(comm);
       if (peer < 0) return;
       if (comm.rank() % 2 == 0) {
-        check(MPI_Send(in.data(), n, MPI_FLOAT, peer, 0, native), "MPI_Send");
-        check(MPI_Recv(in.data(), n, MPI_FLOAT, peer, 0, native, MPI_STATUS_IGNORE), "MPI_Recv");
+        check(MPI_Send(in.data(), n, type, peer, 0, native), "MPI_Send");
+        check(MPI_Recv(in.data(), n, type, peer, 0, native, MPI_STATUS_IGNORE), "MPI_Recv");
       } else {
-        check(MPI_Recv(in.data(), n, MPI_FLOAT, peer, 0, native, MPI_STATUS_IGNORE), "MPI_Recv");
-        check(MPI_Send(in.data(), n, MPI_FLOAT, peer, 0, native), "MPI_Send");
+        check(MPI_Recv(in.data(), n, type, peer, 0, native, MPI_STATUS_IGNORE), "MPI_Recv");
+        check(MPI_Send(in.data(), n, type, peer, 0, native), "MPI_Send");
       }
       return;
     }

@@ -39,20 +39,24 @@ std::optional<comm::Collective> collective_of(CommOp op);
 /// 1 for send/recv.
 double bus_factor(CommOp op, int size);
 
-/// One rank's float32 buffers for `op` with `n` reported elements: all-reduce in [n] (in place);
+/// One rank's buffers (float32, or bfloat16 for --dtype bfloat16) for `op` with `n` reported
+/// elements: all-reduce in [n] (in place);
 /// all-gather in [n/size] -> out [n]; reduce-scatter in [n] -> out [n/size]; send/recv in [n].
 /// `host_in`/`host_out` mirror in/out in host memory for the plain path of CUDA buffers.
 struct CommBuffers {
   kernels::Buffer in, out, host_in, host_out;
 };
 
-/// The largest element count <= bytes/4 whose per-rank share is whole for `op` (a multiple of
-/// `size` for all-gather and reduce-scatter); at least `size`.
-std::size_t comm_elements(CommOp op, std::size_t bytes, int size);
+/// The largest element count <= bytes / (dtype's size) whose per-rank share is whole for `op` (a
+/// multiple of `size` for all-gather and reduce-scatter); at least `size`.
+std::size_t comm_elements(CommOp op, std::size_t bytes, int size,
+                          kernels::DType dtype = kernels::DType::f32);
 
-/// Allocates `op`'s buffers for `n` elements (from comm_elements) on `device` and fills the
-/// inputs with small integers depending on rank and index, so every sum is exact in float32.
-CommBuffers make_comm_buffers(CommOp op, std::size_t n, int size, int rank, kernels::Device device);
+/// Allocates `op`'s buffers of `dtype` (f32 or bf16) for `n` elements (from comm_elements) on
+/// `device` and fills the inputs with small integers (0 to 12) depending on rank and index, so
+/// every sum over up to 19 ranks is exact in float32 and in bfloat16 (integers up to 256).
+CommBuffers make_comm_buffers(CommOp op, std::size_t n, int size, int rank, kernels::Device device,
+                              kernels::DType dtype = kernels::DType::f32);
 
 /// Runs `op` once through comm (all_reduce, all_gather, reduce_scatter with outer 1; send and
 /// recv with a [n] shape). send/recv is a ping-pong of rank 2k with 2k+1 (one call is a round
@@ -62,6 +66,7 @@ void run_mpitron(CommOp op, const comm::Communicator& comm, CommBuffers& buffers
 /// Runs `op` once as the blocking MPI call (MPI_Allreduce in place, MPI_Allgather,
 /// MPI_Reduce_scatter_block, MPI_Send/MPI_Recv ping-pong) on comm.native(), on the buffers
 /// themselves for host memory, else on host_in/host_out with plain copies around the call.
+/// bfloat16 travels as MPI_UINT16_T and is summed by comm::bf16_mpi_op.
 void run_mpi(CommOp op, const comm::Communicator& comm, CommBuffers& buffers);
 
 /// The buffer holding `op`'s result after a run (out, or in for the in-place operations).
