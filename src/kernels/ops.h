@@ -176,6 +176,21 @@ void set_gemm_operands(GemmOperands operands);
 /// The current operand precision of `gemm`.
 GemmOperands gemm_operands();
 
+/// `gemm`'s operand precision for one scope: set_gemm_operands(operands) on construction, the
+/// previous precision restored on destruction (tests and validate's bf16 checks).
+class GemmOperandsScope {
+ public:
+  explicit GemmOperandsScope(GemmOperands operands) : previous_(gemm_operands()) {
+    set_gemm_operands(operands);
+  }
+  ~GemmOperandsScope() { set_gemm_operands(previous_); }
+  GemmOperandsScope(const GemmOperandsScope&) = delete;
+  GemmOperandsScope& operator=(const GemmOperandsScope&) = delete;
+
+ private:
+  GemmOperands previous_;
+};
+
 /// How the CPU bfloat16 GEMM multiplies: `avx512bf16`, mpitron's micro-kernel on the VDPBF16PS
 /// instruction (operands packed in pairs along k, never widened), where the CPU has AVX512-BF16;
 /// else `convert_at_pack`, the float32 packed GEMM on operands widened to float32 as they are

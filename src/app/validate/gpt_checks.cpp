@@ -128,17 +128,6 @@ LocalCheck transformer_block_check(const ValidateContext& ctx, bool sequence_par
   return check;
 }
 
-// gemm's operand precision for one scope (kernels::set_gemm_operands), float32 again after it.
-class GemmOperandsScope {
- public:
-  explicit GemmOperandsScope(kernels::GemmOperands operands) {
-    kernels::set_gemm_operands(operands);
-  }
-  ~GemmOperandsScope() { kernels::set_gemm_operands(kernels::GemmOperands::float32); }
-  GemmOperandsScope(const GemmOperandsScope&) = delete;
-  GemmOperandsScope& operator=(const GemmOperandsScope&) = delete;
-};
-
 // The whole GPT over the topology against the dense GPT (check_gpt), with or without sequence
 // parallelism, with ctx.virtual_stages model chunks per stage; with `bf16`, both sides' GEMMs
 // multiply bfloat16 operands (check_gpt_bf16).
@@ -146,8 +135,8 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
                      bool llama = false) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = llama ? llama_config(ctx) : gpt_config(ctx);
-  const GemmOperandsScope operands(bf16 ? kernels::GemmOperands::bfloat16
-                                        : kernels::GemmOperands::float32);
+  const kernels::GemmOperandsScope operands(bf16 ? kernels::GemmOperands::bfloat16
+                                                 : kernels::GemmOperands::float32);
   const std::uint64_t seed = ctx.seed + (bf16 ? 1200 : llama ? 1300 : 1000);
   const nn::MasterInit init = ctx.masters->random_init(seed, autograd::DType::f32, ctx.device);
   // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
@@ -195,7 +184,7 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
 LocalCheck main_gradient_check(const ValidateContext& ctx) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = gpt_config(ctx);
-  const GemmOperandsScope operands(kernels::GemmOperands::bfloat16);
+  const kernels::GemmOperandsScope operands(kernels::GemmOperands::bfloat16);
   const nn::MasterInit init =
       ctx.masters->random_init(ctx.seed + 1200, autograd::DType::f32, ctx.device);
   const std::int64_t rows = ctx.sizes.batch * topo.dp();

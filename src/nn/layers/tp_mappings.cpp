@@ -7,6 +7,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "comm/collectives.h"
+#include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
 namespace mpitron::nn {
@@ -53,6 +54,28 @@ Tensor all_gathered_last_dim(const Tensor& x, const comm::Communicator& tp) {
 Tensor all_gathered_sequence(const Tensor& x, const comm::Communicator& tp) {
   check_sequence_dim("gather_from_sequence_parallel_region", x, 1);
   return all_gathered(x, tp, 1);
+}
+
+// all_gathered_sequence for a tensor that only GEMMs read (the input of column-parallel layers,
+// the output gradient of row-parallel ones). With bfloat16 GEMM operands (train --bf16) every
+// GEMM rounds a float32 operand to bfloat16 (kernels::gemm), so the shards travel as bfloat16:
+// the same bits reach the GEMMs in half the bytes.
+Tensor all_gathered_sequence_for_gemms(const Tensor& x, const comm::Communicator& tp) {
+  if (kernels::gemm_operands() != kernels::GemmOperands::bfloat16 ||
+      x.dtype() != autograd::DType::f32 || tp.size() == 1) {
+    return all_gathered_sequence(x, tp);
+  }
+  check_sequence_dim("gather_from_sequence_parallel_region", x, 1);
+  kernels::Buffer shard(x.numel(), kernels::DType::bf16, x.device());
+  kernels::convert(x.buffer(), shard);
+  kernels::Buffer gathered(shard.numel() * static_cast<std::size_t>(tp.size()),
+                           kernels::DType::bf16, x.device());
+  comm::all_gather(tp, shard, gathered, outer_of(x, 1));
+  autograd::Shape shape = x.shape();
+  shape[1] *= tp.size();
+  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+  kernels::convert(gathered, y.buffer());
+  return y;
 }
 
 Tensor reduce_scattered_sequence(const Tensor& x, const comm::Communicator& tp) {
@@ -135,13 +158,13 @@ Tensor scatter_to_tp(const Tensor& x, const comm::Communicator& tp) {
 }
 
 Tensor gather_from_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {
-  return apply("gather_from_sequence_parallel_region", all_gathered_sequence,
+  return apply("gather_from_sequence_parallel_region", all_gathered_sequence_for_gemms,
                reduce_scattered_sequence, x, tp);
 }
 
 Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {
   return apply("reduce_scatter_to_sequence_parallel_region", reduce_scattered_sequence,
-               all_gathered_sequence, x, tp);
+               all_gathered_sequence_for_gemms, x, tp);
 }
 
 Tensor scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {

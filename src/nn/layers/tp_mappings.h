@@ -34,14 +34,17 @@ Tensor scatter_to_tp(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward all-gathers the sequence: x [batch, seq/tp, hidden] -> [batch, seq, hidden], rank r's
 /// rows at [r seq/tp, (r+1) seq/tp); backward reduce-scatters (sums) the gradient back to this
-/// rank's rows. Put in front of column-parallel layers under sequence parallelism ("g").
-/// Throws std::invalid_argument when x is not 3-D.
+/// rank's rows. Put in front of column-parallel layers under sequence parallelism ("g"): only
+/// GEMMs may read the result, because with kernels::GemmOperands::bfloat16 (train --bf16) a
+/// float32 x travels as bfloat16 and the result holds x rounded to bfloat16 (the same bits the
+/// GEMMs would round it to; half the bytes). Throws std::invalid_argument when x is not 3-D.
 Tensor gather_from_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward reduce-scatters (sums) the partial outputs of a row-parallel layer along the
 /// sequence: x [batch, seq, hidden] -> this rank's rows [batch, seq/tp, hidden]; backward
-/// all-gathers the gradient ("g-bar"). Throws std::invalid_argument when x is not 3-D or seq is
-/// not divisible by tp.
+/// all-gathers the gradient ("g-bar"), as bfloat16 under kernels::GemmOperands::bfloat16 (the
+/// gradient reaches only the row-parallel layer's GEMMs). Throws std::invalid_argument when x is
+/// not 3-D or seq is not divisible by tp.
 Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward keeps this rank's rows of the sequence: x [batch, seq, hidden] (the same on every TP
