@@ -23,6 +23,7 @@ struct Case {
   bool distributed_optimizer = false;
   bool sequence_parallel = false;
   int virtual_stages = 1;
+  bool llama = false;  // 4 heads on 2 key/value heads, ffn 96, untied head
 };
 
 TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
@@ -36,20 +37,28 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
         Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, true},
         Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, true},
         Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd, false, true},
-        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 2}}) {
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 2},
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 1, true},
+        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::adamw, false, true, 1, true}}) {
     for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
       if (!pipeline_layout_error(pp, c.virtual_stages, kMicroBatches).empty() ||
-          base.layers % (pp * c.virtual_stages) != 0) {
+          base.layers % (pp * c.virtual_stages) != 0 || (c.llama && 2 % tp != 0)) {
         continue;
       }
       SCOPED_TRACE(fmt::format(
           "tp {} pp {} dp {}, afab {}, recompute {}, distributed {}, sequence parallel {}, "
-          "virtual stages {}",
+          "virtual stages {}, llama {}",
           tp, pp, dp, c.schedule == ScheduleKind::afab, c.recompute, c.distributed_optimizer,
-          c.sequence_parallel, c.virtual_stages));
+          c.sequence_parallel, c.virtual_stages, c.llama));
       const comm::ParallelTopology topology(test::world(), tp, pp, dp);
       GptConfig config = base;
       config.padded_vocab = padded_vocab_size(config.vocab, tp);
+      if (c.llama) {
+        config.arch = Arch::llama;
+        config.kv_heads = 2;
+        config.ffn_hidden = 96;
+        config.tied_embeddings = false;
+      }
       GptTrainOptions options;
       options.schedule = c.schedule;
       options.recompute = c.recompute;

@@ -24,7 +24,11 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t sbh = s * b * h;
   // With sequence parallelism the LayerNorms' inputs (the residual stream) are split over TP.
   const std::int64_t block_input = in.sequence_parallel ? sbh / t : sbh;
-  const std::int64_t block = 2 * block_input + 2 * sbh + 16 * sbh / t + a * s * b / t;
+  // The MLP keeps GPT-2's pre-activation and activation (2 sbf / t, f = 4h: 8 sbh / t), or
+  // llama's gate, up and SwiGLU outputs (3 sbf / t).
+  const std::int64_t sbf = s * b * c.ffn_size();
+  const std::int64_t mlp = (c.llama() ? 3 : 2) * sbf / t;
+  const std::int64_t block = 2 * block_input + 2 * sbh + 8 * sbh / t + mlp + a * s * b / t;
   const std::int64_t blocks_in_flight =
       c.layers / (in.pp * in.virtual_stages) *
       chunks_in_flight(in.schedule, in.pp, in.stage, static_cast<int>(in.micro_batches),
@@ -50,7 +54,8 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t states = 2 * flat + (in.optimizer_states * flat + shards - 1) / shards;
   estimate.parameter_states = states * in.element_bytes;
   estimate.activations = activations * in.element_bytes;
-  estimate.optimizer_workspace = std::max(c.vocab_rows() * h, 4 * h * h) / t * in.element_bytes;
+  estimate.optimizer_workspace =
+      std::max(c.vocab_rows() * h, c.ffn_size() * h) / t * in.element_bytes;
   estimate.start_up = in.from_file ? 2 * whole_model * in.element_bytes + estimate.parameter_states
                                    : whole_model * in.element_bytes + estimate.weights;
   return estimate;

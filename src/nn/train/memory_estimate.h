@@ -54,8 +54,11 @@ struct MemoryEstimate {
 ///   with sequence parallelism (Korthikanti et al. 2022, sec. 4.2.2) 2 sbh / t + 2 sbh: the
 ///   LayerNorms' inputs are this rank's seq/tp rows, their outputs are kept all-gathered by the
 ///   column-parallel layers that read them (Megatron-LM's re-gather in backward is not done);
-/// - sharded, 16 sbh / t: q, k, v and their per-head copies (6 sbh / t), the attention output
-///   per head and its reshape (2 sbh / t), the MLP's pre-activation and activation (8 sbh / t);
+/// - sharded, 8 sbh / t + the MLP's: q, k, v and their per-head copies (6 sbh / t; llama's k
+///   and v after RoPE and after the copies that repeat each key/value head for its query heads,
+///   so grouped-query attention keeps as much as multi-head), the attention output per head and
+///   its reshape (2 sbh / t); GPT-2's MLP pre-activation and activation (2 sbf / t with f the
+///   MLP's inner size 4h: 8 sbh / t), llama's gate, up and SwiGLU outputs (3 sbf / t);
 /// - a s b / t: the fused attention's log-sum-exp per query row and head. Its [s, s] scores and
 ///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
@@ -70,7 +73,7 @@ struct MemoryEstimate {
 /// gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
 /// optimizer_states / state_shards) elements (with state_shards > 1, plus each flat buffer's
 /// padding: under state_shards elements per bucket), and the update's temporaries of the largest
-/// tensor (the embedding's shard, Vp h / t, or an MLP weight's, 4 h^2 / t). Start-up: the whole
+/// tensor (the embedding's shard, Vp h / t, or an MLP weight's, f h / t). Start-up: the whole
 /// model's parameters beside this rank's weights, or, from a file, twice the whole model (the file
 /// read and its tensors, which live until the trainer is built) beside all of this rank's parameter
 /// states: an upper bound, 20-30 % above the measured peak for GPT-2 124M. And kRuntimeBytes.
