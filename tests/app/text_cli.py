@@ -17,7 +17,8 @@ DIR holds GPT-2's encoder.json and vocab.bpe. The steps:
    tp 1 and tp 2; the prompt (FILE's first line) is encoded as the shard begins.
 4. A model whose vocabulary (50304) reaches past the tokenizer's, trained only on ids 50257 and
    up, still generates ids below 50257 with the tokenizer (ids it cannot decode are never
-   drawn).
+   drawn); a model trained mostly on end-of-texts stops at the end-of-text it draws after the
+   prompt "hello" and prints "hello" alone.
 5. Bad input, on both ranks of tp 2, one line and exit code 2: generate from a vocab-50257
    checkpoint without --tokenizer; eval --tokenizer on a shard; generate --tokenizer from a byte
    model (vocab 256, fewer ids than the tokenizer's).
@@ -36,7 +37,7 @@ from checkpoint_cli import fail, mpitron
 TRAIN = ["--layers", "1", "--hidden", "32", "--heads", "2", "--seq", "32", "--global-batch", "8",
          "--micro-batch", "8", "--lr", "1e-2", "--warmup-steps", "2", "--eval-interval", "0",
          "--eval-iters", "2"]
-SHARD_MAGIC, EOT = 20240520, 50256
+SHARD_MAGIC, EOT, HELLO = 20240520, 50256, 31373  # HELLO: GPT-2's id of "hello"
 
 
 def byte_decoder():
@@ -116,20 +117,43 @@ def check_generate(args, tokens):
             text, report = generate(args, sizes, f"{mode}_tp{sizes[0]}", args.ckpt, "--prompt",
                                     prompt, "--tokens", "12", "--seed", "3", *flags)
             ids = report["ids"]
-            if len(ids) != report["prompt_tokens"] + 12 or decode(ids) != text:
+            # An end-of-text drawn ends the sample early and is not printed.
+            shown = ids[:-1] if ids[-1] == EOT else ids
+            if len(ids) > report["prompt_tokens"] + 12 or decode(shown) != text or (
+                    len(ids) < report["prompt_tokens"] + 12 and ids[-1] != EOT):
                 fail(f"generate {mode} at {sizes}: printed {text!r}, ids {ids} decode to "
                      f"{decode(ids)!r}")
             runs.setdefault(mode, []).append(ids)
+            prompt_length = report["prompt_tokens"]
     for mode, ids in runs.items():
         if ids[0] != ids[1]:
             fail(f"generate {mode}: tp 1 drew {ids[0]}, tp 2 drew {ids[1]}")
-    # The prompt is the text's first line: its ids open the shard, after the end-of-text.
-    prompt_ids = runs["greedy"][0][:-12]
+    # The prompt is the text's first line: its ids open the shard, after the end-of-text (which
+    # GPT-2's tokenizer does not put before a prompt).
+    prompt_ids = runs["greedy"][0][:prompt_length]
     if prompt_ids != tokens[1:1 + len(prompt_ids)] or decode(prompt_ids) != prompt.encode():
         fail(f"the prompt's ids {prompt_ids} are not the shard's first ids "
              f"{tokens[1:1 + len(prompt_ids)]} or do not decode to {prompt!r}")
     print(f"generate: prompt {prompt!r} as {prompt_ids}; the same ids on tp 1 and 2, greedy "
-          f"{runs['greedy'][0][-12:]} and sampled {runs['sampled'][0][-12:]}")
+          f"{runs['greedy'][0][prompt_length:]} and sampled {runs['sampled'][0][prompt_length:]}")
+
+
+def check_stop_at_end_of_text(args):
+    """A model trained on "hello" after three end-of-texts, prompted with "hello", draws the
+    end-of-text greedily (the likelier token even to a model that learned only frequencies) and
+    stops there: one id after the prompt, and "hello" printed alone."""
+    shards = os.path.join(args.work, "hello")
+    os.makedirs(shards)
+    write_shard(os.path.join(shards, "hello_train_000000.bin"), [EOT, EOT, EOT, HELLO] * 1000)
+    ckpt = os.path.join(args.work, "ckpt_hello")
+    mpitron(args, (1, 1, 1), "train", "--data", shards, "--vocab", "50257", "--steps", "20",
+            "--save", ckpt, *TRAIN)
+    text, report = generate(args, (1, 1, 1), "hello", ckpt, "--prompt", "hello", "--tokens",
+                            "20", "--temperature", "0")
+    if report["ids"] != [HELLO, EOT] or text != b"hello":
+        fail(f"generate after 'hello' drew {report['ids']} and printed {text!r}: expected "
+             f"[{HELLO}, {EOT}] and b'hello'")
+    print(f"generate stopped at the end-of-text: ids {report['ids']}, printed {text!r}")
 
 
 def check_vocabulary_past_the_tokenizer(args):
@@ -205,6 +229,7 @@ def main():
     check_eval(args)
     check_generate(args, tokens)
     check_vocabulary_past_the_tokenizer(args)
+    check_stop_at_end_of_text(args)
     check_bad_input(args)
     print("all text checks passed")
 

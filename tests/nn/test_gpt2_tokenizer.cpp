@@ -181,6 +181,9 @@ TEST(BpeTokenizer, LoadsGpt2AndEncodesKnownIds) {
   EXPECT_THAT(gpt2.encode("Hello world"), ::testing::ElementsAre(15496, 995));
   // "<|endoftext|>" in a text is ordinary text (tiktoken's encode_ordinary).
   EXPECT_THAT(gpt2.encode("<|endoftext|>"), ::testing::Not(::testing::Contains(50256)));
+  // generate: no BOS before a prompt (the end-of-text ends documents), and a sample ends there.
+  EXPECT_THAT(gpt2.stop_ids(), ::testing::ElementsAre(nn::kGpt2EndOfText));
+  EXPECT_FALSE(gpt2.prompt_starts_with_document_start());
 }
 
 class Gpt2Reference : public ::testing::TestWithParam<ReferenceText> {};

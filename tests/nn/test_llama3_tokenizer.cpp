@@ -109,6 +109,10 @@ TEST(Llama3Tokenizer, HasItsVocabularyAndSpecialTokens) {
     // A special token's text is ordinary text to encode(), the token to encode_with_special().
     EXPECT_THAT(llama->encode("<|eot_id|>"), ::testing::Not(::testing::Contains(128009)));
     EXPECT_THAT(llama->encode_with_special("a<|eot_id|>"), ::testing::ElementsAre(64, 128009));
+    // generate: a prompt opens with <|begin_of_text|> and a sample ends at either end token.
+    EXPECT_THAT(llama->stop_ids(),
+                ::testing::ElementsAre(nn::kLlama3EndOfText, nn::kLlama3EndOfTurn));
+    EXPECT_TRUE(llama->prompt_starts_with_document_start());
   }
   // The special tokens of the rank file are those tokenizer.json lists.
   const nlohmann::json json = nlohmann::json::parse(file_bytes(llama3_tokenizer_json()));

@@ -25,7 +25,7 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
   c.add_option("--data", o.data, "Text file (as bytes), or llm.c token shards: file, folder, glob")
       ->required();
   c.add_option("--tokenizer", o.tokenizer,
-               "GPT-2 tokenizer (encoder.json + vocab.bpe, or gpt2_tokenizer.bin): "
+               "Tokenizer file or folder (GPT-2's, Llama 3's tokenizer.model, a tokenizer.json): "
                "--data is text to encode");
   c.add_option("--seq", o.seq, "Window length (default: the checkpoint's block size)")
       ->check(size_at_most_max());

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <optional>
@@ -21,7 +22,8 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--prompt", o.prompt, "Text to continue")->required();
   c.add_option("--tokenizer", o.tokenizer,
-               "GPT-2 tokenizer (encoder.json + vocab.bpe, or gpt2_tokenizer.bin); else bytes");
+               "Tokenizer file or folder (GPT-2's, Llama 3's tokenizer.model, a tokenizer.json; "
+               "BOS and stop tokens from it); else bytes");
   c.add_option("--tokens", o.tokens,
                fmt::format("Tokens to generate (at most {})", kMaxGenerateTokens))
       ->capture_default_str();
@@ -88,21 +90,30 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
   const nn::GptStage stage(
       run.config, nn::checkpoint_init(run.checkpoint, autograd::DType::f32, run.device), topology);
   std::vector<std::int64_t> prompt;
+  nn::SamplingOptions sampling{o.temperature, o.top_k, o.common.seed,
+                               tokenizer ? tokenizer->vocab_size() : 0};
   if (tokenizer) {
+    if (tokenizer->prompt_starts_with_document_start())
+      prompt.push_back(tokenizer->document_start());
     for (const std::int32_t id : tokenizer->encode(o.prompt))
       prompt.push_back(id);
+    for (const std::int32_t id : tokenizer->stop_ids())
+      sampling.stop_ids.push_back(id);
   } else {
     for (const char ch : o.prompt)
       prompt.push_back(static_cast<unsigned char>(ch));
   }
-  const std::int64_t sampled_vocab = tokenizer ? tokenizer->vocab_size() : 0;
   const std::vector<std::int64_t> ids =
-      nn::generate(stage, topology.tp_comm(), prompt, o.tokens,
-                   {o.temperature, o.top_k, o.common.seed, sampled_vocab});
+      nn::generate(stage, topology.tp_comm(), prompt, o.tokens, sampling);
   if (world.rank() == 0) {
     std::string text;
     if (tokenizer) {
-      const std::vector<std::int32_t> narrow(ids.begin(), ids.end());
+      // The text without the BOS and the stop token that ended it (the JSON keeps every id).
+      const bool stopped = ids.size() > prompt.size() &&
+                           std::find(sampling.stop_ids.begin(), sampling.stop_ids.end(),
+                                     ids.back()) != sampling.stop_ids.end();
+      const auto begin = ids.begin() + (tokenizer->prompt_starts_with_document_start() ? 1 : 0);
+      const std::vector<std::int32_t> narrow(begin, stopped ? ids.end() - 1 : ids.end());
       text = tokenizer->decode(narrow);
     } else {
       for (const std::int64_t id : ids)

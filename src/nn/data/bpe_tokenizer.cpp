@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <unordered_map>
 
 namespace mpitron::nn {
@@ -142,6 +144,25 @@ const std::string& BpeTokenizer::token_bytes(std::int32_t id) const {
         fmt::format("token id {} is outside the vocabulary of {}", id, vocab_size()));
   }
   return tokens_[id];
+}
+
+std::vector<std::int32_t> BpeTokenizer::stop_ids() const {
+  static const std::array<std::string_view, 5> kEnds = {"<|endoftext|>", "<|end_of_text|>",
+                                                        "<|eot_id|>", "</s>", "<|im_end|>"};
+  std::vector<std::int32_t> candidates = rules_.special_ids;
+  candidates.push_back(document_start_);
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  std::vector<std::int32_t> stops;
+  for (const std::int32_t id : candidates) {
+    if (std::find(kEnds.begin(), kEnds.end(), token_bytes(id)) != kEnds.end()) stops.push_back(id);
+  }
+  return stops;
+}
+
+bool BpeTokenizer::prompt_starts_with_document_start() const {
+  const std::vector<std::int32_t> stops = stop_ids();
+  return std::find(stops.begin(), stops.end(), document_start_) == stops.end();
 }
 
 std::string BpeTokenizer::decode(std::span<const std::int32_t> ids) const {

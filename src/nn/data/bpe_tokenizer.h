@@ -104,6 +104,16 @@ class BpeTokenizer {
   /// The rules it was built with (pattern, whole pieces first, special ids).
   const BpeRules& rules() const { return rules_; }
 
+  /// The special tokens (rules().special_ids, and document_start) whose text ends a document or
+  /// a turn: "<|endoftext|>" (GPT-2, SmolLM), "<|end_of_text|>" and "<|eot_id|>" (Llama 3),
+  /// "</s>" and "<|im_end|>": where a generation stops (Hugging Face's eos_token_id list).
+  std::vector<std::int32_t> stop_ids() const;
+
+  /// Whether a prompt starts with document_start(): where it opens a document and ends none
+  /// (Llama 3's <|begin_of_text|>, as Hugging Face's tokenizer adds its BOS), not where it also
+  /// ends documents (GPT-2's <|endoftext|>, which Hugging Face's GPT-2 tokenizer does not add).
+  bool prompt_starts_with_document_start() const;
+
   /// The number of distinct merge pairs (50000 for GPT-2's vocab.bpe).
   std::size_t merge_count() const { return merges_.size(); }
 

@@ -63,6 +63,10 @@ std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicat
     std::vector<double> logits = gather_from_tp(stage.logits(hidden), tp).to_vector();
     logits.resize(static_cast<std::size_t>(vocab));  // drop the padding
     ids.push_back(sample_token(logits, options, draws[step]));
+    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), ids.back()) !=
+        options.stop_ids.end()) {
+      break;
+    }
   }
   return ids;
 }

@@ -13,6 +13,9 @@ struct SamplingOptions {
   std::int64_t top_k = 0;    ///< sample among the k most likely ids only (0: all)
   std::uint64_t seed = 0;
   std::int64_t vocab = 0;  ///< ids >= vocab are never drawn (0: the model's whole vocabulary)
+  /// Generation ends after drawing one of these (a tokenizer's end of text or of turn,
+  /// nn::generation_stop_ids); none: always `count` ids.
+  std::vector<std::int64_t> stop_ids;
 };
 
 /// The next-token distribution's choice for `logits` [vocab] (the full vocabulary, on the host):
@@ -22,7 +25,8 @@ struct SamplingOptions {
 std::int64_t sample_token(const std::vector<double>& logits, const SamplingOptions& options,
                           double u);
 
-/// `prompt` followed by `count` sampled ids: each step runs the model over the last block_size
+/// `prompt` followed by `count` sampled ids, or fewer ending with the first of
+/// options.stop_ids drawn: each step runs the model over the last block_size
 /// ids, all-gathers the last position's logits over TP, keeps the first min(vocab,
 /// options.vocab) of them (never the padding) and samples with the uniform of stream (seed,
 /// step), so every rank (and every topology) draws the same ids. `stage` must hold the
