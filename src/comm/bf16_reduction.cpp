@@ -4,6 +4,7 @@
 #include <array>
 
 #include "comm/errors.h"
+#include "kernels/cpu/bf16_convert.h"
 
 namespace mpitron::comm {
 
@@ -40,9 +41,17 @@ MPI_Op create(MPI_User_function* function) {
 
 void combine_bf16(kernels::bf16* out, const kernels::bf16* first, const kernels::bf16* second,
                   std::size_t count, ReduceOp op) {
-  for (std::size_t i = 0; i < count; ++i) {
-    out[i] = kernels::to_bf16(
-        combine_one(kernels::bf16_to_float(first[i]), kernels::bf16_to_float(second[i]), op));
+  // In chunks on the stack: widened (exactly), combined, rounded by the vector loops of
+  // kernels/cpu/bf16_convert.h. `out` may alias an input: each chunk is read before it is written.
+  constexpr std::size_t kChunk = 512;
+  std::array<float, kChunk> a{}, b{};
+  for (std::size_t begin = 0; begin < count; begin += kChunk) {
+    const std::size_t n = std::min(kChunk, count - begin);
+    kernels::cpu::widen_bf16(first + begin, a.data(), n);
+    kernels::cpu::widen_bf16(second + begin, b.data(), n);
+    for (std::size_t i = 0; i < n; ++i)
+      a[i] = combine_one(a[i], b[i], op);
+    kernels::cpu::round_to_bf16(a.data(), out + begin, n);
   }
 }
 
