@@ -10,6 +10,7 @@
 #include "comm/recursive_doubling.h"
 #include "comm/ring_all_reduce.h"
 #include "comm/staging.h"
+#include "comm/traffic.h"
 
 namespace mpitron::comm {
 
@@ -17,6 +18,7 @@ using kernels::Buffer;
 
 void all_reduce(const Communicator& comm, Buffer& buffer, ReduceOp op) {
   if (buffer.empty()) return;
+  count_traffic(comm, buffer.bytes());
   const MPI_Op reduction = reduction_op(comm, buffer, op);  // throws for avg of integers
   const MPI_Datatype type = mpi_type(buffer.dtype());
   const Operation operation{"all_reduce", -1, buffer.bytes()};
@@ -66,6 +68,7 @@ void broadcast(const Communicator& comm, Buffer& buffer, int root) {
                                 " ranks");
   }
   if (buffer.empty()) return;
+  count_traffic(comm, buffer.bytes());
   const bool is_root = comm.rank() == root;
   Buffer& image =
       is_root ? stage_in_place(comm, buffer, Slot::send) : stage_target(comm, buffer, Slot::recv);

@@ -15,6 +15,7 @@
 #include "comm/mpi_util.h"
 #include "comm/p2p_gather_scatter.h"
 #include "comm/staging.h"
+#include "comm/traffic.h"
 #include "kernels/fault_injection.h"
 #include "kernels/ops.h"
 
@@ -118,6 +119,7 @@ Operation tile_operation(std::string_view what, const WideLayout& wide, const Ti
 }  // namespace
 
 void all_gather(const Communicator& comm, const Buffer& in, Buffer& out, std::size_t outer) {
+  count_traffic(comm, in.bytes());
   run_tiled("all_gather", comm, in, out, in, out, outer,
             [&](const Tile& tile, const WideLayout& wide, const Buffer& src, Buffer& dst) {
               const int count = mpi_count(tile.rows * tile.cols);
@@ -154,6 +156,7 @@ void all_gather(const Communicator& comm, const Buffer& in, Buffer& out, std::si
 
 void reduce_scatter(const Communicator& comm, const Buffer& in, Buffer& out, std::size_t outer,
                     ReduceOp op) {
+  count_traffic(comm, in.bytes());
   run_tiled("reduce_scatter", comm, in, out, out, in, outer,
             [&](const Tile& tile, const WideLayout& wide, const Buffer& src, Buffer& dst) {
               const MPI_Op reduction = reduction_op(comm, in, op);  // throws for avg of integers

@@ -7,6 +7,7 @@
 #include "comm/collectives.h"
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
+#include "comm/traffic.h"
 #include "kernels/ops.h"
 
 namespace mpitron::comm {
@@ -55,6 +56,7 @@ void PendingReduction::start_all_reduce(const Communicator& comm, kernels::Buffe
     requests_.clear();
     return;
   }
+  count_traffic(comm, reduced.bytes());
   const MPI_Datatype type = mpi_type(reduced.dtype());
   const MPI_Op mpi_reduce = reduction_op(comm, reduced, op);
   for (std::size_t i = 0; i < requests_.size(); ++i) {
@@ -98,6 +100,7 @@ void PendingReduction::start_reduce_scatter(const Communicator& comm, kernels::B
     requests_.clear();
     return;
   }
+  count_traffic(comm, sent.bytes());
   check_mpi(MPI_Ireduce_scatter_block(sent.data(), result.data(), mpi_count(count),
                                       mpi_type(sent.dtype()), reduction_op(comm, sent, op),
                                       comm.native(), &requests_[0]),

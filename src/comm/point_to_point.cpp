@@ -8,6 +8,7 @@
 #include "comm/errors.h"
 #include "comm/mpi_util.h"
 #include "comm/staging.h"
+#include "comm/traffic.h"
 #include "comm/transfer.h"
 
 namespace mpitron::comm {
@@ -84,6 +85,7 @@ void wait_all(std::span<SendRequest> requests) {
 SendRequest isend(const Communicator& comm, const Buffer& buffer,
                   std::span<const std::int64_t> shape, int dst, int tag) {
   transfer::check_arguments("send", comm, buffer, shape, dst, tag);
+  count_traffic(comm, buffer.bytes());
   auto state = std::make_unique<SendRequest::State>();
   state->comm = comm;
   state->peer = dst;

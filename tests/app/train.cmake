@@ -106,7 +106,8 @@ mpitron_add_expect_test(train_grad_reduce_in_bf16_stated TARGET mpitron NP 2 TIM
   ARGS train ${train_small} --dp 2 --bf16 --grad-reduce-in-bf16
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_grad_reduce_bf16
   EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs and DP gradient reduction, float32 master"
-                              "step 3/3 loss")
+                              "step 3/3 loss"
+                              "communication per step \\(rank 0, payload it hands to each group, mean\\): dp [0-9.]+ MiB")
 
 # --recompute is stated in the start-up line, as bench states it.
 mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

@@ -12,7 +12,9 @@
 #include "comm/collectives.h"
 #include "comm/ring_all_reduce.h"
 #include "comm/topology.h"
+#include "comm/traffic.h"
 #include "comm_test_support.h"
+#include "kernels/ops.h"
 #include "mpi_test_main.h"
 
 namespace mpitron::test {
@@ -203,6 +205,28 @@ TEST_P(CollectiveTest, BroadcastFromEveryRoot) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, CollectiveTest, ::testing::ValuesIn(all_buffer_kinds()), kind_name);
+
+// comm/traffic.h: each call adds its payload to its communicator's count (nothing on one rank):
+// all_reduce its buffer, all_gather this rank's shard, reduce_scatter its whole input,
+// broadcast its buffer.
+TEST(Collectives, TrafficCountsEachCallsPayload) {
+  const Communicator& comm = world();
+  const std::size_t n = static_cast<std::size_t>(comm.size());
+  const comm::Traffic before = comm::traffic();
+  kernels::Buffer ten = make_buffer(numbered(0, 10), {kernels::DType::f32, kernels::Device::cpu});
+  comm::all_reduce(comm, ten, ReduceOp::sum);
+  kernels::Buffer three(3, kernels::DType::f64, kernels::Device::cpu);
+  kernels::Buffer gathered(3 * n, kernels::DType::f64, kernels::Device::cpu);
+  kernels::fill(three, 1.0);
+  comm::all_gather(comm, three, gathered, 1);
+  kernels::Buffer scattered(2, kernels::DType::f32, kernels::Device::cpu);
+  comm::reduce_scatter(comm,
+                       make_buffer(numbered(0, 2 * n), {kernels::DType::f32, kernels::Device::cpu}),
+                       scattered, 1);
+  comm::broadcast(comm, ten, 0);
+  const std::uint64_t counted = comm::traffic_since(before, comm::traffic())[comm.name()];
+  EXPECT_EQ(counted, n == 1 ? 0u : 40u + 24u + 8u * n + 40u);
+}
 
 TEST(Collectives, BarrierWaitsForTheLastRank) {
   // The last rank enters 200 ms late; everyone must leave after it entered. The 100 ms bound

@@ -7,6 +7,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "comm/traffic.h"
 #include "kernels/bf16.h"
 #include "kernels/ops.h"
 #include "nn/layers/tp_mappings.h"
@@ -104,7 +105,7 @@ double bf16_rounded(double x) {
 // bfloat16: the gathered input of a column-parallel layer holds every rank's rows rounded to
 // bfloat16, so a GEMM on it gives exactly the bits of the same GEMM on the unrounded rows; and
 // the gradient gathered for a row-parallel layer is rounded alike. With float32 operands nothing
-// is rounded.
+// is rounded. The traffic count shows the halved payload.
 TEST(SequenceParallel, WithBfloat16OperandsTheGathersForGemmsCarryBfloat16) {
   const comm::Communicator& tp = test::world();
   const int n = tp.size();
@@ -128,7 +129,11 @@ TEST(SequenceParallel, WithBfloat16OperandsTheGathersForGemmsCarryBfloat16) {
     SCOPED_TRACE(bf16 ? "bfloat16 operands" : "float32 operands");
     const kernels::GemmOperandsScope scope(operands);
     Tensor shard = shard_of(tp.rank()).set_requires_grad();
+    const comm::Traffic before = comm::traffic();
     const Tensor full = gather_from_sequence_parallel_region(shard, tp);
+    // The payload counted for the gather: this rank's shard, 2 bytes an element in bfloat16.
+    const std::uint64_t sent = comm::traffic_since(before, comm::traffic())[tp.name()];
+    EXPECT_EQ(sent, n == 1 ? 0u : shard_numel * (bf16 ? 2u : 4u));
     const std::vector<double> got = full.to_vector(), want = dense.to_vector();
     for (std::size_t i = 0; i < got.size(); ++i)
       EXPECT_EQ(got[i], bf16 && n > 1 ? bf16_rounded(want[i]) : want[i]) << "element " << i;

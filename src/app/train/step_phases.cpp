@@ -1,9 +1,12 @@
 #include "app/train/step_phases.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace mpitron::app {
 
@@ -53,6 +56,31 @@ std::string PhaseTotals::text() const {
                         total > 0 ? 100.0 * seconds / total : 0.0);
   }
   return text;
+}
+
+void TrafficTotals::add(const comm::Traffic& before, const comm::Traffic& after) {
+  for (const auto& [name, bytes] : comm::traffic_since(before, after))
+    sum_[name] += bytes;
+  ++steps_;
+}
+
+nlohmann::json TrafficTotals::mean_mib() const {
+  nlohmann::json mean = nlohmann::json::object();
+  for (const auto& [name, bytes] : sum_) {
+    if (bytes > 0) mean[name] = static_cast<double>(bytes) / (1024.0 * 1024.0) / steps_;
+  }
+  return mean;
+}
+
+std::string TrafficTotals::text() const {
+  std::vector<std::string> parts;
+  for (const auto& [name, bytes] : sum_) {
+    if (bytes > 0) {
+      parts.push_back(fmt::format("{} {:.2f} MiB", name,
+                                  static_cast<double>(bytes) / (1024.0 * 1024.0) / steps_));
+    }
+  }
+  return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
 }  // namespace mpitron::app

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "comm/traffic.h"
 #include "nn/train/gpt_trainer.h"
 
 namespace mpitron::app {
@@ -34,6 +35,24 @@ class PhaseTotals {
   nn::StepPhases sum_;
   int steps_ = 0;
   bool parameter_all_gather_;
+};
+
+/// The mean bytes per step this rank handed to each group's communication (comm/traffic.h),
+/// summed over the steps added, in MiB: {"tp": 1.5, "dp": 3.0}, the groups in name order.
+class TrafficTotals {
+ public:
+  /// Counts one step: the traffic between the snapshots before and after it.
+  void add(const comm::Traffic& before, const comm::Traffic& after);
+
+  /// {name: MiB per step} of the mean (empty when nothing was added or sent).
+  nlohmann::json mean_mib() const;
+
+  /// "tp 1.50 MiB, dp 3.00 MiB" of the mean, or "none" (one rank, or no group sent anything).
+  std::string text() const;
+
+ private:
+  comm::Traffic sum_;
+  int steps_ = 0;
 };
 
 }  // namespace mpitron::app

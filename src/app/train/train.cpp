@@ -157,6 +157,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   double step_ms = 0.0;
   double step_wait_s = 0.0;  // in the wait routine during the steps
   PhaseTotals phases(o.use_distributed_optimizer && run.sizes.dp > 1);  // this rank's
+  TrafficTotals traffic;                                                // this rank's
   // Saves `step` with --save; false (after the error line) when the step is not finite.
   const auto save_step = [&](std::int64_t step) {
     try {
@@ -180,7 +181,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     const double lr = schedule.at(step);
     const auto t0 = std::chrono::steady_clock::now();
     const double wait0 = comm::wait_seconds();
+    const comm::Traffic sent0 = comm::traffic();
     const nn::StepResult result = trainer.step(batches, lr);
+    traffic.add(sent0, comm::traffic());
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_wait_s += comm::wait_seconds() - wait0;
@@ -246,7 +249,11 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     run.log->info("idle share per pipeline stage (waiting on communication in the steps): {}",
                   percentages(idle_by_stage));
   }
-  if (first_step <= last_step) run.log->info("step phases (rank 0, mean): {}", phases.text());
+  if (first_step <= last_step) {
+    run.log->info("step phases (rank 0, mean): {}", phases.text());
+    run.log->info("communication per step (rank 0, payload it hands to each group, mean): {}",
+                  traffic.text());
+  }
   const std::vector<double> rss_mib = comm::all_gather_scalar(world, peak_rss_mib());
   run.log->info("peak RSS {:.0f} MiB per rank at most (estimate {:.0f} MiB)",
                 *std::max_element(rss_mib.begin(), rss_mib.end()),
@@ -256,6 +263,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     summary["memory_estimate_mib_by_rank"] = estimate_mib;
     summary["idle_share_by_stage"] = idle_by_stage;
     summary["step_phases_ms"] = phases.mean_ms();
+    summary["comm_mib_per_step"] = traffic.mean_mib();
     const auto steps = static_cast<double>(std::max<std::int64_t>(last_step - first_step + 1, 0));
     summary["seconds"] = seconds;
     summary["ms_per_step"] = steps > 0 ? step_ms / steps : 0.0;
