@@ -45,5 +45,8 @@ MPITRON_INSTANTIATE(double)
 MPITRON_INSTANTIATE(std::int32_t)
 MPITRON_INSTANTIATE(std::int64_t)
 #undef MPITRON_INSTANTIATE
+// copy_rows only moves elements, so it takes bfloat16 too (kernels::copy_rows).
+template void Kernels::copy_rows<bf16>(const bf16*, std::size_t, bf16*, std::size_t, std::size_t,
+                                       std::size_t);
 
 }  // namespace mpitron::kernels::cuda
