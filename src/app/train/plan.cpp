@@ -127,6 +127,9 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   plan.config.rope_theta = o.rope_theta;
   plan.config.norm_eps = o.norm_eps;
   plan.config.tied_embeddings = !o.untie_embeddings;
+  if (const auto preset = nn::model_preset(o.model); preset && arch == nn::Arch::llama) {
+    plan.config.rope_scaling = preset->rope_scaling;  // no flag sets it: a preset or a file
+  }
   if (!o.init_from.empty()) plan.start.pretrained = load_init_from(o, plan.config);
   if (plan.config.vocab >= 1 && plan.sizes.tp >= 1) {
     plan.config.padded_vocab = nn::padded_vocab_size(plan.config.vocab, plan.sizes.tp);
