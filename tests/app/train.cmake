@@ -47,7 +47,7 @@ set(train_bad_runs
   "arch|--arch falcon|--arch 'falcon' is not one of: gpt2, llama"
   "llamaflag|--kv-heads 2|--kv-heads is a llama flag: add --arch llama"
   "llamagelu|--arch llama --gelu tanh|--gelu is a gpt2 flag: the llama MLP is SwiGLU"
-  "llamainit|--arch llama --init-from x.bin|--init-from reads GPT-2 files"
+  "llamainit|--arch llama --init-from x.bin|--init-from x.bin: --arch llama reads a Hugging Face Llama folder"
   "kvheads|--arch llama --heads 4 --hidden 64 --kv-heads 3|heads 4 is not divisible by kv heads 3"
   "kvtp|--arch llama --heads 4 --hidden 64 --kv-heads 1 --tp 2 --dp 1|kv heads 1 is not divisible by tp 2 (each TP rank holds whole key/value heads)"
   "ffntp|--arch llama --heads 4 --hidden 64 --ffn-hidden 101 --tp 2 --dp 1|ffn hidden 101 is not divisible by tp 2"

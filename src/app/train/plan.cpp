@@ -11,6 +11,7 @@
 #include "comm/errors.h"
 #include "kernels/ops.h"
 #include "nn/checkpoint/checkpoint.h"
+#include "nn/checkpoint/hf_llama.h"
 #include "nn/fault_injection.h"
 #include "nn/wording.h"
 
@@ -103,7 +104,14 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
                             o.dtype);
   }
   const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
-  const nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
+  nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
+  if (!o.init_from.empty() && nn::is_hf_llama_path(o.init_from)) {
+    if (o.model_flags_given.contains("arch") && arch != nn::Arch::llama) {
+      throw comm::ConfigError(fmt::format(
+          "--init-from {}: a Hugging Face Llama folder, but --arch {}", o.init_from, o.arch));
+    }
+    arch = nn::Arch::llama;
+  }
   check_family_flags(o, arch);
   const nn::LrDecayStyle decay =
       parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string);
@@ -261,6 +269,14 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
 nlohmann::json describe_run(const TrainOptions& o, const TrainPlan& plan) {
   nlohmann::json config = train_config(o);
   if (!o.init_from.empty()) {  // the model's sizes are the file's, not the flags'
+    if (plan.config.llama()) {
+      config.update({{"arch", nn::to_string(plan.config.arch)},
+                     {"kv_heads", plan.config.kv_head_count()},
+                     {"ffn_hidden", plan.config.ffn_size()},
+                     {"rope_theta", plan.config.rope_theta},
+                     {"norm_eps", plan.config.norm_eps},
+                     {"untie_embeddings", !plan.config.tied_embeddings}});
+    }
     config.update({{"vocab", plan.config.vocab},
                    {"block_size", plan.config.block_size},
                    {"layers", plan.config.layers},
