@@ -19,7 +19,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from make_golden import DTYPE, write
+from make_golden import DTYPE, model_goldens, write
 from make_golden_llama import rotary
 
 SEED = 20261206
@@ -83,13 +83,7 @@ def main():
     initial = initial_parameters(gen)
     windows = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=gen)
     tokens, targets = windows[:, :SEQ], windows[:, 1:]
-    leaves = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
-    loss = loss_of(leaves, tokens, targets)
-    loss.backward()
-    out = {f"param.{n}": t for n, t in initial.items()}
-    out.update({"tokens": tokens, "targets": targets, "loss": loss})
-    out.update({f"grad.{n}": t.grad for n, t in leaves.items()})
-    write("llama.json", out)
+    write("llama.json", model_goldens(loss_of, initial, tokens, targets))
 
 
 if __name__ == "__main__":
