@@ -92,7 +92,8 @@ mpitron_add_expect_test(train_llama_stated TARGET mpitron NP 2 TIMEOUT 60 MAX_SE
 mpitron_add_expect_test(export_llama_refused TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS export --load ${train_llama_dir} --out ${CMAKE_CURRENT_BINARY_DIR}/llama.safetensors
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama
-  EXPECT_EXIT 2 EXPECT_OUTPUT "holds a llama model; export writes GPT-2's formats only")
+  EXPECT_EXIT 2 EXPECT_OUTPUT
+  "holds a llama model, which exports as a Hugging Face Llama folder only .--format hf., not --format safetensors")
 set_tests_properties(export_llama_refused PROPERTIES DEPENDS train_llama_stated)
 
 # --bf16 is stated in the start-up line.
