@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from make_golden import DATA_DIR, DTYPE, write
-from make_golden_llama import rotary
+from make_golden_llama import causal_gqa
 from make_llmc_sample import write_safetensors
 
 SEED = 20261207
@@ -93,26 +93,14 @@ def rms_norm(x, weight, eps):
 
 def llama_logits(p, tokens, config):
     """LlamaForCausalLM's logits [batch, seq, vocab] of tokens [batch, seq] (positions 0..)."""
-    b, t = tokens.shape
-    c, heads = config["hidden_size"], config["num_attention_heads"]
-    kv_heads, eps, d = config["num_key_value_heads"], config["rms_norm_eps"], c // heads
-    theta, scaling = config["rope_theta"], config["rope_scaling"]
-    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    eps, theta, scaling = config["rms_norm_eps"], config["rope_theta"], config["rope_scaling"]
     x = p["model.embed_tokens.weight"][tokens]
     for i in range(config["num_hidden_layers"]):
         h = f"model.layers.{i}."
         a = rms_norm(x, p[h + "input_layernorm.weight"], eps)
-        q = rotary((a @ p[h + "self_attn.q_proj.weight"].t()).view(b, t, heads, d), theta, 0,
-                   scaling)
-        k = rotary((a @ p[h + "self_attn.k_proj.weight"].t()).view(b, t, kv_heads, d), theta, 0,
-                   scaling)
-        v = (a @ p[h + "self_attn.v_proj.weight"].t()).view(b, t, kv_heads, d)
-        k = k.repeat_interleave(heads // kv_heads, dim=2)
-        v = v.repeat_interleave(heads // kv_heads, dim=2)
-        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
-        att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        y = causal_gqa(a, p[h + "self_attn.q_proj.weight"], p[h + "self_attn.k_proj.weight"],
+                       p[h + "self_attn.v_proj.weight"], heads, kv_heads, theta, scaling)
         x = x + y @ p[h + "self_attn.o_proj.weight"].t()
         m = rms_norm(x, p[h + "post_attention_layernorm.weight"], eps)
         gated = F.silu(m @ p[h + "mlp.gate_proj.weight"].t()) * (m @ p[h + "mlp.up_proj.weight"].t())

@@ -82,6 +82,24 @@ def rotary(x, theta, offset, scaling=None):
     return x * cos + rotate_half(x) * sin
 
 
+def causal_gqa(a, wq, wk, wv, heads, kv_heads, theta, scaling=None):
+    """LlamaAttention before o_proj: a [batch, seq, c] projected by wq, wk, wv ([out, in]), RoPE
+    on q and k, each key/value head repeated for its heads // kv_heads query heads (repeat_kv),
+    causal softmax(q k^T / sqrt(head_dim)) v; returns [batch, seq, c]."""
+    b, t, c = a.shape
+    d = c // heads
+    q = rotary((a @ wq.t()).view(b, t, heads, d), theta, 0, scaling)
+    k = rotary((a @ wk.t()).view(b, t, kv_heads, d), theta, 0, scaling)
+    v = (a @ wv.t()).view(b, t, kv_heads, d)
+    k = k.repeat_interleave(heads // kv_heads, dim=2)
+    v = v.repeat_interleave(heads // kv_heads, dim=2)
+    q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+    att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+    return (att @ v).transpose(1, 2).reshape(b, t, c)
+
+
 def rotary_goldens(gen):
     out = {}
     for name, shape, theta, offset in (("q", (2, 6, 3, 8), 10000.0, 0),
