@@ -99,8 +99,8 @@ class SafetensorsReader {
   /// be opened, is shorter than 8 bytes, its header length reaches beyond the file, the header is
   /// not JSON or not an object of the form above, a dtype is not F32/F64/I32/I64/BF16, a shape is
   /// not a list of non-negative integers, data_offsets are out of order (begin > end), overlap,
-  /// leave a gap or lie beyond the data section, a shape does not match its byte size, the data section
-  /// is shorter than the tensors need ("short data") or has bytes after the last tensor.
+  /// leave a gap or lie beyond the data section, a shape does not match its byte size, the data
+  /// section is shorter than the tensors need ("short data") or has bytes after the last tensor.
   explicit SafetensorsReader(std::filesystem::path path);
 
   const std::filesystem::path& path() const { return path_; }

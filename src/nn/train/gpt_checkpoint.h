@@ -57,8 +57,8 @@ struct GptCheckpoint {
 GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments);
 
 /// The message of the first model choice (family, size, kv heads, ffn size, tied embeddings,
-/// GELU form, norm eps, RoPE theta, rope_scaling) in which `checkpoint` differs from `config` ("the checkpoint
-/// has hidden 256, this run 128"), or nothing. The padding of the
+/// GELU form, norm eps, RoPE theta, rope_scaling) in which `checkpoint` differs from `config`
+/// ("the checkpoint has hidden 256, this run 128"), or nothing. The padding of the
 /// vocabulary may differ: checkpoint_init and restore_optimizer refit it.
 std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoint,
                                                    const GptConfig& config);
