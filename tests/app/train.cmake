@@ -96,6 +96,14 @@ mpitron_add_expect_test(export_llama_refused TARGET mpitron NP 1 TIMEOUT 60 MAX_
   "holds a llama model, which exports as a Hugging Face Llama folder only .--format hf., not --format safetensors")
 set_tests_properties(export_llama_refused PROPERTIES DEPENDS train_llama_stated)
 
+# --model llama-3.2-1b brings Llama 3's rope_scaling, which the start-up line states, also when
+# size flags shrink the model.
+mpitron_add_expect_test(train_llama32_scaling_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train --model llama-3.2-1b ${train_small} --kv-heads 2 --ffn-hidden 48 --vocab 256
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama32
+  EXPECT_EXIT 0 EXPECT_OUTPUT
+  "RoPE theta 500000 with llama3 scaling .factor 32, low 1, high 4, original 8192., tied head")
+
 # --bf16 is stated in the start-up line.
 mpitron_add_expect_test(train_bf16_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS train ${train_small} --bf16 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bf16
