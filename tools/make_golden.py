@@ -38,6 +38,19 @@ def write(name, tensors):
     print(f"wrote {path} ({len(body)} tensors)")
 
 
+def model_goldens(loss_of, initial, tokens, targets):
+    """The golden entries of one model's loss and gradients: "param.<name>" for every initial
+    parameter, "tokens", "targets", the loss_of(parameters, tokens, targets) "loss" and
+    "grad.<name>" for every parameter (make_golden_gpt.py, make_golden_llama_model.py)."""
+    leaves = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
+    loss = loss_of(leaves, tokens, targets)
+    loss.backward()
+    out = {f"param.{n}": t for n, t in initial.items()}
+    out.update({"tokens": tokens, "targets": targets, "loss": loss})
+    out.update({f"grad.{n}": t.grad for n, t in leaves.items()})
+    return out
+
+
 def grad_of(fn, x, upstream):
     """(fn(x), d<fn(x), upstream>/dx) for a fresh leaf copy of x."""
     leaf = x.clone().requires_grad_(True)

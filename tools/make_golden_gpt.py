@@ -27,7 +27,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from make_golden import DTYPE, write
+from make_golden import DTYPE, model_goldens, write
 
 SEED = 20261201
 LAYERS, HIDDEN, HEADS, SEQ, VOCAB, BATCH = 2, 32, 4, 16, 256, 4
@@ -134,13 +134,7 @@ def main():
     initial = initial_parameters(gen)
     tokens, targets = batch(gen)
 
-    leaves = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
-    loss = loss_of(leaves, tokens, targets)
-    loss.backward()
-    out = {f"param.{n}": t for n, t in initial.items()}
-    out.update({"tokens": tokens, "targets": targets, "loss": loss})
-    out.update({f"grad.{n}": t.grad for n, t in leaves.items()})
-    write("gpt.json", out)
+    write("gpt.json", model_goldens(loss_of, initial, tokens, targets))
 
     batches = [batch(gen) for _ in range(STEPS)]
     write("gpt_train.json", train_steps(initial, batches, CLIP))

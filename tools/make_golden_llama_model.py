@@ -19,8 +19,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from make_golden import DTYPE, write
-from make_golden_llama import rotary
+from make_golden import DTYPE, model_goldens, write
+from make_golden_llama import causal_gqa
 
 SEED = 20261206
 LAYERS, HIDDEN, HEADS, KV_HEADS, FFN, SEQ, VOCAB, BATCH = 2, 32, 4, 2, 48, 16, 256, 4
@@ -54,22 +54,12 @@ def rms_norm(x, weight):
 
 
 def loss_of(p, tokens, targets):
-    b, t = tokens.shape
-    d = HIDDEN // HEADS
-    causal = torch.ones(t, t, dtype=torch.bool).tril()
     x = p["transformer.wte.weight"][tokens]
     for i in range(LAYERS):
         h = f"transformer.h.{i}."
         a = rms_norm(x, p[h + "ln_1.weight"])
-        q = rotary((a @ p[h + "attn.q.weight"].t()).view(b, t, HEADS, d), THETA, 0)
-        k = rotary((a @ p[h + "attn.k.weight"].t()).view(b, t, KV_HEADS, d), THETA, 0)
-        v = (a @ p[h + "attn.v.weight"].t()).view(b, t, KV_HEADS, d)
-        k = k.repeat_interleave(HEADS // KV_HEADS, dim=2)
-        v = v.repeat_interleave(HEADS // KV_HEADS, dim=2)
-        q, k, v = (z.transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
-        att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, HIDDEN)
+        y = causal_gqa(a, p[h + "attn.q.weight"], p[h + "attn.k.weight"], p[h + "attn.v.weight"],
+                       HEADS, KV_HEADS, THETA)
         x = x + y @ p[h + "attn.c_proj.weight"].t()
         m = rms_norm(x, p[h + "ln_2.weight"])
         gated = F.silu(m @ p[h + "mlp.gate.weight"].t()) * (m @ p[h + "mlp.up.weight"].t())
@@ -83,13 +73,7 @@ def main():
     initial = initial_parameters(gen)
     windows = torch.randint(0, VOCAB, (BATCH, SEQ + 1), generator=gen)
     tokens, targets = windows[:, :SEQ], windows[:, 1:]
-    leaves = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
-    loss = loss_of(leaves, tokens, targets)
-    loss.backward()
-    out = {f"param.{n}": t for n, t in initial.items()}
-    out.update({"tokens": tokens, "targets": targets, "loss": loss})
-    out.update({f"grad.{n}": t.grad for n, t in leaves.items()})
-    write("llama.json", out)
+    write("llama.json", model_goldens(loss_of, initial, tokens, targets))
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   });
 }
 
-Tensor rotary_embedding(const Tensor& x, double theta, std::int64_t position_offset) {
+Tensor rotary_embedding(const Tensor& x, const kernels::RopeFrequencies& rope,
+                        std::int64_t position_offset) {
   if (x.ndim() != 4 || x.size(1) < 1 || x.size(2) < 1 || x.size(3) < 2 || x.size(3) % 2 != 0) {
     throw std::invalid_argument(fmt::format(
         "rotary_embedding: x {} is not [batch, seq, heads, head_dim] with seq, heads >= 1 and "
@@ -46,12 +47,12 @@ Tensor rotary_embedding(const Tensor& x, double theta, std::int64_t position_off
   const auto heads = static_cast<std::size_t>(x.size(2));
   const auto head_dim = static_cast<std::size_t>(x.size(3));
   Tensor y = empty_like(x);
-  kernels::rotary_embedding(x.buffer(), seq, heads, head_dim, theta, position_offset, y.buffer());
+  kernels::rotary_embedding(x.buffer(), seq, heads, head_dim, rope, position_offset, y.buffer());
   return detail::record("rotary_embedding", y, {x},
-                        [seq, heads, head_dim, theta, position_offset](const Tensor& dy) {
+                        [seq, heads, head_dim, rope, position_offset](const Tensor& dy) {
                           Tensor dx = empty_like(dy);
                           kernels::rotary_embedding_backward(dy.buffer(), seq, heads, head_dim,
-                                                             theta, position_offset, dx.buffer());
+                                                             rope, position_offset, dx.buffer());
                           return std::vector<Tensor>{dx};
                         });
 }

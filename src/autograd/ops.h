@@ -12,6 +12,7 @@
 
 #include "autograd/tensor.h"
 #include "kernels/ops.h"
+#include "kernels/rope.h"
 
 namespace mpitron::autograd {
 
@@ -100,14 +101,16 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps);
 /// Rotary position embedding (RoPE; Su et al., arXiv:2104.09864) as Hugging Face Llama applies
 /// it to q and k: x [batch, seq, heads, head_dim] (the layout of q and k before the attention
 /// core moves the heads forward), each head's element i paired with i + head_dim / 2
-/// (rotate_half) and rotated by the angle (position_offset + s) theta^(-2 i / head_dim) for the
-/// token at sequence index s; see kernels::rotary_embedding. theta: Llama 2 10000, Llama 3
-/// 500000. position_offset: the position of x's first token (0 in training, the cache length
-/// while generating). The backward rotates the gradient back (by minus each angle). Throws
+/// (rotate_half) and rotated by the angle (position_offset + s) rope.inverse_frequency(i,
+/// head_dim) for the token at sequence index s; see kernels::rotary_embedding and
+/// kernels/rope.h. rope.theta: Llama 2 10000, Llama 3 500000 (Llama 3.1 and 3.2 add scaling).
+/// position_offset: the position of x's first token (0 in training, the cache length while
+/// generating). The backward rotates the gradient back (by minus each angle). Throws
 /// std::invalid_argument "rotary_embedding: x [..] is not [batch, seq, heads, head_dim] with
-/// seq, heads >= 1 and an even head_dim >= 2", and (from the kernel) when theta is not a finite
-/// number > 0 or position_offset < 0.
-Tensor rotary_embedding(const Tensor& x, double theta, std::int64_t position_offset = 0);
+/// seq, heads >= 1 and an even head_dim >= 2", and (from the kernel) when `rope` breaks
+/// kernels::rope_error's rules or position_offset < 0.
+Tensor rotary_embedding(const Tensor& x, const kernels::RopeFrequencies& rope,
+                        std::int64_t position_offset = 0);
 
 /// SwiGLU's gated activation (Shazeer, arXiv:2002.05202; Hugging Face LlamaMLP's
 /// act_fn(gate_proj(x)) * up_proj(x)): silu(gate) * up element-wise, silu(g) = g sigmoid(g);

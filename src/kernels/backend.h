@@ -9,6 +9,7 @@
 #include "kernels/device.h"
 #include "kernels/math.h"
 #include "kernels/ops.h"
+#include "kernels/rope.h"
 
 namespace mpitron::kernels {
 
@@ -109,8 +110,8 @@ class Backend {
                                  const Buffer& dy, std::size_t cols, Buffer& dx,
                                  Buffer& dweight) = 0;
   virtual void rotary_embedding(const Buffer& x, std::size_t seq, std::size_t heads,
-                                std::size_t head_dim, double theta, std::int64_t position_offset,
-                                bool inverse, Buffer& y) = 0;
+                                std::size_t head_dim, const RopeFrequencies& rope,
+                                std::int64_t position_offset, bool inverse, Buffer& y) = 0;
   virtual void swiglu_forward(const Buffer& gate, const Buffer& up, Buffer& y) = 0;
   virtual void swiglu_backward(const Buffer& gate, const Buffer& up, const Buffer& dy,
                                Buffer& dgate, Buffer& dup) = 0;

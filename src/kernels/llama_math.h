@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "kernels/math.h"
+#include "kernels/rope.h"
 
 namespace mpitron::kernels::math {
 
@@ -37,18 +38,18 @@ struct RotaryCosSin {
 };
 
 /// cos and sin (sin negated when `inverse`: the rotation's transpose, which is backward's) of the
-/// angle of pair i (i < head_dim / 2) at `position`, position theta^(-2 i / head_dim) radians (Su
-/// et al., arXiv:2104.09864, sec. 3.2). The angle, cos and sin are computed in double whatever T
-/// is, so large positions keep their precision, and rounded once to T.
+/// angle of pair i (i < head_dim / 2) at `position`, position rope.inverse_frequency(i, head_dim)
+/// radians (Su et al., arXiv:2104.09864, sec. 3.2; kernels/rope.h). The angle, cos and sin are
+/// computed in double whatever T is, so large positions keep their precision, and rounded once
+/// to T.
 template <class T>
 MPITRON_HOST_DEVICE inline RotaryCosSin<T> rotary_cos_sin(double position, std::size_t i,
-                                                          std::size_t head_dim, double theta,
+                                                          std::size_t head_dim,
+                                                          const RopeFrequencies& rope,
                                                           bool inverse) {
   using std::cos;
-  using std::pow;
   using std::sin;
-  const double angle =
-      position * pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
+  const double angle = position * rope.inverse_frequency(i, head_dim);
   return {static_cast<T>(cos(angle)), static_cast<T>(inverse ? -sin(angle) : sin(angle))};
 }
 

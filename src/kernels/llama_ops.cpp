@@ -2,6 +2,7 @@
 #include "kernels/llama_ops.h"
 
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "kernels/backend.h"
@@ -43,19 +44,43 @@ void rms_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& rstd
   be.rms_norm_backward(x, weight, rstd, dy, cols, dx, dweight);
 }
 
+std::optional<std::string> rope_error(const RopeFrequencies& rope) {
+  const auto text = [](const char* what, double value, const char* rule) {
+    std::ostringstream out;
+    out << what << " " << value << " " << rule;
+    return out.str();
+  };
+  if (!(rope.theta > 0.0) || !std::isfinite(rope.theta)) {
+    return text("theta", rope.theta, "is not a finite number > 0");
+  }
+  const Llama3RopeScaling& s = rope.scaling;
+  if (!s.active()) return std::nullopt;
+  if (!(s.factor >= 1.0) || !std::isfinite(s.factor)) {
+    return text("rope_scaling factor", s.factor, "is not a finite number >= 1");
+  }
+  if (!(s.low_freq_factor > 0.0) || !(s.low_freq_factor < s.high_freq_factor) ||
+      !std::isfinite(s.high_freq_factor)) {
+    return text("rope_scaling low_freq_factor", s.low_freq_factor,
+                "is not in (0, high_freq_factor) with a finite high_freq_factor");
+  }
+  if (!(s.original_max_positions > 0.0) || !std::isfinite(s.original_max_positions)) {
+    return text("rope_scaling original_max_position_embeddings", s.original_max_positions,
+                "is not a finite number > 0");
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // The checks of rotary_embedding and its backward; returns whether there is any work.
 bool check_rotary(const char* op, const Arg& in, const Arg& out, std::size_t seq, std::size_t heads,
-                  std::size_t head_dim, double theta, std::int64_t position_offset) {
+                  std::size_t head_dim, const RopeFrequencies& rope, std::int64_t position_offset) {
   if (seq == 0 || heads == 0 || head_dim == 0 || head_dim % 2 != 0) {
     fail(op, "seq, heads and head_dim must be >= 1 and head_dim even, got seq " +
                  std::to_string(seq) + ", heads " + std::to_string(heads) + ", head_dim " +
                  std::to_string(head_dim));
   }
-  if (!(theta > 0.0) || !std::isfinite(theta)) {
-    fail(op, "theta must be a finite number > 0, got " + std::to_string(theta));
-  }
+  if (const auto error = rope_error(rope)) fail(op, *error);
   if (position_offset < 0) {
     fail(op, "position_offset must be >= 0, got " + std::to_string(position_offset));
   }
@@ -67,21 +92,21 @@ bool check_rotary(const char* op, const Arg& in, const Arg& out, std::size_t seq
 }  // namespace
 
 void rotary_embedding(const Buffer& x, std::size_t seq, std::size_t heads, std::size_t head_dim,
-                      double theta, std::int64_t position_offset, Buffer& y) {
+                      const RopeFrequencies& rope, std::int64_t position_offset, Buffer& y) {
   constexpr const char* op = "rotary_embedding";
   Backend& be = same_place(op, {{"x", x}, {"y", y}});
-  if (check_rotary(op, {"x", x}, {"y", y}, seq, heads, head_dim, theta, position_offset)) {
-    be.rotary_embedding(x, seq, heads, head_dim, theta, position_offset, false, y);
+  if (check_rotary(op, {"x", x}, {"y", y}, seq, heads, head_dim, rope, position_offset)) {
+    be.rotary_embedding(x, seq, heads, head_dim, rope, position_offset, false, y);
   }
 }
 
 void rotary_embedding_backward(const Buffer& dy, std::size_t seq, std::size_t heads,
-                               std::size_t head_dim, double theta, std::int64_t position_offset,
-                               Buffer& dx) {
+                               std::size_t head_dim, const RopeFrequencies& rope,
+                               std::int64_t position_offset, Buffer& dx) {
   constexpr const char* op = "rotary_embedding_backward";
   Backend& be = same_place(op, {{"dy", dy}, {"dx", dx}});
-  if (check_rotary(op, {"dy", dy}, {"dx", dx}, seq, heads, head_dim, theta, position_offset)) {
-    be.rotary_embedding(dy, seq, heads, head_dim, theta, position_offset, true, dx);
+  if (check_rotary(op, {"dy", dy}, {"dx", dx}, seq, heads, head_dim, rope, position_offset)) {
+    be.rotary_embedding(dy, seq, heads, head_dim, rope, position_offset, true, dx);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/device.h"
+#include "kernels/rope.h"
 
 namespace mpitron::kernels {
 
@@ -33,22 +34,23 @@ void rms_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& rstd
 /// Llama applies it to queries and keys: x and y are [batch, seq, heads, head_dim] (batch =
 /// numel / (seq heads head_dim)); the token at sequence index s has position p = position_offset
 /// + s, and pair i < head_dim / 2 of each head, elements (i, i + head_dim / 2) (rotate_half's
-/// pairing, not the paper's adjacent pairs), is rotated by the angle p theta^(-2 i / head_dim):
+/// pairing, not the paper's adjacent pairs), is rotated by the angle p f_i, f_i =
+/// rope.inverse_frequency(i, head_dim) (theta^(-2 i / head_dim), or Llama 3's scaled frequency):
 /// y_i = x_i cos - x_{i+h} sin, y_{i+h} = x_{i+h} cos + x_i sin (h = head_dim / 2). The angle,
 /// its cos and its sin are computed in double and rounded once to the dtype (Hugging Face
-/// computes the angle in float32, off by up to p 2^-24 radians). theta is the base: 10000 for
-/// Llama 2, 500000 for Llama 3. position_offset is the first position of this sequence (the
+/// computes the angle in float32, off by up to p 2^-24 radians). rope.theta is the base: 10000
+/// for Llama 2, 500000 for Llama 3. position_offset is the first position of this sequence (the
 /// cache length during generation). y may alias x. Throws std::invalid_argument when seq, heads
-/// or head_dim is 0, head_dim is odd, numel is not a multiple of seq heads head_dim, theta is
-/// not a finite number > 0, or position_offset < 0.
+/// or head_dim is 0, head_dim is odd, numel is not a multiple of seq heads head_dim, `rope`
+/// breaks rope_error's rules, or position_offset < 0.
 void rotary_embedding(const Buffer& x, std::size_t seq, std::size_t heads, std::size_t head_dim,
-                      double theta, std::int64_t position_offset, Buffer& y);
+                      const RopeFrequencies& rope, std::int64_t position_offset, Buffer& y);
 
 /// The backward of rotary_embedding: dx is dy rotated by minus each angle (a rotation's
 /// transpose is its inverse). Same sizes, arguments and errors; dx may alias dy.
 void rotary_embedding_backward(const Buffer& dy, std::size_t seq, std::size_t heads,
-                               std::size_t head_dim, double theta, std::int64_t position_offset,
-                               Buffer& dx);
+                               std::size_t head_dim, const RopeFrequencies& rope,
+                               std::int64_t position_offset, Buffer& dx);
 
 /// SwiGLU's gate (Shazeer, "GLU Variants Improve Transformer", arXiv:2002.05202; Hugging
 /// Face LlamaMLP's act_fn(gate_proj(x)) * up_proj(x)), element-wise over equal numel:

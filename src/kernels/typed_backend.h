@@ -290,10 +290,10 @@ class TypedBackend : public Backend {
   }
 
   void rotary_embedding(const Buffer& x, std::size_t seq, std::size_t heads, std::size_t head_dim,
-                        double theta, std::int64_t position_offset, bool inverse,
+                        const RopeFrequencies& rope, std::int64_t position_offset, bool inverse,
                         Buffer& y) override {
     dispatch(y.dtype(), [&]<class T>(T) {
-      K::rotary_embedding(in<T>(x), x.numel() / (heads * head_dim), seq, heads, head_dim, theta,
+      K::rotary_embedding(in<T>(x), x.numel() / (heads * head_dim), seq, heads, head_dim, rope,
                           position_offset, inverse, out<T>(y));
     });
   }

@@ -68,3 +68,15 @@ foreach(case
   set_tests_properties(gpt2_formats_non_finite_${name} PROPERTIES
                        FIXTURES_REQUIRED gpt2_non_finite)
 endforeach()
+
+# export --dtype bfloat16 writes llm.c's version 5 (and BF16 safetensors), which --init-from reads
+# back (bfloat16 widens exactly).
+mpitron_add_expect_test(gpt2_formats_export_bf16 TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS export --load ${ckpt_tiny} --format llmc --dtype bfloat16 --out ${gpt2_work}/tiny_bf16.bin
+       --log-dir ${gpt2_work}/logs_bf16
+  EXPECT_EXIT 0 EXPECT_OUTPUT "export: wrote [^\n]*tiny_bf16.bin .llm.c bfloat16, 2 layers")
+mpitron_add_expect_test(gpt2_formats_init_from_bf16 TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train --init-from ${gpt2_work}/tiny_bf16.bin --seq 16 --steps 1 --global-batch 2
+       --micro-batch 2 --eval-interval 0 --log-dir ${gpt2_work}/logs_bf16
+  EXPECT_EXIT 0 EXPECT_OUTPUT "initialised from --init-from [^\n]*tiny_bf16.bin")
+set_tests_properties(gpt2_formats_init_from_bf16 PROPERTIES DEPENDS gpt2_formats_export_bf16)

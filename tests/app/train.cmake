@@ -47,7 +47,7 @@ set(train_bad_runs
   "arch|--arch falcon|--arch 'falcon' is not one of: gpt2, llama"
   "llamaflag|--kv-heads 2|--kv-heads is a llama flag: add --arch llama"
   "llamagelu|--arch llama --gelu tanh|--gelu is a gpt2 flag: the llama MLP is SwiGLU"
-  "llamainit|--arch llama --init-from x.bin|--init-from reads GPT-2 files"
+  "llamainit|--arch llama --init-from x.bin|--init-from x.bin: --arch llama reads a Hugging Face Llama folder"
   "kvheads|--arch llama --heads 4 --hidden 64 --kv-heads 3|heads 4 is not divisible by kv heads 3"
   "kvtp|--arch llama --heads 4 --hidden 64 --kv-heads 1 --tp 2 --dp 1|kv heads 1 is not divisible by tp 2 (each TP rank holds whole key/value heads)"
   "ffntp|--arch llama --heads 4 --hidden 64 --ffn-hidden 101 --tp 2 --dp 1|ffn hidden 101 is not divisible by tp 2"
@@ -93,8 +93,17 @@ mpitron_add_expect_test(train_llama_stated TARGET mpitron NP 2 TIMEOUT 60 MAX_SE
 mpitron_add_expect_test(export_llama_refused TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS export --load ${train_llama_dir} --out ${CMAKE_CURRENT_BINARY_DIR}/llama.safetensors
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama
-  EXPECT_EXIT 2 EXPECT_OUTPUT "holds a llama model; export writes GPT-2's formats only")
+  EXPECT_EXIT 2 EXPECT_OUTPUT
+  "holds a llama model, which exports as a Hugging Face Llama folder only .--format hf., not --format safetensors")
 set_tests_properties(export_llama_refused PROPERTIES DEPENDS train_llama_stated)
+
+# --model llama-3.2-1b brings Llama 3's rope_scaling, which the start-up line states, also when
+# size flags shrink the model.
+mpitron_add_expect_test(train_llama32_scaling_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train --model llama-3.2-1b ${train_small} --kv-heads 2 --ffn-hidden 48 --vocab 256
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama32
+  EXPECT_EXIT 0 EXPECT_OUTPUT
+  "RoPE theta 500000 with llama3 scaling .factor 32, low 1, high 4, original 8192., tied head")
 
 # --bf16 is stated in the start-up line.
 mpitron_add_expect_test(train_bf16_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

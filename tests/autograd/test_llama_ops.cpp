@@ -111,7 +111,7 @@ TEST(LlamaOpsBadInput, MessagesNameTheOpAndTheShapes) {
   EXPECT_THAT(message_of<std::invalid_argument>([&] {
                 rotary_embedding(Tensor::zeros({1, 2, 3, 4}), -1.0);
               }),
-              names("rotary_embedding", "theta must be a finite number > 0, got -1"));
+              names("rotary_embedding", "theta -1 is not a finite number > 0"));
   EXPECT_THAT(message_of<std::invalid_argument>([&] {
                 rotary_embedding(Tensor::zeros({1, 2, 3, 4}), 1e4, -3);
               }),

@@ -205,6 +205,25 @@ TEST_P(TorchParity, RotaryEmbeddingOfQueriesAndKeysForwardAndGradient) {
   }
 }
 
+// RoPE with Llama 3.2's rope_scaling (theta 5e5, factor 32, low 1, high 4, original 8192) on
+// head_dim 64, whose pairs fall in all three bands, at positions 1021.. and 100000..: the
+// frequencies of kernels/rope.h against tools/make_golden_llama.py's float64 formula, with the
+// angle error of the unscaled test.
+TEST_P(TorchParity, RotaryEmbeddingWithLlama3ScalingFarFromTheStart) {
+  const Goldens goldens("rotary_llama3.json");
+  const kernels::RopeFrequencies rope(500000.0, {32.0, 1.0, 4.0, 8192.0});
+  for (const std::string name : {"near", "far"}) {
+    SCOPED_TRACE(name);
+    Tensor x = input(goldens, name + ".x", true);
+    const auto offset = static_cast<std::int64_t>(goldens.scalar(name + ".offset"));
+    const Tensor y = rotary_embedding(x, rope, offset);
+    y.backward(input(goldens, name + ".dy"));
+    const double angle_error = 4.0 * static_cast<double>(offset + x.size(1)) * 0x1p-52;
+    expect_golden(y, goldens, name + ".y", 2, angle_error);
+    expect_golden(x.grad(), goldens, name + ".dx", 2, angle_error);
+  }
+}
+
 // SwiGLU of gate in [-12, 12] and +-40 (where the sigmoid saturates): element-wise, no sums.
 TEST_P(TorchParity, SwigluForwardAndGradients) {
   const Goldens goldens("swiglu.json");

@@ -206,7 +206,15 @@ TEST(LlamaKernelErrors, BadArgumentsThrowOneLineNamingTheOpAndTheValues) {
             "kernels::rotary_embedding: seq, heads and head_dim must be >= 1 and head_dim even, "
             "got seq 2, heads 2, head_dim 3");
   EXPECT_EQ(message_of<std::invalid_argument>([&] { rotary_embedding(x, 2, 2, 6, 0.0, 0, y); }),
-            "kernels::rotary_embedding: theta must be a finite number > 0, got 0.000000");
+            "kernels::rotary_embedding: theta 0 is not a finite number > 0");
+  const RopeFrequencies tiny_factor(10000.0, {0.5, 1.0, 4.0, 8192.0});
+  EXPECT_EQ(
+      message_of<std::invalid_argument>([&] { rotary_embedding(x, 2, 2, 6, tiny_factor, 0, y); }),
+      "kernels::rotary_embedding: rope_scaling factor 0.5 is not a finite number >= 1");
+  const RopeFrequencies crossed(10000.0, {8.0, 4.0, 1.0, 8192.0});
+  EXPECT_EQ(message_of<std::invalid_argument>([&] { rotary_embedding(x, 2, 2, 6, crossed, 0, y); }),
+            "kernels::rotary_embedding: rope_scaling low_freq_factor 4 is not in (0, "
+            "high_freq_factor) with a finite high_freq_factor");
   EXPECT_EQ(
       message_of<std::invalid_argument>([&] { rotary_embedding_backward(x, 2, 2, 6, 1e4, -1, y); }),
       "kernels::rotary_embedding_backward: position_offset must be >= 0, got -1");

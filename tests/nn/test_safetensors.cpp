@@ -114,9 +114,8 @@ TEST_F(Safetensors, EachKindOfDamageHasItsMessage) {
               names(path, "header length 1000 is beyond the file (10 bytes)"));
   EXPECT_THAT(damage(raw_file(R"({"a": )", "")), names(path, "bad JSON header"));
   EXPECT_THAT(damage(raw_file("[1, 2]", "")), names("the JSON header is not an object"));
-  EXPECT_THAT(
-      damage(raw_file(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", "xxxx")),
-      names(path, "tensor 'a' has unknown dtype \"BF16\""));
+  EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", "xxxx")),
+              names(path, "tensor 'a' has unknown dtype \"F16\""));
   EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight)),
               names("tensor 'a' has shape [-2], not a list of non-negative integers"));
   EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight)),
@@ -153,6 +152,31 @@ TEST_F(Safetensors, TruncatedWrittenFileIsShortData) {
   const std::string bytes = test::file_bytes(dir / "bad.safetensors");
   EXPECT_THAT(damage(bytes.substr(0, bytes.size() - 1)),
               names("short data: tensor 'w' needs data bytes [0, 64) but the file holds 63"));
+}
+
+// BF16 is written from bfloat16 tensors (rounded to nearest even by rounded_to_bf16) and read
+// back widened exactly to float32; the bytes are the upper halves of the floats.
+TEST_F(Safetensors, Bf16RoundsToNearestEvenAndWidensExactly) {
+  // 1 + 2^-8 is the midpoint between 1 and 1 + 2^-7: ties to the even 1. 1 + 3 2^-8 ties to
+  // 1 + 2^-6 (even), 1 + 2^-8 + 2^-20 rounds up, -2.5 and 3.25 are exact.
+  const std::vector<double> values = {
+      1.0 + 0x1p-8, 1.0 + 3 * 0x1p-8, 1.0 + 0x1p-8 + 0x1p-20, -2.5, 3.25, 0.0};
+  const std::vector<double> rounded = {1.0, 1.0 + 0x1p-6, 1.0 + 0x1p-7, -2.5, 3.25, 0.0};
+  const Tensor weight = Tensor::from_vector(values, {2, 3});
+  write_safetensors(dir / "b.safetensors", {{"w", rounded_to_bf16(weight)}});
+  SafetensorsReader reader(dir / "b.safetensors");
+  EXPECT_EQ(reader.entries()[0].dtype, StoredDType::bf16);
+  EXPECT_EQ(reader.entries()[0].end, 12u);
+  const Tensor read = reader.read_tensor("w");
+  EXPECT_EQ(read.dtype(), DType::f32);
+  EXPECT_EQ(read.shape(), (Shape{2, 3}));
+  EXPECT_EQ(read.to_vector(), rounded);
+  const std::string bytes = test::file_bytes(dir / "b.safetensors");
+  EXPECT_EQ(bytes.substr(bytes.size() - 12, 4), std::string("\x80\x3f\x82\x3f", 4));
+  EXPECT_THROW(rounded_to_bf16(Tensor::zeros({2}, DType::f64)), std::invalid_argument);
+  // A truncated bf16 tensor is one line.
+  EXPECT_THAT(damage(bytes.substr(0, bytes.size() - 1)),
+              names("short data: tensor 'w' needs data bytes [0, 12) but the file holds 11"));
 }
 
 TEST_F(Safetensors, IntegerTensorsRoundTripAndMissingNamesAreErrors) {

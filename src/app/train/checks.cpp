@@ -12,6 +12,7 @@
 #include "app/train/stop.h"
 #include "comm/errors.h"
 #include "nn/checkpoint/checkpoint.h"
+#include "nn/checkpoint/hf_llama.h"
 #include "nn/parallel/schedule.h"
 #include "nn/wording.h"
 
@@ -32,10 +33,11 @@ void check_family_flags(const TrainOptions& o, nn::Arch arch) {
   if (o.model.empty() && o.model_flags_given.contains("gelu")) {
     throw comm::ConfigError("--gelu is a gpt2 flag: the llama MLP is SwiGLU");
   }
-  if (!o.init_from.empty()) {
-    throw comm::ConfigError(
-        "--init-from reads GPT-2 files (llm.c, safetensors); Hugging Face Llama folders are not "
-        "supported yet (--arch llama)");
+  if (!o.init_from.empty() && !nn::is_hf_llama_path(o.init_from)) {
+    throw comm::ConfigError(fmt::format(
+        "--init-from {}: --arch llama reads a Hugging Face Llama folder (config.json and "
+        "model.safetensors), not a GPT-2 file",
+        o.init_from));
   }
 }
 

@@ -3,11 +3,74 @@
 #include <fmt/format.h>
 
 #include "comm/errors.h"
+#include "nn/checkpoint/hf_llama.h"
 #include "nn/checkpoint/pretrained.h"
+#include "nn/models/gpt_pretrained.h"
 
 namespace mpitron::app {
 
+namespace {
+
+// --init-from a Hugging Face Llama folder: every size and choice from its config.json.
+nn::Gpt2Weights load_hf_llama(const TrainOptions& o, nn::GptConfig& config) {
+  const auto given = [&o](const char* flag) { return o.model_flags_given.contains(flag); };
+  const auto error = [&o](const std::string& what) {
+    return comm::ConfigError(fmt::format("--init-from {}: {}", o.init_from, what));
+  };
+  nn::HfLlamaWeights weights;
+  try {
+    weights = nn::read_hf_llama(o.init_from);
+  } catch (const std::exception& e) {
+    throw error(e.what());
+  }
+  const nn::GptConfig file = nn::gpt_config_of(weights.config);
+  const struct {
+    const char* flag;
+    std::int64_t option;
+    std::int64_t from_file;
+  } sizes[] = {{"vocab", o.vocab, file.vocab},
+               {"layers", o.layers, file.layers},
+               {"hidden", o.hidden, file.hidden},
+               {"heads", o.heads, file.heads},
+               {"kv-heads", o.kv_heads, file.kv_head_count()},
+               {"ffn-hidden", o.ffn_hidden, file.ffn_size()}};
+  for (const auto& size : sizes) {
+    if (given(size.flag) && size.option != size.from_file) {
+      throw error(fmt::format("config.json has {} {}, --{} {}", size.flag, size.from_file,
+                              size.flag, size.option));
+    }
+  }
+  const struct {
+    const char* flag;
+    double option;
+    double from_file;
+  } choices[] = {{"rope-theta", o.rope_theta, file.rope_theta},
+                 {"norm-eps", o.norm_eps, file.norm_eps}};
+  for (const auto& choice : choices) {
+    if (given(choice.flag) && choice.option != choice.from_file) {
+      throw error(fmt::format("config.json has {} {}, --{} {}", choice.flag, choice.from_file,
+                              choice.flag, choice.option));
+    }
+  }
+  if (given("untie-embeddings") && o.untie_embeddings == file.tied_embeddings) {
+    throw error(fmt::format("config.json has tie_word_embeddings {}, --untie-embeddings {}",
+                            file.tied_embeddings, o.untie_embeddings));
+  }
+  // The model has no position table: a shorter --block-size only limits the sequences.
+  const std::int64_t block_size = o.block_size > 0 ? o.block_size : o.seq;
+  if (given("block-size") && block_size > file.block_size) {
+    throw error(fmt::format("--block-size {} is longer than max_position_embeddings {}", block_size,
+                            file.block_size));
+  }
+  config = file;
+  config.block_size = given("block-size") ? block_size : file.block_size;
+  return nn::pretrained_weights_of(weights);
+}
+
+}  // namespace
+
 nn::Gpt2Weights load_init_from(const TrainOptions& o, nn::GptConfig& config) {
+  if (nn::is_hf_llama_path(o.init_from)) return load_hf_llama(o, config);
   const auto given = [&o](const char* flag) { return o.model_flags_given.contains(flag); };
   const auto error = [&o](const std::string& what) {
     return comm::ConfigError(fmt::format("--init-from {}: {}", o.init_from, what));

@@ -1,6 +1,6 @@
-// `train --init-from FILE`: a run that starts from another tool's GPT-2 weights (an llm.c model
-// file, or safetensors with nanoGPT's or Hugging Face's names) instead of a random
-// initialisation, its model sizes taken from the file.
+// `train --init-from FILE`: a run that starts from another tool's weights (GPT-2: an llm.c model
+// file, or safetensors with nanoGPT's or Hugging Face's names; Llama: a Hugging Face folder)
+// instead of a random initialisation, its model sizes taken from the file.
 #pragma once
 
 #include "app/train/settings.h"
@@ -9,9 +9,14 @@
 
 namespace mpitron::app {
 
-/// Reads the weights of --init-from (nn::load_pretrained; a safetensors file holds no head
-/// count, so --heads, given or filled in by --model, is its NH) and sets `config`'s sizes from
-/// them: vocab V, block_size maxT, layers L, hidden C, heads NH, and the tanh GELU of GPT-2
+/// A Hugging Face Llama folder (nn::is_hf_llama_path: a folder, its config.json, its index, or
+/// its model.safetensors; nn::read_hf_llama) sets every size and choice of `config` from
+/// config.json (nn::gpt_config_of), block_size max_position_embeddings unless --block-size is
+/// given (it may be shorter); a model flag given or filled in by --model that differs from
+/// config.json is one line ("--init-from llama/: config.json has kv-heads 2, --kv-heads 4").
+/// Otherwise reads the GPT-2 weights of --init-from (nn::load_pretrained; a safetensors file holds
+/// no head count, so --heads, given or filled in by --model, is its NH) and sets `config`'s sizes
+/// from them: vocab V, block_size maxT, layers L, hidden C, heads NH, and the tanh GELU of GPT-2
 /// (llm.c's and Hugging Face's) unless --gelu was given. A model flag the command line gave, or
 /// --model filled in, must agree with the file, except a given --vocab below the rows of a file
 /// that records no separate vocabulary (safetensors, or llm.c with V = Vp): the rows from it on

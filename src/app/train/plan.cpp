@@ -11,6 +11,7 @@
 #include "comm/errors.h"
 #include "kernels/ops.h"
 #include "nn/checkpoint/checkpoint.h"
+#include "nn/checkpoint/hf_llama.h"
 #include "nn/fault_injection.h"
 #include "nn/wording.h"
 
@@ -107,7 +108,14 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
         "--grad-reduce-in-bf16 needs --bf16 (a float32 run reduces its gradients in float32)");
   }
   const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
-  const nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
+  nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
+  if (!o.init_from.empty() && nn::is_hf_llama_path(o.init_from)) {
+    if (o.model_flags_given.contains("arch") && arch != nn::Arch::llama) {
+      throw comm::ConfigError(fmt::format(
+          "--init-from {}: a Hugging Face Llama folder, but --arch {}", o.init_from, o.arch));
+    }
+    arch = nn::Arch::llama;
+  }
   check_family_flags(o, arch);
   const nn::LrDecayStyle decay =
       parse_named("lr-decay-style", o.lr_decay_style, nn::lr_decay_style_from_string);
@@ -131,6 +139,9 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   plan.config.rope_theta = o.rope_theta;
   plan.config.norm_eps = o.norm_eps;
   plan.config.tied_embeddings = !o.untie_embeddings;
+  if (const auto preset = nn::model_preset(o.model); preset && arch == nn::Arch::llama) {
+    plan.config.rope_scaling = preset->rope_scaling;  // no flag sets it: a preset or a file
+  }
   if (!o.init_from.empty()) plan.start.pretrained = load_init_from(o, plan.config);
   if (plan.config.vocab >= 1 && plan.sizes.tp >= 1) {
     plan.config.padded_vocab = nn::padded_vocab_size(plan.config.vocab, plan.sizes.tp);
@@ -263,6 +274,14 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
 nlohmann::json describe_run(const TrainOptions& o, const TrainPlan& plan) {
   nlohmann::json config = train_config(o);
   if (!o.init_from.empty()) {  // the model's sizes are the file's, not the flags'
+    if (plan.config.llama()) {
+      config.update({{"arch", nn::to_string(plan.config.arch)},
+                     {"kv_heads", plan.config.kv_head_count()},
+                     {"ffn_hidden", plan.config.ffn_size()},
+                     {"rope_theta", plan.config.rope_theta},
+                     {"norm_eps", plan.config.norm_eps},
+                     {"untie_embeddings", !plan.config.tied_embeddings}});
+    }
     config.update({{"vocab", plan.config.vocab},
                    {"block_size", plan.config.block_size},
                    {"layers", plan.config.layers},

@@ -31,8 +31,16 @@ namespace {
 // choices.
 std::string family_text(const nn::GptConfig& c) {
   if (c.llama()) {
-    return fmt::format(", llama ({} kv heads, ffn {}, RoPE theta {:g}, {} head)", c.kv_head_count(),
-                       c.ffn_size(), c.rope_theta, c.tied_embeddings ? "tied" : "untied");
+    const kernels::Llama3RopeScaling& s = c.rope_scaling;
+    const std::string scaling =
+        s.active() ? fmt::format(
+                         " with llama3 scaling (factor {:g}, low {:g}, high {:g}, "
+                         "original {:g})",
+                         s.factor, s.low_freq_factor, s.high_freq_factor, s.original_max_positions)
+                   : "";
+    return fmt::format(", llama ({} kv heads, ffn {}, RoPE theta {:g}{}, {} head)",
+                       c.kv_head_count(), c.ffn_size(), c.rope_theta, scaling,
+                       c.tied_embeddings ? "tied" : "untied");
   }
   return c.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "";
 }

@@ -77,8 +77,8 @@ struct LlamaOps {
   /// position in every sequence of the batch, pair by pair along the head (math::rotary_rotate).
   template <class T>
   static void rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
-                               std::size_t head_dim, double theta, std::int64_t position_offset,
-                               bool inverse, T* y) {
+                               std::size_t head_dim, const RopeFrequencies& rope,
+                               std::int64_t position_offset, bool inverse, T* y) {
     const bool adjacent = fault_active(Fault::rotary_adjacent_pairs);
     const std::size_t width = heads * head_dim, half = head_dim / 2, batch = tokens / seq;
     parallel_rows(seq, batch * width, [=](std::size_t s) {
@@ -87,7 +87,7 @@ struct LlamaOps {
         const std::size_t pairs = std::min(kRotaryPairBlock, half - i0);
         math::RotaryCosSin<T> table[kRotaryPairBlock];
         for (std::size_t j = 0; j < pairs; ++j)
-          table[j] = math::rotary_cos_sin<T>(position, i0 + j, head_dim, theta, inverse);
+          table[j] = math::rotary_cos_sin<T>(position, i0 + j, head_dim, rope, inverse);
         for (std::size_t row = 0; row < batch * heads; ++row) {
           const std::size_t head = ((row / heads * seq + s) * heads + row % heads) * head_dim;
           const T* xh = x + head;

@@ -10,6 +10,7 @@
 #include "kernels/bf16.h"
 #include "kernels/math.h"
 #include "kernels/ops.h"
+#include "kernels/rope.h"
 
 namespace mpitron::kernels::cuda {
 
@@ -129,8 +130,8 @@ struct Kernels {
                                 std::size_t rows, std::size_t cols, T* dx, T* dweight);
   template <class T>
   static void rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
-                               std::size_t head_dim, double theta, std::int64_t position_offset,
-                               bool inverse, T* y);
+                               std::size_t head_dim, const RopeFrequencies& rope,
+                               std::int64_t position_offset, bool inverse, T* y);
   template <class T>
   static void swiglu_forward(const T* gate, const T* up, T* y, std::size_t n);
   template <class T>

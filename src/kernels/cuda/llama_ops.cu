@@ -66,13 +66,13 @@ void Kernels::rms_norm_backward(const T* x, const T* weight, const T* rstd, cons
 
 template <class T>
 void Kernels::rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,
-                               std::size_t head_dim, double theta, std::int64_t position_offset,
-                               bool inverse, T* y) {
+                               std::size_t head_dim, const RopeFrequencies& rope,
+                               std::int64_t position_offset, bool inverse, T* y) {
   const std::size_t half = head_dim / 2, width = heads * head_dim;
   for_each(tokens * half, [=] __device__(std::size_t k) {
     const std::size_t t = k / half, i = k % half;
     const auto position = static_cast<double>(position_offset + static_cast<std::int64_t>(t % seq));
-    const math::RotaryCosSin<T> cs = math::rotary_cos_sin<T>(position, i, head_dim, theta, inverse);
+    const math::RotaryCosSin<T> cs = math::rotary_cos_sin<T>(position, i, head_dim, rope, inverse);
     for (std::size_t h = 0; h < heads; ++h) {
       const std::size_t lo = t * width + h * head_dim + i;
       const math::RotaryPair<T> r = math::rotary_rotate(x[lo], x[lo + half], cs);
@@ -103,7 +103,8 @@ void Kernels::swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate,
   template void Kernels::rms_norm_backward<T>(const T*, const T*, const T*, const T*, std::size_t, \
                                               std::size_t, T*, T*);                                \
   template void Kernels::rotary_embedding<T>(const T*, std::size_t, std::size_t, std::size_t,      \
-                                             std::size_t, double, std::int64_t, bool, T*);         \
+                                             std::size_t, const RopeFrequencies&, std::int64_t,    \
+                                             bool, T*);                                            \
   template void Kernels::swiglu_forward<T>(const T*, const T*, T*, std::size_t);                   \
   template void Kernels::swiglu_backward<T>(const T*, const T*, const T*, T*, T*, std::size_t);
 MPITRON_INSTANTIATE(float)

@@ -125,11 +125,12 @@ class GptFile {
   }
 
   Tensor float32(const SafetensorsEntry& e) {
-    if (e.dtype != StoredDType::f32 && e.dtype != StoredDType::f64) {
-      fail(fmt::format("tensor '{}' is {}, not F32 or F64", e.name, to_string(e.dtype)));
+    if (e.dtype != StoredDType::f32 && e.dtype != StoredDType::f64 &&
+        e.dtype != StoredDType::bf16) {
+      fail(fmt::format("tensor '{}' is {}, not F32, F64 or BF16", e.name, to_string(e.dtype)));
     }
-    Tensor tensor = reader_.read_tensor(e.name);
-    if (e.dtype == StoredDType::f32) return tensor;
+    Tensor tensor = reader_.read_tensor(e.name);  // BF16 comes widened to float32
+    if (e.dtype != StoredDType::f64) return tensor;
     return Tensor::from_vector(tensor.to_vector(), tensor.shape());
   }
 

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "kernels/bf16.h"
+#include "kernels/ops.h"
 #include "nn/checkpoint/atomic_file.h"
 
 namespace mpitron::nn {
@@ -22,9 +24,10 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kMetadataKey = "__metadata__";
 
 constexpr StoredDType kStoredDTypes[] = {StoredDType::f32, StoredDType::f64, StoredDType::i32,
-                                         StoredDType::i64};
+                                         StoredDType::i64, StoredDType::bf16};
 constexpr autograd::DType kTensorDTypes[] = {autograd::DType::f32, autograd::DType::f64,
-                                             autograd::DType::i32, autograd::DType::i64};
+                                             autograd::DType::i32, autograd::DType::i64,
+                                             autograd::DType::bf16};
 
 autograd::DType tensor_dtype(StoredDType dtype) {
   return kTensorDTypes[static_cast<int>(dtype)];
@@ -77,8 +80,9 @@ StoredDType parse_dtype(const std::filesystem::path& path, const std::string& na
   for (StoredDType dtype : kStoredDTypes) {
     if (text == to_string(dtype)) return dtype;
   }
-  damaged(path, fmt::format("tensor '{}' has unknown dtype {} (mpitron reads F32, F64, I32, I64)",
-                            name, value.dump()));
+  damaged(path,
+          fmt::format("tensor '{}' has unknown dtype {} (mpitron reads F32, F64, I32, I64, BF16)",
+                      name, value.dump()));
 }
 
 /// Non-negative integers of a JSON array of `count` entries (any count when count < 0).
@@ -172,15 +176,29 @@ std::string to_string(StoredDType dtype) {
       return "I32";
     case StoredDType::i64:
       return "I64";
+    case StoredDType::bf16:
+      return "BF16";
   }
   return "?";
 }
 
 StoredDType stored_dtype(autograd::DType dtype) {
-  for (int i = 0; i < 4; ++i) {
+  for (std::size_t i = 0; i < std::size(kTensorDTypes); ++i) {
     if (kTensorDTypes[i] == dtype) return kStoredDTypes[i];
   }
   throw std::invalid_argument("safetensors: unknown tensor dtype");
+}
+
+autograd::Tensor rounded_to_bf16(const autograd::Tensor& tensor) {
+  if (tensor.dtype() != autograd::DType::f32) {
+    throw std::invalid_argument("rounded_to_bf16: the tensor is not float32");
+  }
+  const autograd::Tensor host =
+      tensor.device() == autograd::Device::cpu ? tensor : tensor.to(autograd::Device::cpu);
+  autograd::Tensor rounded =
+      autograd::Tensor::empty(host.shape(), autograd::DType::bf16, autograd::Device::cpu);
+  kernels::convert(host.buffer(), rounded.buffer());
+  return rounded;
 }
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
@@ -278,6 +296,14 @@ void SafetensorsReader::read_bytes(const SafetensorsEntry& e, void* destination)
 
 autograd::Tensor SafetensorsReader::read_tensor(const std::string& name) {
   const SafetensorsEntry& e = entry(name);
+  if (e.dtype == StoredDType::bf16) {
+    std::vector<kernels::bf16> stored(static_cast<std::size_t>(autograd::numel_of(e.shape)));
+    read_bytes(e, stored.data());
+    autograd::Tensor wide = autograd::Tensor::empty(e.shape);
+    std::transform(stored.begin(), stored.end(), static_cast<float*>(wide.buffer().data()),
+                   kernels::bf16_to_float);
+    return wide;
+  }
   autograd::Tensor tensor =
       autograd::Tensor::empty(e.shape, tensor_dtype(e.dtype), autograd::Device::cpu);
   read_bytes(e, tensor.buffer().data());

@@ -5,7 +5,7 @@
 //   bytes [8, 8 + N)    a UTF-8 JSON object, padded at the end with spaces (0x20) so that N is a
 //                       multiple of 8:
 //                         {"__metadata__": {"<key>": "<value>", ...},          (optional)
-//                          "<tensor name>": {"dtype": "F32" | "F64" | "I32" | "I64",
+//                          "<tensor name>": {"dtype": "F32" | "F64" | "I32" | "I64" | "BF16",
 //                                            "shape": [d0, d1, ...],           ([] = a scalar)
 //                                            "data_offsets": [begin, end]}, ...}
 //   bytes [8 + N, EOF)  the data section: each tensor's elements, row-major, little-endian, at
@@ -15,8 +15,10 @@
 // numel(shape) * element size. Writing puts "__metadata__" first (when there is any) and the
 // tensors in the order given, data in that same order, and writes the header without spaces
 // inside the JSON. Readers accept any key order and JSON spacing (e.g. Python's json.dumps).
-// This is the format of https://github.com/huggingface/safetensors restricted to the four
-// dtypes mpitron uses; PyTorch users open our files with `safetensors.torch.load_file`.
+// This is the format of https://github.com/huggingface/safetensors restricted to the five
+// dtypes mpitron uses; PyTorch users open our files with `safetensors.torch.load_file`. BF16
+// (bfloat16, the upper half of a float32: kernels/bf16.h) is how Hugging Face publishes most
+// Llama weights; it is read as float32 (exactly) and written from DType::bf16 tensors.
 #pragma once
 
 #include <cstdint>
@@ -64,13 +66,20 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<Name
                        const SafetensorsMetadata& metadata = {});
 
 /// Element type of a stored tensor.
-enum class StoredDType { f32, f64, i32, i64 };
+enum class StoredDType { f32, f64, i32, i64, bf16 };
 
-/// "F32" / "F64" / "I32" / "I64".
+/// "F32" / "F64" / "I32" / "I64" / "BF16".
 std::string to_string(StoredDType dtype);
 
-/// The stored dtype of a tensor dtype (f32 -> F32, f64 -> F64, i32 -> I32, i64 -> I64).
+/// The stored dtype of a tensor dtype (f32 -> F32, f64 -> F64, i32 -> I32, i64 -> I64, bf16 ->
+/// BF16).
 StoredDType stored_dtype(autograd::DType dtype);
+
+/// A float32 tensor (any device) rounded to a DType::bf16 CPU tensor of its shape, each value to
+/// nearest, ties to even (kernels::convert; NaN, infinities and overflow as kernels/bf16.h
+/// states): what write_safetensors stores as BF16. Throws std::invalid_argument for another
+/// dtype.
+autograd::Tensor rounded_to_bf16(const autograd::Tensor& tensor);
 
 /// One header entry: where a tensor's bytes lie in the data section.
 struct SafetensorsEntry {
@@ -88,10 +97,10 @@ class SafetensorsReader {
  public:
   /// Opens `path` and validates it. Throws CheckpointError "<path>: <what>" when the file cannot
   /// be opened, is shorter than 8 bytes, its header length reaches beyond the file, the header is
-  /// not JSON or not an object of the form above, a dtype is not F32/F64/I32/I64, a shape is not a
-  /// list of non-negative integers, data_offsets are out of order (begin > end), overlap, leave a
-  /// gap or lie beyond the data section, a shape does not match its byte size, the data section
-  /// is shorter than the tensors need ("short data") or has bytes after the last tensor.
+  /// not JSON or not an object of the form above, a dtype is not F32/F64/I32/I64/BF16, a shape is
+  /// not a list of non-negative integers, data_offsets are out of order (begin > end), overlap,
+  /// leave a gap or lie beyond the data section, a shape does not match its byte size, the data
+  /// section is shorter than the tensors need ("short data") or has bytes after the last tensor.
   explicit SafetensorsReader(std::filesystem::path path);
 
   const std::filesystem::path& path() const { return path_; }
@@ -101,9 +110,9 @@ class SafetensorsReader {
   /// The entry called `name`, or nullptr.
   const SafetensorsEntry* find(const std::string& name) const;
 
-  /// Tensor `name` as a new CPU leaf of its stored shape and dtype. Throws CheckpointError
-  /// "<path>: ..." when there is no such tensor or the file has become shorter since it was
-  /// opened.
+  /// Tensor `name` as a new CPU leaf of its stored shape and dtype, except that BF16 is widened
+  /// exactly to float32 (kernels::bf16_to_float). Throws CheckpointError "<path>: ..." when there
+  /// is no such tensor or the file has become shorter since it was opened.
   autograd::Tensor read_tensor(const std::string& name);
   /// Tensor `name` (I64). Throws CheckpointError like read_tensor (for a non-I64 entry).
   Int64Tensor read_int64(const std::string& name);

@@ -57,10 +57,10 @@ std::int64_t kv_heads_per_rank(const AttentionHeads& h, int tp) {
 
 }  // namespace
 
-Tensor rotary_heads(const Tensor& x, std::int64_t heads, double theta) {
+Tensor rotary_heads(const Tensor& x, std::int64_t heads, const kernels::RopeFrequencies& rope) {
   const Shape shape = x.shape();
   const Tensor per_head = autograd::reshape(x, {shape[0], shape[1], heads, shape[2] / heads});
-  return autograd::reshape(autograd::rotary_embedding(per_head, theta), shape);
+  return autograd::reshape(autograd::rotary_embedding(per_head, rope), shape);
 }
 
 Tensor repeat_kv_heads(const Tensor& x, std::int64_t kv_heads, std::int64_t group) {
@@ -177,7 +177,7 @@ ParallelMultiHeadAttention::ParallelMultiHeadAttention(const AttentionWeights& m
     : tp_(tp),
       local_heads_(heads_per_rank(master.q.weight.size(0), heads.heads, tp.size())),
       local_kv_heads_(kv_heads_per_rank(heads, tp.size())),
-      rope_theta_(heads.rope_theta),
+      rope_(heads.rope),
       causal_(causal),
       sequence_parallel_(sequence_parallel),
       q_(master.q, tp, /*gather_output=*/false),
@@ -191,9 +191,9 @@ Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
     return autograd::linear(input, layer.weight(), layer.bias());
   };
   Tensor q = project(q_), k = project(k_), v = project(v_);
-  if (rope_theta_ > 0.0) {
-    q = rotary_heads(q, local_heads_, rope_theta_);
-    k = rotary_heads(k, local_kv_heads_, rope_theta_);
+  if (rope_.theta > 0.0) {
+    q = rotary_heads(q, local_heads_, rope_);
+    k = rotary_heads(k, local_kv_heads_, rope_);
   }
   const std::int64_t group = local_heads_ / local_kv_heads_;
   k = repeat_kv_heads(k, local_kv_heads_, group);

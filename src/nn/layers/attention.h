@@ -9,6 +9,7 @@
 #include <string>
 
 #include "comm/communicator.h"
+#include "kernels/rope.h"
 #include "nn/layers/linear.h"
 #include "nn/parameter.h"
 
@@ -55,9 +56,10 @@ Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
                               bool causal = false);
 
 /// RoPE on projected activations: x [batch, seq, heads head_dim] viewed as [batch, seq, heads,
-/// head_dim], each head rotated by autograd::rotary_embedding with base `theta` from position
-/// 0, and returned as [batch, seq, heads head_dim]. Throws as rotary_embedding does.
-Tensor rotary_heads(const Tensor& x, std::int64_t heads, double theta);
+/// head_dim], each head rotated by autograd::rotary_embedding at frequencies `rope` (a base
+/// theta, or theta with Llama 3's scaling; kernels/rope.h) from position 0, and returned as
+/// [batch, seq, heads head_dim]. Throws as rotary_embedding does.
+Tensor rotary_heads(const Tensor& x, std::int64_t heads, const kernels::RopeFrequencies& rope);
 
 /// Grouped-query attention's key/value heads for the query heads: x [batch, seq, kv_heads
 /// head_dim] -> [batch, seq, kv_heads group head_dim], key/value head g repeated as heads
@@ -85,15 +87,15 @@ class MultiHeadAttention {
 
 /// The heads of one attention layer: `heads` query heads, `kv_heads` key/value heads (0:
 /// heads; fewer is grouped-query attention, query head j reading key/value head
-/// j / (heads / kv_heads); Ainslie et al., arXiv:2305.13245), and RoPE's base `rope_theta`
-/// (0: no rotary embedding; otherwise q and k are rotated by autograd::rotary_embedding from
-/// position 0 before the scores).
+/// j / (heads / kv_heads); Ainslie et al., arXiv:2305.13245), and RoPE's frequencies `rope`
+/// (theta 0: no rotary embedding; otherwise q and k are rotated by autograd::rotary_embedding
+/// from position 0 before the scores).
 struct AttentionHeads {
-  AttentionHeads(std::int64_t heads, std::int64_t kv_heads = 0, double rope_theta = 0.0)
-      : heads(heads), kv_heads(kv_heads > 0 ? kv_heads : heads), rope_theta(rope_theta) {}
+  AttentionHeads(std::int64_t heads, std::int64_t kv_heads = 0, kernels::RopeFrequencies rope = 0.0)
+      : heads(heads), kv_heads(kv_heads > 0 ? kv_heads : heads), rope(rope) {}
   std::int64_t heads;
   std::int64_t kv_heads;
-  double rope_theta;
+  kernels::RopeFrequencies rope;
 };
 
 /// Tensor-parallel multi-head attention over `tp`: rank t owns heads
@@ -126,7 +128,7 @@ class ParallelMultiHeadAttention {
  private:
   comm::Communicator tp_;
   std::int64_t local_heads_, local_kv_heads_;
-  double rope_theta_;
+  kernels::RopeFrequencies rope_;
   bool causal_;
   bool sequence_parallel_;
   ColumnParallelLinear q_, k_, v_;

@@ -75,10 +75,22 @@ std::optional<GptConfig> model_preset(const std::string& name) {
     std::int64_t layers, hidden, heads, kv_heads, ffn, vocab, block;
     bool tied;
     double theta;
-  } llama[] = {{"smollm-135m", 30, 576, 9, 3, 1536, 49152, 2048, true, 10000.0},
-               {"smollm2-360m", 32, 960, 15, 5, 2560, 49152, 8192, true, 100000.0},
-               {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, false, 10000.0},
-               {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, false, 500000.0}};
+    kernels::Llama3RopeScaling scaling;
+  } llama[] = {{"smollm-135m", 30, 576, 9, 3, 1536, 49152, 2048, true, 10000.0, {}},
+               {"smollm2-360m", 32, 960, 15, 5, 2560, 49152, 8192, true, 100000.0, {}},
+               {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, false, 10000.0, {}},
+               {"llama-3.2-1b",
+                16,
+                2048,
+                32,
+                8,
+                8192,
+                128256,
+                131072,
+                true,
+                500000.0,
+                {32.0, 1.0, 4.0, 8192.0}},
+               {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, false, 500000.0, {}}};
   for (const auto& m : llama) {
     if (name != m.name) continue;
     GptConfig config{m.vocab, m.block, m.layers, m.hidden, m.heads};
@@ -87,6 +99,7 @@ std::optional<GptConfig> model_preset(const std::string& name) {
     config.ffn_hidden = m.ffn;
     config.tied_embeddings = m.tied;
     config.rope_theta = m.theta;
+    config.rope_scaling = m.scaling;
     return config;
   }
   return std::nullopt;
@@ -94,7 +107,7 @@ std::optional<GptConfig> model_preset(const std::string& name) {
 
 const char* model_preset_names() {
   return "gpt2, gpt2-medium, gpt2-large, gpt2-xl, smollm-135m, smollm2-360m, tinyllama-1.1b, "
-         "llama-3-8b";
+         "llama-3.2-1b, llama-3-8b";
 }
 
 const char* to_string(Arch arch) {
@@ -171,6 +184,7 @@ std::optional<std::string> gpt_size_error(const GptConfig& c, int tp, int pp, in
   if (!(c.rope_theta > 0.0 && std::isfinite(c.rope_theta))) {
     return fmt::format("rope theta must be a finite positive number, got {}", c.rope_theta);
   }
+  if (const auto error = kernels::rope_error(c.rope())) return *error;
   if (c.padded_vocab == 0 && c.vocab % tp != 0) {
     return fmt::format("vocab {} is not divisible by tp {}", c.vocab, tp);
   }

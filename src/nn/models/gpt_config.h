@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "kernels/rope.h"
 #include "nn/parameter.h"
 
 namespace mpitron::nn {
@@ -46,6 +47,8 @@ struct GptConfig {
   double norm_eps = 1e-5;           ///< the LayerNorm's or RMSNorm's epsilon
   double rope_theta = 10000.0;      ///< RoPE's base (llama; Llama 2 10000, Llama 3 500000)
   bool tied_embeddings = true;      ///< the LM head is the token embedding (gpt2: always)
+  /// Llama 3's rope_scaling (llama; factor 0: none): Llama 3.1 and 3.2 (kernels/rope.h).
+  kernels::Llama3RopeScaling rope_scaling{};
 
   /// The rows of the token embedding and the columns of the logits: Vp, or V without padding.
   std::int64_t vocab_rows() const { return padded_vocab > 0 ? padded_vocab : vocab; }
@@ -54,6 +57,8 @@ struct GptConfig {
   /// The MLP's inner size: ffn_hidden, or 4 hidden.
   std::int64_t ffn_size() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   bool llama() const { return arch == Arch::llama; }
+  /// RoPE's frequencies: rope_theta with rope_scaling.
+  kernels::RopeFrequencies rope() const { return {rope_theta, rope_scaling}; }
 };
 
 /// "gpt2" or "llama"; and back (otherwise std::invalid_argument "--arch 'x' is not one of:
@@ -75,9 +80,9 @@ std::int64_t padded_vocab_size(std::int64_t vocab, int tp);
 /// - the llama family (RMSNorm eps 1e-5): smollm-135m (30 layers, hidden 576, 9 heads, 3 kv
 ///   heads, ffn 1536, vocab 49152, tied, block 2048, theta 10000), smollm2-360m (32, 960, 15, 5,
 ///   2560, 49152, tied, 8192, 100000), tinyllama-1.1b (22, 2048, 32, 4, 5632, 32000, untied,
-///   2048, 10000), llama-3-8b (32, 4096, 32, 8, 14336, 128256, untied, 8192, 500000).
-///   Llama 3.1 and 3.2 need rope_scaling of type llama3, which mpitron does not implement yet:
-///   they have no preset.
+///   2048, 10000), llama-3.2-1b (16, 2048, 32, 8, 8192, 128256, tied, 131072, 500000, with
+///   rope_scaling llama3: factor 32, low 1, high 4, original 8192), llama-3-8b (32, 4096, 32,
+///   8, 14336, 128256, untied, 8192, 500000).
 /// Nothing for another name.
 std::optional<GptConfig> model_preset(const std::string& name);
 
@@ -96,7 +101,8 @@ GeluForm gelu_form_from_string(const std::string& name);
 /// for RoPE and the MLP's inner size divisible by tp (llama), padded_vocab 0 or >= vocab, the
 /// embedding's rows (vocab_rows) divisible by tp, layers divisible by pp ("layers 6 is not
 /// divisible by pp 4") and by pp x virtual_stages ("layers 4 is not divisible by pp 2 x 4
-/// virtual stages"); a finite positive norm eps and RoPE theta.
+/// virtual stages"); a finite positive norm eps and RoPE theta, and a rope_scaling that
+/// kernels::rope_error accepts.
 std::optional<std::string> gpt_size_error(const GptConfig& config, int tp, int pp,
                                           int virtual_stages = 1);
 

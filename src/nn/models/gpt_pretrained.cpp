@@ -20,6 +20,46 @@ Gpt2Weights gpt2_weights_of(const GptConfig& config, const std::map<std::string,
   return {sizes, full};
 }
 
+GptConfig gpt_config_of(const HfLlamaConfig& c) {
+  GptConfig config{c.vocab, c.max_positions, c.layers, c.hidden, c.heads};
+  config.arch = Arch::llama;
+  config.kv_heads = c.kv_heads;
+  config.ffn_hidden = c.ffn_hidden;
+  config.norm_eps = c.norm_eps;
+  config.rope_theta = c.rope_theta;
+  config.rope_scaling = c.rope_scaling;
+  config.tied_embeddings = c.tied_embeddings;
+  return config;
+}
+
+HfLlamaConfig hf_llama_config_of(const GptConfig& c) {
+  if (!c.llama()) throw std::invalid_argument("hf_llama_config_of: the model is not llama");
+  HfLlamaConfig config;
+  config.vocab = c.vocab;
+  config.hidden = c.hidden;
+  config.layers = c.layers;
+  config.heads = c.heads;
+  config.kv_heads = c.kv_head_count();
+  config.ffn_hidden = c.ffn_size();
+  config.max_positions = c.block_size;
+  config.norm_eps = c.norm_eps;
+  config.rope_theta = c.rope_theta;
+  config.tied_embeddings = c.tied_embeddings;
+  config.rope_scaling = c.rope_scaling;
+  return config;
+}
+
+Gpt2Weights pretrained_weights_of(const HfLlamaWeights& weights) {
+  const HfLlamaConfig& c = weights.config;
+  Gpt2Sizes sizes{.max_t = c.max_positions,
+                  .vocab = c.vocab,
+                  .padded_vocab = c.vocab,
+                  .layers = c.layers,
+                  .heads = c.heads,
+                  .hidden = c.hidden};
+  return {sizes, weights.tensors};
+}
+
 MasterInit pretrained_init(const Gpt2Weights& weights, DType dtype, Device device) {
   return [&weights, dtype, device](const ParameterSpec& spec) {
     const auto it = weights.tensors.find(spec.name);
@@ -27,9 +67,7 @@ MasterInit pretrained_init(const Gpt2Weights& weights, DType dtype, Device devic
       throw std::invalid_argument(fmt::format("pretrained_init: no tensor '{}'", spec.name));
     }
     Tensor full = it->second;
-    if (spec.name == "transformer.wte.weight") {
-      full = fit_vocab_rows(full, weights.sizes.vocab, spec.full_shape[0]);
-    }
+    if (spec.used_rows != 0) full = fit_vocab_rows(full, weights.sizes.vocab, spec.full_shape[0]);
     if (full.shape() != spec.full_shape) {
       throw std::invalid_argument(
           fmt::format("pretrained_init: tensor '{}' has shape {}, the model {}", spec.name,

@@ -47,8 +47,8 @@ Tensor dense_llama_block(const GptConfig& c, const TensorMap& p, std::int64_t la
   const auto weight = [&p, &h](const std::string& name) { return p.at(h + name + ".weight"); };
   const std::int64_t kv = c.kv_head_count();
   const Tensor a = autograd::rms_norm(input, weight("ln_1"), c.norm_eps);
-  const Tensor q = rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope_theta);
-  const Tensor k = rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope_theta);
+  const Tensor q = rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope());
+  const Tensor k = rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope());
   const Tensor v = autograd::linear(a, weight("attn.v"));
   const Tensor context =
       unfused_attention_core(q, repeat_kv_heads(k, kv, c.heads / kv),

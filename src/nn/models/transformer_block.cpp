@@ -11,7 +11,8 @@ namespace {
 // block_masters, after the sizes are checked for `tp` ranks.
 // The attention's heads under `config`: RoPE for llama.
 AttentionHeads attention_shape(const GptConfig& config) {
-  return {config.heads, config.kv_head_count(), config.llama() ? config.rope_theta : 0.0};
+  return {config.heads, config.kv_head_count(),
+          config.llama() ? config.rope() : kernels::RopeFrequencies(0.0)};
 }
 
 BlockMasters checked_block_masters(const GptConfig& config, std::int64_t layer,

@@ -88,6 +88,14 @@ nlohmann::json to_json(const GptConfig& c) {
               {"norm_eps", c.norm_eps},
               {"rope_theta", c.rope_theta},
               {"tied_embeddings", c.tied_embeddings}});
+    if (c.rope_scaling.active()) {
+      const kernels::Llama3RopeScaling& s = c.rope_scaling;
+      j["rope_scaling"] = {{"rope_type", "llama3"},
+                           {"factor", s.factor},
+                           {"low_freq_factor", s.low_freq_factor},
+                           {"high_freq_factor", s.high_freq_factor},
+                           {"original_max_position_embeddings", s.original_max_positions}};
+    }
   }
   return j;
 }
@@ -107,6 +115,12 @@ GptConfig gpt_config_from_json(const nlohmann::json& j) {
     config.norm_eps = j.at("norm_eps").get<double>();
     config.rope_theta = j.at("rope_theta").get<double>();
     config.tied_embeddings = j.at("tied_embeddings").get<bool>();
+    if (j.contains("rope_scaling")) {
+      const nlohmann::json& s = j.at("rope_scaling");
+      config.rope_scaling = {s.at("factor").get<double>(), s.at("low_freq_factor").get<double>(),
+                             s.at("high_freq_factor").get<double>(),
+                             s.at("original_max_position_embeddings").get<double>()};
+    }
   }
   return config;
 }
@@ -229,6 +243,11 @@ std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoi
   if (saved.norm_eps != config.norm_eps || saved.rope_theta != config.rope_theta) {
     return fmt::format("the checkpoint has norm eps {} and rope theta {}, this run {} and {}",
                        saved.norm_eps, saved.rope_theta, config.norm_eps, config.rope_theta);
+  }
+  if (saved.rope_scaling != config.rope_scaling) {
+    return fmt::format("the checkpoint has rope_scaling {}, this run {}",
+                       to_json(saved).value("rope_scaling", nlohmann::json()).dump(),
+                       to_json(config).value("rope_scaling", nlohmann::json()).dump());
   }
   return std::nullopt;
 }

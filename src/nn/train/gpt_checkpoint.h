@@ -57,8 +57,8 @@ struct GptCheckpoint {
 GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_moments);
 
 /// The message of the first model choice (family, size, kv heads, ffn size, tied embeddings,
-/// GELU form, norm eps, RoPE theta) in which `checkpoint` differs from `config` ("the checkpoint
-/// has hidden 256, this run 128"), or nothing. The padding of the
+/// GELU form, norm eps, RoPE theta, rope_scaling) in which `checkpoint` differs from `config`
+/// ("the checkpoint has hidden 256, this run 128"), or nothing. The padding of the
 /// vocabulary may differ: checkpoint_init and restore_optimizer refit it.
 std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoint,
                                                    const GptConfig& config);
@@ -75,7 +75,9 @@ void restore_optimizer(GptTrainer& trainer, const GptCheckpoint& checkpoint,
 
 /// The config as JSON ({"vocab", "padded_vocab", "block_size", "layers", "hidden", "heads",
 /// "gelu"}, and for llama "arch", "kv_heads", "ffn_hidden", "norm_eps", "rope_theta",
-/// "tied_embeddings") and back; JSON without "padded_vocab", "gelu" or "arch" (older
+/// "tied_embeddings" and, when scaled, "rope_scaling" {"rope_type": "llama3", "factor",
+/// "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}, Hugging Face's
+/// names) and back; JSON without "padded_vocab", "gelu" or "arch" (older
 /// checkpoints) reads as no padding, erf and gpt2. Back throws nlohmann::json::exception for a
 /// missing size and std::invalid_argument for an unknown GELU form.
 nlohmann::json to_json(const GptConfig& config);

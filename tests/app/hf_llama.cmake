@@ -1,0 +1,28 @@
+# Hugging Face Llama folders through the real CLI (hf_llama_cli.py, after checkpoint.cmake, whose
+# launcher it uses): `train --init-from FOLDER` then `export --format hf` gives the folder back,
+# bit for bit in float32, and `export --dtype bfloat16` rounds to nearest even.
+set(hf_llama_work ${CMAKE_CURRENT_BINARY_DIR}/hf_llama)
+add_test(NAME hf_llama_roundtrip
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/hf_llama_cli.py roundtrip
+                 --data ${PROJECT_SOURCE_DIR}/tests/data --work ${hf_llama_work}/roundtrip
+                 -- ${ckpt_launch})
+set_tests_properties(hf_llama_roundtrip PROPERTIES TIMEOUT 300 PROCESSORS 4)
+
+# Bad --init-from of a folder: one line on every rank, exit code 2.
+set(hf_tied ${PROJECT_SOURCE_DIR}/tests/data/hf_llama_tied)
+set(llmc_sample ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin)
+foreach(case
+    "kv_heads|--init-from ${hf_tied} --kv-heads 4|--init-from [^\n]*hf_llama_tied: config.json has kv-heads 2, --kv-heads 4"
+    "untie|--init-from ${hf_tied} --arch llama --untie-embeddings|config.json has tie_word_embeddings true, --untie-embeddings true"
+    "arch_gpt2|--init-from ${hf_tied} --arch gpt2|--init-from [^\n]*hf_llama_tied: a Hugging Face Llama folder, but --arch gpt2"
+    "gpt2_file|--arch llama --init-from ${llmc_sample}|--init-from [^\n]*llmc_sample_f32.bin: --arch llama reads a Hugging Face Llama folder")
+  string(REPLACE "|" ";" fields "${case}")
+  list(GET fields 0 name)
+  list(GET fields 1 flags)
+  list(GET fields 2 message)
+  separate_arguments(flags)
+  mpitron_add_expect_test(hf_llama_bad_init_from_${name} TARGET mpitron NP 2 TIMEOUT 60
+    MAX_SECONDS 30
+    ARGS train --tp 2 --seq 8 ${flags} --log-dir ${hf_llama_work}/logs_bad
+    EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*${message}" "rank 1: error: ")
+endforeach()
