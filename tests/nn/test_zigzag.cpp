@@ -6,7 +6,7 @@
 #include <functional>
 #include <numeric>
 
-#include "nn/parallel/zigzag.h"
+#include "nn/data/zigzag.h"
 
 namespace mpitron::nn {
 namespace {

@@ -1,4 +1,4 @@
-#include "nn/parallel/zigzag.h"
+#include "nn/data/zigzag.h"
 
 #include <fmt/format.h>
 
