@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <utility>
 
 #include "kernels/ops.h"
+#include "nn/fault_injection.h"
 
 namespace mpitron::nn {
 
@@ -60,8 +62,9 @@ Tensor zigzag_shard(const Tensor& x, int cp, int rank) {
   const auto inner = row_elements(shape);
   const auto chunk = static_cast<std::size_t>(seq / (2 * cp)) * inner;
   const auto rows = static_cast<std::size_t>(shape[0]);
-  const std::size_t chunks[2] = {static_cast<std::size_t>(rank),
-                                 static_cast<std::size_t>(2 * cp - 1 - rank)};
+  std::size_t chunks[2] = {static_cast<std::size_t>(rank),
+                           static_cast<std::size_t>(2 * cp - 1 - rank)};
+  if (fault_active(Fault::cp_zigzag_chunks_swapped)) std::swap(chunks[0], chunks[1]);
   for (std::size_t half = 0; half < 2; ++half) {
     kernels::copy_rows(x.buffer(), chunks[half] * chunk, 2 * cp * chunk, out.buffer(), half * chunk,
                        2 * chunk, rows, chunk);
