@@ -6,14 +6,19 @@ namespace {
 
 // Checks the sizes first, so a mismatch is reported before the layout is built or any
 // collective is entered.
-GroupLayout checked_layout(const Communicator& world, int tp, int pp, int dp) {
-  validate_sizes(tp, pp, dp, world.size());
-  return GroupLayout(tp, pp, dp);
+GroupLayout checked_layout(const Communicator& world, int tp, int pp, int dp, int cp) {
+  validate_sizes(tp, pp, dp, world.size(), cp);
+  return GroupLayout(tp, pp, dp, cp);
 }
 
 Communicator split_axis(const Communicator& world, const GroupLayout& layout, Axis axis) {
   const SplitKey key = layout.split(axis, world.rank());
   return world.split(key.color, key.key, to_string(axis));
+}
+
+Communicator split_dp_cp(const Communicator& world, const GroupLayout& layout) {
+  const SplitKey key = layout.dp_cp_split(world.rank());
+  return world.split(key.color, key.key, "dp_cp");
 }
 
 Communicator split_embedding(const Communicator& world, const GroupLayout& layout) {
@@ -23,13 +28,15 @@ Communicator split_embedding(const Communicator& world, const GroupLayout& layou
 
 }  // namespace
 
-ParallelTopology::ParallelTopology(const Communicator& world, int tp, int pp, int dp)
-    : layout_(checked_layout(world, tp, pp, dp)),
+ParallelTopology::ParallelTopology(const Communicator& world, int tp, int pp, int dp, int cp)
+    : layout_(checked_layout(world, tp, pp, dp, cp)),
       coordinates_(layout_.coordinates(world.rank())),
       world_(world),
       tp_comm_(split_axis(world, layout_, Axis::tp)),
       pp_comm_(split_axis(world, layout_, Axis::pp)),
       dp_comm_(split_axis(world, layout_, Axis::dp)),
+      cp_comm_(split_axis(world, layout_, Axis::cp)),
+      dp_cp_comm_(split_dp_cp(world, layout_)),
       embedding_comm_(split_embedding(world, layout_)),
       prev_stage_(layout_.previous_stage(world.rank())),
       next_stage_(layout_.next_stage(world.rank())) {}
@@ -42,6 +49,8 @@ const Communicator& ParallelTopology::comm(Axis axis) const {
       return pp_comm_;
     case Axis::dp:
       return dp_comm_;
+    case Axis::cp:
+      return cp_comm_;
   }
   return world_;
 }

@@ -93,4 +93,32 @@ MPITRON_HOST_DEVICE inline T attention_score_grad(T p, T dp, T delta) {
   return p * (dp - delta);
 }
 
+/// Folds one block's partial attention into a query row's running result (the log-sum-exp merge
+/// of blockwise softmax that ring attention runs between the blocks of keys it receives; Liu et
+/// al., arXiv:2310.01889, and Milakov & Gimelshein, arXiv:1805.02867): `o` [d] and `lse` are the
+/// row's output normalized over the keys seen so far and their log-sum-exp, block_o [d] and
+/// block_lse the same over the block's keys. Afterwards lse = log(e^lse + e^block_lse) and
+/// o = e^(lse_old - lse) o + e^(block_lse - lse) block_o. A side with lse -inf (no key seen)
+/// contributes nothing; both -inf leaves o and lse as they were.
+template <class T>
+MPITRON_HOST_DEVICE inline void attention_merge_row(T* o, T& lse, const T* block_o, T block_lse,
+                                                    std::size_t d) {
+  using std::exp;
+  using std::log1p;
+  if (block_lse == negative_infinity<T>()) return;
+  if (lse == negative_infinity<T>()) {
+    for (std::size_t x = 0; x < d; ++x)
+      o[x] = block_o[x];
+    lse = block_lse;
+    return;
+  }
+  const T high = lse > block_lse ? lse : block_lse;
+  const T low = lse > block_lse ? block_lse : lse;
+  const T merged = high + log1p(exp(low - high));
+  const T keep = exp(lse - merged), take = exp(block_lse - merged);
+  for (std::size_t x = 0; x < d; ++x)
+    o[x] = keep * o[x] + take * block_o[x];
+  lse = merged;
+}
+
 }  // namespace mpitron::kernels::math

@@ -58,6 +58,9 @@ class Backend {
                                   const Buffer& o, const Buffer& lse, const Buffer& dout,
                                   std::size_t seq, std::size_t head_dim, bool causal, double scale,
                                   Buffer& dq, Buffer& dk, Buffer& dv) = 0;
+  /// rows = lse.numel() > 0 here.
+  virtual void attention_merge(Buffer& o, Buffer& lse, const Buffer& block_o,
+                               const Buffer& block_lse, std::size_t head_dim) = 0;
   virtual void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) = 0;
   virtual void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss,
                             Buffer& dpred) = 0;

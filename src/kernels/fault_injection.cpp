@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 34> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 37> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -44,6 +44,9 @@ constexpr std::array<std::pair<const char*, Fault>, 34> kNames{{
     {"bf16-round-truncates", Fault::bf16_round_truncates},
     {"bf16-gemm-overwrites", Fault::bf16_gemm_overwrites},
     {"bf16-main-grad-in-bf16", Fault::bf16_main_grad_in_bf16},
+    {"cp-zigzag-chunks-swapped", Fault::cp_zigzag_chunks_swapped},
+    {"ring-attention-no-lse-correction", Fault::ring_attention_no_lse_correction},
+    {"ring-attention-dkv-not-returned", Fault::ring_attention_dkv_not_returned},
 }};
 std::string fault_names() {
   std::string names;

@@ -96,6 +96,15 @@ enum class Fault {
   /// (beta != 0: the weight gradients' main-gradient accumulation) rounds C to bfloat16
   /// afterwards, as if the gradients were accumulated in bfloat16.
   bf16_main_grad_in_bf16,
+  /// context parallelism's zigzag shards take their two chunks in the wrong order (rank c keeps
+  /// chunk 2cp-1-c first): positions, targets and the attention's causal blocks no longer agree.
+  cp_zigzag_chunks_swapped,
+  /// the CPU attention merge adds a block's output to the running one without the log-sum-exp
+  /// correction (invisible while a query row sees a single block of keys).
+  ring_attention_no_lse_correction,
+  /// ring attention's backward keeps the key/value gradients where they were computed instead
+  /// of returning them to the rank that owns the keys and values.
+  ring_attention_dkv_not_returned,
   /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
   /// completing the step, so that a test's signal arrives in the middle of a save.
   save_pauses_before_finish,

@@ -149,6 +149,19 @@ void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::s
   }
 }
 
+void attention_merge(Buffer& o, Buffer& lse, const Buffer& block_o, const Buffer& block_lse,
+                     std::size_t head_dim) {
+  constexpr const char* op = "attention_merge";
+  Backend& be =
+      same_place(op, {{"o", o}, {"lse", lse}, {"block_o", block_o}, {"block_lse", block_lse}});
+  if (head_dim == 0) fail(op, "head_dim must be >= 1");
+  expect_rows_of(op, {"o", o}, head_dim);
+  expect_numel(op, {"block_o", block_o}, o.numel(), "numel of o");
+  expect_numel(op, {"lse", lse}, o.numel() / head_dim, "numel of o / head_dim");
+  expect_numel(op, {"block_lse", block_lse}, o.numel() / head_dim, "numel of o / head_dim");
+  if (!o.empty()) be.attention_merge(o, lse, block_o, block_lse, head_dim);
+}
+
 void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
                         const Buffer& lse, const Buffer& dout, std::size_t seq,
                         std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,

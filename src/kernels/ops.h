@@ -121,6 +121,15 @@ void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const
                         std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,
                         Buffer& dv);
 
+/// Merges one block's attention into a running result, row by row (math::attention_merge_row,
+/// the log-sum-exp combination ring attention uses; Liu et al., arXiv:2310.01889): o and block_o
+/// are [rows, head_dim] outputs normalized over their own keys, lse and block_lse [rows] their
+/// log-sum-exps (attention_forward's); o and lse become those of the union of both key sets. A
+/// row with lse -inf takes the block's values. Throws std::invalid_argument when head_dim is 0 or
+/// the sizes disagree.
+void attention_merge(Buffer& o, Buffer& lse, const Buffer& block_o, const Buffer& block_lse,
+                     std::size_t head_dim);
+
 /// loss[0] = mean_i (pred[i] - target[i])^2 (torch.nn.functional.mse_loss, reduction "mean");
 /// loss has one element.
 void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss);

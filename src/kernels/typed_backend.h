@@ -120,6 +120,14 @@ class TypedBackend : public Backend {
     });
   }
 
+  void attention_merge(Buffer& o, Buffer& lse, const Buffer& block_o, const Buffer& block_lse,
+                       std::size_t head_dim) override {
+    dispatch(o.dtype(), [&]<class T>(T) {
+      K::attention_merge(out<T>(o), out<T>(lse), in<T>(block_o), in<T>(block_lse), lse.numel(),
+                         head_dim);
+    });
+  }
+
   void mse_forward(const Buffer& pred, const Buffer& target, Buffer& loss) override {
     dispatch(loss.dtype(), [&]<class T>(T) {
       K::mse_forward(in<T>(pred), in<T>(target), pred.numel(), out<T>(loss));

@@ -92,6 +92,49 @@ TEST(Topology, SizesThatDoNotFitTheWorldFailOnEveryRank) {
   EXPECT_THROW(comm::ParallelTopology(world(), 1, -1, n), comm::ConfigError);
 }
 
+TEST(Topology, ContextGroupsMatchTheLayoutAndCommunicate) {
+  const int rank = world().rank();
+  const int n = world().size();
+  for (int cp = 1; cp <= n; ++cp) {
+    if (n % cp != 0) continue;
+    for (int tp : {1, n / cp}) {
+      SCOPED_TRACE("cp=" + std::to_string(cp) + " tp=" + std::to_string(tp));
+      const int dp = n / (cp * tp);
+      const comm::ParallelTopology topology(world(), tp, 1, dp, cp);
+      EXPECT_EQ(topology.cp(), cp);
+      EXPECT_EQ(topology.cp_rank(), (rank / tp) % cp);
+      EXPECT_EQ(topology.tp_rank(), rank % tp);
+      EXPECT_EQ(topology.dp_rank(), rank / (tp * cp));
+      const std::vector<int> ring = topology.layout().group(Axis::cp, rank);
+      const std::vector<int> dp_cp = topology.layout().dp_cp_group(rank);
+      EXPECT_EQ(topology.cp_comm().name(), "cp");
+      EXPECT_EQ(topology.cp_comm().rank(), topology.cp_rank());
+      EXPECT_EQ(topology.cp_comm().members(), ring);
+      EXPECT_EQ(topology.dp_cp_comm().name(), "dp_cp");
+      EXPECT_EQ(topology.dp_cp_comm().rank(), topology.dp_rank() * cp + topology.cp_rank());
+      EXPECT_EQ(topology.dp_cp_comm().members(), dp_cp);
+      for (const comm::Communicator* group : {&topology.cp_comm(), &topology.dp_cp_comm()}) {
+        const std::vector<int> members = group->members();
+        kernels::Buffer sum = filled_buffer(1, rank, {kernels::DType::f64, kernels::Device::cpu});
+        comm::all_reduce(*group, sum, comm::ReduceOp::sum);
+        EXPECT_EQ(host_values(sum)[0], std::accumulate(members.begin(), members.end(), 0.0));
+      }
+    }
+  }
+}
+
+TEST(Topology, CpNotDividingTheWorldFailsOnEveryRank) {
+  const int n = world().size();
+  try {
+    comm::ParallelTopology topology(world(), 1, 1, 1, n + 1);
+    ADD_FAILURE() << "accepted cp = " << n + 1 << " on a world of " << n;
+  } catch (const comm::ConfigError& error) {
+    EXPECT_EQ(std::string(error.what()), "tp*cp*pp*dp = 1*" + std::to_string(n + 1) +
+                                             "*1*1 = " + std::to_string(n + 1) +
+                                             ", but the world size is " + std::to_string(n));
+  }
+}
+
 TEST(Topology, GroupsShareTheWorldsSettings) {
   SettingsGuard guard(world());
   const comm::ParallelTopology topology(world(), 1, world().size(), 1);

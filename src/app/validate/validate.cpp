@@ -8,6 +8,7 @@
 #include "app/common/help.h"
 #include "app/validate/attention_checks.h"
 #include "app/validate/comm_checks.h"
+#include "app/validate/cp_checks.h"
 #include "app/validate/gpt_checks.h"
 #include "app/validate/kernel_checks.h"
 #include "app/validate/mlp_checks.h"
@@ -127,6 +128,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   report(check_communication(ctx));
   report(check_tensor_parallel(ctx));
   report(check_tensor_parallel_attention(ctx));
+  report(check_context_parallel(ctx));
   report(check_transformer_block(ctx));
   report(check_vocab_parallel(ctx));
   per_micro_batch_run(check_pipeline_parallel);

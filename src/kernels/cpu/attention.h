@@ -114,6 +114,23 @@ struct Attention {
     });
   }
 
+  /// o and lse of the union of two key sets, row by row (kernels::attention_merge).
+  template <class T>
+  static void attention_merge(T* o, T* lse, const T* block_o, const T* block_lse, std::size_t rows,
+                              std::size_t d) {
+    const bool no_correction = fault_active(Fault::ring_attention_no_lse_correction);
+    parallel_chunks(rows, kBlockQ, [=](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        if (no_correction) {
+          for (std::size_t x = 0; x < d; ++x)
+            o[r * d + x] += block_o[r * d + x];
+          continue;
+        }
+        math::attention_merge_row(o + r * d, lse[r], block_o + r * d, block_lse[r], d);
+      }
+    });
+  }
+
  private:
   /// Rows of a diagonal tile's row block: on AVX-512 the packed GEMM's tile width (32 columns),
   /// so a block's key columns stay whole micro-tiles.

@@ -223,12 +223,21 @@ void Kernels::attention_backward(const T* q, const T* k, const T* v, const T* o,
          seq, d, causal, scale, dq);
 }
 
+template <class T>
+void Kernels::attention_merge(T* o, T* lse, const T* block_o, const T* block_lse, std::size_t rows,
+                              std::size_t d) {
+  for_each(rows, [=] __device__(std::size_t r) {
+    math::attention_merge_row(o + r * d, lse[r], block_o + r * d, block_lse[r], d);
+  });
+}
+
 #define MPITRON_INSTANTIATE(T)                                                                   \
   template void Kernels::attention_forward<T>(const T*, const T*, const T*, std::size_t,         \
                                               std::size_t, std::size_t, bool, T, T*, T*);        \
   template void Kernels::attention_backward<T>(const T*, const T*, const T*, const T*, const T*, \
                                                const T*, std::size_t, std::size_t, std::size_t,  \
-                                               bool, T, T*, T*, T*);
+                                               bool, T, T*, T*, T*);                             \
+  template void Kernels::attention_merge<T>(T*, T*, const T*, const T*, std::size_t, std::size_t);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE

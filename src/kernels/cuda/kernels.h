@@ -75,6 +75,9 @@ struct Kernels {
   static void attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
                                  const T* dout, std::size_t batch_heads, std::size_t seq,
                                  std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv);
+  template <class T>
+  static void attention_merge(T* o, T* lse, const T* block_o, const T* block_lse, std::size_t rows,
+                              std::size_t d);
 
   // normalization.cu: LayerNorm, one block per row (forward, dx), one thread per column (dweight,
   // dbias).
