@@ -34,7 +34,6 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
       ->check(size_at_most_max());
   add_example(
       c, "mpirun -np 2 mpitron eval --tp 2 --load ckpt --data /usr/share/common-licenses/GPL-3");
-  add_example(c, "mpitron eval --init-from gpt2_124M.bin --data fineweb_val_000000.bin");
   return c;
 }
 

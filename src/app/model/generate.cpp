@@ -32,7 +32,6 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
       ->capture_default_str();
   add_size_option(c, "--top-k", o.top_k, "Sample among the k most likely tokens (0: all)");
   add_example(c, "mpitron generate --load ckpt --prompt \"The GNU General\" --tokens 200");
-  add_example(c, "mpitron generate --init-from llama/ --tokenizer llama/ --prompt \"The GNU\"");
   return c;
 }
 
