@@ -21,6 +21,24 @@ cli_bad_test(generate_top_k 2 "--top-k must be >= 0, got -1"
              generate --load ${cli_ckpt} --prompt x --top-k -1)
 cli_bad_test(generate_temperature 2 "--temperature must be a finite number >= 0, got nan"
              generate --load ${cli_ckpt} --prompt x --temperature nan)
+# eval and generate read exactly one of --load and --init-from.
+cli_bad_test(eval_no_model 2 "give --load DIR or --init-from FILE_OR_FOLDER"
+             eval --data ${cli_text})
+cli_bad_test(eval_load_and_init_from 2 "give --load DIR or --init-from FILE_OR_FOLDER, not both"
+             eval --load ${cli_ckpt} --init-from ${PROJECT_SOURCE_DIR}/tests/data/hf_llama_tied
+             --data ${cli_text})
+cli_bad_test(generate_no_model 2 "give --load DIR or --init-from FILE_OR_FOLDER"
+             generate --prompt x)
+cli_bad_test(generate_load_and_init_from 2 "give --load DIR or --init-from FILE_OR_FOLDER, not both"
+             generate --load ${cli_ckpt} --init-from ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin
+             --prompt x)
+# A model of fewer ids than bytes (llm.c's sample: vocab 70) meets byte 120 ('x').
+cli_bad_test(generate_prompt_outside_vocab 2 "--prompt holds byte 120, outside the model's vocab 70"
+             generate --init-from ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin --prompt x)
+cli_bad_test(eval_data_outside_vocab 2 "--data ${cli_text} holds byte 122, outside the model's vocab 70"
+             eval --init-from ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin --data ${cli_text})
+cli_bad_test(eval_heads_with_load 2 "--heads goes with --init-from: a checkpoint records its heads"
+             eval --load ${cli_ckpt} --heads 4 --data ${cli_text})
 cli_bad_test(eval_seq_zero 2 "--seq must be in [1, 16] (the checkpoint's block size), got 0"
              eval --load ${cli_ckpt} --data ${cli_text} --seq 0)
 cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"

@@ -14,6 +14,8 @@ endfunction()
 gpt2_formats_test(gpt2_formats_exports 1 exports --load ${ckpt_tiny})
 # train --init-from a file of each format, then export in that format: the same bytes.
 gpt2_formats_test(gpt2_formats_roundtrip 4 roundtrip)
+# generate --init-from an llm.c file: the text of generate --load of the same weights.
+gpt2_formats_test(gpt2_formats_generate_init_from 2 generate)
 
 # Bad --init-from: one line on every rank, exit code 2.
 set(sample ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin)
@@ -22,7 +24,7 @@ foreach(case
     "hidden|${sample}|--seq 16 --hidden 32|--init-from [^\n]*llmc_sample_f32.bin: the file has hidden 16, --hidden 32"
     "vocab_larger|${sample}|--seq 16 --vocab 128|--vocab 128 is larger than the file's vocab 70 .its wte rows from 70 on are padding."
     "byte_vocab|${sample}|--seq 16|the --init-from vocab 70 cannot hold the 256 byte values"
-    "no_heads|${hf_sample}|--seq 16|--init-from [^\n]*hf_gpt2_sample.safetensors: a safetensors file does not record the number of attention heads: give train --heads"
+    "no_heads|${hf_sample}|--seq 16|--init-from [^\n]*hf_gpt2_sample.safetensors: a safetensors file does not record the number of attention heads: give --heads"
     "neither|${ckpt_text}||--init-from [^\n]*checkpoint_eval.txt: not an llm.c model file .magic [-0-9]+, expected 20240326. or a safetensors file")
   string(REPLACE "|" ";" fields "${case}")
   list(GET fields 0 name)

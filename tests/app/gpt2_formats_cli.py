@@ -21,6 +21,10 @@ made anew). Python standard library only.
       safetensors file's header and data; its "__metadata__" names the checkpoint). And the
       padded run's nanoGPT export (384 rows) read back with --vocab 300 exports the first llm.c
       file again.
+  generate --work WORK
+      Writes an llm.c model file (maxT 16, V = Vp = 256: bytes, L 2, NH 4, C 16), `train
+      --init-from`s it for one SGD step at --lr 1e-30 with --save, and runs greedy `generate` of
+      the file (--init-from) and of the saved step (--load) on tp 2: the same text.
 Prints what it compared; exits 1 on any failure.
 """
 import argparse
@@ -197,9 +201,24 @@ def roundtrip(args):
                 [2, 1, 1])
 
 
+def generate(args):
+    source = os.path.join(args.work, "bytes.llmc")
+    write_llmc_sample(source, 16, 256, 256, 2, 4, 16)
+    checkpoint = train_from(args, "bytes", source, [2, 1, 1], [], "vocab 256, tanh GELU;")
+    texts = []
+    for weights in (["--init-from", source], ["--load", checkpoint]):
+        out, _ = mpitron(args, [2, 1, 1], "generate", *weights, "--prompt", "GNU",
+                         "--tokens", "12", "--temperature", "0")
+        texts.append(out.split(b"\n")[0])
+    if texts[0] != texts[1] or len(texts[0]) != len("GNU") + 12:
+        fail(f"generate --init-from gives {texts[0]!r}, --load of its weights {texts[1]!r}")
+    print(f"generate: --init-from {os.path.basename(source)} and --load of the same weights "
+          f"give {texts[0]!r}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("action", choices=["exports", "roundtrip"])
+    p.add_argument("action", choices=["exports", "roundtrip", "generate"])
     p.add_argument("--work", required=True)
     p.add_argument("--load")
     split = sys.argv.index("--") if "--" in sys.argv else len(sys.argv)
@@ -207,7 +226,7 @@ def main():
     args.launch = sys.argv[split + 1:]
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    {"exports": exports, "roundtrip": roundtrip}[args.action](args)
+    {"exports": exports, "roundtrip": roundtrip, "generate": generate}[args.action](args)
 
 
 if __name__ == "__main__":

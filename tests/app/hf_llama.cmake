@@ -7,6 +7,12 @@ add_test(NAME hf_llama_roundtrip
                  --data ${PROJECT_SOURCE_DIR}/tests/data --work ${hf_llama_work}/roundtrip
                  -- ${ckpt_launch})
 set_tests_properties(hf_llama_roundtrip PROPERTIES TIMEOUT 300 PROCESSORS 4)
+# eval --init-from a folder: the loss of eval --load of a checkpoint of the same weights.
+add_test(NAME hf_llama_eval_init_from
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/hf_llama_cli.py eval
+                 --data ${PROJECT_SOURCE_DIR}/tests/data --work ${hf_llama_work}/eval
+                 -- ${ckpt_launch})
+set_tests_properties(hf_llama_eval_init_from PROPERTIES TIMEOUT 120 PROCESSORS 2)
 
 # Bad --init-from of a folder: one line on every rank, exit code 2.
 set(hf_tied ${PROJECT_SOURCE_DIR}/tests/data/hf_llama_tied)

@@ -14,6 +14,11 @@ made anew). Python standard library only.
       same model.safetensors and config.json byte for byte. Then `export --dtype bfloat16`:
       BF16 tensors, each the float32 value rounded to nearest even, and the bfloat16 folder
       starts a run.
+  eval --data DIR --work WORK
+      `train --init-from` DIR/hf_llama_tied for one SGD step at --lr 1e-30 with --save, then
+      `eval --init-from` the folder and `eval --load` the saved step (tp 2) on
+      checkpoint_eval.txt: the same loss, bit for bit; and `eval --init-from` on pp 2 within
+      1e-5.
 Prints what it compared; exits 1 on any failure.
 """
 import argparse
@@ -95,9 +100,29 @@ def roundtrip(args):
               f"and starts a run", flush=True)
 
 
+def evaluate(args):
+    source = os.path.join(args.data, "hf_llama_tied")
+    checkpoint = train_from(args, "eval", source, [2, 1, 1], [], "llama")
+    losses = []
+    for weights, sizes in ((["--init-from", source], [2, 1, 1]),
+                           (["--load", checkpoint], [2, 1, 1]),
+                           (["--init-from", source], [1, 2, 1])):
+        report = os.path.join(args.work, f"eval_{len(losses)}.json")
+        mpitron(args, sizes, "eval", *weights, "--seq", "16", "--data",
+                os.path.join(args.data, "checkpoint_eval.txt"), "--json", report)
+        with open(report) as f:
+            losses.append(json.load(f)["loss"])
+    if losses[0] != losses[1]:
+        fail(f"eval --init-from gives loss {losses[0]!r}, --load of its weights {losses[1]!r}")
+    if abs(losses[2] - losses[0]) > 1e-5 * abs(losses[0]):
+        fail(f"eval --init-from on pp 2 gives loss {losses[2]!r}, on tp 2 {losses[0]!r}")
+    print(f"eval: --init-from hf_llama_tied and --load of the same weights give loss "
+          f"{losses[0]!r}; pp 2 {losses[2]!r}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("action", choices=["roundtrip"])
+    p.add_argument("action", choices=["roundtrip", "eval"])
     p.add_argument("--work", required=True)
     p.add_argument("--data", required=True)
     split = sys.argv.index("--") if "--" in sys.argv else len(sys.argv)
@@ -105,7 +130,7 @@ def main():
     args.launch = sys.argv[split + 1:]
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    roundtrip(args)
+    {"roundtrip": roundtrip, "eval": evaluate}[args.action](args)
 
 
 if __name__ == "__main__":

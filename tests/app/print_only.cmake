@@ -34,8 +34,8 @@ print_only_test(bench_gemm_takes_no_gemm 2 "^rank 0: error: mpitron bench gemm d
                 bench gemm --gemm eigen)
 print_only_test(missing_value 2 "^rank 0: error: --max-iterations needs a value \\(see --help\\)\n$"
                 bench comm --max-iterations)
-print_only_test(missing_required 2 "^rank 0: error: --load is required \\(see --help\\)\n$"
-                generate --prompt x)
+print_only_test(missing_required 2 "^rank 0: error: --prompt is required \\(see --help\\)\n$"
+                generate --load x)
 print_only_test(bad_value 2 "^rank 0: error: Could not convert: --tp = two \\(see --help\\)\n$"
                 validate --tp two)
 print_only_test(failed_check 2 "^rank 0: error: --max-bytes: must be an integer in \\[4, 268435456\\], got -1 \\(see --help\\)\n$"

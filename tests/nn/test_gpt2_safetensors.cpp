@@ -146,8 +146,7 @@ TEST_F(Gpt2Safetensors, NamesEachBadFileInOneLine) {
               names("tensor 'ln_f.bias' is I32, not F32, F64 or BF16"));
   EXPECT_THAT(
       error_of(kHf, 0),
-      names(
-          "a safetensors file does not record the number of attention heads: give train --heads"));
+      names("a safetensors file does not record the number of attention heads: give --heads"));
   EXPECT_THAT(error_of(kHf, 3), names("hidden C 16 is not divisible by heads NH 3"));
 }
 

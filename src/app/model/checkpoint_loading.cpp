@@ -2,40 +2,87 @@
 
 #include <fmt/format.h>
 
+#include "app/common/init_from.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "nn/models/gpt_pretrained.h"
 
 namespace mpitron::app {
 
-LoadedRun load_checkpoint_agreed(
-    const std::string& what, const CommonOptions& common, const std::string& load,
+void add_model_source_options(CLI::App& c, ModelSource& source) {
+  c.add_option("--load", source.load,
+               "Checkpoint folder (its newest complete step); or give --init-from");
+  c.add_option("--init-from", source.init_from,
+               "Another tool's weights instead of --load: an llm.c model file, GPT-2 safetensors "
+               "(nanoGPT's or Hugging Face's names), a Hugging Face Llama folder; sizes from it");
+  add_size_option(c, "--heads", source.heads,
+                  "Attention heads of a --init-from safetensors GPT-2 file (it does not record "
+                  "them)");
+}
+
+nn::MasterInit model_init(const LoadedRun& run, kernels::DType dtype) {
+  if (run.pretrained) return nn::pretrained_init(*run.pretrained, dtype, run.device);
+  return nn::checkpoint_init(run.checkpoint, dtype, run.device);
+}
+
+namespace {
+
+// This rank's model: the checkpoint's step, or --init-from's weights; sets run.config.
+void read_model(const ModelSource& source, LoadedRun& run) {
+  if (source.load.empty() && source.init_from.empty()) {
+    throw comm::ConfigError("give --load DIR or --init-from FILE_OR_FOLDER");
+  }
+  if (!source.load.empty() && !source.init_from.empty()) {
+    throw comm::ConfigError("give --load DIR or --init-from FILE_OR_FOLDER, not both");
+  }
+  if (!source.init_from.empty()) {
+    InitFromFlags flags;
+    flags.init_from = source.init_from;
+    flags.heads = source.heads;
+    if (source.heads > 0) flags.given.insert("heads");
+    run.pretrained = load_init_from(flags, run.config);
+    run.label = source.init_from;
+    return;
+  }
+  if (source.heads > 0) {
+    throw comm::ConfigError("--heads goes with --init-from: a checkpoint records its heads");
+  }
+  try {
+    run.checkpoint = nn::load_gpt_checkpoint(source.load, /*with_moments=*/false);
+  } catch (const std::exception& e) {
+    throw comm::ConfigError(e.what());
+  }
+  run.config = run.checkpoint.config;
+  run.label = fmt::format("{} step {}", source.load, run.checkpoint.step);
+}
+
+}  // namespace
+
+LoadedRun load_model_agreed(
+    const std::string& what, const CommonOptions& common, const ModelSource& source,
     comm::Communicator& world,
-    const std::function<std::string(const nn::GptCheckpoint&, const ParallelSizes&)>&
-        extra_checks) {
+    const std::function<std::string(const nn::GptConfig&, const ParallelSizes&)>& extra_checks) {
   LoadedRun run;
   comm::agree_on_configuration(world, [&] {
     run.sizes = resolve_parallel_sizes(common, world.size());
     run.device = resolve_device(common.device);
-    if (load.empty()) throw comm::ConfigError("--load DIR is required");
-    try {
-      run.checkpoint = nn::load_gpt_checkpoint(load, /*with_moments=*/false);
-    } catch (const std::exception& e) {
-      throw comm::ConfigError(e.what());
-    }
-    run.config = run.checkpoint.config;
+    read_model(source, run);
     run.config.padded_vocab = nn::padded_vocab_size(run.config.vocab, run.sizes.tp);
     if (const auto error = nn::gpt_size_error(run.config, run.sizes.tp, run.sizes.pp)) {
       throw comm::ConfigError(*error);
     }
-    const std::string settings = extra_checks(run.checkpoint, run.sizes);
+    const std::string settings = extra_checks(run.config, run.sizes);
     run.log = prepare_run(common, world);
     if (world.rank() == 0) {
       for (const std::string& why : run.checkpoint.skipped)
-        run.log->warn("warning: --load {}: skipped a newer step that does not load: {}", load, why);
+        run.log->warn("warning: --load {}: skipped a newer step that does not load: {}",
+                      source.load, why);
     }
-    return fmt::format("mpitron {} {} tp={} pp={} dp={} load={} step={} {}", MPITRON_VERSION, what,
-                       run.sizes.tp, run.sizes.pp, run.sizes.dp, load, run.checkpoint.step,
-                       settings);
+    const std::string weights =
+        source.load.empty() ? "init_from=" + source.init_from
+                            : fmt::format("load={} step={}", source.load, run.checkpoint.step);
+    return fmt::format("mpitron {} {} tp={} pp={} dp={} {} {}", MPITRON_VERSION, what, run.sizes.tp,
+                       run.sizes.pp, run.sizes.dp, weights, settings);
   });
   return run;
 }

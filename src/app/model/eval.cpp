@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,9 +20,11 @@ namespace mpitron::app {
 
 CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
   CLI::App& c = *app.add_subcommand(
-      "eval", "Mean cross-entropy of a checkpoint over a text file or llm.c token shards");
+      "eval",
+      "Mean cross-entropy of a checkpoint or --init-from weights over a text file or llm.c token "
+      "shards");
   add_common_options(c, o.common);
-  c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
+  add_model_source_options(c, o.model);
   c.add_option("--data", o.data, "Text file (as bytes), or llm.c token shards: file, folder, glob")
       ->required();
   c.add_option("--tokenizer", o.tokenizer,
@@ -68,20 +71,27 @@ nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
 int run_eval(const EvalOptions& o, comm::Communicator world) {
   std::optional<nn::TokenCorpus> corpus;
   std::int64_t seq = 0;
-  LoadedRun run = load_checkpoint_agreed(
-      "eval", o.common, o.load, world, [&](const nn::GptCheckpoint& ckpt, const ParallelSizes&) {
-        seq = o.seq.value_or(ckpt.config.block_size);
-        if (seq < 1 || seq > ckpt.config.block_size) {
+  LoadedRun run = load_model_agreed(
+      "eval", o.common, o.model, world, [&](const nn::GptConfig& config, const ParallelSizes&) {
+        seq = o.seq.value_or(config.block_size);
+        if (seq < 1 || seq > config.block_size) {
           throw comm::ConfigError(
               fmt::format("--seq must be in [1, {}] (the checkpoint's block size), got {}",
-                          ckpt.config.block_size, seq));
+                          config.block_size, seq));
         }
-        corpus = read_corpus(o, ckpt.config.vocab);
+        corpus = read_corpus(o, config.vocab);
         if (static_cast<std::int64_t>(corpus->tokens().size()) < seq + 1) {
           throw comm::ConfigError(fmt::format(
               "{}: {}, shorter than one window of seq + 1 = {}", o.data,
               nn::counted(static_cast<std::int64_t>(corpus->tokens().size()), corpus->unit()),
               seq + 1));
+        }
+        // A model read with --init-from may have fewer ids than the data's bytes.
+        const std::uint32_t top =
+            *std::max_element(corpus->tokens().begin(), corpus->tokens().end());
+        if (top >= config.vocab) {
+          throw comm::ConfigError(fmt::format("--data {} holds {} {}, outside the model's vocab {}",
+                                              o.data, corpus->unit(), top, config.vocab));
         }
         return fmt::format("seq={} data_tokens={} data_fnv={:016x}", seq, corpus->tokens().size(),
                            corpus->fingerprint());
@@ -96,8 +106,7 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
   nn::GptTrainOptions options;
   options.device = run.device;
-  nn::GptTrainer model(run.config, nn::checkpoint_init(run.checkpoint, options.dtype, run.device),
-                       topology, options);
+  nn::GptTrainer model(run.config, model_init(run, options.dtype), topology, options);
   std::vector<nn::TokenBatch> windows;
   const auto length = static_cast<std::int64_t>(corpus->tokens().size());
   for (const std::int64_t start :
@@ -107,24 +116,28 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   const double loss = model.evaluate(windows);
   if (!std::isfinite(loss)) {  // the same on every rank
     run.log->error(
-        "error: eval: the loss of {} step {} on {} is {}: the model's values overflow float32 on "
-        "this data",
-        o.load, run.checkpoint.step, o.data,
-        std::isnan(loss) ? std::string("NaN") : fmt::format("{}", loss));
+        "error: eval: the loss of {} on {} is {}: the model's values overflow float32 on this "
+        "data",
+        run.label, o.data, std::isnan(loss) ? std::string("NaN") : fmt::format("{}", loss));
     return 1;
   }
   const std::int64_t count = (length - 1) / seq;
   const std::string unit = corpus->unit();
-  run.log->info("eval: {} step {} on {} ({} of {}): loss {:.6f} nats per {}, {:.6f} bits per {}",
-                o.load, run.checkpoint.step, o.data, nn::counted(count, "window"),
-                nn::counted(seq, unit), loss, unit, loss / std::log(2.0), unit);
+  run.log->info("eval: {} on {} ({} of {}): loss {:.6f} nats per {}, {:.6f} bits per {}", run.label,
+                o.data, nn::counted(count, "window"), nn::counted(seq, unit), loss, unit,
+                loss / std::log(2.0), unit);
   if (!o.common.json.empty() && world.rank() == 0) {
-    write_json(o.common.json, {{"loss", loss},
-                               {"bits_per_" + unit, loss / std::log(2.0)},
-                               {"windows", count},
-                               {"seq", seq},
-                               {"step", run.checkpoint.step},
-                               {"data", o.data}});
+    nlohmann::json report = {{"loss", loss},
+                             {"bits_per_" + unit, loss / std::log(2.0)},
+                             {"windows", count},
+                             {"seq", seq},
+                             {"data", o.data}};
+    if (run.pretrained) {
+      report["init_from"] = o.model.init_from;
+    } else {
+      report["step"] = run.checkpoint.step;
+    }
+    write_json(o.common.json, report);
   }
   return 0;
 }

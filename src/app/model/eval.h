@@ -1,4 +1,5 @@
-// `mpitron eval`: the mean cross-entropy of a trained checkpoint over a text file or token shards.
+// `mpitron eval`: the mean cross-entropy of a trained checkpoint, or of another tool's weights
+// (--init-from), over a text file or token shards.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,12 +9,13 @@
 #include <string>
 
 #include "app/common/options.h"
+#include "app/model/checkpoint_loading.h"
 
 namespace mpitron::app {
 
 struct EvalOptions {
   CommonOptions common;
-  std::string load;                 ///< checkpoint folder (its newest complete step)
+  ModelSource model;                ///< --load or --init-from (and --heads)
   std::string data;                 ///< a text file, or llm.c token shards
   std::string tokenizer;            ///< GPT-2 tokenizer files: --data is text to encode
   std::optional<std::int64_t> seq;  ///< window length; not given: the checkpoint's block size
@@ -22,14 +24,16 @@ struct EvalOptions {
 /// Adds the `eval` subcommand and its flags to `app`.
 CLI::App& add_eval_command(CLI::App& app, EvalOptions& options);
 
-/// Prints (rank 0) the mean cross-entropy in nats and bits per token over the non-overlapping
+/// Prints (rank 0) the mean cross-entropy of the model (--load's checkpoint, or --init-from's
+/// weights: load_model_agreed) in nats and bits per token over the non-overlapping
 /// windows of --data's tokens: inputs tokens[i seq, (i+1) seq), targets shifted by one, every
 /// window whose targets fit (torch_peer_gpt.py --eval computes the same), on any topology. The
 /// tokens are a text file's bytes (the unit is then "byte"), llm.c shards (train then val
 /// shards, TokenCorpus::from_shards), or with --tokenizer the text file encoded on the fly as
 /// `mpitron tokenize` would (end-of-text, then the text's ids). --json writes {"loss",
-/// "bits_per_byte" or "bits_per_token", "windows", ...}. Throws comm::ConfigError (agreed) for
-/// a missing/damaged checkpoint, unreadable data or a bad shard, a tokenizer that is not one, has
+/// "bits_per_byte" or "bits_per_token", "windows", "step" or "init_from", ...}. Throws
+/// comm::ConfigError (agreed) for both or neither of --load and --init-from, a missing/damaged
+/// checkpoint or file, unreadable data or a bad shard, a tokenizer that is not one, has
 /// more ids than the checkpoint's vocabulary or meets shards (already tokens), data shorter than
 /// one window, or --seq outside [1, block size] (the checkpoint's position table).
 int run_eval(const EvalOptions& options, comm::Communicator world);

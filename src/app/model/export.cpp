@@ -77,8 +77,8 @@ CLI::App& add_export_command(CLI::App& app, ExportOptions& o) {
 
 int run_export(const ExportOptions& o, comm::Communicator world) {
   // The output must be a file in an existing, writable folder: found before any loading.
-  const auto check_out = [&o](const nn::GptCheckpoint& checkpoint, const ParallelSizes&) {
-    const bool llama = checkpoint.config.llama();
+  const auto check_out = [&o](const nn::GptConfig& config, const ParallelSizes&) {
+    const bool llama = config.llama();
     if (llama && o.format != "hf") {
       throw comm::ConfigError(fmt::format(
           "--load {}: holds a llama model, which exports as a Hugging Face Llama folder only "
@@ -103,7 +103,9 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
     }
     return "out=" + o.out;
   };
-  const LoadedRun run = load_checkpoint_agreed("export", o.common, o.load, world, check_out);
+  ModelSource source;
+  source.load = o.load;
+  const LoadedRun run = load_model_agreed("export", o.common, source, world, check_out);
   if (world.rank() == 0) {
     const std::string format = write_export(o, run.checkpoint);
     run.log->info("export: wrote {} ({}, {}, hidden {}, step {})", o.out, format,

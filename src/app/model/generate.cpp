@@ -17,9 +17,10 @@
 namespace mpitron::app {
 
 CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
-  CLI::App& c = *app.add_subcommand("generate", "Sample text from a trained checkpoint");
+  CLI::App& c = *app.add_subcommand(
+      "generate", "Sample text from a trained checkpoint or another tool's weights (--init-from)");
   add_common_options(c, o.common);
-  c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
+  add_model_source_options(c, o.model);
   c.add_option("--prompt", o.prompt, "Text to continue")->required();
   c.add_option("--tokenizer", o.tokenizer,
                "Tokenizer file or folder (GPT-2's, Llama 3's tokenizer.model, a tokenizer.json; "
@@ -73,22 +74,28 @@ std::optional<nn::BpeTokenizer> prompt_tokenizer(const GenerateOptions& o, std::
 
 int run_generate(const GenerateOptions& o, comm::Communicator world) {
   std::optional<nn::BpeTokenizer> tokenizer;
-  LoadedRun run = load_checkpoint_agreed(
-      "generate", o.common, o.load, world,
-      [&](const nn::GptCheckpoint& ckpt, const ParallelSizes& sizes) {
+  LoadedRun run = load_model_agreed(
+      "generate", o.common, o.model, world,
+      [&](const nn::GptConfig& config, const ParallelSizes& sizes) {
         if (sizes.pp != 1) {
           throw comm::ConfigError("generate runs the whole model on one stage: --pp must be 1");
         }
         if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
         check_sampling_options(o);
-        tokenizer = prompt_tokenizer(o, ckpt.config.vocab);
+        tokenizer = prompt_tokenizer(o, config.vocab);
+        for (const char ch : tokenizer ? std::string() : o.prompt) {
+          if (static_cast<unsigned char>(ch) >= config.vocab) {
+            throw comm::ConfigError(
+                fmt::format("--prompt holds byte {}, outside the model's vocab {}",
+                            static_cast<unsigned char>(ch), config.vocab));
+          }
+        }
         return fmt::format("tokens={} temperature={} top_k={} seed={} tokenizer={} prompt=\"{}\"",
                            o.tokens, o.temperature, o.top_k, o.common.seed,
                            tokenizer ? tokenizer->vocab_size() : 0, o.prompt);
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
-  const nn::GptStage stage(
-      run.config, nn::checkpoint_init(run.checkpoint, autograd::DType::f32, run.device), topology);
+  const nn::GptStage stage(run.config, model_init(run, autograd::DType::f32), topology);
   std::vector<std::int64_t> prompt;
   nn::SamplingOptions sampling{o.temperature, o.top_k, o.common.seed,
                                tokenizer ? tokenizer->vocab_size() : 0};
@@ -123,13 +130,18 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
     // The ids as numbers: a sample need not be valid UTF-8, which JSON text must be.
     if (!o.common.json.empty()) {
       const std::string unit = tokenizer ? "tokens" : "bytes";
-      write_json(o.common.json, {{"load", o.load},
-                                 {"step", run.checkpoint.step},
-                                 {"prompt_" + unit, prompt.size()},
-                                 {tokenizer ? "ids" : "bytes", ids},
-                                 {"temperature", o.temperature},
-                                 {"top_k", o.top_k},
-                                 {"seed", o.common.seed}});
+      nlohmann::json report = {{"prompt_" + unit, prompt.size()},
+                               {tokenizer ? "ids" : "bytes", ids},
+                               {"temperature", o.temperature},
+                               {"top_k", o.top_k},
+                               {"seed", o.common.seed}};
+      if (run.pretrained) {
+        report["init_from"] = o.model.init_from;
+      } else {
+        report["load"] = o.model.load;
+        report["step"] = run.checkpoint.step;
+      }
+      write_json(o.common.json, report);
     }
   }
   return 0;

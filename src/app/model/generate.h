@@ -1,4 +1,4 @@
-// `mpitron generate`: autoregressive sampling from a trained checkpoint.
+// `mpitron generate`: autoregressive sampling from a trained checkpoint or another tool's weights.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app/common/options.h"
+#include "app/model/checkpoint_loading.h"
 
 namespace mpitron::app {
 
@@ -16,7 +17,7 @@ inline constexpr std::int64_t kMaxGenerateTokens = 1000000;
 
 struct GenerateOptions {
   CommonOptions common;  ///< --seed seeds the sampling
-  std::string load;
+  ModelSource model;     ///< --load or --init-from (and --heads)
   std::string prompt;
   std::string tokenizer;  ///< GPT-2 tokenizer files; empty: the model's tokens are bytes
   std::int64_t tokens = 200;
@@ -27,13 +28,16 @@ struct GenerateOptions {
 /// Adds the `generate` subcommand and its flags to `app`.
 CLI::App& add_generate_command(CLI::App& app, GenerateOptions& options);
 
-/// Prints (rank 0, to stdout) the prompt followed by --tokens sampled tokens: greedy at
+/// Prints (rank 0, to stdout) the prompt followed by --tokens tokens sampled from the model
+/// (--load's checkpoint, or --init-from's weights: load_model_agreed): greedy at
 /// --temperature 0, else softmax sampling over the --top-k most likely tokens (0: all), drawn
 /// from --seed so that every topology prints the same text. The tokens are bytes, or with
 /// --tokenizer GPT-2 ids: the prompt is encoded, ids outside the tokenizer are never drawn and
 /// the ids are decoded. pp must be 1 (any tp and dp). --json writes the prompt's and sampled
 /// ids ("prompt_bytes"/"bytes" or "prompt_tokens"/"ids": a sample need not be valid UTF-8).
-/// Throws comm::ConfigError (agreed) for a missing/damaged checkpoint, pp > 1, an empty prompt,
+/// "load" and "step", or "init_from", name the model. Throws comm::ConfigError (agreed) for
+/// both or neither of --load and --init-from, a missing/damaged checkpoint or file, pp > 1, an
+/// empty prompt,
 /// --tokens outside [0, kMaxGenerateTokens], a negative --top-k, a --temperature that is
 /// negative or not finite (one message per option, e.g. "--top-k must be >= 0, got -1"), a
 /// --tokenizer that is not one or has more ids than the checkpoint's vocabulary, or a

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "app/common/init_from.h"
 #include "app/train/checks.h"
-#include "app/train/init_from.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "kernels/ops.h"
@@ -83,6 +83,24 @@ std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
   }
 }
 
+// --init-from's file and the model flags to check against it.
+nn::Gpt2Weights read_init_from(const TrainOptions& o, nn::GptConfig& config) {
+  return load_init_from({.init_from = o.init_from,
+                         .given = o.model_flags_given,
+                         .vocab = o.vocab,
+                         .block_size = o.block_size,
+                         .seq = o.seq,
+                         .layers = o.layers,
+                         .hidden = o.hidden,
+                         .heads = o.heads,
+                         .kv_heads = o.kv_heads,
+                         .ffn_hidden = o.ffn_hidden,
+                         .rope_theta = o.rope_theta,
+                         .norm_eps = o.norm_eps,
+                         .untie_embeddings = o.untie_embeddings},
+                        config);
+}
+
 // The plan's part that the flags alone give, and --init-from's file, whose sizes are the
 // model's: choices, sizes, device, progress, model, optimizer and schedule, seed. Reads the
 // choices first and the model last, so that the checks run in one pass.
@@ -142,7 +160,7 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   if (const auto preset = nn::model_preset(o.model); preset && arch == nn::Arch::llama) {
     plan.config.rope_scaling = preset->rope_scaling;  // no flag sets it: a preset or a file
   }
-  if (!o.init_from.empty()) plan.start.pretrained = load_init_from(o, plan.config);
+  if (!o.init_from.empty()) plan.start.pretrained = read_init_from(o, plan.config);
   if (plan.config.vocab >= 1 && plan.sizes.tp >= 1) {
     plan.config.padded_vocab = nn::padded_vocab_size(plan.config.vocab, plan.sizes.tp);
   }

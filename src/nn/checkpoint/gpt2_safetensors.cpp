@@ -153,8 +153,7 @@ Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_
   Gpt2Weights weights;
   weights.sizes = {wpe_shape.empty() ? 0 : wpe_shape[0], vocab, vocab, file.layers(), heads, c};
   if (heads < 1) {
-    file.fail(
-        "a safetensors file does not record the number of attention heads: give train --heads");
+    file.fail("a safetensors file does not record the number of attention heads: give --heads");
   }
   if (const std::string bad = gpt2_sizes_error(weights.sizes); !bad.empty()) file.fail(bad);
 

@@ -27,7 +27,7 @@ namespace mpitron::nn {
 /// [out, in]. Sizes come from the shapes: V = Vp = rows of wte, C its columns, maxT the rows of
 /// wpe, L = 1 + the largest block index; the file does not hold the head count, so NH = `heads`.
 /// Throws CheckpointError "<path>: <what>" for a damaged safetensors file (SafetensorsReader),
-/// heads < 1 ("a safetensors file does not record the number of attention heads: give train
+/// heads < 1 ("a safetensors file does not record the number of attention heads: give
 /// --heads") or not dividing C, a missing tensor, an unexpected one, a shape that is
 /// neither layout's, a tensor that is not F32, F64 or BF16 (BF16 widens exactly), or an
 /// lm_head.weight that differs from wte.weight (mpitron ties the LM head to the token embedding),

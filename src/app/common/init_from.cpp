@@ -1,4 +1,4 @@
-#include "app/train/init_from.h"
+#include "app/common/init_from.h"
 
 #include <fmt/format.h>
 
@@ -12,8 +12,8 @@ namespace mpitron::app {
 namespace {
 
 // --init-from a Hugging Face Llama folder: every size and choice from its config.json.
-nn::Gpt2Weights load_hf_llama(const TrainOptions& o, nn::GptConfig& config) {
-  const auto given = [&o](const char* flag) { return o.model_flags_given.contains(flag); };
+nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
+  const auto given = [&o](const char* flag) { return o.given.contains(flag); };
   const auto error = [&o](const std::string& what) {
     return comm::ConfigError(fmt::format("--init-from {}: {}", o.init_from, what));
   };
@@ -69,9 +69,9 @@ nn::Gpt2Weights load_hf_llama(const TrainOptions& o, nn::GptConfig& config) {
 
 }  // namespace
 
-nn::Gpt2Weights load_init_from(const TrainOptions& o, nn::GptConfig& config) {
+nn::Gpt2Weights load_init_from(const InitFromFlags& o, nn::GptConfig& config) {
   if (nn::is_hf_llama_path(o.init_from)) return load_hf_llama(o, config);
-  const auto given = [&o](const char* flag) { return o.model_flags_given.contains(flag); };
+  const auto given = [&o](const char* flag) { return o.given.contains(flag); };
   const auto error = [&o](const std::string& what) {
     return comm::ConfigError(fmt::format("--init-from {}: {}", o.init_from, what));
   };
