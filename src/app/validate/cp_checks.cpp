@@ -13,7 +13,7 @@ using autograd::Tensor;
 
 namespace {
 
-constexpr std::int64_t kBatch = 2, kHeads = 2, kChunk = 5, kHeadDim = 8;
+constexpr std::int64_t kCpBatch = 2, kCpHeads = 2, kCpChunk = 5, kCpHeadDim = 8;
 
 // The output and the q, k, v gradients of sum(attend(q, k, v) * w), all [batch, seq, heads,
 // head_dim] (the attention sees them as [batch, heads, seq, head_dim]).
@@ -45,10 +45,10 @@ void expect_same(Comparison& comparison, const AttentionRun& actual, const Atten
 std::vector<LocalCheck> check_context_parallel(const ValidateContext& ctx) {
   const comm::Communicator& ring = ctx.topology.world();
   const int cp = ring.size(), rank = ring.rank();
-  const std::int64_t seq = 2 * cp * kChunk;
+  const std::int64_t seq = 2 * cp * kCpChunk;
   std::vector<Tensor> full, shard;
   for (std::uint64_t i = 0; i < 4; ++i) {
-    full.push_back(autograd::randn({kBatch, seq, kHeads, kHeadDim}, ctx.seed + 900 + i, 1.0,
+    full.push_back(autograd::randn({kCpBatch, seq, kCpHeads, kCpHeadDim}, ctx.seed + 900 + i, 1.0,
                                    autograd::DType::f32, ctx.device));
     shard.push_back(nn::zigzag_shard(full.back(), cp, rank));
   }
@@ -64,7 +64,7 @@ std::vector<LocalCheck> check_context_parallel(const ValidateContext& ctx) {
     rows.push_back(autograd::narrow(full[0], 1, position, 1));
   zigzag.comparison.expect_close(shard[0], autograd::concat(rows, 1));
 
-  const double scale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kCpHeadDim));
   const AttentionRun dense =
       differentiate(full, [&](const Tensor& q, const Tensor& k, const Tensor& v) {
         return autograd::scaled_dot_product_attention(q, k, v, /*causal=*/true, scale);
