@@ -218,10 +218,11 @@ class ContextParallelAttention final : public autograd::Function {
     const int rank = setup_.cp.rank(), size = setup_.cp.size();
     const bool returned = !fault_active(Fault::ring_attention_dkv_not_returned);
     Parts own_dkv;  // the gradients of this rank's keys and values, once they are complete
+    const Tensor own = packed_parts(k_, v_);
     if (setup_.how == CpComm::all_gather && size > 1) {
       std::vector<Tensor> all;  // every shard's key/value gradients from this rank's queries
       for_each_shard(
-          setup_, packed_parts(k_, v_), kBackwardTag,
+          setup_, own, kBackwardTag,
           [&](int src, const Parts& kv) {
             Parts dkv = zero_parts(setup_.shapes, q_[0]);
             for (const Block& b : visible_blocks(rank, src))
@@ -231,8 +232,7 @@ class ContextParallelAttention final : public autograd::Function {
           [](int) {});
       const Tensor gathered = pack(all);
       if (returned) {
-        Tensor mine =
-            Tensor::empty(packed_parts(k_, v_).shape(), gathered.dtype(), gathered.device());
+        Tensor mine = Tensor::empty(own.shape(), own.dtype(), own.device());
         comm::reduce_scatter(setup_.cp, gathered.buffer(), mine.buffer(), 1);
         own_dkv = parts_of(unpack(mine), 0);
       } else {
@@ -241,7 +241,7 @@ class ContextParallelAttention final : public autograd::Function {
     } else {
       Parts travelling = zero_parts(setup_.shapes, q_[0]);  // the current shard's gradients
       for_each_shard(
-          setup_, packed_parts(k_, v_), kBackwardTag,
+          setup_, own, kBackwardTag,
           [&](int src, const Parts& kv) {
             for (const Block& b : visible_blocks(rank, src))
               attend_backward(setup_, q_, b, kv, partials_, dout, dq, travelling);
