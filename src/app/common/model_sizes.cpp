@@ -69,6 +69,7 @@ nlohmann::json config_json(const ModelSizes& sizes, const ParallelSizes& paralle
           {"tp", parallel.tp},
           {"pp", parallel.pp},
           {"dp", parallel.dp},
+          {"cp", parallel.cp},
           {"device", kernels::to_string(device)},
           {"threads", kernels::cpu_threads()},
           {"gemm", kernels::to_string(kernels::gemm_provider())},

@@ -163,32 +163,44 @@ CommTableSource comm_table_source(const CLI::App& app) {
 }
 
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size) {
-  ParallelSizes sizes{options.tp.value_or(1), options.pp.value_or(1), options.dp.value_or(1)};
+  ParallelSizes sizes{options.tp.value_or(1), options.pp.value_or(1), options.dp.value_or(1),
+                      options.cp.value_or(1)};
   if (sizes.tp < 1 || sizes.pp < 1 || sizes.dp < 1) {
     throw comm::ConfigError(fmt::format("--tp, --pp and --dp must be >= 1, got {}, {} and {}",
                                         sizes.tp, sizes.pp, sizes.dp));
   }
+  if (sizes.cp < 1) throw comm::ConfigError(fmt::format("--cp must be >= 1, got {}", sizes.cp));
+  if (world_size % sizes.cp != 0) {
+    throw comm::ConfigError(
+        fmt::format("world size {} is not divisible by cp {}", world_size, sizes.cp));
+  }
+  const int rest = world_size / sizes.cp;  // the ranks tp, pp and dp share
+  const std::string model_axes = sizes.cp > 1 ? "tp*cp*pp" : "tp*pp";
   if (!options.tp && !options.pp && !options.dp) {
-    if (world_size % 4 == 0) {
-      sizes = {2, 2, world_size / 4};
-    } else if (world_size % 2 == 0) {
-      sizes = {2, 1, world_size / 2};
+    if (rest % 4 == 0) {
+      sizes.tp = 2, sizes.pp = 2, sizes.dp = rest / 4;
+    } else if (rest % 2 == 0) {
+      sizes.tp = 2, sizes.pp = 1, sizes.dp = rest / 2;
     } else {
-      sizes = {1, 1, world_size};
+      sizes.tp = 1, sizes.pp = 1, sizes.dp = rest;
     }
-  } else if (!options.dp) {  // Megatron-LM's rule: the replicas take what tp and pp leave
-    const long long model_parallel = static_cast<long long>(sizes.tp) * sizes.pp;
+  } else if (!options.dp) {  // Megatron-LM's rule: the replicas take what the model axes leave
+    const long long model_parallel = static_cast<long long>(sizes.tp) * sizes.pp * sizes.cp;
     if (world_size % model_parallel != 0) {
       throw comm::ConfigError(
-          fmt::format("world size {} is not divisible by tp*pp = {} (tp {}, pp {}, --dp omitted)",
-                      world_size, model_parallel, sizes.tp, sizes.pp));
+          fmt::format("world size {} is not divisible by {} = {} (tp {}, {}pp {}, --dp omitted)",
+                      world_size, model_axes, model_parallel, sizes.tp,
+                      sizes.cp > 1 ? fmt::format("cp {}, ", sizes.cp) : std::string(), sizes.pp));
     }
     sizes.dp = static_cast<int>(world_size / model_parallel);
   }
-  const long long product = static_cast<long long>(sizes.tp) * sizes.pp * sizes.dp;
+  const long long product = static_cast<long long>(sizes.tp) * sizes.pp * sizes.dp * sizes.cp;
   if (product != world_size) {
-    throw comm::ConfigError(fmt::format("tp*pp*dp = {}*{}*{} = {}, but the world size is {}",
-                                        sizes.tp, sizes.pp, sizes.dp, product, world_size));
+    throw comm::ConfigError(
+        sizes.cp > 1 ? fmt::format("tp*cp*pp*dp = {}*{}*{}*{} = {}, but the world size is {}",
+                                   sizes.tp, sizes.cp, sizes.pp, sizes.dp, product, world_size)
+                     : fmt::format("tp*pp*dp = {}*{}*{} = {}, but the world size is {}", sizes.tp,
+                                   sizes.pp, sizes.dp, product, world_size));
   }
   return sizes;
 }

@@ -23,6 +23,8 @@ namespace mpitron::app {
 /// rank 0's table before the subcommand runs, comm_table_source).
 struct CommonOptions {
   std::optional<int> tp, pp, dp;
+  std::optional<int> cp;         ///< --cp, where add_context_parallel_options registered it
+  std::string cp_comm = "ring";  ///< --cp-comm: ring or all-gather
   std::string device = "auto";
   std::string comm_mode = "auto";
   std::string gemm;            ///< auto, eigen, blas or mpitron; empty: MPITRON_GEMM, else auto
@@ -79,18 +81,20 @@ CLI::Option* add_size_option(CLI::App& command, const std::string& flag, T& valu
   return command.add_option(flag, value, help)->capture_default_str()->check(size_at_most_max());
 }
 
-/// The (tp, pp, dp) degrees.
+/// The (tp, pp, dp) degrees, and the context-parallel degree cp.
 struct ParallelSizes {
-  int tp = 1, pp = 1, dp = 1;
+  int tp = 1, pp = 1, dp = 1, cp = 1;
 };
 
-/// Resolves the degrees: when --tp, --pp and --dp are all omitted, a world divisible by 4 gives
-/// (2, 2, world/4), an even world (2, 1, world/2), otherwise (1, 1, world); when --dp is omitted
-/// but --tp or --pp is given, the omitted one of those is 1 and dp = world / (tp*pp)
-/// (Megatron-LM's rule); when --dp is given, an omitted --tp or --pp is 1. Throws
-/// comm::ConfigError when a degree is < 1, when the world is not divisible by tp*pp (e.g.
-/// "world size 4 is not divisible by tp*pp = 3 (tp 3, pp 1, --dp omitted)"), or when
-/// tp*pp*dp != world_size (e.g. "tp*pp*dp = 2*2*2 = 8, but the world size is 4").
+/// Resolves the degrees. cp is --cp, or 1. The others fill the world / cp ranks that remain:
+/// when --tp, --pp and --dp are all omitted, a remainder divisible by 4 gives (2, 2, rest/4), an
+/// even one (2, 1, rest/2), otherwise (1, 1, rest); when --dp is omitted but --tp or --pp is
+/// given, the omitted one of those is 1 and dp = world / (tp*pp*cp) (Megatron-LM's rule); when
+/// --dp is given, an omitted --tp or --pp is 1. Throws comm::ConfigError when a degree is < 1,
+/// when the world is not divisible by cp ("world size 4 is not divisible by cp 3") or by tp*pp
+/// (e.g. "world size 4 is not divisible by tp*pp = 3 (tp 3, pp 1, --dp omitted)"; with cp
+/// "tp*cp*pp"), or when the product is not the world size (e.g. "tp*pp*dp = 2*2*2 = 8, but the
+/// world size is 4"; with cp > 1 "tp*cp*pp*dp = 2*2*2*1 = 8, ...").
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size);
 
 /// Resolves --device: auto picks cuda when a device is visible, else cpu; cpu probes nothing, so

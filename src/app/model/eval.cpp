@@ -8,6 +8,7 @@
 #include <optional>
 #include <string_view>
 
+#include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
 #include "app/common/tokenizer_option.h"
 #include "app/model/checkpoint_loading.h"
@@ -24,6 +25,7 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
       "Mean cross-entropy of a checkpoint or --init-from weights over a text file or llm.c token "
       "shards");
   add_common_options(c, o.common);
+  add_context_parallel_options(c, o.common);
   add_model_source_options(c, o.model);
   c.add_option("--data", o.data, "Text file (as bytes), or llm.c token shards: file, folder, glob")
       ->required();
@@ -72,13 +74,15 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   std::optional<nn::TokenCorpus> corpus;
   std::int64_t seq = 0;
   LoadedRun run = load_model_agreed(
-      "eval", o.common, o.model, world, [&](const nn::GptConfig& config, const ParallelSizes&) {
+      "eval", o.common, o.model, world,
+      [&](const nn::GptConfig& config, const ParallelSizes& sizes) {
         seq = o.seq.value_or(config.block_size);
         if (seq < 1 || seq > config.block_size) {
           throw comm::ConfigError(
               fmt::format("--seq must be in [1, {}] (the checkpoint's block size), got {}",
                           config.block_size, seq));
         }
+        check_context_parallel_sequence(seq, sizes, /*sequence_parallel=*/false);
         corpus = read_corpus(o, config.vocab);
         if (static_cast<std::int64_t>(corpus->tokens().size()) < seq + 1) {
           throw comm::ConfigError(fmt::format(
@@ -103,9 +107,11 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
         "on tokens, give the --tokenizer it was trained with, or its token shards",
         o.data, run.config.vocab);
   }
-  const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
+  const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp,
+                                        run.sizes.cp);
   nn::GptTrainOptions options;
   options.device = run.device;
+  options.cp_comm = cp_comm_of(o.common);
   nn::GptTrainer model(run.config, model_init(run, options.dtype), topology, options);
   std::vector<nn::TokenBatch> windows;
   const auto length = static_cast<std::int64_t>(corpus->tokens().size());

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
 #include "app/common/tokenizer_option.h"
 #include "app/model/checkpoint_loading.h"
@@ -20,6 +21,7 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
   CLI::App& c = *app.add_subcommand(
       "generate", "Sample text from a trained checkpoint or another tool's weights (--init-from)");
   add_common_options(c, o.common);
+  add_context_parallel_options(c, o.common);
   add_model_source_options(c, o.model);
   c.add_option("--prompt", o.prompt, "Text to continue")->required();
   c.add_option("--tokenizer", o.tokenizer,
@@ -79,6 +81,10 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
       [&](const nn::GptConfig& config, const ParallelSizes& sizes) {
         if (sizes.pp != 1) {
           throw comm::ConfigError("generate runs the whole model on one stage: --pp must be 1");
+        }
+        if (sizes.cp != 1) {
+          throw comm::ConfigError(
+              "generate decodes one token at a time and does not split sequences: --cp must be 1");
         }
         if (o.prompt.empty()) throw comm::ConfigError("--prompt must not be empty");
         check_sampling_options(o);

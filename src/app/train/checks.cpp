@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 
+#include "app/common/context_parallel_options.h"
 #include "app/train/stop.h"
 #include "comm/errors.h"
 #include "nn/checkpoint/checkpoint.h"
@@ -71,6 +72,7 @@ void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const
     throw comm::ConfigError(
         fmt::format("--model '{}' is not one of: {}", o.model, nn::model_preset_names()));
   }
+  check_context_parallel_sequence(o.seq, s, o.sequence_parallel);
   if (o.sequence_parallel && o.seq % s.tp != 0) {
     throw comm::ConfigError(
         fmt::format("--sequence-parallel needs --seq {} divisible by tp {}", o.seq, s.tp));
@@ -102,9 +104,10 @@ void check_memory(const TrainOptions& o, const nn::GptConfig& config, const Para
   const int v = train.virtual_stages;
   const std::int64_t in_flight =
       (nn::chunks_in_flight(train.schedule, sizes.pp, 0, micro, v) + v - 1) / v;
-  const double need = nn::gpt_step_memory_bytes(
-      config, sizes.tp, sizes.pp, o.micro_batch, o.seq, in_flight, kernels::dtype_size(train.dtype),
-      o.recompute, o.use_distributed_optimizer ? sizes.dp : 1);
+  const double need =
+      nn::gpt_step_memory_bytes(config, sizes.tp, sizes.pp, o.micro_batch, o.seq / sizes.cp,
+                                in_flight, kernels::dtype_size(train.dtype), o.recompute,
+                                o.use_distributed_optimizer ? sizes.dp * sizes.cp : 1);
   const double node =
       static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
   if (need * ranks_on_node > node) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "app/common/context_parallel_options.h"
 #include "app/common/init_from.h"
 #include "app/train/checks.h"
 #include "comm/configuration.h"
@@ -173,6 +174,7 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   train.recompute = o.recompute;
   train.distributed_optimizer = o.use_distributed_optimizer;
   train.sequence_parallel = o.sequence_parallel;
+  train.cp_comm = cp_comm_of(o.common);
   train.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
   train.device = plan.device;
   if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
@@ -280,9 +282,10 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
   }
   if (start.checkpoint) {
     const nlohmann::json& saved = start.checkpoint->meta["topology"];
-    plan.start_line = fmt::format("resuming from {} step {} (saved by tp={} pp={} dp={}), seed {}",
-                                  o.load, start.checkpoint->step, saved["tp"].get<int>(),
-                                  saved["pp"].get<int>(), saved["dp"].get<int>(), start.seed);
+    plan.start_line =
+        fmt::format("resuming from {} step {} (saved by tp={} pp={} dp={} cp={}), seed {}", o.load,
+                    start.checkpoint->step, saved["tp"].get<int>(), saved["pp"].get<int>(),
+                    saved["dp"].get<int>(), saved.value("cp", 1), start.seed);
   } else if (start.pretrained) {
     plan.start_line = fmt::format("initialised from --init-from {}", o.init_from);
   }
@@ -311,6 +314,8 @@ nlohmann::json describe_run(const TrainOptions& o, const TrainPlan& plan) {
                  {"tp", plan.sizes.tp},
                  {"pp", plan.sizes.pp},
                  {"dp", plan.sizes.dp},
+                 {"cp", plan.sizes.cp},
+                 {"cp_comm", o.common.cp_comm},
                  {"device", kernels::to_string(plan.device)},
                  {"threads", kernels::cpu_threads()},
                  {"gemm", kernels::to_string(kernels::gemm_provider())},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
 #include "app/common/progress.h"
 #include "app/report/throughput.h"
@@ -189,6 +190,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   CLI::App& c =
       *app.add_subcommand("train", "Train a GPT-2-style language model with TP, PP (1F1B) and DP");
   add_common_options(c, o.common);
+  add_context_parallel_options(c, o.common);
   for (const TrainSetting& s : train_settings()) {
     const std::string flag = std::string("--") + s.flag;
     std::visit(

@@ -75,7 +75,8 @@ std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
 
 int run_train(const TrainOptions& o, comm::Communicator world) {
   TrainPlan run = plan_train(o, world);
-  const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp);
+  const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp,
+                                        run.sizes.cp);
   const std::uint64_t seed = run.start.seed;
   const std::int64_t first_step = run.first_step;
   const std::unique_ptr<nn::GptTrainer> trainer_owner =
@@ -91,13 +92,17 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
   const std::vector<double> counts = comm::all_gather_scalar(
       world, static_cast<double>(nn::parameter_count(trainer.parameters())));
   run.log->info(
-      "train: tp={} pp={} dp={} ({}, device {}, {}), {} x hidden {} x {}, seq "
+      "train: tp={} pp={} dp={}{} ({}, device {}, {}), {} x hidden {} x {}, seq "
       "{}{}, vocab {}{}{}; parameters per rank {}; {} of {} per replica per "
       "step ({} schedule{}{}{}), global batch {} ({}); data {} ({}: {} train, {} "
       "validation)",
-      run.sizes.tp, run.sizes.pp, run.sizes.dp, nn::counted(world.size(), "rank"),
-      device_text(run.device), precision_text(o), nn::counted(run.config.layers, "layer"),
-      run.config.hidden, nn::counted(run.config.heads, "head"), o.seq,
+      run.sizes.tp, run.sizes.pp, run.sizes.dp,
+      run.sizes.cp > 1
+          ? fmt::format(" cp={} ({})", run.sizes.cp, nn::cp_comm_name(run.train.cp_comm))
+          : std::string(),
+      nn::counted(world.size(), "rank"), device_text(run.device), precision_text(o),
+      nn::counted(run.config.layers, "layer"), run.config.hidden,
+      nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),
       run.config.vocab,
@@ -124,9 +129,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                static_cast<std::int64_t>(kernels::dtype_size(run.train.dtype)),
                !o.init_from.empty() && first_step == 1,
                trainer.gradients().sharded() && run.train.optimizer == nn::OptimizerKind::adamw
-                   ? run.sizes.dp
+                   ? run.sizes.dp * run.sizes.cp
                    : 1,
-               o.sequence_parallel, run.train.virtual_stages})
+               o.sequence_parallel, run.train.virtual_stages, run.sizes.cp})
               .peak()));
   run.log->info(
       "memory estimate: {:.0f} MiB per rank at most (parameter states, activations in "

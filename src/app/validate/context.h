@@ -14,6 +14,7 @@
 #include "app/common/model_sizes.h"
 #include "app/validate/comparison.h"
 #include "comm/topology.h"
+#include "nn/layers/context_parallel_attention.h"
 #include "nn/models/gpt_config.h"
 #include "nn/models/gpt_reference.h"
 #include "nn/models/mlp_stack.h"
@@ -68,6 +69,8 @@ struct ValidateContext {
   spdlog::logger& log;
   nn::ScheduleKind schedule = nn::ScheduleKind::afab;  ///< of the pipelined checks
   int virtual_stages = 1;  ///< model chunks per stage of the GPT check (interleaved with >= 2)
+  /// how the GPT checks' context-parallel ranks exchange keys and values (topology.cp() > 1)
+  nn::CpComm cp_comm = nn::CpComm::ring;
   MasterDraws* masters = nullptr;  ///< the run's draws (run_validate's), shared by every check
   DenseGptReferences* dense_gpt = nullptr;  ///< the run's dense GPTs (run_validate's)
 };

@@ -154,6 +154,7 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
   nn::GptTrainOptions options;
   options.device = ctx.device;
   options.schedule = ctx.schedule;
+  options.cp_comm = ctx.cp_comm;
   options.sequence_parallel = sequence_parallel;
   options.virtual_stages = ctx.virtual_stages;
   nn::GptTrainer trainer(config, init, topo, options);
@@ -161,10 +162,10 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
   const nn::StepResult result = trainer.forward_backward(
       nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
 
-  const std::string prefix =
-      micro_batch_prefix(std::string(sequence_parallel ? "COMBINED+SP" : "COMBINED") +
-                             (bf16 ? " bf16" : "") + (llama ? " llama" : ""),
-                         ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
+  const std::string prefix = micro_batch_prefix(
+      std::string(sequence_parallel ? "COMBINED+SP" : "COMBINED") + (topo.cp() > 1 ? "+CP" : "") +
+          (bf16 ? " bf16" : "") + (llama ? " llama" : ""),
+      ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
   const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
   LocalCheck check{
       prefix + "GPT loss and gradients match dense " + (bf16 ? "bf16 reference" : "reference"),
@@ -192,6 +193,7 @@ LocalCheck main_gradient_check(const ValidateContext& ctx) {
   nn::GptTrainOptions options;
   options.device = ctx.device;
   options.schedule = ctx.schedule;
+  options.cp_comm = ctx.cp_comm;
   nn::GptTrainer trainer(config, init, topo, options);
   const int m = ctx.sizes.micro_batches;
   const std::vector<nn::TokenBatch> micro_batches =
@@ -299,6 +301,7 @@ std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx) 
   nn::GptTrainOptions options;
   options.device = ctx.device;
   options.schedule = ctx.schedule;
+  options.cp_comm = ctx.cp_comm;
   options.distributed_optimizer = true;
   options.adamw.eps = 1e-3;
   nn::AdamW dense_adamw(dense_parameters, options.lr, options.adamw);

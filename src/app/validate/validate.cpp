@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
 #include "app/validate/attention_checks.h"
 #include "app/validate/comm_checks.h"
@@ -23,6 +24,7 @@ CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
   CLI::App& command = *app.add_subcommand(
       "validate", "Check tensor, pipeline, data and combined parallelism against dense models");
   add_common_options(command, options.common);
+  add_context_parallel_options(command, options.common);
   ModelSizes& s = options.sizes;
   add_size_option(command, "--hidden", s.hidden, "Hidden size");
   add_size_option(command, "--intermediate", s.intermediate, "MLP intermediate size");
@@ -83,6 +85,8 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
       run.micro_batches = m;
       check_divisibility(run, sizes.tp, sizes.pp);
     }
+    // The sequence-parallel GPT checks split each cp shard further over TP.
+    check_context_parallel_sequence(options.sizes.seq, sizes, /*sequence_parallel=*/true);
     check_tolerance(options.tolerance);
     device = resolve_device(options.common.device);
     inject_fault(options.fault);
@@ -91,16 +95,19 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
     config["micro_batches"] = micro_batch_runs;
     return describe(options, config);
   });
-  const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp);
-  log->debug("rank {} of {}: (t, p, d) = ({}, {}, {}); {}", world.rank(), world.size(),
-             topology.tp_rank(), topology.pp_rank(), topology.dp_rank(), config.dump());
-  log->info("world {} = tp {} x pp {} x dp {}, device {}", world.size(), sizes.tp, sizes.pp,
-            sizes.dp, device_text(device));
+  const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp, sizes.cp);
+  log->debug("rank {} of {}: (t, c, p, d) = ({}, {}, {}, {}); {}", world.rank(), world.size(),
+             topology.tp_rank(), topology.cp_rank(), topology.pp_rank(), topology.dp_rank(),
+             config.dump());
+  log->info("world {} = tp {} x {}pp {} x dp {}, device {}", world.size(), sizes.tp,
+            sizes.cp > 1 ? fmt::format("cp {} ({}) x ", sizes.cp, options.common.cp_comm) : "",
+            sizes.pp, sizes.dp, device_text(device));
 
   MasterDraws masters;
   DenseGptReferences dense_gpt;
   ValidateContext ctx{topology,          options.sizes, device, options.common.seed,
                       options.tolerance, *log};
+  ctx.cp_comm = cp_comm_of(options.common);
   ctx.masters = &masters;
   ctx.dense_gpt = &dense_gpt;
   std::vector<CheckResult> results;

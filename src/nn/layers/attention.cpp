@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -57,10 +58,27 @@ std::int64_t kv_heads_per_rank(const AttentionHeads& h, int tp) {
 
 }  // namespace
 
-Tensor rotary_heads(const Tensor& x, std::int64_t heads, const kernels::RopeFrequencies& rope) {
+namespace {
+
+// rotary_heads of x [batch, seq, heads head_dim] from global position `first_position`.
+Tensor rotary_heads_from(const Tensor& x, std::int64_t heads, const kernels::RopeFrequencies& rope,
+                         std::int64_t first_position) {
   const Shape shape = x.shape();
   const Tensor per_head = autograd::reshape(x, {shape[0], shape[1], heads, shape[2] / heads});
-  return autograd::reshape(autograd::rotary_embedding(per_head, rope), shape);
+  return autograd::reshape(autograd::rotary_embedding(per_head, rope, first_position), shape);
+}
+
+}  // namespace
+
+Tensor rotary_heads(const Tensor& x, std::int64_t heads, const kernels::RopeFrequencies& rope,
+                    const ContextParallel& cp) {
+  if (cp.size() == 1) return rotary_heads_from(x, heads, rope, 0);
+  const std::int64_t chunk = x.size(1) / 2;
+  const std::int64_t last_chunk = 2 * cp.size() - 1 - cp.rank();
+  return autograd::concat(
+      {rotary_heads_from(autograd::narrow(x, 1, 0, chunk), heads, rope, cp.rank() * chunk),
+       rotary_heads_from(autograd::narrow(x, 1, chunk, chunk), heads, rope, last_chunk * chunk)},
+      1);
 }
 
 Tensor repeat_kv_heads(const Tensor& x, std::int64_t kv_heads, std::int64_t group) {
@@ -142,6 +160,16 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
       });
 }
 
+Tensor context_parallel_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       std::int64_t heads, const ContextParallel& cp) {
+  if (cp.size() == 1) return multi_head_attention_core(q, k, v, heads, /*causal=*/true);
+  return attention_over_heads(
+      "context_parallel_attention_core", q, k, v, heads,
+      [&cp](const Tensor& qh, const Tensor& kh, const Tensor& vh, double scale) {
+        return context_parallel_attention(qh, kh, vh, cp.group, cp.how, scale, cp.prefetch);
+      });
+}
+
 Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
                               bool causal) {
   return attention_over_heads(
@@ -173,17 +201,22 @@ Parameters MultiHeadAttention::parameters() const {
 ParallelMultiHeadAttention::ParallelMultiHeadAttention(const AttentionWeights& master,
                                                        AttentionHeads heads,
                                                        const comm::Communicator& tp, bool causal,
-                                                       bool sequence_parallel)
+                                                       bool sequence_parallel, ContextParallel cp)
     : tp_(tp),
       local_heads_(heads_per_rank(master.q.weight.size(0), heads.heads, tp.size())),
       local_kv_heads_(kv_heads_per_rank(heads, tp.size())),
       rope_(heads.rope),
       causal_(causal),
       sequence_parallel_(sequence_parallel),
+      cp_(std::move(cp)),
       q_(master.q, tp, /*gather_output=*/false),
       k_(master.k, tp, /*gather_output=*/false),
       v_(master.v, tp, /*gather_output=*/false),
-      out_(master.out, tp, /*input_is_parallel=*/true, sequence_parallel) {}
+      out_(master.out, tp, /*input_is_parallel=*/true, sequence_parallel) {
+  if (cp_.size() > 1 && !causal) {
+    throw std::invalid_argument("attention: context parallelism needs the causal mask");
+  }
+}
 
 Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
   const Tensor input = enter_tp_region(x, tp_, sequence_parallel_);
@@ -192,13 +225,16 @@ Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
   };
   Tensor q = project(q_), k = project(k_), v = project(v_);
   if (rope_.theta > 0.0) {
-    q = rotary_heads(q, local_heads_, rope_);
-    k = rotary_heads(k, local_kv_heads_, rope_);
+    q = rotary_heads(q, local_heads_, rope_, cp_);
+    k = rotary_heads(k, local_kv_heads_, rope_, cp_);
   }
   const std::int64_t group = local_heads_ / local_kv_heads_;
   k = repeat_kv_heads(k, local_kv_heads_, group);
   v = repeat_kv_heads(v, local_kv_heads_, group);
-  return out_.forward(multi_head_attention_core(q, k, v, local_heads_, causal_));
+  const Tensor context = cp_.size() > 1
+                             ? context_parallel_attention_core(q, k, v, local_heads_, cp_)
+                             : multi_head_attention_core(q, k, v, local_heads_, causal_);
+  return out_.forward(context);
 }
 
 Parameters ParallelMultiHeadAttention::parameters() const {

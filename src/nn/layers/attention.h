@@ -10,6 +10,7 @@
 
 #include "comm/communicator.h"
 #include "kernels/rope.h"
+#include "nn/layers/context_parallel_attention.h"
 #include "nn/layers/linear.h"
 #include "nn/parameter.h"
 
@@ -58,8 +59,21 @@ Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
 /// RoPE on projected activations: x [batch, seq, heads head_dim] viewed as [batch, seq, heads,
 /// head_dim], each head rotated by autograd::rotary_embedding at frequencies `rope` (a base
 /// theta, or theta with Llama 3's scaling; kernels/rope.h) from position 0, and returned as
-/// [batch, seq, heads head_dim]. Throws as rotary_embedding does.
-Tensor rotary_heads(const Tensor& x, std::int64_t heads, const kernels::RopeFrequencies& rope);
+/// [batch, seq, heads head_dim]. Under context parallelism (`cp` of size > 1) x holds the
+/// zigzag shard [batch, seq/cp, heads head_dim] of rank cp.rank(), and each of its two chunks
+/// is rotated from its global first position (nn/data/zigzag.h). Throws as rotary_embedding
+/// does.
+Tensor rotary_heads(const Tensor& x, std::int64_t heads, const kernels::RopeFrequencies& rope,
+                    const ContextParallel& cp = {});
+
+/// The causal attention of multi_head_attention_core over a sequence split over `cp`: q, k, v
+/// [batch, seq/cp, heads head_dim] are rank cp.rank()'s zigzag shards, and the result
+/// [batch, seq/cp, heads head_dim] holds the dense causal attention's rows at the shard's
+/// positions (context_parallel_attention, by cp.how). At cp size 1 it is
+/// multi_head_attention_core(q, k, v, heads, true). Collective over cp.group. Throws as
+/// multi_head_attention_core and context_parallel_attention do.
+Tensor context_parallel_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
+                                       std::int64_t heads, const ContextParallel& cp);
 
 /// Grouped-query attention's key/value heads for the query heads: x [batch, seq, kv_heads
 /// head_dim] -> [batch, seq, kv_heads group head_dim], key/value head g repeated as heads
@@ -114,12 +128,16 @@ class ParallelMultiHeadAttention {
   /// one, or when kv_heads does not divide heads or tp does not divide kv_heads (before any
   /// communication). With `sequence_parallel` the input and output are this rank's seq/tp rows
   /// (Korthikanti et al. 2022, arXiv:2205.05198, sec. 4.2.2).
+  /// With `cp` of size > 1 (causal only) the sequence is split over the context-parallel
+  /// group: the layer sees rank cp.rank()'s zigzag shard, rotates it at its global positions and
+  /// attends with context_parallel_attention_core.
   ParallelMultiHeadAttention(const AttentionWeights& master, AttentionHeads heads,
                              const comm::Communicator& tp, bool causal = false,
-                             bool sequence_parallel = false);
+                             bool sequence_parallel = false, ContextParallel cp = {});
   /// x [batch, seq, embed] (the same on every TP rank) -> [batch, seq, embed]; with sequence
   /// parallelism x [batch, seq/tp, embed] -> [batch, seq/tp, embed] (attention over the whole
-  /// all-gathered sequence). Throws std::invalid_argument as the mappings do.
+  /// all-gathered sequence). Under context parallelism seq is the shard's seq/cp. Throws
+  /// std::invalid_argument as the mappings do.
   Tensor forward(const Tensor& x) const;
   /// q/k/v.weight [embed/tp, embed], q/k/v.bias [embed/tp], out.weight [embed, embed/tp],
   /// out.bias [embed], in MultiHeadAttention's order.
@@ -131,6 +149,7 @@ class ParallelMultiHeadAttention {
   kernels::RopeFrequencies rope_;
   bool causal_;
   bool sequence_parallel_;
+  ContextParallel cp_;
   ColumnParallelLinear q_, k_, v_;
   RowParallelLinear out_;
 };

@@ -34,6 +34,21 @@ enum class CpComm {
   all_gather,
 };
 
+/// The context-parallel group of a layer: the ranks that hold the zigzag shards of one sequence
+/// (comm::ParallelTopology::cp_comm) and how the key/value shards move between them. An empty
+/// communicator, or one of one rank, keeps the whole sequence on this rank.
+struct ContextParallel {
+  comm::Communicator group;
+  CpComm how = CpComm::ring;
+  /// false: each ring transfer is waited for before the blocks run (context_parallel_attention's
+  /// `prefetch`), to measure what the overlap hides
+  bool prefetch = true;
+  /// cp, the number of shards of a sequence: the group's size, or 1 without a group.
+  int size() const { return group.valid() ? group.size() : 1; }
+  /// c, this rank's shard: its rank in the group, or 0 without a group.
+  int rank() const { return group.valid() ? group.rank() : 0; }
+};
+
 /// "ring" or "all-gather".
 std::string cp_comm_name(CpComm how);
 

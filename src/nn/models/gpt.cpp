@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
 #include <stdexcept>
 
 #include "autograd/ops.h"
 #include "autograd/recompute.h"
+#include "nn/data/zigzag.h"
 #include "nn/fault_injection.h"
 #include "nn/layers/tp_mappings.h"
 
@@ -20,11 +22,16 @@ const ParameterSpec& spec_named(const std::vector<ParameterSpec>& specs, const s
   throw std::logic_error("GptStage: no parameter named " + name);
 }
 
-// Positions 0..seq-1 for every sequence: int64 [batch, seq].
-Tensor positions(std::int64_t batch, std::int64_t seq, Device device) {
-  std::vector<std::int64_t> values(static_cast<std::size_t>(batch * seq));
-  for (std::size_t i = 0; i < values.size(); ++i)
-    values[i] = static_cast<std::int64_t>(i) % seq;
+// The global positions of a shard of `seq` tokens for every sequence: int64 [batch, seq],
+// 0..seq-1, or under context parallelism zigzag_positions(seq cp, cp, c).
+Tensor positions(std::int64_t batch, std::int64_t seq, const ContextParallel& cp, Device device) {
+  std::vector<std::int64_t> one(static_cast<std::size_t>(seq));
+  std::iota(one.begin(), one.end(), std::int64_t{0});
+  if (cp.size() > 1) one = zigzag_positions(seq * cp.size(), cp.size(), cp.rank());
+  std::vector<std::int64_t> values;
+  values.reserve(static_cast<std::size_t>(batch * seq));
+  for (std::int64_t b = 0; b < batch; ++b)
+    values.insert(values.end(), one.begin(), one.end());
   return Tensor::from_indices(values, {batch, seq}, device);
 }
 
@@ -32,10 +39,11 @@ Tensor positions(std::int64_t batch, std::int64_t seq, Device device) {
 
 GptStage::GptStage(const GptConfig& config, const MasterInit& init,
                    const comm::ParallelTopology& topology, bool sequence_parallel,
-                   int virtual_stages)
+                   int virtual_stages, CpComm cp_comm, bool cp_prefetch)
     : config_(config),
       device_(Device::cpu),
       tp_(topology.tp_comm()),
+      cp_{topology.cp_comm(), cp_comm, cp_prefetch},
       first_(topology.is_first_stage()),
       last_(topology.is_last_stage()),
       sequence_parallel_(sequence_parallel) {
@@ -56,7 +64,7 @@ GptStage::GptStage(const GptConfig& config, const MasterInit& init,
         fault_active(Fault::pp_chunk_wrong_stage) ? stage * virtual_stages + c : c * pp + stage;
     for (std::int64_t i = 0; i < per_chunk; ++i) {
       chunks_[static_cast<std::size_t>(c)].emplace_back(config, virtual_stage * per_chunk + i, init,
-                                                        tp_, sequence_parallel);
+                                                        tp_, sequence_parallel, cp_);
     }
   }
   if (last_) {
@@ -84,15 +92,15 @@ Tensor GptStage::forward(const Tensor& input, int chunk) const {
           fmt::format("GPT: tokens {} are not [batch, seq]", autograd::to_string(input.shape())));
     }
     const std::int64_t batch = input.size(0), seq = input.size(1);
-    if (seq > config_.block_size) {
+    if (seq * cp_.size() > config_.block_size) {
       throw std::invalid_argument(
           fmt::format("GPT: sequence length {} is longer than the position table (block size {})",
-                      seq, config_.block_size));
+                      seq * cp_.size(), config_.block_size));
     }
     check_sequence_split(seq);
     x = wte_->forward(input);
     if (wpe_.defined()) {
-      x = autograd::add(x, autograd::embedding(wpe_, positions(batch, seq, input.device())));
+      x = autograd::add(x, autograd::embedding(wpe_, positions(batch, seq, cp_, input.device())));
     }
     if (sequence_parallel_) x = scatter_to_sequence_parallel_region(x, tp_);
   }

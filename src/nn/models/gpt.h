@@ -30,18 +30,25 @@ class GptStage {
   /// the topology; blocks keep their global names). Throws std::invalid_argument when
   /// gpt_size_error(config, tp, pp, virtual_stages) reports one (before any communication).
   /// `sequence_parallel`: split the activations along the sequence over TP between the TP
-  /// regions (Megatron-LM's --sequence-parallel).
+  /// regions (Megatron-LM's --sequence-parallel). With topology.cp() > 1 every sequence is split
+  /// over the context-parallel group (docs/context-parallel.md): the stage sees this rank's
+  /// zigzag shard of seq/cp tokens, its position embedding reads their global positions, and its
+  /// attention exchanges keys and values by `cp_comm` (with `cp_prefetch` false, waiting for each
+  /// ring transfer before computing: ContextParallel::prefetch).
   GptStage(const GptConfig& config, const MasterInit& init, const comm::ParallelTopology& topology,
-           bool sequence_parallel = false, int virtual_stages = 1);
+           bool sequence_parallel = false, int virtual_stages = 1, CpComm cp_comm = CpComm::ring,
+           bool cp_prefetch = true);
 
   /// Model chunk `chunk` (in [0, virtual_stages)). Chunk 0 of the first stage: token ids
   /// (int32/int64) [batch, seq] -> activations [batch, seq, hidden]; every other chunk:
   /// activations -> activations. With sequence parallelism the activations are this rank's rows
-  /// [batch, seq/tp, hidden] (the first stage keeps them after the embedding). Throws
-  /// std::invalid_argument when seq exceeds the position table ("sequence length S is longer
-  /// than the position table (block size B)"), when sequence parallelism is on and seq is not
-  /// divisible by tp ("sequence length S is not divisible by tp T"), when a token id is outside
-  /// [0, vocab) or the chunk is outside [0, virtual_stages).
+  /// [batch, seq/tp, hidden] (the first stage keeps them after the embedding). Under context
+  /// parallelism the tokens are this rank's zigzag shard [batch, seq/cp] of sequences of seq
+  /// tokens (zigzag_token_batch), and every seq here is the shard's. Throws
+  /// std::invalid_argument when the whole sequence exceeds the position table ("sequence length
+  /// S is longer than the position table (block size B)"), when sequence parallelism is on and seq
+  /// is not divisible by tp ("sequence length S is not divisible by tp T"), when a token id is
+  /// outside [0, vocab) or the chunk is outside [0, virtual_stages).
   Tensor forward(const Tensor& input, int chunk = 0) const;
 
   /// Last stage: activations [batch, seq, hidden] (with sequence parallelism [batch, seq/tp,
@@ -85,6 +92,7 @@ class GptStage {
   GptConfig config_;
   Device device_;
   comm::Communicator tp_;
+  ContextParallel cp_;
   bool first_, last_;
   bool sequence_parallel_;
   bool recompute_ = false;

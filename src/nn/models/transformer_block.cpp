@@ -42,17 +42,17 @@ Parameters Norm::parameters() const {
 
 TransformerBlock::TransformerBlock(const GptConfig& config, std::int64_t layer,
                                    const MasterInit& init, const comm::Communicator& tp,
-                                   bool sequence_parallel)
+                                   bool sequence_parallel, const ContextParallel& cp)
     : TransformerBlock(config, layer, checked_block_masters(config, layer, init, tp.size()), tp,
-                       sequence_parallel) {}
+                       sequence_parallel, cp) {}
 
 TransformerBlock::TransformerBlock(const GptConfig& config, std::int64_t layer,
                                    const BlockMasters& m, const comm::Communicator& tp,
-                                   bool sequence_parallel)
+                                   bool sequence_parallel, const ContextParallel& cp)
     : config_(config),
       layer_(layer),
       ln_1_(m.norm_1.weight, m.norm_1.bias, config.norm_eps, sequence_parallel),
-      attn_(m.attention, attention_shape(config), tp, /*causal=*/true, sequence_parallel),
+      attn_(m.attention, attention_shape(config), tp, /*causal=*/true, sequence_parallel, cp),
       ln_2_(m.norm_2.weight, m.norm_2.bias, config.norm_eps, sequence_parallel),
       mlp_(m.mlp, tp, config.gelu, sequence_parallel) {}
 

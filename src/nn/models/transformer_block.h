@@ -45,12 +45,15 @@ class TransformerBlock {
  public:
   /// Builds the block from the full tensors `init` returns for its parameters
   /// (block_parameter_specs) and keeps this rank's shards. Throws
-  /// std::invalid_argument when gpt_size_error(config, tp.size(), 1) reports one.
+  /// std::invalid_argument when gpt_size_error(config, tp.size(), 1) reports one. With `cp` of
+  /// size > 1 the block sees the zigzag shard of rank cp.rank() (ParallelMultiHeadAttention).
   TransformerBlock(const GptConfig& config, std::int64_t layer, const MasterInit& init,
-                   const comm::Communicator& tp, bool sequence_parallel = false);
+                   const comm::Communicator& tp, bool sequence_parallel = false,
+                   const ContextParallel& cp = {});
   /// x [batch, seq, hidden] (identical on every TP rank) -> [batch, seq, hidden]; with sequence
   /// parallelism this rank's rows [batch, seq/tp, hidden] -> [batch, seq/tp, hidden] (the
-  /// attention all-gathers the sequence). Throws std::invalid_argument as the mappings do.
+  /// attention all-gathers the sequence); under context parallelism seq is the shard's seq/cp.
+  /// Throws std::invalid_argument as the mappings do.
   Tensor forward(const Tensor& x) const;
   /// This rank's shards named as in block_parameter_specs ("transformer.h.0.attn.q.weight",
   /// ...), in that order, with their layouts.
@@ -58,7 +61,7 @@ class TransformerBlock {
 
  private:
   TransformerBlock(const GptConfig& config, std::int64_t layer, const BlockMasters& masters,
-                   const comm::Communicator& tp, bool sequence_parallel);
+                   const comm::Communicator& tp, bool sequence_parallel, const ContextParallel& cp);
 
   GptConfig config_;
   std::int64_t layer_;

@@ -95,7 +95,7 @@ double global_gradient_norm(const Parameters& parameters, const comm::ParallelTo
   total.data_as<double>()[0] = sum;
   comm::all_reduce(topology.tp_comm(), total, comm::ReduceOp::sum);
   comm::all_reduce(topology.pp_comm(), total, comm::ReduceOp::sum);
-  if (owned != nullptr) comm::all_reduce(topology.dp_comm(), total, comm::ReduceOp::sum);
+  if (owned != nullptr) comm::all_reduce(topology.dp_cp_comm(), total, comm::ReduceOp::sum);
   return std::sqrt(total.data_as<double>()[0]);
 }
 

@@ -49,17 +49,23 @@ std::vector<ShardTensor> shard_tensors(GptTrainer& trainer) {
   return tensors;
 }
 
+// The one rank of each (tp, pp) shard that writes it: dp rank 0 and cp rank 0 (the replicas and
+// the context-parallel ranks hold the same parameters and gathered moments).
+bool writes_shard(const comm::ParallelTopology& topology) {
+  return topology.dp_rank() == 0 && topology.cp_rank() == 0;
+}
+
 bool all_finite(const Tensor& tensor) {
   const std::vector<double> values = tensor.to_vector();
   return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
 }
 
 // Throws NonFiniteStateError on every rank when a tensor of the step (`tensors` of every rank,
-// each shard counted once: on dp rank 0) holds a NaN or an infinity.
+// each shard counted once: on its writer) holds a NaN or an infinity.
 void require_finite(const std::vector<ShardTensor>& tensors, std::int64_t step,
                     const comm::ParallelTopology& topology) {
   double bad = 0.0, all = 0.0;
-  if (topology.dp_rank() == 0) {
+  if (writes_shard(topology)) {
     for (const ShardTensor& t : tensors)
       bad += all_finite(t.tensor) ? 0.0 : 1.0;
     all = static_cast<double>(tensors.size());
@@ -129,14 +135,15 @@ void save_gpt_checkpoint(const std::filesystem::path& dir, std::int64_t step, Gp
                          const comm::ParallelTopology& topology, nlohmann::json meta) {
   const std::vector<ShardTensor> tensors = shard_tensors(trainer);
   require_finite(tensors, step, topology);
-  if (topology.dp_rank() == 0)
+  if (writes_shard(topology))
     write_shard(dir, step, topology.tp_rank(), topology.pp_rank(), tensors);
   if (fault_active(Fault::save_pauses_before_finish)) {
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
   comm::barrier(topology.world());
   if (topology.world().rank() == 0) {
-    meta["topology"] = {{"tp", topology.tp()}, {"pp", topology.pp()}, {"dp", topology.dp()}};
+    meta["topology"] = {
+        {"tp", topology.tp()}, {"pp", topology.pp()}, {"dp", topology.dp()}, {"cp", topology.cp()}};
     meta["step"] = step;
     meta["config"] = to_json(trainer.stage().config());
     meta["optimizer_steps"] = adamw_of(trainer) ? adamw_of(trainer)->steps() : step;

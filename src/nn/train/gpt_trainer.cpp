@@ -9,6 +9,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "comm/collectives.h"
+#include "nn/data/zigzag.h"
 #include "nn/optim/sgd.h"
 #include "nn/parallel/gradients.h"
 #include "nn/parallel/pipeline.h"
@@ -66,29 +67,43 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
                        const comm::ParallelTopology& topology, const GptTrainOptions& options)
     : topology_(topology),
       options_(options),
-      stage_(config, init, topology, options.sequence_parallel, options.virtual_stages),
+      stage_(config, init, topology, options.sequence_parallel, options.virtual_stages,
+             options.cp_comm, options.cp_prefetch),
       parameters_(stage_.parameters()),
-      gradients_(parameters_, topology.dp_comm(), DataParallelGradients::kDefaultBucketElements,
+      gradients_(parameters_, topology.dp_cp_comm(), DataParallelGradients::kDefaultBucketElements,
                  sharding_of(options, topology),
                  options.grad_reduce_in_bf16 ? comm::Wire::bf16 : comm::Wire::native),
       optimizer_(make_optimizer(parameters_, options, gradients_)) {
   stage_.set_recompute(options.recompute);
 }
 
-double GptTrainer::run_pipeline(const std::vector<TokenBatch>& batches, bool train) {
+std::vector<TokenBatch> GptTrainer::shards_of(const std::vector<TokenBatch>& batches) const {
+  if (batches.empty()) return batches;
+  const std::int64_t rows = batches.front().inputs.size(0);
+  const std::int64_t seq = batches.front().inputs.size(1);
+  for (const TokenBatch& b : batches) {
+    if (b.inputs.shape() != autograd::Shape{rows, seq} || b.targets.shape() != b.inputs.shape()) {
+      throw std::invalid_argument(
+          fmt::format("GPT step: micro-batch inputs {} / targets {} are not [{}, {}]",
+                      autograd::to_string(b.inputs.shape()), autograd::to_string(b.targets.shape()),
+                      rows, seq));
+    }
+  }
+  if (topology_.cp() == 1) return batches;
+  std::vector<TokenBatch> shards;
+  shards.reserve(batches.size());
+  for (const TokenBatch& b : batches)
+    shards.push_back(zigzag_token_batch(b, topology_.cp(), topology_.cp_rank()).tokens);
+  return shards;
+}
+
+double GptTrainer::run_pipeline(const std::vector<TokenBatch>& whole, bool train) {
+  const std::vector<TokenBatch> batches = shards_of(whole);
   const auto count = static_cast<int>(batches.size());
   std::vector<double> loss = {0.0};
   if (count > 0) {
     const std::int64_t rows = batches.front().inputs.size(0);
     const std::int64_t seq = batches.front().inputs.size(1);
-    for (const TokenBatch& b : batches) {
-      if (b.inputs.shape() != autograd::Shape{rows, seq} || b.targets.shape() != b.inputs.shape()) {
-        throw std::invalid_argument(
-            fmt::format("GPT step: micro-batch inputs {} / targets {} are not [{}, {}]",
-                        autograd::to_string(b.inputs.shape()),
-                        autograd::to_string(b.targets.shape()), rows, seq));
-      }
-    }
     const double weight = train ? 1.0 / count : 1.0;
     const int last_chunk = stage_.virtual_stages() - 1;
     PipelineStage stage{[&](int i, int chunk, const Tensor& input) {
@@ -121,8 +136,8 @@ StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_bat
   gradients_.set_backward_passes(static_cast<int>(micro_batches.size()));
   std::vector<double> loss = {run_pipeline(micro_batches, /*train=*/true)};
   result.phases.forward_backward = clock.lap();
-  sum_over(topology_.dp_comm(), loss);
-  result.loss = loss[0] / topology_.dp();
+  sum_over(topology_.dp_cp_comm(), loss);
+  result.loss = loss[0] / (topology_.dp() * topology_.cp());
   finalize_gradients(parameters_, topology_, gradients_, stage_.config().tied_embeddings);
   result.phases.gradient_reduction = clock.lap();
   result.grad_norm = global_gradient_norm(parameters_, topology_,
@@ -148,7 +163,7 @@ double GptTrainer::evaluate(const std::vector<TokenBatch>& windows) {
   autograd::NoGradGuard no_grad;
   std::vector<double> totals = {run_pipeline(windows, /*train=*/false),
                                 static_cast<double>(windows.size())};
-  sum_over(topology_.dp_comm(), totals);
+  sum_over(topology_.dp_cp_comm(), totals);  // every cp rank counts its replica's windows
   return totals[1] > 0 ? totals[0] / totals[1] : std::numeric_limits<double>::quiet_NaN();
 }
 

@@ -1,6 +1,10 @@
-// The training step of a GPT over 3-D parallelism: micro-batches through the pipeline schedule
+// The training step of a GPT over 4-D parallelism: micro-batches through the pipeline schedule
 // (gradients accumulating, each micro-batch loss weighted 1/micro-batches), finalize_gradients
-// (embedding group, DP average), global-norm clipping, the optimizer update. `mpitron train`,
+// (embedding group, the average over the data-and-context group), global-norm clipping, the
+// optimizer update. Under context parallelism (cp > 1) each rank cuts its zigzag shard out of
+// the whole sequences it is given; its loss is the mean over its shard's tokens, which is cp
+// times its share of the sequence's mean, so averaging the gradients over the dp x cp ranks
+// gives the gradient of the global batch's mean loss. `mpitron train`,
 // `validate` and the tests all run this one step.
 #pragma once
 
@@ -34,6 +38,12 @@ struct GptTrainOptions {
   /// split the activations between TP regions along the sequence over TP (GptStage; seq must be
   /// divisible by tp)
   bool sequence_parallel = false;
+  /// how the context-parallel ranks exchange keys and values (GptStage; used when the
+  /// topology's cp > 1)
+  CpComm cp_comm = CpComm::ring;
+  /// false: the ring waits for each key/value transfer before computing (the overlap's
+  /// measurement, bench gpt --no-cp-prefetch)
+  bool cp_prefetch = true;
   /// reduce the DP gradients in bfloat16 (Megatron-LM's --grad-reduce-in-bf16; float32
   /// gradients only): comm::Wire::bf16 in DataParallelGradients
   bool grad_reduce_in_bf16 = false;
@@ -74,8 +84,10 @@ class GptTrainer {
   /// Forward and backward of this replica's micro-batches (each with inputs and targets
   /// [micro_batch, seq], in order; every stage of a replica passes the same ones) by the
   /// pipeline schedule, then finalize_gradients and the global norm: the parameters' gradients
-  /// are those of the global batch's mean loss (cleared first). Throws std::invalid_argument
-  /// when the micro-batches differ in shape. Collective over the whole world.
+  /// are those of the global batch's mean loss (cleared first). Every rank of a replica, the cp
+  /// ranks included, passes the whole sequences; under context parallelism each keeps its zigzag
+  /// shard. Throws std::invalid_argument when the micro-batches differ in shape, or (one line)
+  /// when seq does not split into 2 cp zigzag chunks. Collective over the whole world.
   StepResult forward_backward(const std::vector<TokenBatch>& micro_batches);
 
   /// forward_backward, clipping to the global norm, then the optimizer update at learning rate
@@ -86,8 +98,10 @@ class GptTrainer {
 
   /// Mean cross-entropy over every replica's `windows` (each inputs and targets [1, seq]; the
   /// count may differ between replicas and be 0), without gradients: one window per
-  /// micro-batch through the pipeline, then summed over DP. Returns the same value on every rank
-  /// (NaN when no replica has a window). Collective over the whole world.
+  /// micro-batch through the pipeline, then summed over DP; under context parallelism each cp
+  /// rank scores its zigzag shard and the shards' means are averaged, which is the window's
+  /// mean. Returns the same value on every rank (NaN when no replica has a window). Collective
+  /// over the whole world.
   double evaluate(const std::vector<TokenBatch>& windows);
 
   GptStage& stage() { return stage_; }
@@ -98,9 +112,13 @@ class GptTrainer {
   const Parameters& parameters() const { return parameters_; }
 
  private:
-  // The pipeline's run over `batches` (training when `train`), returning the sum of the
-  // last stage's micro-batch losses on every stage of the replica (0 without micro-batches).
+  // The pipeline's run over this rank's shards of `batches` (training when `train`), returning
+  // the sum of the last stage's micro-batch losses on every stage of the replica (0 without
+  // micro-batches).
   double run_pipeline(const std::vector<TokenBatch>& batches, bool train);
+  // `batches` after checking their shapes agree; under context parallelism this rank's zigzag
+  // shards of them.
+  std::vector<TokenBatch> shards_of(const std::vector<TokenBatch>& batches) const;
 
   const comm::ParallelTopology& topology_;
   GptTrainOptions options_;

@@ -13,14 +13,15 @@ std::int64_t MemoryEstimate::peak() const {
 
 MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const GptConfig& c = in.config;
-  if (in.seq < 1 || in.micro_batch < 1 || in.micro_batches < 1 || in.tp < 1 || in.pp < 1 ||
-      in.stage < 0 || in.stage >= in.pp || in.rank_parameters < 0 || in.state_shards < 1 ||
-      in.virtual_stages < 1 || c.layers % (in.pp * in.virtual_stages) != 0) {
+  if (in.seq < 1 || in.cp < 1 || in.seq % in.cp != 0 || in.micro_batch < 1 ||
+      in.micro_batches < 1 || in.tp < 1 || in.pp < 1 || in.stage < 0 || in.stage >= in.pp ||
+      in.rank_parameters < 0 || in.state_shards < 1 || in.virtual_stages < 1 ||
+      c.layers % (in.pp * in.virtual_stages) != 0) {
     throw std::invalid_argument(
-        "estimate_gpt_memory: sizes must be >= 1, stage in [0, pp) and layers divisible by pp x "
-        "virtual stages");
+        "estimate_gpt_memory: sizes must be >= 1, seq divisible by cp, stage in [0, pp) and layers "
+        "divisible by pp x virtual stages");
   }
-  const std::int64_t s = in.seq, b = in.micro_batch, h = c.hidden, a = c.heads, t = in.tp;
+  const std::int64_t s = in.seq / in.cp, b = in.micro_batch, h = c.hidden, a = c.heads, t = in.tp;
   const std::int64_t sbh = s * b * h;
   // With sequence parallelism the LayerNorms' inputs (the residual stream) are split over TP.
   const std::int64_t block_input = in.sequence_parallel ? sbh / t : sbh;

@@ -18,7 +18,7 @@ inline constexpr std::int64_t kRuntimeBytes = std::int64_t{32} << 20;
 struct MemoryEstimateInput {
   GptConfig config;                  ///< the model (its padded vocabulary included)
   std::int64_t rank_parameters = 0;  ///< parameters this rank holds (its TP shard of its stage)
-  std::int64_t seq = 0;              ///< tokens per sequence
+  std::int64_t seq = 0;              ///< tokens per sequence (the whole sequence)
   std::int64_t micro_batch = 0;      ///< sequences per micro-batch
   std::int64_t micro_batches = 0;    ///< micro-batches per step per replica
   int tp = 1, pp = 1, stage = 0;     ///< stage: this rank's pipeline stage in [0, pp)
@@ -27,11 +27,13 @@ struct MemoryEstimateInput {
   int optimizer_states = 2;        ///< tensors per parameter: 2 for AdamW, 1 for SGD
   std::int64_t element_bytes = 4;  ///< 4 for float32, 8 for float64
   bool from_file = false;          ///< the run starts from a --init-from file
-  /// The DP ranks the optimizer states are split over: dp under the distributed optimizer with
+  /// The ranks the optimizer states are split over: dp x cp under the distributed optimizer with
   /// AdamW (each bucket padded to a multiple of it), else 1.
   int state_shards = 1;
   bool sequence_parallel = false;  ///< activations split along seq over TP (GptStage)
   int virtual_stages = 1;          ///< model chunks per stage (interleaved 1F1B with >= 2)
+  /// the context-parallel degree: a rank keeps activations for its seq / cp tokens
+  int cp = 1;
 };
 
 /// The estimate, in bytes.
@@ -47,9 +49,10 @@ struct MemoryEstimate {
 };
 
 /// Counts the tensors the autograd graph keeps per transformer block and micro-batch, in
-/// elements with s = seq, b = micro_batch, h = hidden, a = heads, t = tp (the count of
-/// Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
-/// section 4.1, without dropout masks and in one element size):
+/// elements with s = seq / cp (a context-parallel rank's zigzag shard; ring attention keeps
+/// its merged output and log-sum-exp per row like the fused kernel), b = micro_batch, h = hidden, a
+/// = heads, t = tp (the count of Korthikanti et al. 2022, "Reducing Activation Recomputation in
+/// Large Transformer Models", section 4.1, without dropout masks and in one element size):
 /// - replicated across TP, 4 sbh: LayerNorm 1's input and output, LayerNorm 2's input and output;
 ///   with sequence parallelism (Korthikanti et al. 2022, sec. 4.2.2) 2 sbh / t + 2 sbh: the
 ///   LayerNorms' inputs are this rank's seq/tp rows, their outputs are kept all-gathered by the
@@ -77,8 +80,9 @@ struct MemoryEstimate {
 /// model's parameters beside this rank's weights, or, from a file, twice the whole model (the file
 /// read and its tensors, which live until the trainer is built) beside all of this rank's parameter
 /// states: an upper bound, 20-30 % above the measured peak for GPT-2 124M. And kRuntimeBytes.
-/// Throws std::invalid_argument for sizes < 1, a stage outside [0, pp) or a layout the schedule
-/// cannot run (pipeline_layout_error; layers not divisible by pp virtual_stages).
+/// Throws std::invalid_argument for sizes < 1, seq not divisible by cp, a stage outside [0, pp) or
+/// a layout the schedule cannot run (pipeline_layout_error; layers not divisible by pp
+/// virtual_stages).
 MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& input);
 
 }  // namespace mpitron::nn

@@ -1,0 +1,41 @@
+#include "app/common/context_parallel_options.h"
+
+#include <fmt/format.h>
+
+#include "comm/errors.h"
+
+namespace mpitron::app {
+
+void add_context_parallel_options(CLI::App& command, CommonOptions& options) {
+  command
+      .add_option("--cp", options.cp,
+                  "Context-parallel degree: each sequence split over cp ranks in zigzag chunks "
+                  "(default 1)")
+      ->check(integer_in(1, kMaxSize));
+  command
+      .add_option("--cp-comm", options.cp_comm,
+                  "How context-parallel ranks exchange keys and values: ring (overlapped "
+                  "send/receive) or all-gather")
+      ->check(CLI::IsMember({"ring", "all-gather"}))
+      ->capture_default_str();
+}
+
+nn::CpComm cp_comm_of(const CommonOptions& options) {
+  return nn::parse_cp_comm(options.cp_comm).value_or(nn::CpComm::ring);
+}
+
+void check_context_parallel_sequence(std::int64_t seq, const ParallelSizes& sizes,
+                                     bool sequence_parallel) {
+  if (sizes.cp == 1) return;
+  if (seq % (2 * sizes.cp) != 0) {
+    throw comm::ConfigError(
+        fmt::format("--seq {} does not split into 2*cp = {} equal zigzag chunks (--cp {})", seq,
+                    2 * sizes.cp, sizes.cp));
+  }
+  if (sequence_parallel && (seq / sizes.cp) % sizes.tp != 0) {
+    throw comm::ConfigError(fmt::format(
+        "--sequence-parallel needs --seq / cp = {} divisible by tp {}", seq / sizes.cp, sizes.tp));
+  }
+}
+
+}  // namespace mpitron::app
