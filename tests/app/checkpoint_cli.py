@@ -6,7 +6,7 @@ Every subcommand but `damage` takes, after `--`, the launcher command line of th
 "{np}" in place of the rank count, ending with the mpitron executable (`mpiexec -n {np} ...
 mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is made anew.
 
-  resume   --from T,P,D --to T,P,D [--to-micro-batch M] [--recompute stopped|resumed]
+  resume   --from T,P,D[,C] --to T,P,D[,C] [--to-micro-batch M] [--recompute stopped|resumed]
            [--distributed-optimizer stopped|resumed] [--sequence-parallel stopped|resumed]
            [--bf16 all|resumed|not-resumed] [--llama] [--layers L] [--from-virtual-stages V]
            [--to-virtual-stages V] --rtol R --work DIR
@@ -21,8 +21,8 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
       heads, an untied head) in every run. --layers sets the model's blocks (default 2);
       --from-virtual-stages gives the uninterrupted and the stopped run, --to-virtual-stages the
       resumed run --virtual-stages V (default 1).
-  eval     --load DIR --data FILE [--seq S] --at T,P,D ... --rtol R --work DIR
-           [--golden JSON] [--train-at T,P,D]
+  eval     --load DIR --data FILE [--seq S] --at T,P,D[,C] ... --rtol R --work DIR
+           [--golden JSON] [--train-at T,P,D[,C]]
       `mpitron eval` on each --at topology; all agree with the first within R, and with the
       golden's PyTorch peer loss for this --seq within R. --train-at first trains 2 steps on that
       topology with --save into DIR and evaluates that checkpoint instead of --load's.
@@ -55,18 +55,20 @@ def fail(message):
 
 
 def topology(text):
+    """tp,pp,dp or tp,pp,dp,cp; cp is 1 when left out."""
     sizes = [int(v) for v in text.split(",")]
-    if len(sizes) != 3 or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"expected tp,pp,dp, got {text!r}")
-    return sizes
+    if len(sizes) not in (3, 4) or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected tp,pp,dp[,cp], got {text!r}")
+    return sizes if len(sizes) == 4 else sizes + [1]
 
 
 def mpitron(args, sizes, *command):
-    """Runs `mpitron COMMAND --tp --pp --dp` on tp*pp*dp ranks; returns (stdout, stderr) bytes."""
-    tp, pp, dp = sizes
-    launch = [part.replace("{np}", str(tp * pp * dp)) for part in args.launch]
+    """Runs `mpitron COMMAND --tp --pp --dp --cp` on tp*pp*dp*cp ranks; returns (stdout, stderr)
+    bytes."""
+    tp, pp, dp, cp = sizes
+    launch = [part.replace("{np}", str(tp * pp * dp * cp)) for part in args.launch]
     full = launch + list(command) + ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp),
-                                     "--log-dir", os.path.join(args.work, "logs")]
+                                     "--cp", str(cp), "--log-dir", os.path.join(args.work, "logs")]
     print("+", " ".join(full), flush=True)
     done = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for stream in (done.stdout, done.stderr):
@@ -132,7 +134,7 @@ def resume(args):
     log = b"".join(mpitron(args, args.target, *base, "--load", checkpoint, "--metrics",
                            name("resumed.jsonl"), *extra["resumed"], "--virtual-stages",
                            str(args.to_virtual_stages)))
-    saved_by = "saved by tp={} pp={} dp={}".format(*args.source)
+    saved_by = "saved by tp={} pp={} dp={} cp={}".format(*args.source)
     if f"step {STOP_AFTER} ({saved_by})".encode() not in log:
         fail(f"the resumed run does not say it resumes from step {STOP_AFTER} ({saved_by})")
     full, full_val = metrics(name("full.jsonl"))
@@ -156,7 +158,7 @@ def evaluate(args):
                 "--save", load)
     losses = []
     for sizes in args.at:
-        report = os.path.join(args.work, "eval_{}_{}_{}.json".format(*sizes))
+        report = os.path.join(args.work, "eval_{}_{}_{}_{}.json".format(*sizes))
         seq = ["--seq", str(args.seq)] if args.seq else []
         mpitron(args, sizes, "eval", "--load", load, "--data", args.data, *seq, "--json", report)
         with open(report) as f:
@@ -178,8 +180,8 @@ def generate(args):
     for label, sampling in [("sampled", ["--temperature", "0.8", "--top-k", "20", "--seed", "7"]),
                             ("greedy", ["--temperature", "0"])]:
         for tp in (1, 2, 4, 2):
-            out, _ = mpitron(args, [tp, 1, 1], "generate", "--load", args.load, "--prompt", prompt,
-                             "--tokens", "40", *sampling)
+            out, _ = mpitron(args, [tp, 1, 1, 1], "generate", "--load", args.load, "--prompt",
+                             prompt, "--tokens", "40", *sampling)
             text = out[out.index(prompt.encode()):].split(b"\n")[0]
             if len(text) != len(prompt) + 40:
                 fail(f"{label} text at tp {tp} has {len(text)} bytes, not prompt + 40")
@@ -187,7 +189,7 @@ def generate(args):
         if len(texts[label]) != 1:
             fail(f"{label} texts differ between topologies or runs: {texts[label]}")
         print(f"{label}: the same text on tp 1, 2, 4 and again on 2: {texts[label]}")
-    out, _ = mpitron(args, [1, 1, 1], "generate", "--load", args.load, "--prompt", prompt,
+    out, _ = mpitron(args, [1, 1, 1, 1], "generate", "--load", args.load, "--prompt", prompt,
                      "--tokens", "40", "--temperature", "0.8", "--top-k", "20", "--seed", "8")
     if out[out.index(prompt.encode()):].split(b"\n")[0] in texts["sampled"]:
         fail("seed 8 gives the same text as seed 7")
