@@ -108,7 +108,7 @@ void cross_entropy(benchmark::State& state, Device device) {
     mpitron::kernels::cross_entropy_stats(logits, kVocabCols, kVocabUsed, targets, 0, row_max,
                                           sum_exp, target_logit);
     mpitron::kernels::cross_entropy_backward(logits, kVocabCols, kVocabUsed, targets, 0, row_max,
-                                             sum_exp, dloss, dlogits);
+                                             sum_exp, dloss, static_cast<double>(rows), dlogits);
     mpitron::kernels::synchronize(device);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * 4 *

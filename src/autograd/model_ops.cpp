@@ -2,6 +2,7 @@
 // embedding (whole table or a vocabulary slice) and cross_entropy.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
@@ -32,19 +33,28 @@ void check_indices(const char* op, const char* name, const Tensor& indices, cons
   }
 }
 
-// The first (row-major) position of `indices` whose value is outside [0, limit), with the value.
-std::optional<std::pair<std::size_t, std::int64_t>> first_outside(const Tensor& indices,
-                                                                  std::int64_t limit) {
+// What an index tensor holds, read on the host: the first (row-major) position whose value is
+// outside [0, limit) and is not `skipped`, with the value, and the count of values that are not
+// `skipped`.
+struct IndexScan {
+  std::optional<std::pair<std::size_t, std::int64_t>> outside;
+  std::size_t counted = 0;
+};
+
+IndexScan scan_indices(const Tensor& indices, std::int64_t limit,
+                       std::optional<std::int64_t> skipped = std::nullopt) {
   const kernels::Buffer host = indices.buffer().to(kernels::Device::cpu);
-  return kernels::dispatch_index(
-      host.dtype(), [&]<class I>(I) -> std::optional<std::pair<std::size_t, std::int64_t>> {
-        const I* values = host.data_as<I>();
-        for (std::size_t i = 0; i < host.numel(); ++i) {
-          const auto value = static_cast<std::int64_t>(values[i]);
-          if (value < 0 || value >= limit) return std::pair{i, value};
-        }
-        return std::nullopt;
-      });
+  return kernels::dispatch_index(host.dtype(), [&]<class I>(I) {
+    IndexScan scan;
+    const I* values = host.data_as<I>();
+    for (std::size_t i = 0; i < host.numel(); ++i) {
+      const auto value = static_cast<std::int64_t>(values[i]);
+      if (value == skipped) continue;
+      ++scan.counted;
+      if ((value < 0 || value >= limit) && !scan.outside) scan.outside = std::pair{i, value};
+    }
+    return scan;
+  });
 }
 
 void check_weight_2d(const char* op, const Tensor& weight) {
@@ -105,7 +115,7 @@ Tensor embedding_slice(const Tensor& weight, const Tensor& indices, std::int64_t
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   check_weight_2d("embedding", weight);
   check_indices("embedding", "indices", indices, weight);
-  if (const auto bad = first_outside(indices, weight.size(0))) {
+  if (const auto bad = scan_indices(indices, weight.size(0)).outside) {
     throw std::invalid_argument(
         fmt::format("embedding: index {} at position {} of indices {} is outside [0, {})",
                     bad->second, bad->first, to_string(indices.shape()), weight.size(0)));
@@ -113,7 +123,27 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
   return embedding_slice(weight, indices, 0);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+double cross_entropy_divisor(const char* op, const Tensor& targets, std::int64_t vocab,
+                             double divisor) {
+  if (!(divisor >= 0.0 && std::isfinite(divisor))) {
+    throw std::invalid_argument(fmt::format(
+        "{}: divisor must be a finite number >= 0 (0: the count of targets not ignored), got {}",
+        op, divisor));
+  }
+  if (targets.dtype() != kernels::DType::i32 && targets.dtype() != kernels::DType::i64) {
+    throw std::invalid_argument(fmt::format("{}: targets must be int32 or int64, got {}", op,
+                                            kernels::to_string(targets.dtype())));
+  }
+  const IndexScan scan = scan_indices(targets, vocab, kernels::kIgnoreTarget);
+  if (scan.outside) {
+    throw std::invalid_argument(
+        fmt::format("{}: target {} at position {} of targets {} is outside [0, {})", op,
+                    scan.outside->second, scan.outside->first, to_string(targets.shape()), vocab));
+  }
+  return divisor > 0.0 ? divisor : static_cast<double>(scan.counted);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double divisor) {
   check_indices("cross_entropy", "targets", targets, logits);
   Shape leading = logits.shape();
   if (!leading.empty()) leading.pop_back();
@@ -123,11 +153,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
                     to_string(targets.shape()), to_string(logits.shape())));
   }
   const std::int64_t vocab = logits.size(-1);
-  if (const auto bad = first_outside(targets, vocab)) {
-    throw std::invalid_argument(
-        fmt::format("cross_entropy: target {} at position {} of targets {} is outside [0, {})",
-                    bad->second, bad->first, to_string(targets.shape()), vocab));
-  }
+  const double used_divisor = cross_entropy_divisor("cross_entropy", targets, vocab, divisor);
   const auto cols = static_cast<std::size_t>(vocab);
   const std::int64_t rows = targets.numel();
   Tensor row_max = empty_like(logits, {rows}), sum_exp = empty_like(logits, {rows});
@@ -136,16 +162,17 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   kernels::cross_entropy_stats(logits.buffer(), cols, cols, targets.buffer(), 0, row_max.buffer(),
                                sum_exp.buffer(), target_logit.buffer());
   kernels::cross_entropy_loss(row_max.buffer(), sum_exp.buffer(), target_logit.buffer(),
-                              loss.buffer());
+                              targets.buffer(), used_divisor, loss.buffer());
   const Tensor saved_targets = targets.detach();
-  return detail::record("cross_entropy", loss, {logits},
-                        [logits, saved_targets, row_max, sum_exp, cols](const Tensor& dloss) {
-                          Tensor dlogits = empty_like(logits);
-                          kernels::cross_entropy_backward(
-                              logits.buffer(), cols, cols, saved_targets.buffer(), 0,
-                              row_max.buffer(), sum_exp.buffer(), dloss.buffer(), dlogits.buffer());
-                          return std::vector<Tensor>{dlogits};
-                        });
+  return detail::record(
+      "cross_entropy", loss, {logits},
+      [logits, saved_targets, row_max, sum_exp, cols, used_divisor](const Tensor& dloss) {
+        Tensor dlogits = empty_like(logits);
+        kernels::cross_entropy_backward(logits.buffer(), cols, cols, saved_targets.buffer(), 0,
+                                        row_max.buffer(), sum_exp.buffer(), dloss.buffer(),
+                                        used_divisor, dlogits.buffer());
+        return std::vector<Tensor>{dlogits};
+      });
 }
 
 }  // namespace mpitron::autograd

@@ -132,13 +132,29 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 /// Throws std::invalid_argument as `embedding` for non-integer indices or a non-2-D weight.
 Tensor embedding_slice(const Tensor& weight, const Tensor& indices, std::int64_t first_row);
 
-/// Mean cross-entropy of logits [..., V] (float) against integer class targets [...] (int32 or
-/// int64, leading dims equal to logits'), over all positions: mean(logsumexp(logits) -
-/// logits[target]) as a scalar (shape {}); torch.nn.functional.cross_entropy(reduction="mean").
-/// Stable for logits of any magnitude (subtracts the row max). The gradient reaches logits only.
-/// Throws std::invalid_argument naming the first position whose target is outside [0, V) and
-/// its value, when the shapes do not fit, or when targets is not an integer tensor.
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+/// Cross-entropy of logits [..., V] (float) against integer class targets [...] (int32 or int64,
+/// leading dims equal to logits'): the sum over the positions whose target is not
+/// kernels::kIgnoreTarget of logsumexp(logits) - logits[target], divided by `divisor`, as a
+/// scalar (shape {}). `divisor` 0 means the count of targets that are not ignored, which is
+/// torch.nn.functional.cross_entropy(reduction="mean", ignore_index=-1); a context-parallel shard
+/// passes the global token count instead, so the shards' losses sum to the sequence's mean. An
+/// ignored position adds nothing and gets a zero gradient row; when every target is ignored and
+/// divisor is 0, the loss and the gradient are 0 (never NaN). Stable for logits of any magnitude
+/// (subtracts the row max). The gradient, (softmax - onehot) dloss / divisor, reaches logits
+/// only. Throws std::invalid_argument naming the first position whose target is neither in
+/// [0, V) nor kIgnoreTarget and its value, when divisor is negative or not finite, when the
+/// shapes do not fit, or when targets is not an integer tensor.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double divisor = 0.0);
+
+/// The divisor cross_entropy (and nn::vocab_parallel_cross_entropy) divides by: `divisor` when
+/// it is > 0, else the count of `targets` that are not kernels::kIgnoreTarget (0 when all are:
+/// the loss and the gradient are then 0). Reads targets on the host. Throws
+/// std::invalid_argument "<op>: target X at position i of targets [shape] is outside [0, vocab)"
+/// for the first (row-major) target that is neither in [0, vocab) nor kIgnoreTarget,
+/// "<op>: divisor must be a finite number >= 0 ..." when divisor is negative or not finite, and
+/// "<op>: targets must be int32 or int64, got D" for another dtype.
+double cross_entropy_divisor(const char* op, const Tensor& targets, std::int64_t vocab,
+                             double divisor);
 
 /// Mean squared error, mean over all elements: pred and target have equal shapes; result is a
 /// scalar (shape {}). torch.nn.functional.mse_loss(reduction="mean"). `target` gets no gradient.

@@ -89,11 +89,12 @@ class Backend {
                                    const Buffer& row_max, Buffer& sum_exp,
                                    Buffer& target_logit) = 0;
   virtual void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp,
-                                  const Buffer& target_logit, Buffer& loss) = 0;
+                                  const Buffer& target_logit, const Buffer& targets, double divisor,
+                                  Buffer& loss) = 0;
   virtual void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
                                       const Buffer& targets, std::int64_t first_col,
                                       const Buffer& row_max, const Buffer& sum_exp,
-                                      const Buffer& dloss, Buffer& dlogits) = 0;
+                                      const Buffer& dloss, double divisor, Buffer& dlogits) = 0;
   /// `hyper` holds the step's scalars, already derived from lr, betas, eps, wd and step.
   virtual void adamw_update(Buffer& param, const Buffer& grad, Buffer& exp_avg, Buffer& exp_avg_sq,
                             const math::AdamWHyper<double>& hyper) = 0;

@@ -166,8 +166,35 @@ MPITRON_HOST_DEVICE inline T layer_norm_dx(T g, T xhat, T rstd, T mean_g, T mean
   return rstd * (g - mean_g - xhat * mean_g_xhat);
 }
 
+/// Whether a cross-entropy row counts: its target is not kIgnoreTarget (ops.h). An ignored row
+/// adds nothing to the loss and gets a zero gradient row; being negative, its target lies in no
+/// vocabulary slice (slice_row gives -1), so cross_entropy_stats writes a target logit of 0.
+static_assert(kIgnoreTarget < 0, "an ignored target must lie outside every vocabulary slice");
+template <class I>
+MPITRON_HOST_DEVICE inline bool counts_target(I target) {
+  return static_cast<std::int64_t>(target) != kIgnoreTarget;
+}
+
+/// One row's cross-entropy -log softmax(logits)[target] = log(sum_exp) + max - target_logit from
+/// its full-vocabulary statistics, in double; 0 for an ignored target.
+template <class T, class I>
+MPITRON_HOST_DEVICE inline double cross_entropy_term(T max, T sum_exp, T target_logit, I target) {
+  using std::log;
+  return counts_target(target) ? log(static_cast<double>(sum_exp)) + static_cast<double>(max) -
+                                     static_cast<double>(target_logit)
+                               : 0.0;
+}
+
+/// value / divisor, or 0 when divisor is 0: the cross-entropy loss (value = the sum of the rows'
+/// terms) and its gradient's scale (value = dloss). The op layers pass a divisor of 0 only when
+/// every target is ignored: the loss and the gradient are then 0, never 0 / 0.
+MPITRON_HOST_DEVICE inline double cross_entropy_scaled(double value, double divisor) {
+  return divisor > 0.0 ? value / divisor : 0.0;
+}
+
 /// Cross-entropy logit gradient of one element: coef (exp(logit - max) / sum_exp - onehot), with
-/// coef = dloss / rows; `exp` is e^x for x <= 0, as in attention_math.h.
+/// coef = cross_entropy_scaled(dloss, divisor); `exp` is e^x for x <= 0, as in
+/// attention_math.h.
 template <class T, class Exp = LibraryExp>
 MPITRON_HOST_DEVICE inline T cross_entropy_grad(T logit, T max, T sum_exp, bool is_target, T coef,
                                                 Exp exp = {}) {

@@ -275,6 +275,13 @@ void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t 
 /// all-reduce gives the global max. Throws std::invalid_argument when used_cols > cols.
 void row_max(const Buffer& x, std::size_t cols, std::size_t used_cols, Buffer& out);
 
+/// The target id of a position that takes no part in cross-entropy: it adds nothing to the loss,
+/// gets a zero gradient row and is not counted in the default divisor. -1 is llm.c's masked
+/// target (PyTorch's ignore_index defaults to -100 instead); a data loader marks padding or the
+/// prompt of a fine-tuning example with it. Any other id outside [0, vocab) is an error in the
+/// autograd and nn cross-entropy ops.
+inline constexpr std::int64_t kIgnoreTarget = -1;
+
 /// Per-row statistics of cross-entropy on a vocabulary slice: logits [rows, cols] holds columns
 /// [first_col, first_col + cols) of the (padded) vocabulary, of which the first used_cols are
 /// real entries and the rest padding that takes no part (llm.c's padded vocabulary: logits are
@@ -283,26 +290,34 @@ void row_max(const Buffer& x, std::size_t cols, std::size_t used_cols, Buffer& o
 /// exp(logits[r, c] - row_max[r]) (accumulated in double) and target_logit[r] = logits[r,
 /// targets[r] - first_col] when that column is a used one of the slice, else 0. Summing both over
 /// the slices (all-reduce) gives the full-vocabulary values (Megatron-LM's
-/// vocab_parallel_cross_entropy). Targets are not range-checked here. Throws
-/// std::invalid_argument when used_cols > cols.
+/// vocab_parallel_cross_entropy). A target of kIgnoreTarget lies in no slice: its target_logit
+/// is 0 and its sum_exp is computed as any row's (finite; the loss and the gradient skip the row).
+/// Targets are not range-checked here. Throws std::invalid_argument when used_cols > cols.
 void cross_entropy_stats(const Buffer& logits, std::size_t cols, std::size_t used_cols,
                          const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
                          Buffer& sum_exp, Buffer& target_logit);
 
-/// loss[0] = mean_r (log(sum_exp[r]) + row_max[r] - target_logit[r]) (accumulated in double):
-/// the mean cross-entropy -log softmax(logits)[target] from the full-vocabulary statistics
-/// (torch.nn.functional.cross_entropy, reduction "mean"). row_max, sum_exp, target_logit are
-/// [rows]; loss has one element (NaN when rows = 0, as torch's mean of nothing).
+/// loss[0] = (sum over the rows r whose targets[r] is not kIgnoreTarget of log(sum_exp[r]) +
+/// row_max[r] - target_logit[r]) / divisor (accumulated in double): the cross-entropy
+/// -log softmax(logits)[target] from the full-vocabulary statistics, summed and divided by the
+/// caller's divisor (the count of counted rows gives torch.nn.functional.cross_entropy's
+/// reduction "mean"; context parallelism passes the global token count). A divisor of 0 gives
+/// loss 0 (every target ignored: an empty sum, never 0 / 0). row_max, sum_exp, target_logit and
+/// targets (int32 or int64) are [rows]; loss has one element. Throws std::invalid_argument when
+/// divisor is negative or not finite.
 void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp, const Buffer& target_logit,
-                        Buffer& loss);
+                        const Buffer& targets, double divisor, Buffer& loss);
 
-/// dlogits[r, c] = dloss[0] / rows * (exp(logits[r, c] - row_max[r]) / sum_exp[r] -
+/// dlogits[r, c] = dloss[0] / divisor * (exp(logits[r, c] - row_max[r]) / sum_exp[r] -
 /// [c + first_col == targets[r]]): the gradient of cross_entropy_loss for this slice's columns
-/// (softmax minus one-hot), and 0 in the padding columns c >= used_cols. Arguments as in
-/// cross_entropy_stats; dloss has one element; dlogits is [rows, cols].
+/// (softmax minus one-hot); 0 in the padding columns c >= used_cols, in every column of a row
+/// whose target is kIgnoreTarget, and everywhere when divisor is 0. Arguments as in
+/// cross_entropy_stats and cross_entropy_loss; dloss has one element; dlogits is [rows, cols].
+/// Throws std::invalid_argument when divisor is negative or not finite.
 void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
                             const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
-                            const Buffer& sum_exp, const Buffer& dloss, Buffer& dlogits);
+                            const Buffer& sum_exp, const Buffer& dloss, double divisor,
+                            Buffer& dlogits);
 
 /// One AdamW step in place (Loshchilov & Hutter, "Decoupled Weight Decay Regularization",
 /// arXiv:1711.05101), in exactly torch.optim.AdamW's order (PyTorch 1.13, amsgrad off, no

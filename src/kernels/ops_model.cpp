@@ -87,6 +87,13 @@ void expect_used_cols(const char* op, std::size_t cols, std::size_t used_cols) {
   }
 }
 
+// Throws unless the cross-entropy divisor is a finite number >= 0.
+void expect_divisor(const char* op, double divisor) {
+  if (!(divisor >= 0.0 && std::isfinite(divisor))) {
+    fail(op, "divisor must be a finite number >= 0, got " + std::to_string(divisor));
+  }
+}
+
 }  // namespace
 
 void row_max(const Buffer& x, std::size_t cols, std::size_t used_cols, Buffer& out) {
@@ -130,20 +137,23 @@ void cross_entropy_stats(const Buffer& logits, std::size_t cols, std::size_t use
 }
 
 void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp, const Buffer& target_logit,
-                        Buffer& loss) {
+                        const Buffer& targets, double divisor, Buffer& loss) {
   constexpr const char* op = "cross_entropy_loss";
   Backend& be = same_place(
       op,
       {{"row_max", row_max}, {"sum_exp", sum_exp}, {"target_logit", target_logit}, {"loss", loss}});
   expect_numel(op, {"sum_exp", sum_exp}, row_max.numel(), "numel of row_max");
   expect_numel(op, {"target_logit", target_logit}, row_max.numel(), "numel of row_max");
+  expect_indices(op, {"targets", targets}, row_max.device(), row_max.numel());
   expect_numel(op, {"loss", loss}, 1, "a scalar");
-  be.cross_entropy_loss(row_max, sum_exp, target_logit, loss);
+  expect_divisor(op, divisor);
+  be.cross_entropy_loss(row_max, sum_exp, target_logit, targets, divisor, loss);
 }
 
 void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
                             const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
-                            const Buffer& sum_exp, const Buffer& dloss, Buffer& dlogits) {
+                            const Buffer& sum_exp, const Buffer& dloss, double divisor,
+                            Buffer& dlogits) {
   constexpr const char* op = "cross_entropy_backward";
   Backend& be = same_place(op, {{"logits", logits},
                                 {"row_max", row_max},
@@ -154,9 +164,10 @@ void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t 
   expect_used_cols(op, cols, used_cols);
   expect_numel(op, {"dloss", dloss}, 1, "a scalar");
   expect_numel(op, {"dlogits", dlogits}, logits.numel(), "numel of logits");
+  expect_divisor(op, divisor);
   if (!dlogits.empty()) {
     be.cross_entropy_backward(logits, cols, used_cols, targets, first_col, row_max, sum_exp, dloss,
-                              dlogits);
+                              divisor, dlogits);
   }
 }
 

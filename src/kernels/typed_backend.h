@@ -221,22 +221,24 @@ class TypedBackend : public Backend {
   }
 
   void cross_entropy_loss(const Buffer& row_max, const Buffer& sum_exp, const Buffer& target_logit,
-                          Buffer& loss) override {
+                          const Buffer& targets, double divisor, Buffer& loss) override {
     dispatch(loss.dtype(), [&]<class T>(T) {
-      K::cross_entropy_loss(in<T>(row_max), in<T>(sum_exp), in<T>(target_logit), row_max.numel(),
-                            out<T>(loss));
+      dispatch_index(targets.dtype(), [&]<class I>(I) {
+        K::cross_entropy_loss(in<T>(row_max), in<T>(sum_exp), in<T>(target_logit), in<I>(targets),
+                              row_max.numel(), divisor, out<T>(loss));
+      });
     });
   }
 
   void cross_entropy_backward(const Buffer& logits, std::size_t cols, std::size_t used_cols,
                               const Buffer& targets, std::int64_t first_col, const Buffer& row_max,
-                              const Buffer& sum_exp, const Buffer& dloss,
+                              const Buffer& sum_exp, const Buffer& dloss, double divisor,
                               Buffer& dlogits) override {
     dispatch(logits.dtype(), [&]<class T>(T) {
       dispatch_index(targets.dtype(), [&]<class I>(I) {
         K::cross_entropy_backward(in<T>(logits), logits.numel() / cols, cols, used_cols,
                                   in<I>(targets), first_col, in<T>(row_max), in<T>(sum_exp),
-                                  in<T>(dloss), out<T>(dlogits));
+                                  in<T>(dloss), divisor, out<T>(dlogits));
       });
     });
   }

@@ -4,13 +4,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
 #include "support/compare.h"
+#include "support/cross_entropy_reference.h"
 
 namespace mpitron::test {
 using namespace ::mpitron::autograd;
@@ -106,9 +109,65 @@ TEST_P(ModelOps, CrossEntropyMatchesLogSumExpAndGradchecks) {
   EXPECT_NEAR(loss.item(), want, 1e-13);  // float64, sums of 5 O(20) terms
   EXPECT_TRUE(gradcheck_passes(
       [targets](const Inputs& in) { return cross_entropy(in[0], targets); }, {logits}));
+  // Two ignored targets, with the default divisor (the 4 counted) and an explicit one.
+  const Tensor some_ignored =
+      Tensor::from_vector({0, -1, 2, 1, -1, 4}, {2, 3}, DType::i64, device());
+  for (const double divisor : {0.0, 7.0}) {
+    EXPECT_TRUE(gradcheck_passes(
+        [&](const Inputs& in) { return cross_entropy(in[0], some_ignored, divisor); }, {logits}));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, ModelOps, ::mpitron::test::all_devices(),
+                         ::mpitron::test::device_dtype_name);
+
+// cross_entropy with ignored targets and a divisor, at float32 and float64, against
+// cross_entropy_reference (loops in double) over the dtype-rounded logits.
+class CrossEntropyIgnore : public AutogradTest {
+ protected:
+  // Logits [2, 3, 5] (std 3) in the dtype under test, requiring grad.
+  Tensor logits() const {
+    return autograd::randn({2, 3, 5}, 67, 3.0, dtype(), device()).set_requires_grad();
+  }
+  // The tolerance relative to max(1, |value|): 8 eps of the dtype (1e-6 at float32, 1.8e-15 at
+  // float64) for exp, log and sums of 5 terms, a few roundings each, in the dtype (sum_exp and
+  // the softmax) or in double (the loss); measured at most 4.4e-8 and 1.7e-18.
+  double tolerance() const { return 8 * (dtype() == DType::f32 ? 0x1.0p-23 : 0x1.0p-52); }
+};
+
+TEST_P(CrossEntropyIgnore, IgnoredTargetsAddNothingAndTheDivisorScales) {
+  const std::vector<std::int64_t> t{0, kernels::kIgnoreTarget, 2, 1, kernels::kIgnoreTarget, 4};
+  const Tensor targets = Tensor::from_indices(t, {2, 3}, device());
+  for (const double divisor : {0.0, 4.0, 10.0}) {
+    SCOPED_TRACE(::testing::Message() << "divisor " << divisor);
+    Tensor x = logits();
+    const CrossEntropyReference want = cross_entropy_reference(x.to_vector(), 5, t, divisor);
+    const Tensor loss = cross_entropy(x, targets, divisor);
+    expect_close({loss.item()}, {want.loss}, tolerance());
+    loss.backward();
+    const std::vector<double> grad = x.grad().to_vector();
+    expect_close(grad, want.grad, tolerance());
+    for (const std::size_t r : {std::size_t{1}, std::size_t{4}}) {
+      for (std::size_t v = 0; v < 5; ++v)
+        EXPECT_EQ(grad[r * 5 + v], 0.0) << "ignored row " << r;
+    }
+  }
+}
+
+TEST_P(CrossEntropyIgnore, AllTargetsIgnoredGiveZeroLossAndGradient) {
+  const Tensor targets =
+      Tensor::from_indices(std::vector<std::int64_t>(6, kernels::kIgnoreTarget), {2, 3}, device());
+  for (const double divisor : {0.0, 3.0}) {
+    Tensor x = logits();
+    const Tensor loss = cross_entropy(x, targets, divisor);
+    EXPECT_EQ(loss.item(), 0.0) << "divisor " << divisor;
+    loss.backward();
+    for (const double g : x.grad().to_vector())
+      EXPECT_EQ(g, 0.0) << "divisor " << divisor;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Places, CrossEntropyIgnore, ::mpitron::test::all_devices_and_dtypes(),
                          ::mpitron::test::device_dtype_name);
 
 std::string message_of(const std::function<void()>& call) {
@@ -138,6 +197,15 @@ TEST(ModelOpsBadInput, MessagesNameTheOpAndTheValues) {
               cross_entropy(logits, Tensor::from_indices({0, 1, 2, 3, 4, 0}, {2, 3}));
             }),
             "cross_entropy: target 4 at position 4 of targets [2, 3] is outside [0, 4)");
+  EXPECT_EQ(message_of([&] {
+              cross_entropy(logits, Tensor::from_indices({0, -1, 2, -100, 3, 0}, {2, 3}));
+            }),
+            "cross_entropy: target -100 at position 3 of targets [2, 3] is outside [0, 4)");
+  EXPECT_EQ(message_of([&] {
+              cross_entropy(logits, Tensor::from_indices({0, 1, 2, 3, 0, 1}, {2, 3}), -2.0);
+            }),
+            "cross_entropy: divisor must be a finite number >= 0 (0: the count of targets not "
+            "ignored), got -2");
   EXPECT_EQ(message_of([&] {
               cross_entropy(logits, Tensor::from_indices({0, 1}, {2}));
             }),

@@ -39,12 +39,20 @@ class LossKernelTest : public KernelTest {
 };
 MPITRON_KERNEL_TEST_SUITE(LossKernelTest);
 
-// loss = mean_r (logsumexp(row r) - logit of its target); dlogits = dloss / rows (softmax -
-// onehot), in long double.
-void reference(const CrossEntropyCase& c, double dloss, double& loss, std::vector<double>& grad) {
+// loss = sum over the counted rows (target not kIgnoreTarget) of logsumexp(row r) - logit of
+// its target, over `divisor` (0: the count of counted rows; the loss is 0 when there are none);
+// dlogits = dloss / divisor (softmax - onehot) on counted rows, 0 on ignored ones; in long double.
+void reference(const CrossEntropyCase& c, double dloss, double& loss, std::vector<double>& grad,
+               double divisor = 0.0) {
+  if (divisor == 0.0) {
+    divisor = static_cast<double>(std::count_if(c.targets.begin(), c.targets.end(),
+                                                [](std::int64_t t) { return t != kIgnoreTarget; }));
+  }
+  const long double scale = divisor > 0.0 ? 1.0L / divisor : 0.0L;
   long double total = 0.0L;
   grad.assign(c.logits.size(), 0.0);
   for (std::size_t r = 0; r < kRows; ++r) {
+    if (c.targets[r] == kIgnoreTarget) continue;
     const auto row = c.logits.begin() + static_cast<std::ptrdiff_t>(r * kVocab);
     const long double max = *std::max_element(row, row + kVocab);
     long double sum = 0.0L;
@@ -54,10 +62,10 @@ void reference(const CrossEntropyCase& c, double dloss, double& loss, std::vecto
     total += std::log(sum) + max - row[target];
     for (std::size_t v = 0; v < kVocab; ++v) {
       const long double p = std::exp(static_cast<long double>(row[v]) - max) / sum;
-      grad[r * kVocab + v] = static_cast<double>(dloss / kRows * (p - (v == target ? 1 : 0)));
+      grad[r * kVocab + v] = static_cast<double>(dloss * scale * (p - (v == target ? 1 : 0)));
     }
   }
-  loss = static_cast<double>(total / kRows);
+  loss = static_cast<double>(total * scale);
 }
 
 // Columns [first, first + width) of [kRows, kVocab] values.
@@ -83,8 +91,9 @@ TEST_P(LossKernelTest, CrossEntropyMatchesLogSumExpIncludingLargeAndEqualLogits)
     Buffer loss = empty(1), grad = empty(c.logits.size());
     row_max(logits, kVocab, kVocab, max);
     cross_entropy_stats(logits, kVocab, kVocab, targets, 0, max, sum_exp, target_logit);
-    cross_entropy_loss(max, sum_exp, target_logit, loss);
-    cross_entropy_backward(logits, kVocab, kVocab, targets, 0, max, sum_exp, make({0.7}), grad);
+    cross_entropy_loss(max, sum_exp, target_logit, targets, kRows, loss);
+    cross_entropy_backward(logits, kVocab, kVocab, targets, 0, max, sum_exp, make({0.7}), kRows,
+                           grad);
     // The equal row is log(37) exactly; the 1e4 rows subtract logits exactly (Sterbenz) or
     // underflow; what remains is exp/log rounding and sum_exp stored in the dtype: 8 eps of
     // max(1, |loss|) (the loss is ~1e4 here).
@@ -122,14 +131,14 @@ TEST_P(LossKernelTest, VocabSlicesSumToTheFullCrossEntropy) {
   }
   Buffer loss = empty(1);
   const Buffer full_sum_exp = make(sum_exp);
-  cross_entropy_loss(max, full_sum_exp, make(target_logit), loss);
+  cross_entropy_loss(max, full_sum_exp, make(target_logit), targets, kRows, loss);
   // As in the whole-vocabulary test, plus one rounding of the two-term sums.
   expect_close(host_values(loss), {want_loss}, 8 * eps());
   for (int s = 0; s < 2; ++s) {
     Buffer grad = empty(kRows * width[s]);
     cross_entropy_backward(make(columns(c.logits, first[s], width[s])), width[s], width[s], targets,
                            static_cast<std::int64_t>(first[s]), max, full_sum_exp, make({1.0}),
-                           grad);
+                           kRows, grad);
     expect_close(host_values(grad), columns(want_grad, first[s], width[s]), 8 * eps());
   }
 }
@@ -153,8 +162,9 @@ TEST_P(LossKernelTest, PaddingColumnsTakeNoPart) {
   Buffer loss = empty(1), grad = empty(padded.size());
   row_max(logits, kPadded, kVocab, max);
   cross_entropy_stats(logits, kPadded, kVocab, targets, 0, max, sum_exp, target_logit);
-  cross_entropy_loss(max, sum_exp, target_logit, loss);
-  cross_entropy_backward(logits, kPadded, kVocab, targets, 0, max, sum_exp, make({0.7}), grad);
+  cross_entropy_loss(max, sum_exp, target_logit, targets, kRows, loss);
+  cross_entropy_backward(logits, kPadded, kVocab, targets, 0, max, sum_exp, make({0.7}), kRows,
+                         grad);
   expect_close(host_values(loss), {want_loss}, 8 * eps());  // as the whole-vocabulary test
   const std::vector<double> got = host_values(grad);
   for (std::size_t r = 0; r < kRows; ++r) {
@@ -169,10 +179,79 @@ TEST_P(LossKernelTest, PaddingColumnsTakeNoPart) {
   for (const double m : host_values(none_max))
     EXPECT_LT(m, -1e30);
   cross_entropy_stats(logits, kPadded, 0, targets, 0, max, none_sum, none_target);
-  cross_entropy_backward(logits, kPadded, 0, targets, 0, max, sum_exp, make({0.7}), none_grad);
+  cross_entropy_backward(logits, kPadded, 0, targets, 0, max, sum_exp, make({0.7}), kRows,
+                         none_grad);
   for (const auto& values :
        {host_values(none_sum), host_values(none_target), host_values(none_grad)}) {
     for (const double value : values)
+      EXPECT_EQ(value, 0.0);
+  }
+}
+
+// kIgnoreTarget rows add nothing to the loss and get zero gradient rows: the all-equal row and
+// the row spread over +-1e4 (its loss is ~1e4, so any leak shows) are ignored, with the count of
+// the other four rows as the divisor (what the op layers pass by default) and an explicit 10 (a
+// context-parallel shard's global token count).
+TEST_P(LossKernelTest, IgnoredTargetsAddNothingAndGetZeroGradientRows) {
+  CrossEntropyCase c = make_case();
+  c.targets = {3, kIgnoreTarget, kIgnoreTarget, 20, 19, 36};
+  for (const double divisor : {4.0, 10.0}) {
+    double want_loss = 0.0;
+    std::vector<double> want_grad;
+    reference(c, 0.7, want_loss, want_grad, divisor);
+    for (const DType index_dtype : {DType::i32, DType::i64}) {
+      SCOPED_TRACE(::testing::Message() << to_string(index_dtype) << ", divisor " << divisor);
+      const Buffer logits = make(c.logits), targets = make_indices(c.targets, index_dtype);
+      Buffer max = empty(kRows), sum_exp = empty(kRows), target_logit = empty(kRows);
+      Buffer loss = empty(1), grad = empty(c.logits.size());
+      row_max(logits, kVocab, kVocab, max);
+      cross_entropy_stats(logits, kVocab, kVocab, targets, 0, max, sum_exp, target_logit);
+      cross_entropy_loss(max, sum_exp, target_logit, targets, divisor, loss);
+      cross_entropy_backward(logits, kVocab, kVocab, targets, 0, max, sum_exp, make({0.7}), divisor,
+                             grad);
+      // As the whole-vocabulary test, but the loss is ~5 now while row 3's term is still the
+      // difference of two logits near 1e4, rounded in double at that magnitude: 2^-52 1e4
+      // (2.2e-12) on top of 8 eps of the loss (float64 measured 1.9e-13).
+      expect_close(host_values(loss), {want_loss}, 8 * eps() + 0x1.0p-52 * 1e4);
+      expect_close(host_values(grad), want_grad, 8 * eps());
+      const std::vector<double> got = host_values(grad), logit = host_values(target_logit);
+      for (const std::size_t r : {std::size_t{1}, std::size_t{2}}) {
+        EXPECT_EQ(logit[r], 0.0) << "row " << r;
+        for (std::size_t v = 0; v < kVocab; ++v)
+          EXPECT_EQ(got[r * kVocab + v], 0.0) << "row " << r << " column " << v;
+      }
+    }
+  }
+}
+
+// Every target ignored and divisor 0 (the op layers' default when nothing counts): loss 0 and a
+// zero gradient, exactly, never 0 / 0; the statistics stay finite, on the whole vocabulary and on
+// a slice starting at column 17 (an ignored target lies in no slice). A divisor of 0 zeroes the
+// loss and gradient of counted rows too (the kernels' rule; the op layers never pass it then).
+TEST_P(LossKernelTest, AllTargetsIgnoredGiveZeroLossAndGradient) {
+  CrossEntropyCase c = make_case();
+  const Buffer counted = make_indices(c.targets, DType::i64);
+  c.targets.assign(kRows, kIgnoreTarget);
+  const Buffer logits = make(c.logits), targets = make_indices(c.targets, DType::i32);
+  Buffer max = empty(kRows), sum_exp = empty(kRows), target_logit = empty(kRows);
+  row_max(logits, kVocab, kVocab, max);
+  for (const std::size_t first : {std::size_t{0}, std::size_t{17}}) {
+    const std::size_t width = kVocab - first;
+    const Buffer slice = make(columns(c.logits, first, width));
+    cross_entropy_stats(slice, width, width, targets, static_cast<std::int64_t>(first), max,
+                        sum_exp, target_logit);
+    for (const double value : host_values(sum_exp))
+      EXPECT_TRUE(std::isfinite(value)) << "column " << first;
+    for (const double value : host_values(target_logit))
+      EXPECT_EQ(value, 0.0) << "column " << first;
+  }
+  cross_entropy_stats(logits, kVocab, kVocab, targets, 0, max, sum_exp, target_logit);
+  for (const Buffer* rows : {&targets, &counted}) {
+    Buffer loss = make({1.0}), grad = make(std::vector<double>(c.logits.size(), 1.0));
+    cross_entropy_loss(max, sum_exp, target_logit, *rows, 0.0, loss);
+    cross_entropy_backward(logits, kVocab, kVocab, *rows, 0, max, sum_exp, make({0.7}), 0.0, grad);
+    EXPECT_EQ(host_values(loss), std::vector<double>{0.0});
+    for (const double value : host_values(grad))
       EXPECT_EQ(value, 0.0);
   }
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -105,8 +106,18 @@ TEST(Errors, ModelOpsCheckShapesIndicesAndHyperparameters) {
                  {"kernels::cross_entropy_stats", "targets has 2", "3"});
   expect_invalid([&] { cross_entropy_stats(x, 4, 5, targets3, 0, rows3, rows3, rows3); },
                  {"kernels::cross_entropy_stats", "used_cols 5 is more than the 4 columns"});
-  expect_invalid([&] { cross_entropy_loss(rows3, w4, rows3, one); },
+  expect_invalid([&] { cross_entropy_loss(rows3, w4, rows3, targets3, 3.0, one); },
                  {"kernels::cross_entropy_loss", "sum_exp has 4", "3"});
+  expect_invalid([&] { cross_entropy_loss(rows3, rows3, rows3, targets2, 3.0, one); },
+                 {"kernels::cross_entropy_loss", "targets has 2", "3"});
+  expect_invalid([&] { cross_entropy_loss(rows3, rows3, rows3, targets3, -1.0, one); },
+                 {"kernels::cross_entropy_loss", "divisor must be a finite number >= 0"});
+  expect_invalid(
+      [&] {
+        cross_entropy_backward(x, 4, 4, targets3, 0, rows3, rows3, one,
+                               std::numeric_limits<double>::quiet_NaN(), y);
+      },
+      {"kernels::cross_entropy_backward", "divisor must be a finite number >= 0"});
   Buffer p = cpu(4), g = cpu(4), m = cpu(4), v = cpu(4);
   expect_invalid([&] { adamw_update(p, g, m, v, 1e-3, 0.9, 0.999, 1e-8, 0.0, 0); },
                  {"kernels::adamw_update", "step must be >= 1, got 0"});

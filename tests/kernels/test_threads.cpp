@@ -209,8 +209,10 @@ TEST_P(ThreadsTest, EmbeddingMatchesOneThread) {
 TEST_P(ThreadsTest, CrossEntropyMatchesOneThread) {
   constexpr std::size_t kVocab = 1500, kUsed = 1450, kTokens = 300;
   Buffer targets(kTokens, DType::i32, Device::cpu);
-  for (std::size_t i = 0; i < kTokens; ++i)
-    targets.data_as<std::int32_t>()[i] = static_cast<std::int32_t>((i * 37) % 1600);
+  for (std::size_t i = 0; i < kTokens; ++i) {  // every 7th target ignored
+    targets.data_as<std::int32_t>()[i] = i % 7 == 3 ? static_cast<std::int32_t>(kIgnoreTarget)
+                                                    : static_cast<std::int32_t>((i * 37) % 1600);
+  }
   const Buffer logits = random(kTokens * kVocab, 1, -6.0, 6.0), dloss = random(1, 2);
   Buffer maxima = empty(kTokens), sum_exp = empty(kTokens), target_logit = empty(kTokens);
   Buffer loss = empty(1), dlogits = empty(kTokens * kVocab);
@@ -219,9 +221,9 @@ TEST_P(ThreadsTest, CrossEntropyMatchesOneThread) {
                      row_max(logits, kVocab, kUsed, maxima);
                      cross_entropy_stats(logits, kVocab, kUsed, targets, 100, maxima, sum_exp,
                                          target_logit);
-                     cross_entropy_loss(maxima, sum_exp, target_logit, loss);
+                     cross_entropy_loss(maxima, sum_exp, target_logit, targets, 1000.0, loss);
                      cross_entropy_backward(logits, kVocab, kUsed, targets, 100, maxima, sum_exp,
-                                            dloss, dlogits);
+                                            dloss, 1000.0, dlogits);
                    });
 }
 

@@ -58,20 +58,23 @@ V gather_rows(const V& table, std::size_t cols, const Ids& ids, std::int64_t fir
   return out;
 }
 
-// Mean over rows of logits [rows, vocab] of log sum_c exp(logits[r, c]) - logits[r, targets[r]],
-// shifted by the row max.
-V cross_entropy(const V& logits, const Ids& targets) {
+// Sum over the rows of logits [rows, vocab] whose target is not kIgnoreTarget of log sum_c
+// exp(logits[r, c]) - logits[r, targets[r]] (shifted by the row max), over `divisor`, or over
+// the count of those rows when divisor is 0.
+V cross_entropy(const V& logits, const Ids& targets, double divisor) {
   const std::size_t vocab = logits.size() / targets.size();
-  double total = 0.0;
+  double total = 0.0, counted = 0.0;
   for (std::size_t r = 0; r < targets.size(); ++r) {
+    if (targets[r] == kernels::kIgnoreTarget) continue;
     double top = -kInfinity, sum = 0.0;
     for (std::size_t c = 0; c < vocab; ++c)
       top = std::max(top, logits[r * vocab + c]);
     for (std::size_t c = 0; c < vocab; ++c)
       sum += std::exp(logits[r * vocab + c] - top);
     total += std::log(sum) + top - logits[r * vocab + static_cast<std::size_t>(targets[r])];
+    counted += 1.0;
   }
-  return {total / static_cast<double>(targets.size())};
+  return {total / (divisor > 0.0 ? divisor : counted)};
 }
 
 V concat_values(std::initializer_list<V> parts) {
@@ -186,17 +189,24 @@ std::vector<OpCase> embedding_cases() {
 }
 
 std::vector<OpCase> cross_entropy_cases() {
-  const Ids targets{1, 4, 2, 5, 0};
   const V logits = concat_values({uniform_values(12, -3.0, 3.0, 50),
                                   {1e4, -1e4, 9999.5, 5000.0, -3.0, 1e4},
                                   V(6, 7.0),
                                   {-1e4, 1e4, -2500.0, 0.0, 9998.0, 9999.0}});
-  return {unary_case(
-      "cross_entropy (int64 targets)", {5, 6}, logits,
-      [targets](const V& x) { return cross_entropy(x, targets); },
-      [targets](const Tensor& x) {
-        return autograd::cross_entropy(x, Tensor::from_indices(targets, {5}, x.device()));
-      })};
+  const auto one_case = [&logits](const char* name, Ids targets, double divisor) {
+    return unary_case(
+        name, {5, 6}, logits,
+        [targets, divisor](const V& x) { return cross_entropy(x, targets, divisor); },
+        [targets, divisor](const Tensor& x) {
+          return autograd::cross_entropy(x, Tensor::from_indices(targets, {5}, x.device()),
+                                         divisor);
+        });
+  };
+  return {one_case("cross_entropy (int64 targets)", {1, 4, 2, 5, 0}, 0.0),
+          one_case("cross_entropy (an ignored target, divisor 8)",
+                   {1, 4, kernels::kIgnoreTarget, 5, 0}, 8.0),
+          one_case("cross_entropy (two ignored targets)",
+                   {1, kernels::kIgnoreTarget, 2, kernels::kIgnoreTarget, 0}, 0.0)};
 }
 
 LocalCheck check_adamw(const ValidateContext& ctx) {

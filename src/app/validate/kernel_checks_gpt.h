@@ -29,7 +29,10 @@ std::vector<OpCase> embedding_cases();
 /// cross_entropy of logits [5, 6] against int64 targets: two random rows, one of magnitude 1e4
 /// with a tie at the max, one with all logits equal, one whose target logit is -1e4 (loss 2e4).
 /// It runs row_max, cross_entropy_stats, cross_entropy_loss and cross_entropy_backward (the
-/// vocab-parallel pieces) with the whole vocabulary as the slice.
+/// vocab-parallel pieces) with the whole vocabulary as the slice. Twice more with ignored
+/// targets (kernels::kIgnoreTarget: no loss, a zero gradient row): the 1e4 row ignored with an
+/// explicit divisor of 8, and a random row and the all-equal row ignored (divisor 0: the mean
+/// over the three counted rows).
 std::vector<OpCase> cross_entropy_cases();
 
 /// "KERNELS: AdamW update (one step) matches float64 reference of torch.optim.AdamW":

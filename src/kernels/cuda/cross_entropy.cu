@@ -1,6 +1,7 @@
 // Cross-entropy CUDA kernels on a vocabulary slice: per-row statistics one block per row, the
-// mean loss in one block, the logit gradient one thread per logit. Sums accumulate in double, as
-// the CPU reference loops in cpu/cross_entropy.h do; the gradient formula is shared (math.h).
+// loss (the counted rows' sum over a divisor) in one block, the logit gradient one thread per
+// logit. Sums accumulate in double, as the CPU reference loops in cpu/cross_entropy.h do; the
+// formulas and the ignore rule are shared (math.h).
 #include <cmath>
 #include <cstdint>
 
@@ -40,47 +41,44 @@ void Kernels::cross_entropy_stats(const T* logits, std::size_t rows, std::size_t
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
-template <class T>
+template <class T, class I>
 void Kernels::cross_entropy_loss(const T* row_max, const T* sum_exp, const T* target_logit,
-                                 std::size_t rows, T* loss) {
+                                 const I* targets, std::size_t rows, double divisor, T* loss) {
   auto term = [=] __device__(std::size_t r) {
-    return log(static_cast<double>(sum_exp[r])) + row_max[r] - static_cast<double>(target_logit[r]);
+    return math::cross_entropy_term(row_max[r], sum_exp[r], target_logit[r], targets[r]);
   };
-  launch_reduce(rows, term, static_cast<double>(rows), loss);
+  auto finish = [=] __device__(double total) { return math::cross_entropy_scaled(total, divisor); };
+  launch_reduce_then(rows, term, finish, loss);
 }
 
 template <class T, class I>
 void Kernels::cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
                                      std::size_t used_cols, const I* targets,
                                      std::int64_t first_col, const T* row_max, const T* sum_exp,
-                                     const T* dloss, T* dlogits) {
-  const double inv_rows = 1.0 / static_cast<double>(rows);
+                                     const T* dloss, double divisor, T* dlogits) {
   for_each(rows * cols, [=] __device__(std::size_t i) {
     const std::size_t r = i / cols, c = i % cols;
     const std::int64_t target = math::slice_row(targets[r], first_col, used_cols);
-    const T coef = static_cast<T>(static_cast<double>(dloss[0]) * inv_rows);
-    dlogits[i] = c < used_cols
+    const T coef = static_cast<T>(math::cross_entropy_scaled(dloss[0], divisor));
+    dlogits[i] = c < used_cols && math::counts_target(targets[r])
                      ? math::cross_entropy_grad(logits[i], row_max[r], sum_exp[r],
                                                 static_cast<std::int64_t>(c) == target, coef)
                      : T(0);
   });
 }
 
-#define MPITRON_INSTANTIATE_T(T) \
-  template void Kernels::cross_entropy_loss<T>(const T*, const T*, const T*, std::size_t, T*);
 #define MPITRON_INSTANTIATE(T, I)                                                                 \
   template void Kernels::cross_entropy_stats<T, I>(                                               \
       const T*, std::size_t, std::size_t, std::size_t, const I*, std::int64_t, const T*, T*, T*); \
+  template void Kernels::cross_entropy_loss<T, I>(const T*, const T*, const T*, const I*,         \
+                                                  std::size_t, double, T*);                       \
   template void Kernels::cross_entropy_backward<T, I>(const T*, std::size_t, std::size_t,         \
                                                       std::size_t, const I*, std::int64_t,        \
-                                                      const T*, const T*, const T*, T*);
-MPITRON_INSTANTIATE_T(float)
-MPITRON_INSTANTIATE_T(double)
+                                                      const T*, const T*, const T*, double, T*);
 MPITRON_INSTANTIATE(float, std::int32_t)
 MPITRON_INSTANTIATE(float, std::int64_t)
 MPITRON_INSTANTIATE(double, std::int32_t)
 MPITRON_INSTANTIATE(double, std::int64_t)
 #undef MPITRON_INSTANTIATE
-#undef MPITRON_INSTANTIATE_T
 
 }  // namespace mpitron::kernels::cuda

@@ -76,20 +76,33 @@ __device__ T block_reduce(T value, Op op, T identity) {
 inline constexpr unsigned kReduceThreads = 1024;  // one block sums a whole buffer
 inline constexpr unsigned kRowThreads = 256;      // one block per softmax row
 
-/// out[0] = sum_i term(i) / divisor, by a single block.
-template <class T, class Term>
-__global__ void reduce_to_scalar(std::size_t n, Term term, double divisor, T* out) {
+/// out[0] = finish(sum_i term(i)), the sum in double, by a single block.
+template <class T, class Term, class Finish>
+__global__ void reduce_to_scalar(std::size_t n, Term term, Finish finish, T* out) {
   double acc = 0.0;
   for (std::size_t i = threadIdx.x; i < n; i += blockDim.x)
     acc += term(i);
   acc = block_reduce(acc, Plus{}, 0.0);
-  if (threadIdx.x == 0) out[0] = static_cast<T>(acc / divisor);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(finish(acc));
 }
 
+/// launch_reduce's last step: the sum over a fixed divisor.
+struct DivideBy {
+  double divisor;
+  __device__ double operator()(double total) const { return total / divisor; }
+};
+
+/// out[0] = finish(sum_i term(i)) (reduce_to_scalar on the current stream).
+template <class T, class Term, class Finish>
+void launch_reduce_then(std::size_t n, Term term, Finish finish, T* out) {
+  reduce_to_scalar<<<1, kReduceThreads>>>(n, term, finish, out);
+  MPITRON_CUDA_CHECK(cudaGetLastError());
+}
+
+/// out[0] = sum_i term(i) / divisor.
 template <class T, class Term>
 void launch_reduce(std::size_t n, Term term, double divisor, T* out) {
-  reduce_to_scalar<<<1, kReduceThreads>>>(n, term, divisor, out);
-  MPITRON_CUDA_CHECK(cudaGetLastError());
+  launch_reduce_then(n, term, DivideBy{divisor}, out);
 }
 
 /// The grid of a one-block-per-row kernel.

@@ -106,14 +106,14 @@ struct Kernels {
   static void cross_entropy_stats(const T* logits, std::size_t rows, std::size_t cols,
                                   std::size_t used_cols, const I* targets, std::int64_t first_col,
                                   const T* row_max, T* sum_exp, T* target_logit);
-  template <class T>
+  template <class T, class I>
   static void cross_entropy_loss(const T* row_max, const T* sum_exp, const T* target_logit,
-                                 std::size_t rows, T* loss);
+                                 const I* targets, std::size_t rows, double divisor, T* loss);
   template <class T, class I>
   static void cross_entropy_backward(const T* logits, std::size_t rows, std::size_t cols,
                                      std::size_t used_cols, const I* targets,
                                      std::int64_t first_col, const T* row_max, const T* sum_exp,
-                                     const T* dloss, T* dlogits);
+                                     const T* dloss, double divisor, T* dlogits);
 
   // layout_ops.cu: index arithmetic only.
   template <class T>

@@ -31,11 +31,13 @@ void check_ids(const char* op, const Tensor& ids, std::int64_t vocab) {
 class VocabParallelCrossEntropy final : public autograd::Function {
  public:
   VocabParallelCrossEntropy(Tensor logits, Tensor targets, std::int64_t first_col,
-                            std::size_t used_cols, kernels::Buffer row_max, kernels::Buffer sum_exp)
+                            std::size_t used_cols, double divisor, kernels::Buffer row_max,
+                            kernels::Buffer sum_exp)
       : logits_(std::move(logits)),
         targets_(std::move(targets)),
         first_col_(first_col),
         used_cols_(used_cols),
+        divisor_(divisor),
         row_max_(std::move(row_max)),
         sum_exp_(std::move(sum_exp)) {}
   std::string name() const override { return "vocab_parallel_cross_entropy"; }
@@ -43,7 +45,7 @@ class VocabParallelCrossEntropy final : public autograd::Function {
     Tensor dlogits = Tensor::empty(logits_.shape(), logits_.dtype(), logits_.device());
     kernels::cross_entropy_backward(logits_.buffer(), static_cast<std::size_t>(logits_.size(-1)),
                                     used_cols_, targets_.buffer(), first_col_, row_max_, sum_exp_,
-                                    grad_output.buffer(), dlogits.buffer());
+                                    grad_output.buffer(), divisor_, dlogits.buffer());
     return {dlogits};
   }
   void release_saved() override {
@@ -57,6 +59,7 @@ class VocabParallelCrossEntropy final : public autograd::Function {
   Tensor logits_, targets_;
   std::int64_t first_col_;
   std::size_t used_cols_;
+  double divisor_;
   kernels::Buffer row_max_, sum_exp_;
 };
 
@@ -85,7 +88,7 @@ Tensor VocabParallelEmbedding::logits(const Tensor& x, bool sequence_parallel) c
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t vocab,
-                                    const comm::Communicator& tp) {
+                                    const comm::Communicator& tp, double divisor) {
   const std::int64_t cols = logits.size(-1);
   if (targets.numel() * cols != logits.numel()) {
     throw std::invalid_argument(
@@ -97,7 +100,8 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
         "vocab_parallel_cross_entropy: vocab {} is outside [1, {}], the logits' columns", vocab,
         cols * tp.size()));
   }
-  check_ids("vocab_parallel_cross_entropy", targets, vocab);
+  const double used_divisor =
+      autograd::cross_entropy_divisor("vocab_parallel_cross_entropy", targets, vocab, divisor);
   const auto rows = static_cast<std::size_t>(targets.numel());
   const std::int64_t first_col = cols * tp.rank();
   const auto used_cols =
@@ -113,12 +117,13 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   comm::all_reduce(tp, sum_exp, comm::ReduceOp::sum);
   comm::all_reduce(tp, target_logit, comm::ReduceOp::sum);
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
-  kernels::cross_entropy_loss(row_max, sum_exp, target_logit, loss.buffer());
-  return autograd::attach(
-      loss,
-      std::make_shared<VocabParallelCrossEntropy>(logits.detach(), targets, first_col, used_cols,
-                                                  std::move(row_max), std::move(sum_exp)),
-      {logits});
+  kernels::cross_entropy_loss(row_max, sum_exp, target_logit, targets.buffer(), used_divisor,
+                              loss.buffer());
+  return autograd::attach(loss,
+                          std::make_shared<VocabParallelCrossEntropy>(
+                              logits.detach(), targets, first_col, used_cols, used_divisor,
+                              std::move(row_max), std::move(sum_exp)),
+                          {logits});
 }
 
 }  // namespace mpitron::nn

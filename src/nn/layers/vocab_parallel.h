@@ -52,16 +52,22 @@ class VocabParallelEmbedding {
   Tensor weight_;
 };
 
-/// Mean cross-entropy over all positions of logits split along the (padded) vocabulary over
-/// `tp`: logits [..., Vp/tp] are this rank's columns [t Vp/tp, (t+1) Vp/tp), targets
-/// (int32/int64) [...] hold ids in [0, vocab); columns >= vocab are padding and take no part in
-/// the max, the sum or the gradient (which is 0 there). Forward all-reduces the row max (max),
-/// the sum of exp(logit - max) and the target's logit (sums), so no rank ever holds [..., V];
-/// backward is local: (softmax - onehot) * grad / positions on this rank's columns. Returns the
-/// same scalar on every TP rank. Throws std::invalid_argument when leading dims differ, vocab
-/// is outside [1, Vp], or a target is outside [0, vocab) (every TP rank sees the same targets
-/// and raises the same error).
+/// Cross-entropy of logits split along the (padded) vocabulary over `tp`: logits [..., Vp/tp] are
+/// this rank's columns [t Vp/tp, (t+1) Vp/tp), targets (int32/int64) [...] hold ids in
+/// [0, vocab) or kernels::kIgnoreTarget; columns >= vocab are padding and take no part in the
+/// max, the sum or the gradient (which is 0 there). The result is the sum of -log
+/// softmax(logits)[target] over the positions whose target is not ignored, divided by `divisor`;
+/// divisor 0 means the count of targets not ignored (the mean over them), and when every target
+/// is ignored the loss and the gradient are 0, never NaN. A context-parallel shard passes the
+/// global token count, so the shards' losses add up to the sequence's mean. Forward all-reduces
+/// the row max (max), the sum of exp(logit - max) and the target's logit (sums), so no rank ever
+/// holds [..., V]; backward is local: (softmax - onehot) * grad / divisor on this rank's columns,
+/// a zero row for an ignored target. Returns the same scalar on every TP rank. Throws
+/// std::invalid_argument when leading dims differ, vocab is outside [1, Vp], divisor is negative
+/// or not finite, or a target is neither in [0, vocab) nor kIgnoreTarget (as
+/// autograd::cross_entropy_divisor words it; every TP rank sees the same targets and raises the
+/// same error, before any communication).
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t vocab,
-                                    const comm::Communicator& tp);
+                                    const comm::Communicator& tp, double divisor = 0.0);
 
 }  // namespace mpitron::nn
