@@ -16,9 +16,11 @@ Communicator split_axis(const Communicator& world, const GroupLayout& layout, Ax
   return world.split(key.color, key.key, to_string(axis));
 }
 
+// Named "dp" at cp 1, where it holds the dp group's ranks: its messages and traffic keep the name
+// a 3-D run has always shown.
 Communicator split_dp_cp(const Communicator& world, const GroupLayout& layout) {
   const SplitKey key = layout.dp_cp_split(world.rank());
-  return world.split(key.color, key.key, "dp_cp");
+  return world.split(key.color, key.key, layout.cp() == 1 ? "dp" : "dp_cp");
 }
 
 Communicator split_embedding(const Communicator& world, const GroupLayout& layout) {

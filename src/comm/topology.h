@@ -46,8 +46,8 @@ class ParallelTopology {
   /// zigzag shards of one sequence; of this rank alone when cp == 1.
   const Communicator& cp_comm() const { return cp_comm_; }
   /// The combined data-and-context group (named "dp_cp", dp*cp ranks, group rank d*cp + c): the
-  /// ranks holding the same parameter shard, over which gradients are summed. Equal in members
-  /// to dp_comm when cp == 1.
+  /// ranks holding the same parameter shard, over which gradients are averaged. When cp == 1 it
+  /// has dp_comm's members and is named "dp" too.
   const Communicator& dp_cp_comm() const { return dp_cp_comm_; }
 
   /// The embedding group (Megatron-LM): on a rank of the first or the last stage, the

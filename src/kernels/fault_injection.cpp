@@ -9,7 +9,7 @@ namespace mpitron::kernels {
 namespace {
 Fault active = Fault::none;
 
-constexpr std::array<std::pair<const char*, Fault>, 37> kNames{{
+constexpr std::array<std::pair<const char*, Fault>, 38> kNames{{
     {"none", Fault::none},
     {"copy-to-tp-no-all-reduce", Fault::copy_to_tp_no_all_reduce},
     {"row-bias-every-rank", Fault::row_bias_every_rank},
@@ -47,6 +47,7 @@ constexpr std::array<std::pair<const char*, Fault>, 37> kNames{{
     {"cp-zigzag-chunks-swapped", Fault::cp_zigzag_chunks_swapped},
     {"ring-attention-no-lse-correction", Fault::ring_attention_no_lse_correction},
     {"ring-attention-dkv-not-returned", Fault::ring_attention_dkv_not_returned},
+    {"cp-loss-local-mean", Fault::cp_loss_local_mean},
 }};
 std::string fault_names() {
   std::string names;

@@ -105,6 +105,10 @@ enum class Fault {
   /// ring attention's backward keeps the key/value gradients where they were computed instead
   /// of returning them to the rank that owns the keys and values.
   ring_attention_dkv_not_returned,
+  /// under context parallelism each cp rank divides its shard's token losses by its own count of
+  /// targets (a mean per shard) instead of by the whole sequence's count / cp: wrong whenever
+  /// the shards count different numbers of targets, and 0 for a shard with none.
+  cp_loss_local_mean,
   /// not a wrong number: a GPT checkpoint save pauses 2 s after writing its shards and before
   /// completing the step, so that a test's signal arrives in the middle of a save.
   save_pauses_before_finish,

@@ -63,12 +63,13 @@ def topology(text):
 
 
 def mpitron(args, sizes, *command):
-    """Runs `mpitron COMMAND --tp --pp --dp --cp` on tp*pp*dp*cp ranks; returns (stdout, stderr)
-    bytes."""
-    tp, pp, dp, cp = sizes
+    """Runs `mpitron COMMAND --tp --pp --dp` (and --cp when sizes give a cp above 1) on
+    tp*pp*dp*cp ranks; returns (stdout, stderr) bytes."""
+    tp, pp, dp, cp = list(sizes) + [1] * (4 - len(sizes))
     launch = [part.replace("{np}", str(tp * pp * dp * cp)) for part in args.launch]
     full = launch + list(command) + ["--tp", str(tp), "--pp", str(pp), "--dp", str(dp),
-                                     "--cp", str(cp), "--log-dir", os.path.join(args.work, "logs")]
+                                     *(["--cp", str(cp)] if cp > 1 else []),
+                                     "--log-dir", os.path.join(args.work, "logs")]
     print("+", " ".join(full), flush=True)
     done = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     for stream in (done.stdout, done.stderr):
@@ -180,7 +181,7 @@ def generate(args):
     for label, sampling in [("sampled", ["--temperature", "0.8", "--top-k", "20", "--seed", "7"]),
                             ("greedy", ["--temperature", "0"])]:
         for tp in (1, 2, 4, 2):
-            out, _ = mpitron(args, [tp, 1, 1, 1], "generate", "--load", args.load, "--prompt",
+            out, _ = mpitron(args, [tp, 1, 1], "generate", "--load", args.load, "--prompt",
                              prompt, "--tokens", "40", *sampling)
             text = out[out.index(prompt.encode()):].split(b"\n")[0]
             if len(text) != len(prompt) + 40:
@@ -189,7 +190,7 @@ def generate(args):
         if len(texts[label]) != 1:
             fail(f"{label} texts differ between topologies or runs: {texts[label]}")
         print(f"{label}: the same text on tp 1, 2, 4 and again on 2: {texts[label]}")
-    out, _ = mpitron(args, [1, 1, 1, 1], "generate", "--load", args.load, "--prompt", prompt,
+    out, _ = mpitron(args, [1, 1, 1], "generate", "--load", args.load, "--prompt", prompt,
                      "--tokens", "40", "--temperature", "0.8", "--top-k", "20", "--seed", "8")
     if out[out.index(prompt.encode()):].split(b"\n")[0] in texts["sampled"]:
         fail("seed 8 gives the same text as seed 7")

@@ -41,6 +41,15 @@ foreach(fault cp-zigzag-chunks-swapped ring-attention-no-lse-correction
                   "one or more parallel validations FAILED")
 endforeach()
 
+# A cp rank whose shard has no counted target (the ignored-targets GPT check): dividing each
+# shard's sum by its own count instead of the sequence's count / cp fails that check alone.
+mpitron_add_expect_test(validate_cp_step_fault_cp-loss-local-mean TARGET mpitron NP 2 TIMEOUT 240
+  ARGS validate --device cpu --cp 2 --inject-fault cp-loss-local-mean
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_cp_fault
+  EXPECT_EXIT 1
+  EXPECT_OUTPUT "FAIL  COMBINED\\+CP ignored targets .1 micro-batch.: GPT loss and gradients"
+                "PASS  COMBINED\\+CP .1 micro-batch.: GPT loss and gradients")
+
 # A checkpoint saved at cp 2 resumes at tp 2, and one saved on one rank resumes at cp 2 with dp 2
 # and the distributed optimizer (its moments sharded over dp x cp): the next steps within 1e-5,
 # as across the other axes.

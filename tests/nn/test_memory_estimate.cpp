@@ -1,7 +1,8 @@
 // The memory estimate against what the tensor allocator hands out: building a GPT trainer and
 // training it (1F1B, interleaved 1F1B with 2 virtual stages and all-forward-all-backward, with
-// and without recompute, AdamW and SGD, the distributed optimizer, sequence parallelism) on every
-// topology of the test world never holds more than nn::estimate_gpt_memory says, and holds at
+// and without recompute, AdamW and SGD, the distributed optimizer, sequence parallelism, context
+// parallelism at cp 2) on every topology of the test world never holds more than
+// nn::estimate_gpt_memory says, and holds at
 // least 40 % of it (an estimate that bounds nothing useful fails too; SGD with recompute holds
 // the least, 48 %).
 #include <gtest/gtest.h>
@@ -24,6 +25,7 @@ struct Case {
   bool sequence_parallel = false;
   int virtual_stages = 1;
   bool llama = false;  // 4 heads on 2 key/value heads, ffn 96, untied head
+  int cp = 1;          // context-parallel degree: (tp, pp, dp) share world / cp ranks
 };
 
 TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
@@ -39,18 +41,21 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
         Case{ScheduleKind::one_f_one_b, true, OptimizerKind::sgd, false, true},
         Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 2},
         Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 1, true},
-        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::adamw, false, true, 1, true}}) {
-    for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
+        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::adamw, false, true, 1, true},
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, true, false, 1, false, 2},
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, true, 1, true, 2}}) {
+    if (test::world().size() % c.cp != 0) continue;
+    for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size() / c.cp)) {
       if (!pipeline_layout_error(pp, c.virtual_stages, kMicroBatches).empty() ||
           base.layers % (pp * c.virtual_stages) != 0 || (c.llama && 2 % tp != 0)) {
         continue;
       }
       SCOPED_TRACE(fmt::format(
           "tp {} pp {} dp {}, afab {}, recompute {}, distributed {}, sequence parallel {}, "
-          "virtual stages {}, llama {}",
+          "virtual stages {}, llama {}, cp {}",
           tp, pp, dp, c.schedule == ScheduleKind::afab, c.recompute, c.distributed_optimizer,
-          c.sequence_parallel, c.virtual_stages, c.llama));
-      const comm::ParallelTopology topology(test::world(), tp, pp, dp);
+          c.sequence_parallel, c.virtual_stages, c.llama, c.cp));
+      const comm::ParallelTopology topology(test::world(), tp, pp, dp, c.cp);
       GptConfig config = base;
       config.padded_vocab = padded_vocab_size(config.vocab, tp);
       if (c.llama) {
@@ -89,7 +94,7 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
       const MemoryEstimate estimate = estimate_gpt_memory(
           {config, parameters, kSeq, kMicroBatch, kMicroBatches, tp, pp, topology.pp_rank(),
            c.schedule, c.recompute, c.optimizer == OptimizerKind::adamw ? 2 : 1, 4, false,
-           c.distributed_optimizer ? dp : 1, c.sequence_parallel, c.virtual_stages});
+           c.distributed_optimizer ? dp * c.cp : 1, c.sequence_parallel, c.virtual_stages, c.cp});
       const double predicted = static_cast<double>(estimate.peak() - kRuntimeBytes);
       EXPECT_LE(used, predicted);
       EXPECT_GE(used, 0.4 * predicted);

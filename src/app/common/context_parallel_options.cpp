@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "app/common/help.h"
 #include "comm/errors.h"
 
 namespace mpitron::app {
@@ -11,13 +12,15 @@ void add_context_parallel_options(CLI::App& command, CommonOptions& options) {
       .add_option("--cp", options.cp,
                   "Context-parallel degree: each sequence split over cp ranks in zigzag chunks "
                   "(default 1)")
-      ->check(integer_in(1, kMaxSize));
+      ->check(integer_in(1, kMaxSize))
+      ->group(kCommonGroup);
   command
       .add_option("--cp-comm", options.cp_comm,
                   "How context-parallel ranks exchange keys and values: ring (overlapped "
                   "send/receive) or all-gather")
       ->check(CLI::IsMember({"ring", "all-gather"}))
-      ->capture_default_str();
+      ->capture_default_str()
+      ->group(kCommonGroup);
 }
 
 nn::CpComm cp_comm_of(const CommonOptions& options) {

@@ -13,8 +13,8 @@
 namespace mpitron::app {
 
 /// Registers --cp (the context-parallel degree, default 1) and --cp-comm (ring or all-gather,
-/// default ring) on `command`. An unknown --cp-comm fails parsing with
-/// CLI11's one line.
+/// default ring) on `command`, in the common flags' group (`mpitron --help` describes them). An
+/// unknown --cp-comm fails parsing with CLI11's one line.
 void add_context_parallel_options(CLI::App& command, CommonOptions& options);
 
 /// The nn::CpComm that --cp-comm names (checked by the parser).

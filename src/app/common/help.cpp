@@ -3,6 +3,7 @@
 #include <regex>
 #include <sstream>
 
+#include "app/common/context_parallel_options.h"
 #include "app/common/options.h"
 
 namespace mpitron::app {
@@ -88,6 +89,7 @@ std::string common_flags_help() {
   CLI::App scratch;
   CommonOptions unused;
   add_common_options(scratch, unused);
+  add_context_parallel_options(scratch, unused);
   // --help is listed with the top level's own options already.
   const CLI::Option* help = scratch.get_help_ptr();
   const std::vector<CLI::Option*> common = scratch.get_options([help](const CLI::Option* option) {

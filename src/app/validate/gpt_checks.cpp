@@ -4,6 +4,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "nn/data/zigzag.h"
 #include "nn/layers/tp_mappings.h"
 #include "nn/models/gpt_reference.h"
 #include "nn/parallel/gradients.h"
@@ -131,17 +132,36 @@ LocalCheck transformer_block_check(const ValidateContext& ctx, bool sequence_par
 // The whole GPT over the topology against the dense GPT (check_gpt), with or without sequence
 // parallelism, with ctx.virtual_stages model chunks per stage; with `bf16`, both sides' GEMMs
 // multiply bfloat16 operands (check_gpt_bf16).
+// Each row of `ids` [rows, seq] with the targets at cp rank 0's zigzag positions (of
+// max(cp, 2) shards) set to kernels::kIgnoreTarget (check_gpt_ignored_targets).
+Tensor ignore_first_shard(const Tensor& ids, int cp) {
+  const std::int64_t rows = ids.size(0), seq = ids.size(1);
+  std::vector<std::int64_t> values;
+  for (const double v : ids.to_vector())
+    values.push_back(static_cast<std::int64_t>(v));
+  for (const std::int64_t position : nn::zigzag_positions(seq, std::max(cp, 2), 0)) {
+    for (std::int64_t r = 0; r < rows; ++r)
+      values[static_cast<std::size_t>(r * seq + position)] = kernels::kIgnoreTarget;
+  }
+  return Tensor::from_indices(values, ids.shape(), ids.device());
+}
+
 LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf16 = false,
-                     bool llama = false) {
+                     bool llama = false, bool ignored_targets = false) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = llama ? llama_config(ctx) : gpt_config(ctx);
   const kernels::GemmOperandsScope operands(bf16 ? kernels::GemmOperands::bfloat16
                                                  : kernels::GemmOperands::float32);
-  const std::uint64_t seed = ctx.seed + (bf16 ? 1200 : llama ? 1300 : 1000);
+  const std::uint64_t seed = ctx.seed + (bf16              ? 1200
+                                         : llama           ? 1300
+                                         : ignored_targets ? 1400
+                                                           : 1000);
   const nn::MasterInit init = ctx.masters->random_init(seed, autograd::DType::f32, ctx.device);
   // `batch` sequences per replica, as in the MLP checks; the dense reference sees all of them.
   const std::int64_t rows = ctx.sizes.batch * topo.dp();
-  const nn::TokenBatch batch{random_ids(ctx, rows, 1001), random_ids(ctx, rows, 1002)};
+  const Tensor targets = random_ids(ctx, rows, 1002);
+  const nn::TokenBatch batch{random_ids(ctx, rows, 1001),
+                             ignored_targets ? ignore_first_shard(targets, topo.cp()) : targets};
   const DenseGptReferences::Reference& reference = ctx.dense_gpt->get(seed, rows, [&] {
     nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
     const Tensor loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets);
@@ -162,11 +182,12 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
   const nn::StepResult result = trainer.forward_backward(
       nn::replica_micro_batches(batch, topo.dp(), topo.dp_rank(), ctx.sizes.micro_batches));
 
-  const std::string prefix = micro_batch_prefix(
-      std::string(sequence_parallel ? "COMBINED+SP" : "COMBINED") + (topo.cp() > 1 ? "+CP" : "") +
-          (bf16 ? " bf16" : "") + (llama ? " llama" : ""),
-      ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
-  const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1;
+  const std::string prefix =
+      micro_batch_prefix(std::string(sequence_parallel ? "COMBINED+SP" : "COMBINED") +
+                             (topo.cp() > 1 ? "+CP" : "") + (bf16 ? " bf16" : "") +
+                             (llama ? " llama" : "") + (ignored_targets ? " ignored targets" : ""),
+                         ctx.sizes.micro_batches, ctx.schedule, ctx.virtual_stages);
+  const bool trivial = topo.world().size() == 1 && ctx.sizes.micro_batches == 1 && !ignored_targets;
   LocalCheck check{
       prefix + "GPT loss and gradients match dense " + (bf16 ? "bf16 reference" : "reference"),
       Comparison(bf16 ? kBf16Tolerance : ctx.tolerance),
@@ -282,6 +303,17 @@ std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx) 
 
 std::vector<LocalCheck> check_gpt_llama(const ValidateContext& ctx) {
   return {gpt_check(ctx, ctx.topology.tp() > 1, false, true)};
+}
+
+std::vector<LocalCheck> check_gpt_ignored_targets(const ValidateContext& ctx) {
+  if (ctx.sizes.seq % (2 * std::max(ctx.topology.cp(), 2)) != 0) {
+    return {LocalCheck{micro_batch_prefix("COMBINED ignored targets", ctx.sizes.micro_batches,
+                                          ctx.schedule, ctx.virtual_stages) +
+                           "GPT loss and gradients match dense reference",
+                       Comparison(ctx.tolerance),
+                       fmt::format("--seq {} not divisible by 4", ctx.sizes.seq)}};
+  }
+  return {gpt_check(ctx, false, false, false, true)};
 }
 
 std::vector<LocalCheck> check_gpt_bf16(const ValidateContext& ctx) {

@@ -52,6 +52,15 @@ std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx);
 /// dense model (nn::dense_gpt_loss), at validate's tolerance.
 std::vector<LocalCheck> check_gpt_llama(const ValidateContext& ctx);
 
+/// "COMBINED(+CP) ignored targets (M micro-batches, S): GPT loss and gradients match dense
+/// reference": check_gpt where every target at the positions of cp rank 0's zigzag shard (at
+/// cp 1, of cp 2's rank 0: chunks 0 and 3 of 4, half the tokens) is kernels::kIgnoreTarget. So
+/// one cp rank's shard has no counted target: its loss and gradients must be 0, not NaN, and the
+/// loss is the token sum over the other shards' count, as the dense GPT's mean over the counted
+/// targets. Every sequence ignores the same positions, so each micro-batch counts as many. Needs
+/// --seq divisible by 4 at cp 1 (otherwise trivially passing, labelled so).
+std::vector<LocalCheck> check_gpt_ignored_targets(const ValidateContext& ctx);
+
 /// "COMBINED(+SP) bf16 (M micro-batches, S): GPT loss and gradients match dense bf16 reference":
 /// check_gpt (with sequence parallelism when tp > 1) where both the parallel GPT and the dense
 /// one multiply bfloat16 operands in every linear layer (kernels::GemmOperands::bfloat16: float32

@@ -144,6 +144,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
   per_micro_batch_run(check_gpt);
   per_micro_batch_run(check_gpt_sequence_parallel);
   report(check_distributed_optimizer(ctx));
+  per_micro_batch_run(check_gpt_ignored_targets);
   per_micro_batch_run(check_gpt_llama);
   {
     ValidateContext run = ctx;

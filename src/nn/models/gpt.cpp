@@ -128,8 +128,8 @@ Shape GptStage::activation_shape(std::int64_t rows, std::int64_t seq) const {
   return {rows, sequence_parallel_ ? seq / tp_.size() : seq, config_.hidden};
 }
 
-Tensor GptStage::loss(const Tensor& hidden, const Tensor& targets) const {
-  return vocab_parallel_cross_entropy(logits(hidden), targets, config_.vocab, tp_);
+Tensor GptStage::loss(const Tensor& hidden, const Tensor& targets, double divisor) const {
+  return vocab_parallel_cross_entropy(logits(hidden), targets, config_.vocab, tp_, divisor);
 }
 
 Parameters GptStage::parameters() const {

@@ -56,9 +56,11 @@ class GptStage {
   /// tied head x wte_shard^T; columns >= vocab are padding).
   Tensor logits(const Tensor& hidden) const;
 
-  /// Last stage: mean cross-entropy (nats per token) of logits(hidden) against targets
-  /// (int32/int64) [batch, seq], the same scalar on every TP rank.
-  Tensor loss(const Tensor& hidden, const Tensor& targets) const;
+  /// Last stage: cross-entropy (nats per token) of logits(hidden) against targets (int32/int64)
+  /// [batch, seq], summed over the targets that are not kernels::kIgnoreTarget and divided by
+  /// `divisor` (0: their count, the mean); the same scalar on every TP rank. Errors as
+  /// vocab_parallel_cross_entropy.
+  Tensor loss(const Tensor& hidden, const Tensor& targets, double divisor = 0.0) const;
 
   /// This rank's parameters with names and layouts: wte and wpe (first stage), its blocks (chunk
   /// by chunk), ln_f and (pp > 1) the tied wte copy marked tied_copy (last stage).

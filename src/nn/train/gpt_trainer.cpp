@@ -10,6 +10,7 @@
 #include "autograd/ops.h"
 #include "comm/collectives.h"
 #include "nn/data/zigzag.h"
+#include "nn/fault_injection.h"
 #include "nn/optim/sgd.h"
 #include "nn/parallel/gradients.h"
 #include "nn/parallel/pipeline.h"
@@ -99,6 +100,14 @@ std::vector<TokenBatch> GptTrainer::shards_of(const std::vector<TokenBatch>& bat
 
 double GptTrainer::run_pipeline(const std::vector<TokenBatch>& whole, bool train) {
   const std::vector<TokenBatch> batches = shards_of(whole);
+  // Each micro-batch's loss is its token sum over the whole micro-batch's counted targets; a cp
+  // rank's share of that sum is scaled by cp, so that the average over dp x cp is the mean.
+  std::vector<double> divisors;
+  for (const TokenBatch& b : whole) {
+    const double count =
+        autograd::cross_entropy_divisor("GPT step", b.targets, stage_.config().vocab, 0.0);
+    divisors.push_back(fault_active(Fault::cp_loss_local_mean) ? 0.0 : count / topology_.cp());
+  }
   const auto count = static_cast<int>(batches.size());
   std::vector<double> loss = {0.0};
   if (count > 0) {
@@ -110,7 +119,8 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& whole, bool train
       const TokenBatch& b = batches[static_cast<std::size_t>(i)];
       const Tensor x = stage_.forward(stage_.is_first() && chunk == 0 ? b.inputs : input, chunk);
       return stage_.is_last() && chunk == last_chunk
-                 ? autograd::scale(stage_.loss(x, b.targets), weight)
+                 ? autograd::scale(stage_.loss(x, b.targets, divisors[static_cast<std::size_t>(i)]),
+                                   weight)
                  : x;
     }};
     const PipelineSpec spec{stage_.activation_shape(rows, seq),

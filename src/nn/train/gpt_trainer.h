@@ -1,10 +1,12 @@
 // The training step of a GPT over 4-D parallelism: micro-batches through the pipeline schedule
 // (gradients accumulating, each micro-batch loss weighted 1/micro-batches), finalize_gradients
 // (embedding group, the average over the data-and-context group), global-norm clipping, the
-// optimizer update. Under context parallelism (cp > 1) each rank cuts its zigzag shard out of
-// the whole sequences it is given; its loss is the mean over its shard's tokens, which is cp
-// times its share of the sequence's mean, so averaging the gradients over the dp x cp ranks
-// gives the gradient of the global batch's mean loss. `mpitron train`,
+// optimizer update. A micro-batch's loss is the sum of its token losses over the count of its
+// targets that are not kernels::kIgnoreTarget (a micro-batch with none counts 0). Under context
+// parallelism (cp > 1) each rank cuts its zigzag shard out of the whole sequences it is given
+// and divides its shard's sum by that whole count / cp: cp times its share of the mean, so
+// averaging the gradients over the dp x cp ranks gives the gradient of the global batch's mean
+// loss, and a shard whose targets are all ignored adds 0 (never NaN). `mpitron train`,
 // `validate` and the tests all run this one step.
 #pragma once
 
