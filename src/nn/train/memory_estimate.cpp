@@ -34,8 +34,13 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
       c.layers / (in.pp * in.virtual_stages) *
       chunks_in_flight(in.schedule, in.pp, in.stage, static_cast<int>(in.micro_batches),
                        in.virtual_stages);
+  // Ring attention's backward holds, beside a block's set, about 16 [b, a/t, s, h/a] buffers:
+  // the shard's key/value pack and the one arriving, their gradients in flight and arriving, dq,
+  // a block's dq, dk and dv, their unpacked copies and the concatenated results.
+  const std::int64_t ring_workspace = in.cp > 1 ? 16 * sbh / t : 0;
   std::int64_t activations =
-      (in.recompute ? blocks_in_flight * block_input + block : blocks_in_flight * block) + block;
+      (in.recompute ? blocks_in_flight * block_input + block : blocks_in_flight * block) + block +
+      ring_workspace;
   if (in.stage == in.pp - 1) activations += block_input + sbh + 2 * s * b * c.vocab_rows() / t;
   std::int64_t whole_model = 0;
   for (const ParameterSpec& spec : gpt_parameter_specs(c))

@@ -70,7 +70,9 @@ struct MemoryEstimate {
 /// 2021), all of them under all-forward-all-backward, and under interleaved 1F1B about
 /// 1 + 1 / virtual_stages times 1F1B's on the first stage; with recompute, each block keeps only
 /// its input (sbh, or sbh / t with sequence parallelism) and one block's full set is rebuilt at
-/// a time. Backward adds one block's set as workspace (the gradients beside the activations).
+/// a time. Backward adds one block's set as workspace (the gradients beside the activations),
+/// and at cp > 1 ring attention's buffers, 16 sbh / t (the key/value shards and their gradients
+/// in flight and arriving, the blocks' gradients and their copies; context_parallel_attention).
 /// The last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh; with
 /// sequence parallelism sbh / t + sbh, the output all-gathered) and the logits with their
 /// gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
