@@ -80,5 +80,23 @@ mpitron_add_expect_test(gpt2_formats_export_bf16 TARGET mpitron NP 1 TIMEOUT 60 
 mpitron_add_expect_test(gpt2_formats_init_from_bf16 TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS train --init-from ${gpt2_work}/tiny_bf16.bin --seq 16 --steps 1 --global-batch 2
        --micro-batch 2 --eval-interval 0 --log-dir ${gpt2_work}/logs_bf16
-  EXPECT_EXIT 0 EXPECT_OUTPUT "initialised from --init-from [^\n]*tiny_bf16.bin")
+  EXPECT_EXIT 0 EXPECT_OUTPUT "initialised from --init-from [^\n]*tiny_bf16.bin"
+                              "warning: --init-from [^\n]*tiny_bf16.bin stores bfloat16 weights .llm.c version 5.: they are widened to float32 exactly")
 set_tests_properties(gpt2_formats_init_from_bf16 PROPERTIES DEPENDS gpt2_formats_export_bf16)
+# With --bf16 the GEMMs round the widened weights back to the same bits: no warning.
+mpitron_add_expect_test(gpt2_formats_init_from_bf16_into_bf16 TARGET mpitron NP 1 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS train --init-from ${gpt2_work}/tiny_bf16.bin --bf16 --seq 16 --steps 1 --global-batch 2
+       --micro-batch 2 --eval-interval 0 --log-dir ${gpt2_work}/logs_bf16
+  EXPECT_EXIT 0 EXPECT_OUTPUT "initialised from --init-from [^\n]*tiny_bf16.bin"
+  REJECT_OUTPUT "stores bfloat16 weights")
+set_tests_properties(gpt2_formats_init_from_bf16_into_bf16 PROPERTIES
+                     DEPENDS gpt2_formats_export_bf16)
+# eval names the conversion where it names the weights.
+mpitron_add_expect_test(gpt2_formats_eval_init_from_bf16 TARGET mpitron NP 1 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS eval --init-from ${gpt2_work}/tiny_bf16.bin --data ${PROJECT_SOURCE_DIR}/tests/data/checkpoint_eval.txt
+       --log-dir ${gpt2_work}/logs_bf16
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "eval: [^\n]*tiny_bf16.bin .bfloat16 weights, widened to float32. on [^\n]*loss")
+set_tests_properties(gpt2_formats_eval_init_from_bf16 PROPERTIES DEPENDS gpt2_formats_export_bf16)

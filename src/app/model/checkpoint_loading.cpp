@@ -41,7 +41,9 @@ void read_model(const ModelSource& source, LoadedRun& run) {
     flags.heads = source.heads;
     if (source.heads > 0) flags.given.insert("heads");
     run.pretrained = load_init_from(flags, run.config);
-    run.label = source.init_from;
+    // A float32 model from bfloat16 values: said once, in every line that names the weights.
+    run.label = source.init_from +
+                (run.pretrained->stored_bfloat16 ? " (bfloat16 weights, widened to float32)" : "");
     return;
   }
   if (source.heads > 0) {

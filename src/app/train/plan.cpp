@@ -288,6 +288,12 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
                     saved["dp"].get<int>(), saved.value("cp", 1), start.seed);
   } else if (start.pretrained) {
     plan.start_line = fmt::format("initialised from --init-from {}", o.init_from);
+    if (writer && start.pretrained->stored_bfloat16 && !o.bf16) {
+      log.warn(
+          "warning: --init-from {} stores bfloat16 weights (llm.c version 5): they are widened to "
+          "float32 exactly, and this float32 run trains them in float32 (--bf16: bfloat16 GEMMs)",
+          o.init_from);
+    }
   }
 }
 

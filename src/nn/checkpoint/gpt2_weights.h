@@ -31,6 +31,8 @@ struct Gpt2Sizes {
 struct Gpt2Weights {
   Gpt2Sizes sizes;
   std::map<std::string, autograd::Tensor> tensors;
+  /// The file stored bfloat16 values (llm.c's version 5), widened to float32 exactly on reading.
+  bool stored_bfloat16 = false;
 };
 
 /// The canonical names and full shapes in gpt_parameter_specs' order (weights [out, in]):

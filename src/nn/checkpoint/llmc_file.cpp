@@ -131,6 +131,7 @@ Gpt2Weights read_llmc_file(const std::filesystem::path& path) {
   }
   Gpt2Weights weights;
   weights.sizes = {header[2], header[3], header[7], header[4], header[5], header[6]};
+  weights.stored_bfloat16 = precision == LlmcPrecision::bfloat16;
   if (const std::string bad = gpt2_sizes_error(weights.sizes); !bad.empty()) {
     llmc_damaged(path, "bad header: " + bad);
   }
