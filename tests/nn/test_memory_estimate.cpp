@@ -93,7 +93,7 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
           static_cast<double>(kernels::allocator_stats(Device::cpu).peak_in_use_bytes - before);
       const MemoryEstimate estimate = estimate_gpt_memory(
           {config, parameters, kSeq, kMicroBatch, kMicroBatches, tp, pp, topology.pp_rank(),
-           c.schedule, c.recompute, c.optimizer == OptimizerKind::adamw ? 2 : 1, 4, false,
+           c.schedule, c.recompute, c.optimizer == OptimizerKind::adamw ? 2 : 0, 4, false,
            c.distributed_optimizer ? dp * c.cp : 1, c.sequence_parallel, c.virtual_stages, c.cp});
       const double predicted = static_cast<double>(estimate.peak() - kRuntimeBytes);
       EXPECT_LE(used, predicted);

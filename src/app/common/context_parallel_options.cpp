@@ -28,12 +28,12 @@ nn::CpComm cp_comm_of(const CommonOptions& options) {
 }
 
 void check_context_parallel_sequence(std::int64_t seq, const ParallelSizes& sizes,
-                                     bool sequence_parallel) {
+                                     bool sequence_parallel, const std::string& seq_name) {
   if (sizes.cp == 1) return;
   if (seq % (2 * sizes.cp) != 0) {
     throw comm::ConfigError(
-        fmt::format("--seq {} does not split into 2*cp = {} equal zigzag chunks (--cp {})", seq,
-                    2 * sizes.cp, sizes.cp));
+        fmt::format("{} {} does not split into 2*cp = {} equal zigzag chunks (--cp {})", seq_name,
+                    seq, 2 * sizes.cp, sizes.cp));
   }
   if (sequence_parallel && (seq / sizes.cp) % sizes.tp != 0) {
     throw comm::ConfigError(fmt::format(

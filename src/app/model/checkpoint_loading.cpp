@@ -83,8 +83,9 @@ LoadedRun load_model_agreed(
     const std::string weights =
         source.load.empty() ? "init_from=" + source.init_from
                             : fmt::format("load={} step={}", source.load, run.checkpoint.step);
-    return fmt::format("mpitron {} {} tp={} pp={} dp={} {} {}", MPITRON_VERSION, what, run.sizes.tp,
-                       run.sizes.pp, run.sizes.dp, weights, settings);
+    return fmt::format("mpitron {} {} tp={} pp={} dp={} cp={} cp_comm={} {} {}", MPITRON_VERSION,
+                       what, run.sizes.tp, run.sizes.pp, run.sizes.dp, run.sizes.cp, common.cp_comm,
+                       weights, settings);
   });
   return run;
 }

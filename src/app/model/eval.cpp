@@ -82,7 +82,8 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
               fmt::format("--seq must be in [1, {}] (the checkpoint's block size), got {}",
                           config.block_size, seq));
         }
-        check_context_parallel_sequence(seq, sizes, /*sequence_parallel=*/false);
+        check_context_parallel_sequence(seq, sizes, /*sequence_parallel=*/false,
+                                        o.seq ? "--seq" : "the window (the model's block size)");
         corpus = read_corpus(o, config.vocab);
         if (static_cast<std::int64_t>(corpus->tokens().size()) < seq + 1) {
           throw comm::ConfigError(fmt::format(

@@ -125,7 +125,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       mib(nn::estimate_gpt_memory(
               {run.config, nn::parameter_count(trainer.parameters()), o.seq, o.micro_batch,
                micro_per_step, run.sizes.tp, run.sizes.pp, topology.pp_rank(), run.train.schedule,
-               o.recompute, run.train.optimizer == nn::OptimizerKind::adamw ? 2 : 1,
+               o.recompute, run.train.optimizer == nn::OptimizerKind::adamw ? 2 : 0,
                static_cast<std::int64_t>(kernels::dtype_size(run.train.dtype)),
                !o.init_from.empty() && first_step == 1,
                trainer.gradients().sharded() && run.train.optimizer == nn::OptimizerKind::adamw

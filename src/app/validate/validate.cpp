@@ -22,7 +22,8 @@ namespace mpitron::app {
 
 CLI::App& add_validate_command(CLI::App& app, ValidateOptions& options) {
   CLI::App& command = *app.add_subcommand(
-      "validate", "Check tensor, pipeline, data and combined parallelism against dense models");
+      "validate",
+      "Check tensor, pipeline, data, context and combined parallelism against dense models");
   add_common_options(command, options.common);
   add_context_parallel_options(command, options.common);
   ModelSizes& s = options.sizes;
@@ -93,6 +94,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
     log = prepare_run(options.common, world);
     config = config_json(options.sizes, sizes, device, options.common.seed, world.size());
     config["micro_batches"] = micro_batch_runs;
+    config["cp_comm"] = options.common.cp_comm;
     return describe(options, config);
   });
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp, sizes.cp);

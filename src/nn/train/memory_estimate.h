@@ -24,7 +24,8 @@ struct MemoryEstimateInput {
   int tp = 1, pp = 1, stage = 0;     ///< stage: this rank's pipeline stage in [0, pp)
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   bool recompute = false;
-  int optimizer_states = 2;        ///< tensors per parameter: 2 for AdamW, 1 for SGD
+  /// tensors per parameter: 2 for AdamW, 0 for train's SGD (momentum 0 keeps none)
+  int optimizer_states = 2;
   std::int64_t element_bytes = 4;  ///< 4 for float32, 8 for float64
   bool from_file = false;          ///< the run starts from a --init-from file
   /// The ranks the optimizer states are split over: dp x cp under the distributed optimizer with
