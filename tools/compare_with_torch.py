@@ -5,6 +5,10 @@
       batch 32 / ranks) on the README example's model and batch (4 layers, hidden 256, 8 heads,
       seq 128, global batch 32, GPL-3 text). mpitron's figure is the mean of its per-step `ms`
       (the `--metrics` lines) after --skip steps; the peer's is its own report.
+  --workload llama: the same against torch_peer_gpt.py --arch llama on SmolLM-135M's width (hidden
+      576, 9 heads, 3 kv heads, SwiGLU 1536, vocab 49152, tied, RoPE theta 10000) at 4 of its 30
+      layers, seq 128, global batch 6 in micro-batches of 3 (so a run fits in a minute on 2 cores;
+      6 splits over the peer's 1, 2 or 3 DDP ranks); tp must divide the 3 kv heads.
   --workload mlp: `mpitron bench` against torch_peer_mlp.py at the same (tp, pp, dp) (hidden 512,
       intermediate 2048, batch 8, seq 128, 4 layers), both with --skip warm-up steps, plus each
       side's peak RSS per rank, and mpitron once more with --recompute (ms/step, peak RSS).
@@ -31,9 +35,15 @@ import tempfile
 GPT_MODEL = ["--layers", "4", "--hidden", "256", "--heads", "8", "--seq", "128"]
 GPT_BATCH, GPT_SEQ = 32, 128
 GPT_FLOP_PER_TOKEN = 6 * (12 * 4 * 256 * 256 + 256 * 256) + 12 * 4 * 256 * 128  # PaLM estimate
+LLAMA_MODEL = ["--arch", "llama", "--layers", "4", "--hidden", "576", "--heads", "9", "--kv-heads",
+               "3", "--ffn-hidden", "1536", "--vocab", "49152", "--seq", "128"]
+LLAMA_BATCH, LLAMA_SEQ = 6, 128
+LLAMA_FLOP_PER_TOKEN = (6 * (4 * (2 * 576 * 576 + 2 * 576 * 192 + 3 * 576 * 1536) + 49152 * 576)
+                        + 12 * 4 * 576 * 128)  # as nn::gpt_flops_per_token
 MLP_MODEL = ["--hidden", "512", "--intermediate", "2048", "--batch", "8", "--seq", "128",
              "--layers", "4"]
 TOPOLOGIES = {"gpt": [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 1, 2), (2, 2, 2)],
+              "llama": [(1, 1, 1), (3, 1, 1), (1, 1, 2)],
               "mlp": [(1, 1, 1), (2, 1, 1), (2, 2, 1), (1, 1, 2)]}
 TOOLS = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,14 +77,17 @@ def last_json(path: str) -> dict:
         return json.loads(f.readlines()[-1])
 
 
-def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
+def gpt_row(args, topology, env, peer_cache, model=GPT_MODEL,
+            batch=GPT_BATCH, micro=4) -> tuple[float, float, list[str]]:
+    """`mpitron train` on `model` (flags both sides read) at global `batch` in micro-batches of
+    `micro`, beside torch_peer_gpt.py with DDP over all the ranks (batch / ranks each)."""
     tp, pp, dp = topology
     ranks = tp * pp * dp
     with tempfile.TemporaryDirectory() as scratch:
         metrics = os.path.join(scratch, "metrics.jsonl")
         run(mpirun(ranks, args.threads) + [
             args.mpitron, "train", "--tp", str(tp), "--pp", str(pp), "--dp", str(dp), "--data",
-            args.data, *GPT_MODEL, "--global-batch", str(GPT_BATCH), "--micro-batch", "4",
+            args.data, *model, "--global-batch", str(batch), "--micro-batch", str(micro),
             "--steps", str(args.steps + args.skip), "--eval-interval", "0", "--eval-iters", "1",
             "--threads", str(args.threads), "--metrics", metrics, "--log-dir", scratch], env)
         with open(metrics) as f:
@@ -82,7 +95,7 @@ def gpt_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
         if ranks not in peer_cache:
             report = os.path.join(scratch, "peer.jsonl")
             run(peer("torch_peer_gpt.py", ranks, args.threads, report) + [
-                "--data", args.data, *GPT_MODEL, "--batch", str(GPT_BATCH // ranks), "--steps",
+                "--data", args.data, *model, "--batch", str(batch // ranks), "--steps",
                 str(args.steps + args.skip), "--skip", str(args.skip), "--threads",
                 str(args.threads)], env)
             peer_cache[ranks] = last_json(report)["ms_per_step"]
@@ -120,7 +133,7 @@ def mlp_row(args, topology, env, peer_cache) -> tuple[float, float, list[str]]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--workload", choices=["gpt", "mlp"], default="gpt")
+    p.add_argument("--workload", choices=["gpt", "llama", "mlp"], default="gpt")
     p.add_argument("--mpitron", default="build/mpitron")
     p.add_argument("--data", default="/usr/share/common-licenses/GPL-3")
     p.add_argument("--steps", type=int, default=6, help="timed steps per run")
@@ -143,6 +156,9 @@ def main() -> None:
     if args.workload == "gpt":
         tokens, flop = GPT_BATCH * GPT_SEQ, GPT_BATCH * GPT_SEQ * GPT_FLOP_PER_TOKEN
         row, extra = gpt_row, ""
+    elif args.workload == "llama":
+        tokens, flop = LLAMA_BATCH * LLAMA_SEQ, LLAMA_BATCH * LLAMA_SEQ * LLAMA_FLOP_PER_TOKEN
+        row, extra = (lambda *a: gpt_row(*a, model=LLAMA_MODEL, batch=LLAMA_BATCH, micro=3)), ""  # noqa: E731
     else:
         tokens, flop = 8 * 128, 12 * 512 * 2048 * 4 * 8 * 128
         row, extra = mlp_row, (" mpitron peak RSS MiB/rank | PyTorch peak RSS MiB/rank |"

@@ -44,6 +44,21 @@ sizes replace --layers --hidden --heads --vocab):
     mpirun --oversubscribe -np 2 /usr/bin/python3 tools/torch_peer_gpt.py --init-from \
         gpt2_124M.bin --gelu tanh --data data/x_train_000000.bin --seq 64 --batch 4 --steps 5
 
+--arch llama trains `mpitron train --arch llama`'s model instead (Hugging Face Llama's formulas,
+written here, with its parameter names; no biases): x = embed_tokens[idx], per block
+x = x + o_proj(attn(rms(x))); x = x + down_proj(silu(gate_proj(m)) * up_proj(m)), m = rms(x),
+then logits = norm(x) embed_tokens^T (lm_head^T with --untie-embeddings). RMSNorm
+rms(x) = w x / sqrt(mean(x^2) + --norm-eps); attention projects q ([C, C]) and k, v
+([--kv-heads head_dim, C]), rotates q and k by RoPE (rotate_half layout, inverse frequencies
+--rope-theta^(-2i/head_dim), cos and sin computed once per length), repeats each key/value head
+for its --heads / --kv-heads query heads and takes the causal softmax as the GPT does; the SwiGLU
+MLP is --ffn-hidden wide (default 4C). Initialisation, AdamW, schedule and data as above (o_proj
+and down_proj are the residual projections; norm weights 1, without weight decay). The
+SmolLM-135M shape at 4 layers:
+
+    /usr/bin/python3 tools/torch_peer_gpt.py --arch llama --layers 4 --hidden 576 --heads 9 \
+        --kv-heads 3 --ffn-hidden 1536 --vocab 49152 --seq 256 --batch 8 --steps 5
+
 Needs Debian's python3-torch (numpy comes with it) and libopenblas0-pthread; OpenBLAS runs one
 thread per rank unless OPENBLAS_NUM_THREADS says otherwise.
 """
@@ -137,6 +152,124 @@ class GPT(nn.Module):
             x = block(x)
         logits = F.linear(tr.ln_f(x), tr.wte.weight[:self.vocab])
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+class RmsNorm(nn.Module):
+    def __init__(self, c, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(c))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def rotate_half(x):
+    """[-x2, x1] of x = [x1, x2] split in halves along the last dimension."""
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, c, heads, kv_heads):
+        super().__init__()
+        self.heads, self.kv_heads, self.d = heads, kv_heads, c // heads
+        self.q_proj = nn.Linear(c, c, bias=False)
+        self.k_proj = nn.Linear(c, kv_heads * self.d, bias=False)
+        self.v_proj = nn.Linear(c, kv_heads * self.d, bias=False)
+        self.o_proj = nn.Linear(c, c, bias=False)
+
+    def forward(self, x, cos, sin):
+        """x [B, T, C]; cos, sin [T, head_dim]."""
+        b, t, c = x.shape
+        q = self.q_proj(x).view(b, t, self.heads, self.d).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, self.kv_heads, self.d).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, self.kv_heads, self.d).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        group = self.heads // self.kv_heads
+        if group > 1:  # repeat each key/value head for its query heads [B, H, T, d]
+            k, v = (z[:, :, None].expand(b, self.kv_heads, group, t, self.d)
+                    .reshape(b, self.heads, t, self.d) for z in (k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.d)
+        future = torch.ones(t, t, dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, float("-inf"))
+        y = F.softmax(scores, dim=-1) @ v
+        return self.o_proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class SwiGlu(nn.Module):
+    def __init__(self, c, ffn):
+        super().__init__()
+        self.gate_proj = nn.Linear(c, ffn, bias=False)
+        self.up_proj = nn.Linear(c, ffn, bias=False)
+        self.down_proj = nn.Linear(ffn, c, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaBlock(nn.Module):
+    def __init__(self, c, heads, kv_heads, ffn, eps):
+        super().__init__()
+        self.input_layernorm = RmsNorm(c, eps)
+        self.self_attn = LlamaAttention(c, heads, kv_heads)
+        self.post_attention_layernorm = RmsNorm(c, eps)
+        self.mlp = SwiGlu(c, ffn)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Llama(nn.Module):
+    """`mpitron train --arch llama`'s model (the docstring's --arch llama), Hugging Face's names."""
+
+    def __init__(self, layers, c, heads, kv_heads, ffn, vocab, theta=10000.0, eps=1e-5,
+                 tied=True):
+        super().__init__()
+        self.vocab, self.theta, self.d = vocab, theta, c // heads
+        self.model = nn.ModuleDict(dict(
+            embed_tokens=nn.Embedding(vocab, c),
+            layers=nn.ModuleList([LlamaBlock(c, heads, kv_heads, ffn, eps)
+                                  for _ in range(layers)]),
+            norm=RmsNorm(c, eps)))
+        self.lm_head = None if tied else nn.Linear(c, vocab, bias=False)
+        for name, param in self.named_parameters():
+            if param.dim() >= 2:
+                residual = name.endswith(("o_proj.weight", "down_proj.weight"))
+                nn.init.normal_(param, 0.0, 0.02 / math.sqrt(2 * layers) if residual else 0.02)
+        self.rope = {}
+
+    def cos_sin(self, t):
+        """RoPE's cos and sin [t, head_dim] at positions 0..t-1, computed once per length."""
+        if t not in self.rope:
+            inv_freq = self.theta ** (-torch.arange(0, self.d, 2, dtype=torch.float64) / self.d)
+            freqs = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            self.rope[t] = (emb.cos().float(), emb.sin().float())
+        return self.rope[t]
+
+    def forward(self, idx, targets):
+        """Mean cross-entropy of `targets` [B, T] after `idx` [B, T]."""
+        cos, sin = self.cos_sin(idx.shape[1])
+        x = self.model.embed_tokens(idx)
+        for block in self.model.layers:
+            x = block(x, cos, sin)
+        head = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        logits = F.linear(self.model.norm(x), head)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def flop_per_token(args):
+    """The PaLM estimate mpitron prints (nn::gpt_flops_per_token): 6 x the block matmuls' and
+    the LM head's weights + 12 L C seq."""
+    c = args.hidden
+    if args.arch == "llama":
+        kv = c * args.kv_heads // args.heads
+        block = 2 * c * c + 2 * c * kv + 3 * c * args.ffn_hidden
+    else:
+        block = 12 * c * c
+    return 6 * (args.layers * block + args.vocab * c) + 12 * args.layers * c * args.seq
 
 
 LLMC_MODEL_MAGIC, LLMC_SHARD_MAGIC = 20240326, 20240520
@@ -261,6 +394,9 @@ def train(args):
         model = read_llmc_model(args.init_from, args.gelu)
         args.layers, args.hidden = len(model.transformer.h), model.transformer.ln_f.weight.shape[0]
         args.heads, args.vocab = model.transformer.h[0].attn.heads, model.vocab
+    elif args.arch == "llama":
+        model = Llama(args.layers, args.hidden, args.heads, args.kv_heads, args.ffn_hidden,
+                      args.vocab, args.rope_theta, args.norm_eps, not args.untie_embeddings)
     else:
         model = GPT(args.layers, args.hidden, args.heads, args.block_size or args.seq, args.vocab,
                     args.padded_vocab, args.gelu)
@@ -279,8 +415,6 @@ def train(args):
         raise SystemExit(f"torch_peer_gpt: {args.data}: its last tenth, the validation data, is "
                          f"shorter than one window of {args.seq + 1} bytes")
     sampler = torch.Generator().manual_seed(args.seed)
-    flop_per_token = 6 * (12 * args.layers * args.hidden ** 2 + args.vocab * args.hidden) \
-        + 12 * args.layers * args.hidden * args.seq
     tokens = world * args.batch * args.seq
     times = []
     for step in range(1, args.steps + 1):
@@ -313,12 +447,12 @@ def train(args):
         return
     val_loss = windows_loss(model, data[split:], args.seq)
     ms = sum(times) / max(1, len(times))
-    report = {"tool": "pytorch", "torch": torch.__version__, "world_size": world,
+    report = {"tool": "pytorch", "torch": torch.__version__, "arch": args.arch, "world_size": world,
               "layers": args.layers, "hidden": args.hidden, "heads": args.heads, "seq": args.seq,
               "batch_per_rank": args.batch, "steps": args.steps, "timed_steps": len(times),
               "loss": loss.item(), "val_loss": val_loss, "ms_per_step": ms,
               "tokens_per_s": tokens / (ms / 1e3),
-              "achieved_gflops": flop_per_token * tokens / (ms / 1e3) / 1e9,
+              "achieved_gflops": flop_per_token(args) * tokens / (ms / 1e3) / 1e9,
               "peak_rss_mib_by_rank": rss_by_rank}
     print(f"val_loss {val_loss:.4f}; {ms:.1f} ms/step over steps {args.skip + 1}..{args.steps}, "
           f"{report['tokens_per_s']:.0f} tokens/s, {report['achieved_gflops']:.1f} GFLOP/s, "
@@ -349,6 +483,15 @@ def main():
                         help="rows of wte (default --vocab); the extra rows take no part")
     parser.add_argument("--block-size", type=integer_at_least(1), help="context (default --seq)")
     parser.add_argument("--gelu", choices=("erf", "tanh"), default="erf")
+    parser.add_argument("--arch", choices=("gpt2", "llama"), default="gpt2")
+    parser.add_argument("--kv-heads", type=integer_at_least(1),
+                        help="llama: key/value heads (default --heads)")
+    parser.add_argument("--ffn-hidden", type=integer_at_least(1),
+                        help="llama: the SwiGLU MLP's width (default 4 --hidden)")
+    parser.add_argument("--rope-theta", type=positive_number, default=10000.0)
+    parser.add_argument("--norm-eps", type=positive_number, default=1e-5)
+    parser.add_argument("--untie-embeddings", action="store_true",
+                        help="llama: a separate lm_head")
     parser.add_argument("--init-from", help="an llm.c model file (its sizes replace the flags')")
     parser.add_argument("--rendezvous", default=os.environ.get("TORCH_PEER_RENDEZVOUS",
                                                                "tcp://127.0.0.1:29511"))
@@ -361,6 +504,15 @@ def main():
         parser.error(f"--steps {args.steps} leaves no timed step after --skip {args.skip}")
     if args.hidden % args.heads:
         parser.error(f"--hidden {args.hidden} is not divisible by --heads {args.heads}")
+    args.kv_heads = args.kv_heads or args.heads
+    args.ffn_hidden = args.ffn_hidden or 4 * args.hidden
+    if args.arch == "llama":
+        if args.heads % args.kv_heads or (args.hidden // args.heads) % 2:
+            parser.error(f"--arch llama needs --heads {args.heads} divisible by --kv-heads "
+                         f"{args.kv_heads} and an even head size")
+        if args.eval or args.init_from or args.padded_vocab:
+            parser.error("--arch llama trains from a random init at the given --vocab "
+                         "(no --eval, --init-from or --padded-vocab)")
     for flag, path in (("--data", args.data), ("--eval", args.eval),
                        ("--init-from", args.init_from)):
         if path is not None and not os.path.isfile(path):
