@@ -19,6 +19,7 @@
 #include "comm/configuration.h"
 #include "comm/errors.h"
 #include "comm/wait.h"
+#include "kernels/allocator.h"
 #include "kernels/ops.h"
 #include "nn/layers/context_parallel_attention.h"
 #include "nn/train/gpt_trainer.h"
@@ -194,6 +195,11 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
   const std::vector<double> cp_wait_share = comm::all_gather_scalar(world, cp.wait_s / seconds);
   const std::optional<double> balance = cp_balance(topology, world, cp.compute_s);
   const std::vector<double> rss = comm::all_gather_scalar(world, peak_rss_mib());
+  const kernels::AllocatorStats pool = kernels::allocator_stats(device);
+  const std::vector<double> in_use =
+      comm::all_gather_scalar(world, mib(static_cast<double>(pool.peak_in_use_bytes)));
+  const std::vector<double> held =
+      comm::all_gather_scalar(world, mib(static_cast<double>(pool.peak_held_bytes)));
   if (world.rank() != 0) return 0;
 
   const double ms_per_step = 1e3 * seconds / o.steps;
@@ -206,17 +212,20 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       "bench gpt: {:.1f} ms/step, {:.0f} tokens/s\n"
       "bench gpt: peak RSS {:.0f} MiB/rank (max), by rank: {}; estimate {:.0f} MiB (max), by "
       "rank: {}, of which activations {}\n"
+      "bench gpt: {} memory peak {:.0f} MiB in use, {:.0f} MiB with the allocator's cache (max "
+      "over ranks)\n"
       "bench gpt: attention compute s/step by rank: {}; max/min over the cp ranks {}\n"
       "bench gpt: cp key/value wait s/step by rank: {}\n"
-      "bench gpt: share of the step waiting on communication by rank: {} (of which cp key/value "
-      "waits: {})\n",
+      "bench gpt: share of the step waiting on communication by rank: {}; in the cp key/value "
+      "waits: {}\n",
       world.size(), sizes.tp, sizes.cp, sizes.pp, sizes.dp, device_text(device), o.arch, o.layers,
       o.hidden, o.heads, o.vocab, o.seq,
       nn::counted(o.micro_batches, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.recompute ? ", recomputing activations" : "",
       o.common.cp_comm, o.no_cp_prefetch ? " without prefetch" : "", ms_per_step, tokens_per_s,
       largest(rss), numbers_text(rss, 0), largest(estimate), numbers_text(estimate, 0),
-      numbers_text(estimate_activations, 0), numbers_text(compute, 3),
+      numbers_text(estimate_activations, 0), kernels::to_string(device), largest(in_use),
+      largest(held), numbers_text(compute, 3),
       balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1", numbers_text(cp_wait, 3),
       percentages(wait_share), percentages(cp_wait_share));
   if (!o.common.json.empty()) {
@@ -249,6 +258,8 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
                 {"peak_rss_mib_by_rank", rss},
                 {"memory_estimate_mib_by_rank", estimate},
                 {"memory_estimate_activations_mib_by_rank", estimate_activations},
+                {"allocator_peak_in_use_mib_by_rank", in_use},
+                {"allocator_peak_held_mib_by_rank", held},
                 {"attention_compute_s_by_rank", compute},
                 {"cp_wait_s_by_rank", cp_wait},
                 {"cp_balance", balance ? nlohmann::json(*balance) : nlohmann::json()},

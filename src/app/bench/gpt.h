@@ -38,21 +38,27 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 
 /// Runs warm-up and timed GptTrainer steps on every rank (each replica's micro-batches of random
 /// tokens in [0, vocab) from --seed and its dp rank, the same on its tp, cp and pp ranks). Rank 0
-/// prints ms/step, tokens/s (dp x micro-batches x micro-batch x seq tokens per step), the peak
-/// RSS per rank beside nn::estimate_gpt_memory's peak (activations for seq/cp tokens, the
-/// schedule's micro-batches in flight), per rank the seconds per step that context-parallel
-/// attention spent computing blocks and waiting for key/value transfers (nn::cp_attention_times,
-/// counted over the timed steps; zero at cp 1, where the fused attention runs), the largest
-/// max/min of the compute seconds within a cp group (the balance), and each rank's share of the
-/// step spent in comm's wait routine (comm::wait_seconds, the cp waits included) and the cp
-/// waits' share. With --json it appends one line {"tool", "bench": "gpt", "config",
-/// "cp_comm", "cp_prefetch", "recompute", "ms_per_step", "tokens_per_s",
-/// "peak_rss_mib_by_rank", "memory_estimate_mib_by_rank" (the estimate's peak),
-/// "memory_estimate_activations_mib_by_rank" (its activations), "attention_compute_s_by_rank",
-/// "cp_wait_s_by_rank", "cp_balance" (null at cp 1), "comm_wait_share_by_rank",
-/// "cp_wait_share_by_rank"}. Throws comm::ConfigError (one line, agreed on every rank) for sizes
-/// nn::gpt_size_error refuses, a seq that does not split into 2 cp zigzag chunks, --kv-heads
-/// without --arch llama, or --steps < 1.
+/// prints:
+/// - ms/step and tokens/s (dp x micro-batches x micro-batch x seq tokens per step);
+/// - the peak RSS per rank (MiB) beside nn::estimate_gpt_memory's peak and its activations
+///   (seq/cp tokens, the schedule's micro-batches in flight; AdamW, float32, not sharded), and
+///   the compute device's allocator peaks: bytes in use, and with its cache;
+/// - per rank, the seconds per timed step that context-parallel attention spent computing blocks
+///   and waiting for key/value transfers (nn::cp_attention_times, reset after warm-up; zero at
+///   cp 1, where the fused attention runs), and the balance: the largest max/min of the compute
+///   seconds within a cp group;
+/// - each rank's share of the timed steps spent in comm's wait routine (comm::wait_seconds, the
+///   cp transfers included) and in the cp waits (timed around the ring's or all-gather's wait
+///   calls, so a little above their part of the former).
+/// With --json it appends one line {"tool", "bench": "gpt", "config", "cp_comm", "cp_prefetch",
+/// "recompute", "ms_per_step", "tokens_per_s", "peak_rss_mib_by_rank",
+/// "memory_estimate_mib_by_rank", "memory_estimate_activations_mib_by_rank",
+/// "allocator_peak_in_use_mib_by_rank", "allocator_peak_held_mib_by_rank",
+/// "attention_compute_s_by_rank", "cp_wait_s_by_rank" (seconds per step), "cp_balance" (null at
+/// cp 1), "comm_wait_share_by_rank", "cp_wait_share_by_rank" (fractions of the step)}. Throws
+/// comm::ConfigError (one line, agreed on every rank) for sizes nn::gpt_size_error refuses, a seq
+/// that does not split into 2 cp zigzag chunks, a tensor above kMaxTensorElements, or --kv-heads
+/// without --arch llama.
 int run_bench_gpt(const BenchGptOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app
