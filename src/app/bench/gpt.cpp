@@ -85,8 +85,8 @@ void check_bench_gpt_flags(const BenchGptOptions& o, const nn::GptConfig& config
 }
 
 // This replica's micro-batches: random tokens in [0, vocab) from `seed`.
-std::vector<nn::TokenBatch> random_micro_batches(const BenchGptOptions& o, std::uint64_t seed,
-                                                 kernels::Device device) {
+std::vector<nn::TokenBatch> bench_gpt_batches(const BenchGptOptions& o, std::uint64_t seed,
+                                              kernels::Device device) {
   const std::int64_t sequences = o.micro_batch * o.micro_batches;
   std::mt19937_64 generator(seed);
   std::uniform_int_distribution<std::uint32_t> token(0, static_cast<std::uint32_t>(o.vocab - 1));
@@ -104,8 +104,8 @@ std::vector<nn::TokenBatch> random_micro_batches(const BenchGptOptions& o, std::
 }
 
 // The largest max/min of `compute_s` within a cp group, the same on every rank; nothing at cp 1.
-std::optional<double> cp_balance(const comm::ParallelTopology& topology,
-                                 const comm::Communicator& world, double compute_s) {
+std::optional<double> bench_gpt_balance(const comm::ParallelTopology& topology,
+                                        const comm::Communicator& world, double compute_s) {
   if (topology.cp() == 1) return std::nullopt;
   const std::vector<double> group = comm::all_gather_scalar(topology.cp_comm(), compute_s);
   const auto [low, high] = std::minmax_element(group.begin(), group.end());
@@ -114,14 +114,14 @@ std::optional<double> cp_balance(const comm::ParallelTopology& topology,
 }
 
 // "1.234, 1.210" for the values at `digits` decimals.
-std::string numbers_text(const std::vector<double>& values, int digits) {
+std::string bench_gpt_numbers(const std::vector<double>& values, int digits) {
   std::string text;
   for (const double v : values)
     text += fmt::format("{}{:.{}f}", text.empty() ? "" : ", ", v, digits);
   return text;
 }
 
-double largest(const std::vector<double>& values) {
+double bench_gpt_largest(const std::vector<double>& values) {
   return *std::max_element(values.begin(), values.end());
 }
 
@@ -154,7 +154,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
   nn::GptTrainer trainer(config, nn::gpt2_init(seed, config.layers, train.dtype, device), topology,
                          train);
   const std::vector<nn::TokenBatch> batches =
-      random_micro_batches(o, seed + 1000 + static_cast<std::uint64_t>(topology.dp_rank()), device);
+      bench_gpt_batches(o, seed + 1000 + static_cast<std::uint64_t>(topology.dp_rank()), device);
   // AdamW's two states per parameter, float32, from a seed, neither sharded nor SP.
   const nn::MemoryEstimateInput sizes_for_estimate{
       .config = config,
@@ -193,7 +193,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
   const std::vector<double> wait_share =
       comm::all_gather_scalar(world, (comm::wait_seconds() - wait_before) / seconds);
   const std::vector<double> cp_wait_share = comm::all_gather_scalar(world, cp.wait_s / seconds);
-  const std::optional<double> balance = cp_balance(topology, world, cp.compute_s);
+  const std::optional<double> balance = bench_gpt_balance(topology, world, cp.compute_s);
   const std::vector<double> rss = comm::all_gather_scalar(world, peak_rss_mib());
   const kernels::AllocatorStats pool = kernels::allocator_stats(device);
   const std::vector<double> in_use =
@@ -223,11 +223,11 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       nn::counted(o.micro_batches, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.recompute ? ", recomputing activations" : "",
       o.common.cp_comm, o.no_cp_prefetch ? " without prefetch" : "", ms_per_step, tokens_per_s,
-      largest(rss), numbers_text(rss, 0), largest(estimate), numbers_text(estimate, 0),
-      numbers_text(estimate_activations, 0), kernels::to_string(device), largest(in_use),
-      largest(held), numbers_text(compute, 3),
-      balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1", numbers_text(cp_wait, 3),
-      percentages(wait_share), percentages(cp_wait_share));
+      bench_gpt_largest(rss), bench_gpt_numbers(rss, 0), bench_gpt_largest(estimate),
+      bench_gpt_numbers(estimate, 0), bench_gpt_numbers(estimate_activations, 0),
+      kernels::to_string(device), bench_gpt_largest(in_use), bench_gpt_largest(held),
+      bench_gpt_numbers(compute, 3), balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1",
+      bench_gpt_numbers(cp_wait, 3), percentages(wait_share), percentages(cp_wait_share));
   if (!o.common.json.empty()) {
     write_json(o.common.json,
                {{"tool", "mpitron"},
