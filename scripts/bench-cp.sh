@@ -12,7 +12,7 @@
 # Ranks are not bound to cores (--bind-to none), so one rank with 2 threads gets both cores.
 # The timed runs go in --rounds rounds, each running every configuration once (so a burst of
 # other load hits all of them alike); the tables give each figure's median over the rounds and,
-# for the step times, the range. About 4 minutes on a 2-core machine at the defaults. Expects a
+# for the step times, the range. 2.5 to 3 minutes on a 2-core machine at the defaults. Expects a
 # built build/mpitron (scripts/build.sh).
 #   bash scripts/bench-cp.sh [--rounds N] [--steps N]   rounds (default 3); timed steps per run
 #                                                       (default 3, after 1 warm-up)
