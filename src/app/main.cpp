@@ -9,6 +9,7 @@
 
 #include "app/bench/comm.h"
 #include "app/bench/gemm.h"
+#include "app/bench/gpt.h"
 #include "app/bench/schedule.h"
 #include "app/bench/step.h"
 #include "app/common/gemm_agreement.h"
@@ -112,6 +113,8 @@ int main(int argc, char** argv) {
   CLI::App& bench_comm_command = mpitron::app::add_bench_comm_command(bench_command, bench_comm);
   mpitron::app::BenchGemmOptions bench_gemm;
   CLI::App& bench_gemm_command = mpitron::app::add_bench_gemm_command(bench_command, bench_gemm);
+  mpitron::app::BenchGptOptions bench_gpt;
+  CLI::App& bench_gpt_command = mpitron::app::add_bench_gpt_command(bench_command, bench_gpt);
   mpitron::app::BenchScheduleOptions bench_schedule;
   CLI::App& bench_schedule_command =
       mpitron::app::add_bench_schedule_command(bench_command, bench_schedule);
@@ -137,6 +140,8 @@ int main(int argc, char** argv) {
     parse_error = mpitron::app::bench_step_options_given(bench_command, "comm");
   if (parse_error.empty() && bench_gemm_command)
     parse_error = mpitron::app::bench_step_options_given(bench_command, "gemm");
+  if (parse_error.empty() && bench_gpt_command)
+    parse_error = mpitron::app::bench_step_options_given(bench_command, "gpt");
   if (parse_error.empty() && bench_schedule_command) {
     parse_error = mpitron::app::bench_step_options_given(bench_command, "schedule");
     if (parse_error.empty()) parse_error = mpitron::app::bench_schedule_error(bench_schedule);
@@ -185,6 +190,7 @@ int main(int argc, char** argv) {
     // Commands without a GEMM (bench comm, tokenize, export) measure nothing.
     const mpitron::app::CommonOptions* gemm_user = validate_command     ? &validate.common
                                                    : bench_gemm_command ? &bench_gemm.common
+                                                   : bench_gpt_command  ? &bench_gpt.common
                                                    : bench_comm_command ? nullptr
                                                    : bench_command      ? &bench.common
                                                    : train_command      ? &train.common
@@ -199,6 +205,7 @@ int main(int argc, char** argv) {
     if (validate_command) return mpitron::app::run_validate(validate, world);
     if (bench_comm_command) return mpitron::app::run_bench_comm(bench_comm, world);
     if (bench_gemm_command) return mpitron::app::run_bench_gemm(bench_gemm, world);
+    if (bench_gpt_command) return mpitron::app::run_bench_gpt(bench_gpt, world);
     if (bench_command) return mpitron::app::run_bench(bench, world);
     if (train_command) return mpitron::app::run_train(train, world);
     if (eval_command) return mpitron::app::run_eval(eval, world);

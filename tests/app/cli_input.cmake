@@ -14,6 +14,9 @@ function(cli_bad_test name np message)
     EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: ${regex}\n" "rank ${last}: error: ${regex}\n")
 endfunction()
 
+# bench gpt's sizes: a sequence that does not split into 2 cp zigzag chunks.
+cli_bad_test(bench_gpt_seq_cp 2 "--seq 10 does not split into 2*cp = 4 equal zigzag chunks (--cp 2)"
+             bench gpt --cp 2 --seq 10 --layers 1 --hidden 32 --heads 2)
 # 2 ranks: the default topology (2, 1, 1) fits the tiny checkpoint.
 cli_bad_test(generate_tokens_range 2 "--tokens must be in [0, 1000000], got 99999999999"
              generate --load ${cli_ckpt} --prompt x --tokens 99999999999)
@@ -167,7 +170,7 @@ mpitron_add_expect_test(bench_gemm_rejects_cuda TARGET mpitron NP 1 TIMEOUT 60
 # Every help screen fits on one screen and ends with one example; a line too wide, too many
 # lines or a missing example fail.
 foreach(command "" validate train eval generate export bench "bench comm" "bench gemm"
-                "bench schedule" train-dp attention tokenize)
+                "bench gpt" "bench schedule" train-dp attention tokenize)
   string(REPLACE " " "_" name "help_screen_mpitron_${command}")
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -DMPITRON=$<TARGET_FILE:mpitron>
                                 "-DCOMMAND=${command}" -P ${CMAKE_CURRENT_SOURCE_DIR}/HelpScreen.cmake)

@@ -44,9 +44,9 @@ struct BenchCommOptions {
 CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options);
 
 /// The error for options of `bench` itself (its MLP step's, e.g. --recompute, --hidden, --tp)
-/// given before `subcommand` ("comm" or "gemm"), which CLI11 accepts and the subcommand would
-/// ignore: "bench comm does not take --X (...)", naming the first; empty when none was given.
-/// Call after parsing.
+/// given before `subcommand` ("comm", "gemm", "gpt" or "schedule"), which CLI11 accepts and the
+/// subcommand would ignore: "bench comm does not take --X (...)", naming the first; empty when none
+/// was given. Call after parsing.
 std::string bench_step_options_given(const CLI::App& bench, const std::string& subcommand);
 
 /// Times every operation of options.ops at sizes min_bytes, 4*min_bytes, ... up to max_bytes on

@@ -58,10 +58,6 @@ double backend_allocations() {
   return static_cast<double>(total);
 }
 
-double mib(std::size_t bytes) {
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-
 }  // namespace
 
 int run_bench(const BenchOptions& options, comm::Communicator world) {

@@ -10,4 +10,8 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
+double mib(double bytes) {
+  return bytes / (1024.0 * 1024.0);
+}
+
 }  // namespace mpitron::app

@@ -53,10 +53,6 @@ std::string precision_text(const TrainOptions& o) {
                                : "bfloat16 GEMMs, float32 master";
 }
 
-double mib(std::int64_t bytes) {
-  return static_cast<double>(bytes) / (1024.0 * 1024.0);
-}
-
 std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
                                           const std::vector<std::int64_t>& starts,
                                           std::int64_t micro_batch, std::int64_t seq,

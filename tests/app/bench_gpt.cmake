@@ -1,0 +1,9 @@
+# `mpitron bench gpt` (docs/context-parallel.md#measuring): at cp 2 on 2 ranks with tiny sizes,
+# its JSON line holds every figure, a value per rank, and a finite balance (bench_gpt_json.py).
+_mpitron_mpiexec_command(bench_gpt_launch 2 mpitron bench gpt --cp 2 --layers 1 --hidden 32
+  --heads 2 --vocab 64 --seq 16 --micro-batches 2 --steps 2 --warmup 1
+  --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_bench)
+add_test(NAME bench_gpt_cp2_json
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/bench_gpt_json.py
+                 ${CMAKE_CURRENT_BINARY_DIR}/bench_gpt_cp2.jsonl -- ${bench_gpt_launch})
+set_tests_properties(bench_gpt_cp2_json PROPERTIES TIMEOUT 120 PROCESSORS 2)
