@@ -36,7 +36,8 @@ void add_common_options(CLI::App& command, CommonOptions& options) {
       ->group(kCommonGroup);
   command.add_option("--pp", options.pp, "Pipeline-parallel degree (stages)")->group(kCommonGroup);
   command
-      .add_option("--dp", options.dp, "Data-parallel degree (replicas; omitted: world / (tp pp cp))")
+      .add_option("--dp", options.dp,
+                  "Data-parallel degree (replicas; omitted: world / (tp pp cp))")
       ->group(kCommonGroup);
   add_run_options(command, options);
 }
