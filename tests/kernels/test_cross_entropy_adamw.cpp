@@ -36,6 +36,24 @@ class LossKernelTest : public KernelTest {
     }
     return c;
   }
+
+  // The loss kernels on the whole vocabulary of `c` (targets as `index_dtype`, dloss 0.7,
+  // `divisor`): the loss [1], the logit gradient and each row's target logit.
+  struct CrossEntropyRun {
+    Buffer loss, grad, target_logit;
+  };
+  CrossEntropyRun run_cross_entropy(const CrossEntropyCase& c, DType index_dtype,
+                                    double divisor) const {
+    const Buffer logits = make(c.logits), targets = make_indices(c.targets, index_dtype);
+    Buffer max = empty(kRows), sum_exp = empty(kRows);
+    CrossEntropyRun run{empty(1), empty(c.logits.size()), empty(kRows)};
+    row_max(logits, kVocab, kVocab, max);
+    cross_entropy_stats(logits, kVocab, kVocab, targets, 0, max, sum_exp, run.target_logit);
+    cross_entropy_loss(max, sum_exp, run.target_logit, targets, divisor, run.loss);
+    cross_entropy_backward(logits, kVocab, kVocab, targets, 0, max, sum_exp, make({0.7}), divisor,
+                           run.grad);
+    return run;
+  }
 };
 MPITRON_KERNEL_TEST_SUITE(LossKernelTest);
 
@@ -86,14 +104,7 @@ TEST_P(LossKernelTest, CrossEntropyMatchesLogSumExpIncludingLargeAndEqualLogits)
   reference(c, 0.7, want_loss, want_grad);
   for (const DType index_dtype : {DType::i32, DType::i64}) {
     SCOPED_TRACE(to_string(index_dtype));
-    const Buffer logits = make(c.logits), targets = make_indices(c.targets, index_dtype);
-    Buffer max = empty(kRows), sum_exp = empty(kRows), target_logit = empty(kRows);
-    Buffer loss = empty(1), grad = empty(c.logits.size());
-    row_max(logits, kVocab, kVocab, max);
-    cross_entropy_stats(logits, kVocab, kVocab, targets, 0, max, sum_exp, target_logit);
-    cross_entropy_loss(max, sum_exp, target_logit, targets, kRows, loss);
-    cross_entropy_backward(logits, kVocab, kVocab, targets, 0, max, sum_exp, make({0.7}), kRows,
-                           grad);
+    const auto [loss, grad, target_logit] = run_cross_entropy(c, index_dtype, kRows);
     // The equal row is log(37) exactly; the 1e4 rows subtract logits exactly (Sterbenz) or
     // underflow; what remains is exp/log rounding and sum_exp stored in the dtype: 8 eps of
     // max(1, |loss|) (the loss is ~1e4 here).
@@ -201,14 +212,7 @@ TEST_P(LossKernelTest, IgnoredTargetsAddNothingAndGetZeroGradientRows) {
     reference(c, 0.7, want_loss, want_grad, divisor);
     for (const DType index_dtype : {DType::i32, DType::i64}) {
       SCOPED_TRACE(::testing::Message() << to_string(index_dtype) << ", divisor " << divisor);
-      const Buffer logits = make(c.logits), targets = make_indices(c.targets, index_dtype);
-      Buffer max = empty(kRows), sum_exp = empty(kRows), target_logit = empty(kRows);
-      Buffer loss = empty(1), grad = empty(c.logits.size());
-      row_max(logits, kVocab, kVocab, max);
-      cross_entropy_stats(logits, kVocab, kVocab, targets, 0, max, sum_exp, target_logit);
-      cross_entropy_loss(max, sum_exp, target_logit, targets, divisor, loss);
-      cross_entropy_backward(logits, kVocab, kVocab, targets, 0, max, sum_exp, make({0.7}), divisor,
-                             grad);
+      const auto [loss, grad, target_logit] = run_cross_entropy(c, index_dtype, divisor);
       // As the whole-vocabulary test, but the loss is ~5 now while row 3's term is still the
       // difference of two logits near 1e4, rounded in double at that magnitude: 2^-52 1e4
       // (2.2e-12) on top of 8 eps of the loss (float64 measured 1.9e-13).
