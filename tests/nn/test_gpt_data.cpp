@@ -62,6 +62,18 @@ TEST(GptConfig, PaddingRowsAreZeroAndTheVocabularyRowsDoNotDependOnThem) {
   EXPECT_THROW(fit_vocab_rows(wte, 4, 4), std::invalid_argument);
 }
 
+// The parameters of `config`'s model, every tensor counted once.
+std::int64_t parameter_count(const GptConfig& config) {
+  std::int64_t count = 0;
+  for (const ParameterSpec& spec : gpt_parameter_specs(config)) {
+    std::int64_t n = 1;
+    for (const std::int64_t d : spec.full_shape)
+      n *= d;
+    count += n;
+  }
+  return count;
+}
+
 TEST(GptConfig, Gpt2ModelsAndGeluNames) {
   const std::optional<GptConfig> small = model_preset("gpt2");
   ASSERT_TRUE(small);
@@ -69,20 +81,34 @@ TEST(GptConfig, Gpt2ModelsAndGeluNames) {
   EXPECT_EQ(small->block_size, 1024);
   EXPECT_EQ(small->gelu, GeluForm::tanh);
   // 124M: the count Hugging Face reports for gpt2 (wte tied, no padding).
-  std::int64_t count = 0;
-  for (const ParameterSpec& spec : gpt_parameter_specs(*small)) {
-    std::int64_t n = 1;
-    for (const std::int64_t d : spec.full_shape)
-      n *= d;
-    count += n;
-  }
-  EXPECT_EQ(count, 124439808);
+  EXPECT_EQ(parameter_count(*small), 124439808);
   EXPECT_EQ(model_preset("gpt2-xl")->layers, 48);
   EXPECT_EQ(model_preset("gpt2-xl")->heads, 25);
   EXPECT_FALSE(model_preset("gpt3"));
   EXPECT_EQ(gelu_form_from_string("tanh"), GeluForm::tanh);
   EXPECT_STREQ(to_string(gelu_form_from_string("erf")), "erf");
   EXPECT_THROW(gelu_form_from_string("relu"), std::invalid_argument);
+}
+
+TEST(GptConfig, LlamaPresetsHaveTheirPublishedParameterCounts) {
+  // The counts Hugging Face's num_parameters() reports for each model (tied embeddings counted
+  // once): a wrong size, head count, kv head count or tying changes them.
+  const std::pair<const char*, std::int64_t> published[] = {{"smollm-135m", 134515008},
+                                                            {"smollm2-360m", 361821120},
+                                                            {"tinyllama-1.1b", 1100048384},
+                                                            {"llama-3.2-1b", 1235814400},
+                                                            {"llama-3-8b", 8030261248}};
+  for (const auto& [name, count] : published) {
+    const std::optional<GptConfig> config = model_preset(name);
+    ASSERT_TRUE(config) << name;
+    EXPECT_TRUE(config->llama()) << name;
+    EXPECT_EQ(config->norm_eps, 1e-5) << name;
+    EXPECT_EQ(parameter_count(*config), count) << name;
+  }
+  const std::optional<GptConfig> llama32 = model_preset("llama-3.2-1b");
+  EXPECT_EQ(llama32->rope_theta, 500000.0);
+  EXPECT_EQ(llama32->rope_scaling.factor, 32.0);
+  EXPECT_EQ(model_preset("smollm-135m")->rope_scaling.factor, 0.0);
 }
 
 TEST(WindowSampler, StepUnionIsTheSameForEveryReplicaCount) {
@@ -247,18 +273,25 @@ TEST(LrSchedule, LinearAndConstantDecayStyles) {
 }
 
 TEST(SampleToken, GreedyTopKAndInversion) {
+  const auto sampling = [](double temperature, std::int64_t top_k) {
+    SamplingOptions options;
+    options.temperature = temperature;
+    options.top_k = top_k;
+    return options;
+  };
   const std::vector<double> logits = {0.0, 2.0, 2.0, std::log(0.5) + 2.0};
-  EXPECT_EQ(sample_token(logits, {0.0, 0, 0}, 0.99), 1);  // argmax, lowest id on ties
+  // Greedy: the argmax, the lowest id on ties.
+  EXPECT_EQ(sample_token(logits, sampling(0.0, 0), 0.99), 1);
   // Temperature 1: ids in the order 1, 2, 3, 0 with weights 1, 1, 1/2, e^-2.
   const double z = 2.5 + std::exp(-2.0);
-  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 0.0), 1);
-  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 1.0 / z + 1e-9), 2);
-  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 2.5 / z - 1e-9), 3);
-  EXPECT_EQ(sample_token(logits, {1.0, 0, 0}, 0.999999), 0);
+  EXPECT_EQ(sample_token(logits, sampling(1.0, 0), 0.0), 1);
+  EXPECT_EQ(sample_token(logits, sampling(1.0, 0), 1.0 / z + 1e-9), 2);
+  EXPECT_EQ(sample_token(logits, sampling(1.0, 0), 2.5 / z - 1e-9), 3);
+  EXPECT_EQ(sample_token(logits, sampling(1.0, 0), 0.999999), 0);
   // Top-2: only ids 1 and 2, half each.
-  EXPECT_EQ(sample_token(logits, {1.0, 2, 0}, 0.49), 1);
-  EXPECT_EQ(sample_token(logits, {1.0, 2, 0}, 0.51), 2);
-  EXPECT_THROW(sample_token(logits, {-1.0, 0, 0}, 0.5), std::invalid_argument);
+  EXPECT_EQ(sample_token(logits, sampling(1.0, 2), 0.49), 1);
+  EXPECT_EQ(sample_token(logits, sampling(1.0, 2), 0.51), 2);
+  EXPECT_THROW(sample_token(logits, sampling(-1.0, 0), 0.5), std::invalid_argument);
 }
 
 }  // namespace

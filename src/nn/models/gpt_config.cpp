@@ -10,6 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "nn/models/block_parameters.h"
+#include "nn/models/gpt_pretrained.h"
 
 namespace mpitron::nn {
 
@@ -70,37 +71,21 @@ std::optional<GptConfig> model_preset(const std::string& name) {
       return GptConfig{50257, 1024, m.layers, m.hidden, m.heads, 0, GeluForm::tanh};
     }
   }
+  // Each llama preset is its config.json, in HfLlamaConfig's order: vocab_size, hidden_size,
+  // num_hidden_layers, num_attention_heads, num_key_value_heads, intermediate_size,
+  // max_position_embeddings, rms_norm_eps, rope_theta, tie_word_embeddings, rope_scaling.
   const struct {
     const char* name;
-    std::int64_t layers, hidden, heads, kv_heads, ffn, vocab, block;
-    bool tied;
-    double theta;
-    kernels::Llama3RopeScaling scaling;
-  } llama[] = {{"smollm-135m", 30, 576, 9, 3, 1536, 49152, 2048, true, 10000.0, {}},
-               {"smollm2-360m", 32, 960, 15, 5, 2560, 49152, 8192, true, 100000.0, {}},
-               {"tinyllama-1.1b", 22, 2048, 32, 4, 5632, 32000, 2048, false, 10000.0, {}},
-               {"llama-3.2-1b",
-                16,
-                2048,
-                32,
-                8,
-                8192,
-                128256,
-                131072,
-                true,
-                500000.0,
-                {32.0, 1.0, 4.0, 8192.0}},
-               {"llama-3-8b", 32, 4096, 32, 8, 14336, 128256, 8192, false, 500000.0, {}}};
+    HfLlamaConfig config;
+  } llama[] = {
+      {"smollm-135m", {49152, 576, 30, 9, 3, 1536, 2048, 1e-5, 10000.0, true, {}}},
+      {"smollm2-360m", {49152, 960, 32, 15, 5, 2560, 8192, 1e-5, 100000.0, true, {}}},
+      {"tinyllama-1.1b", {32000, 2048, 22, 32, 4, 5632, 2048, 1e-5, 10000.0, false, {}}},
+      {"llama-3.2-1b",
+       {128256, 2048, 16, 32, 8, 8192, 131072, 1e-5, 500000.0, true, {32.0, 1.0, 4.0, 8192.0}}},
+      {"llama-3-8b", {128256, 4096, 32, 32, 8, 14336, 8192, 1e-5, 500000.0, false, {}}}};
   for (const auto& m : llama) {
-    if (name != m.name) continue;
-    GptConfig config{m.vocab, m.block, m.layers, m.hidden, m.heads};
-    config.arch = Arch::llama;
-    config.kv_heads = m.kv_heads;
-    config.ffn_hidden = m.ffn;
-    config.tied_embeddings = m.tied;
-    config.rope_theta = m.theta;
-    config.rope_scaling = m.scaling;
-    return config;
+    if (name == m.name) return gpt_config_of(m.config);
   }
   return std::nullopt;
 }

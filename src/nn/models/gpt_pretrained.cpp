@@ -50,14 +50,7 @@ HfLlamaConfig hf_llama_config_of(const GptConfig& c) {
 }
 
 Gpt2Weights pretrained_weights_of(const HfLlamaWeights& weights) {
-  const HfLlamaConfig& c = weights.config;
-  Gpt2Sizes sizes{.max_t = c.max_positions,
-                  .vocab = c.vocab,
-                  .padded_vocab = c.vocab,
-                  .layers = c.layers,
-                  .heads = c.heads,
-                  .hidden = c.hidden};
-  return {sizes, weights.tensors};
+  return gpt2_weights_of(gpt_config_of(weights.config), weights.tensors);
 }
 
 MasterInit pretrained_init(const Gpt2Weights& weights, DType dtype, Device device) {
