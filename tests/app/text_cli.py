@@ -189,7 +189,7 @@ def expect_error(args, message, *command):
 
 
 def check_bad_input(args):
-    expect_error(args, "the checkpoint's vocab 50257 is not bytes: give the --tokenizer it was "
+    expect_error(args, "the model's vocab 50257 is not bytes: give the --tokenizer it was "
                  "trained with", "generate", "--load", args.ckpt, "--prompt", "x")
     expect_error(args, "is llm.c token shards, already tokens: --tokenizer encodes a text file",
                  "eval", "--load", args.ckpt, "--data", os.path.join(args.work, "shards"),
@@ -197,7 +197,7 @@ def check_bad_input(args):
     byte_ckpt = os.path.join(args.work, "ckpt_bytes")
     mpitron(args, (1, 1, 1), "train", "--data", args.text, "--steps", "1", "--save", byte_ckpt,
             *TRAIN)
-    expect_error(args, "has 50257 ids, more than the checkpoint's vocab 256", "generate",
+    expect_error(args, "has 50257 ids, more than the model's vocab 256", "generate",
                  "--load", byte_ckpt, "--prompt", "x", "--tokenizer", args.tokenizer)
 
 

@@ -346,7 +346,7 @@ mpitron_add_expect_test(eval_vocab_not_bytes TARGET mpitron NP 1 TIMEOUT 60
   ARGS eval --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_vocab300 --data /usr/share/common-licenses/GPL-3
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "warning: --data [^ ]*GPL-3 is read as bytes, but the checkpoint's vocab is 300"
+  EXPECT_OUTPUT "warning: --data [^ ]*GPL-3 is read as bytes, but the model's vocab is 300"
                 "eval: [^\n]* nats per byte")
 set_tests_properties(eval_vocab_not_bytes_save PROPERTIES FIXTURES_SETUP ckpt_vocab300)
 set_tests_properties(eval_vocab_not_bytes PROPERTIES FIXTURES_REQUIRED ckpt_vocab300)

@@ -25,7 +25,7 @@ nn::CpComm cp_comm_of(const CommonOptions& options);
 /// cp > 1, seq divisible by 2 cp ("--seq 10 does not split into 2*cp = 4 equal zigzag chunks
 /// (--cp 2)") and, with `sequence_parallel`, each rank's seq / cp tokens divisible by tp
 /// ("--sequence-parallel needs --seq / cp = 6 divisible by tp 4"). `seq_name` is how the message
-/// names the length ("--seq 10", or e.g. eval's "the checkpoint's block size 30" when no --seq was
+/// names the length ("--seq 10", or e.g. eval's "the model's block size 30" when no --seq was
 /// given). Throws comm::ConfigError.
 void check_context_parallel_sequence(std::int64_t seq, const ParallelSizes& sizes,
                                      bool sequence_parallel, const std::string& seq_name = "--seq");

@@ -32,7 +32,7 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
   c.add_option("--tokenizer", o.tokenizer,
                "Tokenizer file or folder (GPT-2's, Llama 3's tokenizer.model, a tokenizer.json): "
                "--data is text to encode");
-  c.add_option("--seq", o.seq, "Window length (default: the checkpoint's block size)")
+  c.add_option("--seq", o.seq, "Window length (default: the model's block size)")
       ->check(size_at_most_max());
   add_example(
       c, "mpirun -np 2 mpitron eval --tp 2 --load ckpt --data /usr/share/common-licenses/GPL-3");
@@ -52,9 +52,8 @@ nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
   }
   nn::BpeTokenizer tokenizer = load_tokenizer_option(o.tokenizer);
   if (tokenizer.vocab_size() > vocab) {
-    throw comm::ConfigError(
-        fmt::format("--tokenizer {} has {} ids, more than the checkpoint's vocab {}", o.tokenizer,
-                    tokenizer.vocab_size(), vocab));
+    throw comm::ConfigError(fmt::format("--tokenizer {} has {} ids, more than the model's vocab {}",
+                                        o.tokenizer, tokenizer.vocab_size(), vocab));
   }
   if (nn::names_token_shards(o.data)) {
     throw comm::ConfigError(fmt::format(
@@ -78,9 +77,8 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
       [&](const nn::GptConfig& config, const ParallelSizes& sizes) {
         seq = o.seq.value_or(config.block_size);
         if (seq < 1 || seq > config.block_size) {
-          throw comm::ConfigError(
-              fmt::format("--seq must be in [1, {}] (the checkpoint's block size), got {}",
-                          config.block_size, seq));
+          throw comm::ConfigError(fmt::format(
+              "--seq must be in [1, {}] (the model's block size), got {}", config.block_size, seq));
         }
         check_context_parallel_sequence(seq, sizes, /*sequence_parallel=*/false,
                                         o.seq ? "--seq" : "the window (the model's block size)");
@@ -104,7 +102,7 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   if (std::string_view(corpus->unit()) == "byte" && run.config.vocab > 256) {
     // A byte-level model may have a larger vocabulary (train --vocab), so this only warns.
     run.log->warn(
-        "warning: --data {} is read as bytes, but the checkpoint's vocab is {}: if it was trained "
+        "warning: --data {} is read as bytes, but the model's vocab is {}: if it was trained "
         "on tokens, give the --tokenizer it was trained with, or its token shards",
         o.data, run.config.vocab);
   }

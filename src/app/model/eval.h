@@ -18,7 +18,7 @@ struct EvalOptions {
   ModelSource model;                ///< --load or --init-from (and --heads)
   std::string data;                 ///< a text file, or llm.c token shards
   std::string tokenizer;            ///< GPT-2 tokenizer files: --data is text to encode
-  std::optional<std::int64_t> seq;  ///< window length; not given: the checkpoint's block size
+  std::optional<std::int64_t> seq;  ///< window length; not given: the model's block size
 };
 
 /// Adds the `eval` subcommand and its flags to `app`.
@@ -34,8 +34,8 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& options);
 /// "bits_per_byte" or "bits_per_token", "windows", "step" or "init_from", ...}. Throws
 /// comm::ConfigError (agreed) for both or neither of --load and --init-from, a missing/damaged
 /// checkpoint or file, unreadable data or a bad shard, a tokenizer that is not one, has
-/// more ids than the checkpoint's vocabulary or meets shards (already tokens), data shorter than
-/// one window, or --seq outside [1, block size] (the checkpoint's position table).
+/// more ids than the model's vocabulary or meets shards (already tokens), data shorter than
+/// one window, or --seq outside [1, block size] (the model's position table).
 int run_eval(const EvalOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app

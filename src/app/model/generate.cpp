@@ -52,22 +52,20 @@ void check_sampling_options(const GenerateOptions& o) {
   }
 }
 
-// The tokenizer of --tokenizer, checked against the checkpoint's vocabulary `vocab`; none
+// The tokenizer of --tokenizer, checked against the model's vocabulary `vocab`; none
 // (bytes) without the flag.
 std::optional<nn::BpeTokenizer> prompt_tokenizer(const GenerateOptions& o, std::int64_t vocab) {
   if (o.tokenizer.empty()) {
     if (vocab > 256) {
       throw comm::ConfigError(fmt::format(
-          "the checkpoint's vocab {} is not bytes: give the --tokenizer it was trained with",
-          vocab));
+          "the model's vocab {} is not bytes: give the --tokenizer it was trained with", vocab));
     }
     return std::nullopt;
   }
   nn::BpeTokenizer tokenizer = load_tokenizer_option(o.tokenizer);
   if (tokenizer.vocab_size() > vocab) {
-    throw comm::ConfigError(
-        fmt::format("--tokenizer {} has {} ids, more than the checkpoint's vocab {}", o.tokenizer,
-                    tokenizer.vocab_size(), vocab));
+    throw comm::ConfigError(fmt::format("--tokenizer {} has {} ids, more than the model's vocab {}",
+                                        o.tokenizer, tokenizer.vocab_size(), vocab));
   }
   return tokenizer;
 }
@@ -104,7 +102,7 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
   const nn::GptStage stage(run.config, model_init(run, autograd::DType::f32), topology);
   std::vector<std::int64_t> prompt;
   nn::SamplingOptions sampling{o.temperature, o.top_k, o.common.seed,
-                               tokenizer ? tokenizer->vocab_size() : 0};
+                               tokenizer ? tokenizer->vocab_size() : 0, {}};
   if (tokenizer) {
     if (tokenizer->prompt_starts_with_document_start())
       prompt.push_back(tokenizer->document_start());

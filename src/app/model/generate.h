@@ -40,8 +40,8 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& options);
 /// empty prompt,
 /// --tokens outside [0, kMaxGenerateTokens], a negative --top-k, a --temperature that is
 /// negative or not finite (one message per option, e.g. "--top-k must be >= 0, got -1"), a
-/// --tokenizer that is not one or has more ids than the checkpoint's vocabulary, or a
-/// checkpoint of more than 256 ids without --tokenizer.
+/// --tokenizer that is not one or has more ids than the model's vocabulary, or a
+/// model of more than 256 ids without --tokenizer.
 int run_generate(const GenerateOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app
