@@ -14,7 +14,8 @@ endfunction()
 gpt2_formats_test(gpt2_formats_exports 1 exports --load ${ckpt_tiny})
 # train --init-from a file of each format, then export in that format: the same bytes.
 gpt2_formats_test(gpt2_formats_roundtrip 4 roundtrip)
-# generate --init-from an llm.c file: the text of generate --load of the same weights.
+# generate and eval --init-from an llm.c file, its Hugging Face export and its bfloat16 llm.c export:
+# the text and loss of --load of the same weights.
 gpt2_formats_test(gpt2_formats_generate_init_from 2 generate)
 
 # Bad --init-from: one line on every rank, exit code 2.

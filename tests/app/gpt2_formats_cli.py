@@ -23,8 +23,11 @@ made anew). Python standard library only.
       file again.
   generate --work WORK
       Writes an llm.c model file (maxT 16, V = Vp = 256: bytes, L 2, NH 4, C 16), `train
-      --init-from`s it for one SGD step at --lr 1e-30 with --save, and runs greedy `generate` of
-      the file (--init-from) and of the saved step (--load) on tp 2: the same text.
+      --init-from`s it for one SGD step at --lr 1e-30 with --save, and runs greedy `generate` and
+      `eval` of the file (--init-from) and of the saved step (--load) on tp 2: the same text and
+      the same loss. So do the step's Hugging Face export (--init-from with --heads 4, which a
+      safetensors file does not record) and its bfloat16 llm.c export (version 5) against a
+      step saved from that file (its weights widened exactly).
 Prints what it compared; exits 1 on any failure.
 """
 import argparse
@@ -33,6 +36,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import struct
 import sys
@@ -201,19 +205,44 @@ def roundtrip(args):
                 [2, 1, 1])
 
 
+def outputs(args, weights, data):
+    """Greedy `generate` text and `eval` loss line of the weights of `weights` (flags) on tp 2."""
+    out, _ = mpitron(args, [2, 1, 1], "generate", *weights, "--prompt", "GNU", "--tokens", "12",
+                     "--temperature", "0")
+    text = out.split(b"\n")[0]
+    if len(text) != len("GNU") + 12:
+        fail(f"generate {' '.join(weights)} gives {text!r}, not the prompt and 12 bytes")
+    out, err = mpitron(args, [2, 1, 1], "eval", *weights, "--data", data, "--seq", "16")
+    loss = re.search(rb"loss ([0-9.]+) nats", out + err)
+    if not loss:
+        fail(f"eval {' '.join(weights)} printed no loss")
+    return text, loss.group(1)
+
+
+def expect_same_outputs(args, file_flags, checkpoint, data):
+    got = outputs(args, file_flags, data)
+    want = outputs(args, ["--load", checkpoint], data)
+    if got != want:
+        fail(f"{' '.join(file_flags)} gives text and loss {got}, --load of its weights {want}")
+    print(f"generate and eval: {' '.join(file_flags)} and --load of the same weights give "
+          f"{got[0]!r} and loss {got[1].decode()}", flush=True)
+
+
 def generate(args):
     source = os.path.join(args.work, "bytes.llmc")
     write_llmc_sample(source, 16, 256, 256, 2, 4, 16)
+    data = os.path.join(args.work, "eval.txt")
+    with open(data, "w") as f:
+        f.write("GNU General Public License, version 3, of the Free Software Foundation. " * 4)
     checkpoint = train_from(args, "bytes", source, [2, 1, 1], [], "vocab 256, tanh GELU;")
-    texts = []
-    for weights in (["--init-from", source], ["--load", checkpoint]):
-        out, _ = mpitron(args, [2, 1, 1], "generate", *weights, "--prompt", "GNU",
-                         "--tokens", "12", "--temperature", "0")
-        texts.append(out.split(b"\n")[0])
-    if texts[0] != texts[1] or len(texts[0]) != len("GNU") + 12:
-        fail(f"generate --init-from gives {texts[0]!r}, --load of its weights {texts[1]!r}")
-    print(f"generate: --init-from {os.path.basename(source)} and --load of the same weights "
-          f"give {texts[0]!r}", flush=True)
+    expect_same_outputs(args, ["--init-from", source], checkpoint, data)
+    hf = export_to(args, checkpoint, "hf", "hf")
+    expect_same_outputs(args, ["--init-from", hf, "--heads", "4"], checkpoint, data)
+    bf16 = os.path.join(args.work, "bf16.llmc")
+    mpitron(args, [1, 1, 1], "export", "--load", checkpoint, "--format", "llmc", "--dtype",
+            "bfloat16", "--out", bf16)
+    widened = train_from(args, "bf16", bf16, [2, 1, 1], [], "vocab 256, tanh GELU;")
+    expect_same_outputs(args, ["--init-from", bf16], widened, data)
 
 
 def main():
