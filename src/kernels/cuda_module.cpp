@@ -62,6 +62,13 @@ bool cuda_module_installed() {
   return installed;
 }
 
+std::string cuda_capability_problem(int major, int minor) {
+  if (major >= kMinCudaCapabilityMajor) return "";
+  return "GPU 0 has compute capability " + std::to_string(major) + "." + std::to_string(minor) +
+         "; mpitron's CUDA kernels and bfloat16 need " + std::to_string(kMinCudaCapabilityMajor) +
+         ".0 or above";
+}
+
 int cuda_driver_device_count() noexcept {
   // The driver API's types, as plain C: CUresult is an int enum, 0 is CUDA_SUCCESS.
   using Init = int (*)(unsigned int flags);

@@ -5,6 +5,8 @@
 // finds and calls them.
 #pragma once
 
+#include <string>
+
 #include "kernels/backend.h"
 
 /// The module is built with hidden visibility; only these entry points are exported.
@@ -28,6 +30,16 @@ bool cuda_module_installed();
 /// cuDeviceGetCount (no CUDA runtime); 0 when the driver library is absent or reports an error.
 /// Maps libcuda.so.1 when it exists. Never throws.
 int cuda_driver_device_count() noexcept;
+
+/// The oldest GPU the module runs on: compute capability 8.0 (Ampere). Its kernels are built for
+/// MPITRON_CUDA_ARCHITECTURES (8.0 and 9.0 by default), and bfloat16 (train --bf16: the
+/// __nv_bfloat16 conversions, cuBLAS's CUDA_R_16BF products with float32 compute) needs 8.0.
+inline constexpr int kMinCudaCapabilityMajor = 8;
+
+/// Why a GPU of compute capability major.minor cannot run the module, on one line (e.g. "GPU 0
+/// has compute capability 7.5; mpitron's CUDA kernels and bfloat16 need 8.0 or above"), or ""
+/// when it can. Pure; the module's check calls it on device 0.
+std::string cuda_capability_problem(int major, int minor);
 
 /// The module's backend, loading the module on the first call. Throws std::runtime_error naming
 /// the module path and the loader's or the CUDA runtime's message when it cannot be used.

@@ -1,5 +1,6 @@
 // Buffer, the caching allocator, copies across devices and the CUDA availability queries.
 #include <cstring>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -117,6 +118,17 @@ TEST(Device, CudaBufferWithoutCudaThrows) {
   if (cuda_available()) GTEST_SKIP() << "a CUDA device is present";
   EXPECT_THROW(Buffer(4, DType::f32, Device::cuda), std::runtime_error);
   EXPECT_NO_THROW(synchronize(Device::cuda));
+}
+
+// The module's own check refuses a GPU older than Ampere (its kernels and bfloat16 need 8.0), in
+// one line naming the capability; 8.0 and newer pass.
+TEST(Device, CudaCapabilityBelowAmpereIsNamed) {
+  for (const auto& [major, minor] : {std::pair{8, 0}, {8, 6}, {9, 0}, {12, 0}})
+    EXPECT_EQ(cuda_capability_problem(major, minor), "") << major << "." << minor;
+  EXPECT_EQ(cuda_capability_problem(7, 5),
+            "GPU 0 has compute capability 7.5; mpitron's CUDA kernels and bfloat16 need 8.0 or "
+            "above");
+  EXPECT_NE(cuda_capability_problem(6, 1).find("capability 6.1;"), std::string::npos);
 }
 
 TEST(Device, NamesAndSizes) {

@@ -222,6 +222,13 @@ kernels::Device resolve_device(const std::string& device) {
         "e.g. CUDA_VISIBLE_DEVICES=0",
         gpus));
   }
+  try {
+    // Loads the CUDA module now, so that a device it cannot use (no runtime for the driver, a
+    // compute capability below 8.0) is one agreed line rather than a failure at the first tensor.
+    const kernels::Buffer probe(1, kernels::DType::f32, kernels::Device::cuda);
+  } catch (const std::runtime_error& e) {
+    throw comm::ConfigError(fmt::format("--device {}: {}", device, e.what()));
+  }
   return kernels::Device::cuda;
 }
 

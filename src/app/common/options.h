@@ -98,9 +98,11 @@ struct ParallelSizes {
 ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_size);
 
 /// Resolves --device: auto picks cuda when a device is visible, else cpu; cpu probes nothing, so
-/// no CUDA library is mapped (the CUDA module is loaded by the first cuda buffer). Throws
-/// comm::ConfigError when cuda is asked for without a device, or when more than one GPU is
-/// visible (every rank of a workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0).
+/// no CUDA library is mapped. For cuda it loads the CUDA module. Throws comm::ConfigError when
+/// cuda is asked for without a device, when more than one GPU is visible (every rank of a
+/// workstation computes on GPU 0: set CUDA_VISIBLE_DEVICES=0), or when the module cannot use the
+/// device (e.g. "--device auto: kernels: the CUDA runtime cannot use a device: GPU 0 has compute
+/// capability 7.5; mpitron's CUDA kernels and bfloat16 need 8.0 or above").
 kernels::Device resolve_device(const std::string& device);
 
 /// "cpu (blas GEMM, 1 thread)" for the CPU (the GEMM provider and cpu_threads(); beyond one

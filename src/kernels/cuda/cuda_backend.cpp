@@ -1,6 +1,8 @@
 // The CUDA backend: cudaMalloc'd device memory, cudaMallocHost'd (pinned) staging memory, and
 // the kernels of this folder. Everything runs on the default stream of the current device.
 // Built as the module libmpitron_cuda.so; its entry points are declared in kernels/cuda_module.h.
+#include <string>
+
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/kernels.h"
 #include "kernels/cuda_module.h"
@@ -54,7 +56,16 @@ const char* mpitron_cuda_module_check() noexcept {
     static_cast<void>(cudaGetLastError());  // e.g. cudaErrorNoDevice, cudaErrorInsufficientDriver
     return cudaGetErrorString(status);
   }
-  return count > 0 ? nullptr : "the CUDA runtime reports no device";
+  if (count == 0) return "the CUDA runtime reports no device";
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) != cudaSuccess) {
+    return cudaGetErrorString(cudaGetLastError());
+  }
+  // The message outlives the call: the caller copies it into its exception.
+  static std::string problem;
+  problem = mpitron::kernels::cuda_capability_problem(major, minor);
+  return problem.empty() ? nullptr : problem.c_str();
 }
 
 mpitron::kernels::Backend* mpitron_cuda_module_backend() noexcept {
