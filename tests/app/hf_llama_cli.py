@@ -13,7 +13,8 @@ made anew). Python standard library only.
       same sizes, choices and rope_scaling; `train --init-from` the export and export again: the
       same model.safetensors and config.json byte for byte. Then `export --dtype bfloat16`:
       BF16 tensors, each the float32 value rounded to nearest even, and the bfloat16 folder
-      starts a run.
+      starts a run. An export into a folder holding model.safetensors.index.json (whose shards
+      would stay beside the new file, stale) is one line and exit code 2.
   eval --data DIR --work WORK
       `train --init-from` DIR/hf_llama_tied for one SGD step at --lr 1e-30 with --save, then
       `eval --init-from` the folder and `eval --load` the saved step (tp 2) on
@@ -26,6 +27,7 @@ import json
 import os
 import shutil
 import struct
+import subprocess
 import sys
 
 from checkpoint_cli import fail, mpitron, read_safetensors
@@ -98,6 +100,18 @@ def roundtrip(args):
         train_from(args, f"{name}_bf16", bf16, [1, 1, 1], [], "llama")
         print(f"roundtrip {name}: export --dtype bfloat16 rounds every value to nearest even "
               f"and starts a run", flush=True)
+    sharded = os.path.join(args.work, "sharded")
+    os.makedirs(sharded)
+    with open(os.path.join(sharded, "model.safetensors.index.json"), "w") as f:
+        json.dump({"weight_map": {}}, f)
+    launch = [part.replace("{np}", "1") for part in args.launch]
+    done = subprocess.run(launch + ["export", "--load", checkpoint, "--format", "hf", "--out",
+                                    sharded, "--log-dir", os.path.join(args.work, "logs")],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = done.stdout.decode("utf-8", "replace")
+    if done.returncode != 2 or "holds model.safetensors.index.json (a sharded model)" not in output:
+        fail(f"export into a sharded folder: exit {done.returncode}, output {output!r}")
+    print("export into a folder with model.safetensors.index.json: one line, exit 2", flush=True)
 
 
 def evaluate(args):

@@ -143,7 +143,7 @@ TEST_F(Gpt2Safetensors, NamesEachBadFileInOneLine) {
   EXPECT_THAT(error_of(with("transformer.wpe.weight", Tensor::zeros({32, 16}))),
               names("tensors 'wpe.weight' and 'transformer.wpe.weight' are the same tensor"));
   EXPECT_THAT(error_of(with("ln_f.bias", Tensor::zeros({16}, autograd::DType::i32))),
-              names("tensor 'ln_f.bias' is I32, not F32, F64 or BF16"));
+              names("tensor 'ln_f.bias' is I32, not a floating dtype (F32, F64, BF16 or F16)"));
   EXPECT_THAT(
       error_of(kHf, 0),
       names("a safetensors file does not record the number of attention heads: give --heads"));

@@ -104,9 +104,27 @@ TEST_F(HfLlama, ConfigJsonRoundTripsWithLlama3Scaling) {
   const nlohmann::json j = hf_llama_config_json(c);
   EXPECT_EQ(j["rope_scaling"]["rope_type"], "llama3");
   EXPECT_EQ(j["head_dim"], 2);
+  EXPECT_TRUE(j["rope_scaling"]["original_max_position_embeddings"].is_number_integer());
   const HfLlamaConfig back = hf_llama_config_from_json(j, "config.json");
   EXPECT_EQ(back.rope_scaling, c.rope_scaling);
   EXPECT_EQ(back.max_positions, 64);
+  // transformers' newer form: rope_theta and the scaling inside rope_parameters.
+  nlohmann::json newer = j;
+  newer.erase("rope_theta");
+  newer.erase("rope_scaling");
+  newer["rope_parameters"] = j["rope_scaling"];
+  newer["rope_parameters"]["rope_theta"] = 250000.0;
+  const HfLlamaConfig from_parameters = hf_llama_config_from_json(newer, "config.json");
+  EXPECT_EQ(from_parameters.rope_theta, 250000.0);
+  EXPECT_EQ(from_parameters.rope_scaling, c.rope_scaling);
+  newer["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1000.0}};
+  const HfLlamaConfig unscaled = hf_llama_config_from_json(newer, "config.json");
+  EXPECT_EQ(unscaled.rope_theta, 1000.0);
+  EXPECT_FALSE(unscaled.rope_scaling.active());
+  // rope_type "default" in rope_scaling is no scaling.
+  nlohmann::json plain = j;
+  plain["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_FALSE(hf_llama_config_from_json(plain, "config.json").rope_scaling.active());
   // Older files say "type"; absent fields take LlamaConfig's defaults.
   nlohmann::json old = {{"model_type", "llama"},
                         {"hidden_size", 8},
@@ -193,6 +211,24 @@ TEST_F(HfLlama, EachRefusedConfigFieldIsOneLine) {
               names("rope_scaling of type \"yarn\" is not supported"));
   EXPECT_THAT(config_error(with("rope_scaling", {{"rope_type", "llama3"}, {"factor", 4.0}})),
               names("rope_scaling: no low_freq_factor"));
+  const nlohmann::json llama3 = {{"rope_type", "llama3"},
+                                 {"factor", 0.0},
+                                 {"low_freq_factor", 1.0},
+                                 {"high_freq_factor", 4.0},
+                                 {"original_max_position_embeddings", 64}};
+  EXPECT_THAT(config_error(with("rope_scaling", llama3)),
+              names("config.json: rope_scaling: factor 0 is not a finite number >= 1"));
+  EXPECT_THAT(config_error(with("rope_theta", -1.0)),
+              names("config.json: theta -1 is not a finite number > 0"));
+  EXPECT_THAT(config_error(with("rms_norm_eps", 0.0)),
+              names("config.json: rms_norm_eps 0 is not a number > 0 finite in float32"));
+  EXPECT_THAT(config_error(with("rms_norm_eps", 1e39)),
+              names("config.json: rms_norm_eps 1e+39 is not a number > 0 finite in float32"));
+  EXPECT_THAT(config_error(with("rope_parameters", {{"rope_type", "dynamic"}})),
+              names("rope_parameters of type \"dynamic\" is not supported"));
+  EXPECT_THAT(
+      config_error(with("rope_parameters", {{"rope_type", "default"}, {"rope_theta", 7.0}})),
+      names("config.json: rope_parameters disagrees with rope_theta or rope_scaling"));
   nlohmann::json no_vocab = good_config();
   no_vocab.erase("vocab_size");
   EXPECT_THAT(config_error(no_vocab), names("config.json: no vocab_size"));
@@ -223,6 +259,75 @@ TEST_F(HfLlama, MissingUnexpectedMisshapenAndUntiedHeadsAreOneLine) {
   with_buffer.push_back({"model.layers.0.self_attn.rotary_emb.inv_freq", Tensor::zeros({1})});
   write_safetensors(dir / "m" / "model.safetensors", with_buffer);
   EXPECT_EQ(read_hf_llama(dir / "m").tensors.size(), w.tensors.size());
+}
+
+// A stale index beside model.safetensors (an export into a sharded folder, before export refused
+// that) does not win: the folder's single file is read, as transformers reads it, unless the
+// index is named.
+TEST_F(HfLlama, ModelSafetensorsWinsOverAStaleIndexUnlessTheIndexIsNamed) {
+  const HfLlamaWeights old_weights = tiny_weights(tiny_config(true));
+  write_hf_llama(dir / "m", old_weights, StoredDType::f32);
+  std::filesystem::rename(dir / "m" / "model.safetensors",
+                          dir / "m" / "model-00001-of-00001.safetensors");
+  SafetensorsReader shard(dir / "m" / "model-00001-of-00001.safetensors");
+  nlohmann::json map;
+  for (const SafetensorsEntry& e : shard.entries())
+    map[e.name] = "model-00001-of-00001.safetensors";
+  std::ofstream(dir / "m" / "model.safetensors.index.json")
+      << nlohmann::json{{"weight_map", map}}.dump();
+  HfLlamaWeights fresh = old_weights;
+  fresh.tensors["transformer.ln_f.weight"] = Tensor::full({8}, 3.0);
+  EXPECT_THAT(
+      message_of<CheckpointError>([&] { write_hf_llama(dir / "m", fresh, StoredDType::f32); }),
+      names("holds model.safetensors.index.json (a sharded model), whose shards would "
+            "stay beside the new model.safetensors: write into another folder"));
+  EXPECT_EQ(hf_llama_write_refusal(dir / "m").empty(), false);
+  write_hf_llama(dir / "fresh", fresh, StoredDType::f32);
+  std::filesystem::copy_file(dir / "fresh" / "model.safetensors", dir / "m" / "model.safetensors");
+  const auto ln_f = [](const HfLlamaWeights& w) {
+    return w.tensors.at("transformer.ln_f.weight").to_vector();
+  };
+  for (const char* path : {"", "config.json", "model.safetensors"})
+    EXPECT_EQ(ln_f(read_hf_llama(dir / "m" / path)), ln_f(fresh)) << path;
+  EXPECT_EQ(ln_f(read_hf_llama(dir / "m" / "model.safetensors.index.json")), ln_f(old_weights));
+}
+
+// A Llama model.safetensors without its config.json is still recognised by its tensor names,
+// and reading it says what is missing (not a GPT-2 reader's "missing tensor 'wte.weight'").
+TEST_F(HfLlama, ALoneLlamaFileNamesItsMissingConfig) {
+  write_hf_llama(dir / "m", tiny_weights(tiny_config(true)), StoredDType::f32);
+  std::filesystem::remove(dir / "m" / "config.json");
+  EXPECT_TRUE(is_hf_llama_path(dir / "m" / "model.safetensors"));
+  EXPECT_THAT(message_of<CheckpointError>([&] { read_hf_llama(dir / "m" / "model.safetensors"); }),
+              names("config.json: missing: a Hugging Face Llama model's sizes are in the "
+                    "config.json beside its weights"));
+}
+
+// F16 tensors (half precision, as many Llama files are published) read as float32 exactly: a
+// BF16 folder whose header is relabelled F16 reads each stored 16 bits as a half.
+TEST_F(HfLlama, F16TensorsReadAsFloat32) {
+  write_hf_llama(dir / "m", tiny_weights(tiny_config(true)), StoredDType::bf16);
+  const auto path = dir / "m" / "model.safetensors";
+  const Tensor stored = rounded_to_bf16(SafetensorsReader(path).read_tensor(
+      "model.embed_tokens.weight"));  // the file's bits: widening and rounding are exact
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::uint64_t length = 0;
+  file.read(reinterpret_cast<char*>(&length), sizeof length);
+  std::string header(length, '\0');
+  file.read(header.data(), static_cast<std::streamsize>(length));
+  for (std::size_t at = header.find("\"BF16\""); at != std::string::npos;
+       at = header.find("\"BF16\"", at)) {
+    header.replace(at, 6, "\"F16\" ");  // the same length, so the offsets stay
+  }
+  file.seekp(sizeof length);
+  file.write(header.data(), static_cast<std::streamsize>(header.size()));
+  file.close();
+  EXPECT_EQ(SafetensorsReader(path).entries()[0].dtype, StoredDType::f16);
+  std::vector<double> expected;
+  const auto* bits = static_cast<const kernels::bf16*>(stored.buffer().data());
+  for (std::int64_t i = 0; i < stored.numel(); ++i)
+    expected.push_back(half_to_float(bits[i].bits));
+  EXPECT_EQ(read_hf_llama(dir / "m").tensors.at("transformer.wte.weight").to_vector(), expected);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -114,8 +115,9 @@ TEST_F(Safetensors, EachKindOfDamageHasItsMessage) {
               names(path, "header length 1000 is beyond the file (10 bytes)"));
   EXPECT_THAT(damage(raw_file(R"({"a": )", "")), names(path, "bad JSON header"));
   EXPECT_THAT(damage(raw_file("[1, 2]", "")), names("the JSON header is not an object"));
-  EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", "xxxx")),
-              names(path, "tensor 'a' has unknown dtype \"F16\""));
+  EXPECT_THAT(
+      damage(raw_file(R"({"a":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,4]}})", "xxxx")),
+      names(path, "tensor 'a' has unknown dtype \"F8_E4M3\""));
   EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight)),
               names("tensor 'a' has shape [-2], not a list of non-negative integers"));
   EXPECT_THAT(damage(raw_file(R"({"a":{"dtype":"F32","shape":[2]}})", eight)),
@@ -177,6 +179,37 @@ TEST_F(Safetensors, Bf16RoundsToNearestEvenAndWidensExactly) {
   // A truncated bf16 tensor is one line.
   EXPECT_THAT(damage(bytes.substr(0, bytes.size() - 1)),
               names("short data: tensor 'w' needs data bytes [0, 12) but the file holds 11"));
+}
+
+// IEEE half precision, bit patterns against their values from the format's definition.
+TEST(HalfToFloat, EveryClassOfHalfIsExact) {
+  EXPECT_EQ(half_to_float(0x3c00), 1.0f);
+  EXPECT_EQ(half_to_float(0xc000), -2.0f);
+  EXPECT_EQ(half_to_float(0x3555), 0x1.554p-2f);  // 0.333251953125
+  EXPECT_EQ(half_to_float(0x7bff), 65504.0f);     // the largest finite half
+  EXPECT_EQ(half_to_float(0x0400), 0x1p-14f);     // the smallest normal
+  EXPECT_EQ(half_to_float(0x0001), 0x1p-24f);     // the smallest subnormal
+  EXPECT_EQ(half_to_float(0x03ff), 0x3ffp-24f);   // the largest subnormal
+  EXPECT_EQ(half_to_float(0x8000), -0.0f);
+  EXPECT_TRUE(std::signbit(half_to_float(0x8000)));
+  EXPECT_EQ(half_to_float(0x7c00), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(half_to_float(0xfc00), -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(half_to_float(0x7e00)));
+}
+
+// read_float32 widens every floating dtype and refuses integers in one line.
+TEST_F(Safetensors, ReadFloat32TakesFloatingDtypesOnly) {
+  write_safetensors(dir / "a.safetensors",
+                    {{"d", Tensor::from_vector({0.1, -2.0}, {2}, DType::f64)},
+                     {"b", rounded_to_bf16(Tensor::from_vector({1.5}, {1}))},
+                     {"i", Tensor::zeros({2}, DType::i32)}});
+  SafetensorsReader reader(dir / "a.safetensors");
+  const Tensor d = reader.read_float32("d");
+  EXPECT_EQ(d.dtype(), DType::f32);
+  EXPECT_EQ(d.to_vector(), (std::vector<double>{0.1f, -2.0}));
+  EXPECT_EQ(reader.read_float32("b").to_vector(), std::vector<double>{1.5});
+  EXPECT_THAT(message_of<CheckpointError>([&] { reader.read_float32("i"); }),
+              names("tensor 'i' is I32, not a floating dtype (F32, F64, BF16 or F16)"));
 }
 
 TEST_F(Safetensors, IntegerTensorsRoundTripAndMissingNamesAreErrors) {

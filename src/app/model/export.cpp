@@ -97,6 +97,9 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
     if (llama && std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
       throw comm::ConfigError(fmt::format("--out {}: is a file, not a folder", o.out));
     }
+    if (const std::string why = nn::hf_llama_write_refusal(out); llama && !why.empty()) {
+      throw comm::ConfigError(fmt::format("--out {}: {}", o.out, why));
+    }
     if (const std::string why = folder_write_error(folder); !why.empty()) {
       throw comm::ConfigError(fmt::format("--out {}: cannot write into the folder {}: {}", o.out,
                                           folder.string(), why));

@@ -96,7 +96,7 @@ class GptFile {
                        autograd::to_string(e.shape), autograd::to_string(shape)));
     }
     taken_.insert(key);
-    return float32(e);
+    return reader_.read_float32(e.name);
   }
 
   /// Fails naming the first tensor never taken.
@@ -112,7 +112,7 @@ class GptFile {
   std::optional<Tensor> lm_head() {
     const SafetensorsEntry* e = reader_.find("lm_head.weight");
     if (e == nullptr) return std::nullopt;
-    return float32(*e);
+    return reader_.read_float32(e->name);
   }
 
  private:
@@ -122,16 +122,6 @@ class GptFile {
       fail(fmt::format("missing tensor '{}' (or '{}{}')", key, kPrefix, key));
     }
     return reader_.entries()[it->second];
-  }
-
-  Tensor float32(const SafetensorsEntry& e) {
-    if (e.dtype != StoredDType::f32 && e.dtype != StoredDType::f64 &&
-        e.dtype != StoredDType::bf16) {
-      fail(fmt::format("tensor '{}' is {}, not F32, F64 or BF16", e.name, to_string(e.dtype)));
-    }
-    Tensor tensor = reader_.read_tensor(e.name);  // BF16 comes widened to float32
-    if (e.dtype != StoredDType::f64) return tensor;
-    return Tensor::from_vector(tensor.to_vector(), tensor.shape());
   }
 
   SafetensorsReader reader_;

@@ -29,7 +29,7 @@ namespace mpitron::nn {
 /// Throws CheckpointError "<path>: <what>" for a damaged safetensors file (SafetensorsReader),
 /// heads < 1 ("a safetensors file does not record the number of attention heads: give
 /// --heads") or not dividing C, a missing tensor, an unexpected one, a shape that is
-/// neither layout's, a tensor that is not F32, F64 or BF16 (BF16 widens exactly), or an
+/// neither layout's, a tensor that is not F32, F64, BF16 or F16 (BF16 and F16 widen exactly), or an
 /// lm_head.weight that differs from wte.weight (mpitron ties the LM head to the token embedding),
 /// naming the tensor as the file does.
 Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_t heads);

@@ -60,17 +60,6 @@ std::vector<Correspondence> correspondences(const HfLlamaConfig& c) {
   return table;
 }
 
-Tensor float32_of(SafetensorsReader& reader, const SafetensorsEntry& e) {
-  if (e.dtype == StoredDType::f32 || e.dtype == StoredDType::bf16)
-    return reader.read_tensor(e.name);
-  if (e.dtype == StoredDType::f64) {
-    const Tensor wide = reader.read_tensor(e.name);
-    return Tensor::from_vector(wide.to_vector(), wide.shape());
-  }
-  refuse(reader.path().string(),
-         fmt::format("tensor '{}' is {}, not F32, F64 or BF16", e.name, to_string(e.dtype)));
-}
-
 void require_finite(const Tensor& t, const std::string& file, const std::string& name) {
   const std::vector<double> values = t.to_vector();
   const auto bad =
@@ -102,10 +91,20 @@ struct WeightFiles {
   std::map<std::string, SafetensorsReader*> holder;                   // by tensor name
 };
 
-WeightFiles open_weights(const fs::path& folder) {
+// Whether the weights of `path` (is_hf_llama_path) are the shards of an index: when it names
+// the index, or names the folder or its config.json and the folder has an index and no
+// model.safetensors (transformers' order: the single file first).
+bool reads_index(const fs::path& path, const fs::path& folder) {
+  const std::string name = path.filename().string();
+  if (name == kIndex) return true;
+  if (name == kWeights) return false;
+  return !fs::exists(folder / kWeights) && fs::exists(folder / kIndex);
+}
+
+WeightFiles open_weights(const fs::path& folder, bool index_files) {
   WeightFiles files;
   const fs::path index = folder / kIndex;
-  if (!fs::exists(index)) {
+  if (!index_files) {
     auto reader = std::make_unique<SafetensorsReader>(folder / kWeights);
     for (const SafetensorsEntry& e : reader->entries())
       files.holder[e.name] = reader.get();
@@ -155,7 +154,15 @@ bool is_hf_llama_path(const fs::path& path) {
   if (name == kConfig || name == kIndex) return true;
   if (name != kWeights) return false;
   const fs::path config = folder_of(path) / kConfig;
-  if (!fs::exists(config)) return false;
+  if (!fs::exists(config)) {
+    // Without its config.json a Llama file is still one by its tensor names (read_hf_llama then
+    // says what is missing).
+    try {
+      return SafetensorsReader(path).find("model.embed_tokens.weight") != nullptr;
+    } catch (const CheckpointError&) {
+      return false;  // the GPT-2 readers report the damage
+    }
+  }
   std::ifstream file(config);
   const nlohmann::json j = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
   return j.is_object() && j.value("model_type", nlohmann::json()) == "llama";
@@ -164,9 +171,13 @@ bool is_hf_llama_path(const fs::path& path) {
 HfLlamaWeights read_hf_llama(const fs::path& path) {
   const fs::path folder = folder_of(path);
   const fs::path config_path = folder / kConfig;
+  if (!fs::exists(config_path)) {
+    refuse(config_path.string(),
+           "missing: a Hugging Face Llama model's sizes are in the config.json beside its weights");
+  }
   HfLlamaWeights weights;
   weights.config = hf_llama_config_from_json(read_json(config_path), config_path.string());
-  WeightFiles files = open_weights(folder);
+  WeightFiles files = open_weights(folder, reads_index(path, folder));
   std::set<std::string> taken;
   for (const Correspondence& c : correspondences(weights.config)) {
     const auto it = files.holder.find(c.theirs);
@@ -180,7 +191,7 @@ HfLlamaWeights read_hf_llama(const fs::path& path) {
              fmt::format("tensor '{}' has shape {}, config.json implies {}", c.theirs,
                          autograd::to_string(e.shape), autograd::to_string(c.shape)));
     }
-    Tensor tensor = float32_of(reader, e);
+    Tensor tensor = reader.read_float32(c.theirs);
     require_finite(tensor, reader.path().string(), c.theirs);
     weights.tensors.emplace(c.ours, std::move(tensor));
     taken.insert(c.theirs);
@@ -188,7 +199,7 @@ HfLlamaWeights read_hf_llama(const fs::path& path) {
   for (const auto& [name, reader] : files.holder) {
     if (taken.contains(name) || is_rotary_buffer(name)) continue;
     if (name == "lm_head.weight" && weights.config.tied_embeddings) {
-      const Tensor head = float32_of(*reader, *reader->find(name));
+      const Tensor head = reader->read_float32(name);
       if (head.shape() != Shape{weights.config.vocab, weights.config.hidden} ||
           head.to_vector() != weights.tensors.at("transformer.wte.weight").to_vector()) {
         refuse(reader->path().string(),
@@ -200,6 +211,16 @@ HfLlamaWeights read_hf_llama(const fs::path& path) {
     refuse(reader->path().string(), fmt::format("unexpected tensor '{}'", name));
   }
   return weights;
+}
+
+std::string hf_llama_write_refusal(const fs::path& folder) {
+  if (!fs::exists(folder / kIndex)) return "";
+  // Readers (mpitron's and transformers') take model.safetensors first, but the shards would
+  // stay beside it, stale.
+  return fmt::format(
+      "holds {} (a sharded model), whose shards would stay beside the new {}: "
+      "write into another folder",
+      kIndex, kWeights);
 }
 
 void write_hf_llama(const fs::path& folder, const HfLlamaWeights& weights, StoredDType storage,
@@ -236,6 +257,9 @@ void write_hf_llama(const fs::path& folder, const HfLlamaWeights& weights, Store
                                               autograd::to_string(c.shape)));
     }
     tensors.push_back({c.theirs, storage == StoredDType::bf16 ? rounded_to_bf16(tensor) : tensor});
+  }
+  if (const std::string why = hf_llama_write_refusal(folder); !why.empty()) {
+    throw CheckpointError(fmt::format("{}: {}", folder.string(), why));
   }
   fs::create_directories(folder);
   HfLlamaConfig written = config;

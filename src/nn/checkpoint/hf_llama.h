@@ -44,20 +44,30 @@ struct HfLlamaWeights {
 
 /// Whether `path` names a Hugging Face Llama folder: a folder, a config.json,
 /// model.safetensors.index.json, or a model.safetensors with a config.json beside it whose
-/// model_type is "llama" (a GPT-2 repository's model.safetensors is not one).
+/// model_type is "llama" (a GPT-2 repository's model.safetensors is not one) or, without a
+/// config.json, holding model.embed_tokens.weight.
 bool is_hf_llama_path(const std::filesystem::path& path);
 
-/// Reads the folder `path` names (is_hf_llama_path): config.json, then model.safetensors.index.json
-/// and its shards when the index exists, otherwise model.safetensors. F32, F64 and BF16 tensors
-/// become float32 (BF16 exactly). Ignores the rotary inverse-frequency buffers older files hold
+/// Reads the folder `path` names (is_hf_llama_path): config.json, then the weights, as
+/// transformers finds them: the file `path` names (model.safetensors, or the index and its
+/// shards), else model.safetensors when the folder has it, else model.safetensors.index.json and
+/// its shards. F32, F64, BF16 and F16 tensors become float32 (BF16 and F16 exactly). Ignores the
+/// rotary inverse-frequency buffers older files hold
 /// (model.layers.{i}.self_attn.rotary_emb.inv_freq), and a tied model's lm_head.weight when it
-/// equals model.embed_tokens.weight. Throws CheckpointError "<file>: <what>" for a missing or
+/// equals model.embed_tokens.weight. Throws CheckpointError "<file>: <what>" for a missing ("...
+/// /config.json: missing: a Hugging Face Llama model's sizes are in the config.json beside its
+/// weights") or
 /// malformed config.json or index, a refused config field (hf_llama_config_from_json), a shard
 /// the index lists that is missing ("<folder>/model-00002-of-00002.safetensors: missing shard
 /// listed by model.safetensors.index.json"), a damaged safetensors file, a missing, unexpected
 /// or misshapen tensor, one of another dtype, a NaN or infinity, or a tied lm_head that differs
 /// from the embedding.
 HfLlamaWeights read_hf_llama(const std::filesystem::path& path);
+
+/// Why write_hf_llama refuses `folder`, or "" when it does not: a folder holding
+/// model.safetensors.index.json (a sharded model), whose shards would stay beside the
+/// model.safetensors written ("holds model.safetensors.index.json (a sharded model), ...").
+std::string hf_llama_write_refusal(const std::filesystem::path& folder);
 
 /// Writes `weights` as a Hugging Face Llama folder `folder` (created when missing; its parent must
 /// exist): config.json (hf_llama_config_json, torch_dtype "bfloat16" when `storage` is BF16)
@@ -66,7 +76,8 @@ HfLlamaWeights read_hf_llama(const std::filesystem::path& path);
 /// metadata {"format": "pt"} and `metadata`. weights.tensors must hold exactly the tensors of
 /// weights.config (wte and lm_head with at least V rows: rows from V on are dropped). Throws
 /// std::invalid_argument "hf llama: ..." naming a missing, unexpected or misshapen tensor or a
-/// storage other than F32 and BF16; std::runtime_error when the folder cannot be written.
+/// storage other than F32 and BF16; CheckpointError "<folder>: <why>" for a folder
+/// hf_llama_write_refusal refuses; std::runtime_error when the folder cannot be written.
 void write_hf_llama(const std::filesystem::path& folder, const HfLlamaWeights& weights,
                     StoredDType storage, const SafetensorsMetadata& metadata = {});
 

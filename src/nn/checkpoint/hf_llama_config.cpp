@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <limits>
+
 #include "nn/checkpoint/safetensors.h"
 
 namespace mpitron::nn {
@@ -30,30 +33,61 @@ double number_or(const nlohmann::json& j, const char* field, double fallback,
   return j.at(field).get<double>();
 }
 
-kernels::Llama3RopeScaling rope_scaling_of(const nlohmann::json& j, const std::string& context) {
-  if (!j.contains("rope_scaling") || j.at("rope_scaling").is_null()) return {};
-  const nlohmann::json& s = j.at("rope_scaling");
-  if (!s.is_object())
-    bad_config(context, fmt::format("rope_scaling {} is not an object", s.dump()));
-  const nlohmann::json type =
-      s.contains("rope_type") ? s.at("rope_type") : s.value("type", nlohmann::json());
-  if (type != "llama3") {
-    bad_config(context, fmt::format("rope_scaling of type {} is not supported (mpitron implements "
-                                    "\"llama3\" only)",
-                                    type.dump()));
-  }
-  kernels::Llama3RopeScaling scaling;
-  const std::string where = context + ": rope_scaling";
+// Llama 3's scaling from `s`, an object of rope_type "llama3" read at `where`.
+kernels::Llama3RopeScaling llama3_scaling_of(const nlohmann::json& s, const std::string& where) {
   const auto field = [&](const char* name) {
     if (!s.contains(name)) bad_config(where, fmt::format("no {}", name));
     return number_or(s, name, 0.0, where);
   };
+  kernels::Llama3RopeScaling scaling;
   scaling.factor = field("factor");
   scaling.low_freq_factor = field("low_freq_factor");
   scaling.high_freq_factor = field("high_freq_factor");
   scaling.original_max_positions = field("original_max_position_embeddings");
-  if (const auto error = kernels::rope_error({1.0, scaling})) bad_config(context, *error);
+  if (scaling.factor == 0.0) {  // 0 means "no scaling" inside mpitron, never in a file
+    bad_config(where, "factor 0 is not a finite number >= 1");
+  }
   return scaling;
+}
+
+// The rope of the object `s` (`name`: rope_scaling, or rope_parameters, transformers' newer form
+// which also holds rope_theta): no scaling for rope_type "default", Llama 3's for "llama3";
+// another type is refused.
+kernels::Llama3RopeScaling rope_of_object(const nlohmann::json& s, const char* name,
+                                          const std::string& context) {
+  if (!s.is_object()) bad_config(context, fmt::format("{} {} is not an object", name, s.dump()));
+  const nlohmann::json type =
+      s.contains("rope_type") ? s.at("rope_type") : s.value("type", nlohmann::json());
+  if (type == "default") return {};
+  if (type != "llama3") {
+    bad_config(context, fmt::format("{} of type {} is not supported (mpitron implements "
+                                    "\"default\" and \"llama3\")",
+                                    name, type.dump()));
+  }
+  return llama3_scaling_of(s, context + ": " + name);
+}
+
+// rope_theta and rope_scaling, from the top-level fields or from rope_parameters; both forms
+// present must agree.
+void read_rope(const nlohmann::json& j, const std::string& context, HfLlamaConfig& c) {
+  c.rope_theta = number_or(j, "rope_theta", c.rope_theta, context);
+  if (j.contains("rope_scaling") && !j.at("rope_scaling").is_null()) {
+    c.rope_scaling = rope_of_object(j.at("rope_scaling"), "rope_scaling", context);
+  }
+  if (j.contains("rope_parameters") && !j.at("rope_parameters").is_null()) {
+    const nlohmann::json& p = j.at("rope_parameters");
+    const kernels::Llama3RopeScaling scaling = rope_of_object(p, "rope_parameters", context);
+    const double theta = number_or(p, "rope_theta", c.rope_theta, context + ": rope_parameters");
+    if ((j.contains("rope_theta") && theta != c.rope_theta) ||
+        (j.contains("rope_scaling") && !(scaling == c.rope_scaling))) {
+      bad_config(context, "rope_parameters disagrees with rope_theta or rope_scaling");
+    }
+    c.rope_theta = theta;
+    c.rope_scaling = scaling;
+  }
+  if (const auto error = kernels::rope_error({c.rope_theta, c.rope_scaling})) {
+    bad_config(context, *error);
+  }
 }
 
 // The fields whose non-default value changes the math, refused one by one.
@@ -112,7 +146,11 @@ HfLlamaConfig hf_llama_config_from_json(const nlohmann::json& j, const std::stri
   }
   refuse_unsupported(j, context, c.hidden, c.heads);
   c.norm_eps = number_or(j, "rms_norm_eps", 1e-6, context);
-  c.rope_theta = number_or(j, "rope_theta", 10000.0, context);
+  if (!(c.norm_eps > 0.0) || !(c.norm_eps <= std::numeric_limits<float>::max())) {
+    bad_config(context,
+               fmt::format("rms_norm_eps {} is not a number > 0 finite in float32", c.norm_eps));
+  }
+  read_rope(j, context, c);
   if (j.contains("tie_word_embeddings")) {
     if (!j.at("tie_word_embeddings").is_boolean()) {
       bad_config(context, fmt::format("tie_word_embeddings {} is not true or false",
@@ -120,7 +158,6 @@ HfLlamaConfig hf_llama_config_from_json(const nlohmann::json& j, const std::stri
     }
     c.tied_embeddings = j.at("tie_word_embeddings").get<bool>();
   }
-  c.rope_scaling = rope_scaling_of(j, context);
   if (j.contains("torch_dtype") && j.at("torch_dtype").is_string()) {
     c.torch_dtype = j.at("torch_dtype").get<std::string>();
   }
@@ -130,11 +167,17 @@ HfLlamaConfig hf_llama_config_from_json(const nlohmann::json& j, const std::stri
 nlohmann::json hf_llama_config_json(const HfLlamaConfig& c) {
   nlohmann::json scaling = nullptr;
   if (c.rope_scaling.active()) {
+    // A count of positions: an integer in config.json, as transformers writes it.
+    const double positions = c.rope_scaling.original_max_positions;
+    const nlohmann::json original_max_positions =
+        positions == std::floor(positions) && std::abs(positions) < 9.0e15
+            ? nlohmann::json(static_cast<std::int64_t>(positions))
+            : nlohmann::json(positions);
     scaling = {{"rope_type", "llama3"},
                {"factor", c.rope_scaling.factor},
                {"low_freq_factor", c.rope_scaling.low_freq_factor},
                {"high_freq_factor", c.rope_scaling.high_freq_factor},
-               {"original_max_position_embeddings", c.rope_scaling.original_max_positions}};
+               {"original_max_position_embeddings", original_max_positions}};
   }
   return {{"architectures", {"LlamaForCausalLM"}},
           {"model_type", "llama"},

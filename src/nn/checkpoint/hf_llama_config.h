@@ -22,10 +22,11 @@ struct HfLlamaConfig {
   std::int64_t ffn_hidden = 0;     ///< F [intermediate_size]
   std::int64_t max_positions = 0;  ///< [max_position_embeddings]; absent: 2048
   double norm_eps = 1e-6;          ///< [rms_norm_eps]; absent: 1e-6, LlamaConfig's default
-  double rope_theta = 10000.0;     ///< [rope_theta]
+  double rope_theta = 10000.0;     ///< [rope_theta] or [rope_parameters][rope_theta]
   bool tied_embeddings = false;    ///< [tie_word_embeddings]; absent: false
-  kernels::Llama3RopeScaling rope_scaling{};  ///< [rope_scaling] of rope_type "llama3"; null: none
-  std::string torch_dtype = "float32";        ///< [torch_dtype], informative only
+  /// [rope_scaling] (or [rope_parameters]) of rope_type "llama3"; null or "default": none
+  kernels::Llama3RopeScaling rope_scaling{};
+  std::string torch_dtype = "float32";  ///< [torch_dtype], informative only
 };
 
 /// The config of a config.json object; `context` starts every message (the file's path).
@@ -35,8 +36,12 @@ struct HfLlamaConfig {
 /// changes the model's function from what mpitron computes: hidden_act other than "silu",
 /// attention_bias or mlp_bias true, sliding_window not null, attention_dropout not 0,
 /// head_dim other than hidden_size / num_attention_heads, rope_scaling of a rope_type (or
-/// type) other than "llama3", or a llama3 rope_scaling without factor, low_freq_factor,
-/// high_freq_factor and original_max_position_embeddings. Unknown fields (token ids,
+/// type) other than "default" (no scaling) and "llama3", a llama3 rope_scaling without factor,
+/// low_freq_factor, high_freq_factor and original_max_position_embeddings or outside
+/// kernels::rope_error's rules (factor 0 included), a rope_theta that is not a finite number > 0,
+/// an rms_norm_eps that is not a number > 0 finite in float32. rope_theta and rope_scaling may
+/// also come as transformers' newer rope_parameters object ({"rope_type", "rope_theta", and the
+/// llama3 fields}); beside the top-level fields it must agree with them. Unknown fields (token ids,
 /// architectures, use_cache, ...) are ignored. Throws CheckpointError "<context>: <what>" (e.g.
 /// "config.json: attention_bias true is not supported (mpitron's Llama has no biases)").
 HfLlamaConfig hf_llama_config_from_json(const nlohmann::json& json, const std::string& context);

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -23,18 +25,16 @@ namespace {
 using Json = nlohmann::ordered_json;
 constexpr const char* kMetadataKey = "__metadata__";
 
+// The dtypes written, beside the tensor dtypes they store; F16 is only read.
 constexpr StoredDType kStoredDTypes[] = {StoredDType::f32, StoredDType::f64, StoredDType::i32,
                                          StoredDType::i64, StoredDType::bf16};
 constexpr autograd::DType kTensorDTypes[] = {autograd::DType::f32, autograd::DType::f64,
                                              autograd::DType::i32, autograd::DType::i64,
                                              autograd::DType::bf16};
 
-autograd::DType tensor_dtype(StoredDType dtype) {
-  return kTensorDTypes[static_cast<int>(dtype)];
-}
-
 std::size_t element_size(StoredDType dtype) {
-  return kernels::dtype_size(tensor_dtype(dtype));
+  if (dtype == StoredDType::f16) return sizeof(std::uint16_t);
+  return kernels::dtype_size(kTensorDTypes[static_cast<int>(dtype)]);
 }
 
 /// A host tensor's or int64 vector's bytes, with the header fields that describe them.
@@ -80,9 +80,11 @@ StoredDType parse_dtype(const std::filesystem::path& path, const std::string& na
   for (StoredDType dtype : kStoredDTypes) {
     if (text == to_string(dtype)) return dtype;
   }
-  damaged(path,
-          fmt::format("tensor '{}' has unknown dtype {} (mpitron reads F32, F64, I32, I64, BF16)",
-                      name, value.dump()));
+  if (text == to_string(StoredDType::f16)) return StoredDType::f16;
+  damaged(
+      path,
+      fmt::format("tensor '{}' has unknown dtype {} (mpitron reads F32, F64, I32, I64, BF16, F16)",
+                  name, value.dump()));
 }
 
 /// Non-negative integers of a JSON array of `count` entries (any count when count < 0).
@@ -178,6 +180,8 @@ std::string to_string(StoredDType dtype) {
       return "I64";
     case StoredDType::bf16:
       return "BF16";
+    case StoredDType::f16:
+      return "F16";
   }
   return "?";
 }
@@ -187,6 +191,22 @@ StoredDType stored_dtype(autograd::DType dtype) {
     if (kTensorDTypes[i] == dtype) return kStoredDTypes[i];
   }
   throw std::invalid_argument("safetensors: unknown tensor dtype");
+}
+
+float half_to_float(std::uint16_t bits) {
+  const bool negative = (bits & 0x8000u) != 0;
+  const int exponent = (bits >> 10) & 0x1f;
+  const std::uint32_t mantissa = bits & 0x3ffu;
+  float magnitude;
+  if (exponent == 0x1f) {
+    magnitude = mantissa == 0 ? std::numeric_limits<float>::infinity()
+                              : std::numeric_limits<float>::quiet_NaN();
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // subnormal: mantissa 2^-24
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), exponent - 25);
+  }
+  return negative ? -magnitude : magnitude;
 }
 
 autograd::Tensor rounded_to_bf16(const autograd::Tensor& tensor) {
@@ -296,18 +316,34 @@ void SafetensorsReader::read_bytes(const SafetensorsEntry& e, void* destination)
 
 autograd::Tensor SafetensorsReader::read_tensor(const std::string& name) {
   const SafetensorsEntry& e = entry(name);
-  if (e.dtype == StoredDType::bf16) {
-    std::vector<kernels::bf16> stored(static_cast<std::size_t>(autograd::numel_of(e.shape)));
+  if (e.dtype == StoredDType::bf16 || e.dtype == StoredDType::f16) {
+    std::vector<std::uint16_t> stored(static_cast<std::size_t>(autograd::numel_of(e.shape)));
     read_bytes(e, stored.data());
     autograd::Tensor wide = autograd::Tensor::empty(e.shape);
-    std::transform(stored.begin(), stored.end(), static_cast<float*>(wide.buffer().data()),
-                   kernels::bf16_to_float);
+    auto* out = static_cast<float*>(wide.buffer().data());
+    if (e.dtype == StoredDType::f16) {
+      std::transform(stored.begin(), stored.end(), out, half_to_float);
+    } else {
+      std::transform(stored.begin(), stored.end(), out,
+                     [](std::uint16_t bits) { return kernels::bf16_to_float({bits}); });
+    }
     return wide;
   }
-  autograd::Tensor tensor =
-      autograd::Tensor::empty(e.shape, tensor_dtype(e.dtype), autograd::Device::cpu);
+  autograd::Tensor tensor = autograd::Tensor::empty(
+      e.shape, kTensorDTypes[static_cast<int>(e.dtype)], autograd::Device::cpu);
   read_bytes(e, tensor.buffer().data());
   return tensor;
+}
+
+autograd::Tensor SafetensorsReader::read_float32(const std::string& name) {
+  const SafetensorsEntry& e = entry(name);
+  if (e.dtype == StoredDType::i32 || e.dtype == StoredDType::i64) {
+    damaged(path_, fmt::format("tensor '{}' is {}, not a floating dtype (F32, F64, BF16 or F16)",
+                               name, to_string(e.dtype)));
+  }
+  const autograd::Tensor tensor = read_tensor(name);
+  if (e.dtype != StoredDType::f64) return tensor;
+  return autograd::Tensor::from_vector(tensor.to_vector(), tensor.shape());
 }
 
 Int64Tensor SafetensorsReader::read_int64(const std::string& name) {

@@ -5,7 +5,8 @@
 //   bytes [8, 8 + N)    a UTF-8 JSON object, padded at the end with spaces (0x20) so that N is a
 //                       multiple of 8:
 //                         {"__metadata__": {"<key>": "<value>", ...},          (optional)
-//                          "<tensor name>": {"dtype": "F32" | "F64" | "I32" | "I64" | "BF16",
+//                          "<tensor name>": {"dtype": "F32" | "F64" | "I32" | "I64" | "BF16" |
+//                          "F16",
 //                                            "shape": [d0, d1, ...],           ([] = a scalar)
 //                                            "data_offsets": [begin, end]}, ...}
 //   bytes [8 + N, EOF)  the data section: each tensor's elements, row-major, little-endian, at
@@ -65,15 +66,20 @@ using SafetensorsMetadata = std::map<std::string, std::string>;
 void write_safetensors(const std::filesystem::path& path, const std::vector<NamedTensor>& tensors,
                        const SafetensorsMetadata& metadata = {});
 
-/// Element type of a stored tensor.
-enum class StoredDType { f32, f64, i32, i64, bf16 };
+/// Element type of a stored tensor. F16 (IEEE half precision, in which many Hugging Face Llama
+/// files are published) is read only, widened exactly to float32.
+enum class StoredDType { f32, f64, i32, i64, bf16, f16 };
 
-/// "F32" / "F64" / "I32" / "I64" / "BF16".
+/// "F32" / "F64" / "I32" / "I64" / "BF16" / "F16".
 std::string to_string(StoredDType dtype);
 
 /// The stored dtype of a tensor dtype (f32 -> F32, f64 -> F64, i32 -> I32, i64 -> I64, bf16 ->
 /// BF16).
 StoredDType stored_dtype(autograd::DType dtype);
+
+/// The float32 value of the IEEE 754 half-precision bits `bits` (exact: every half, subnormals,
+/// infinities and NaN included, is a float32).
+float half_to_float(std::uint16_t bits);
 
 /// A float32 tensor (any device) rounded to a DType::bf16 CPU tensor of its shape, each value to
 /// nearest, ties to even (kernels::convert; NaN, infinities and overflow as kernels/bf16.h
@@ -97,8 +103,8 @@ class SafetensorsReader {
  public:
   /// Opens `path` and validates it. Throws CheckpointError "<path>: <what>" when the file cannot
   /// be opened, is shorter than 8 bytes, its header length reaches beyond the file, the header is
-  /// not JSON or not an object of the form above, a dtype is not F32/F64/I32/I64/BF16, a shape is
-  /// not a list of non-negative integers, data_offsets are out of order (begin > end), overlap,
+  /// not JSON or not an object of the form above, a dtype is not F32/F64/I32/I64/BF16/F16, a shape
+  /// is not a list of non-negative integers, data_offsets are out of order (begin > end), overlap,
   /// leave a gap or lie beyond the data section, a shape does not match its byte size, the data
   /// section is shorter than the tensors need ("short data") or has bytes after the last tensor.
   explicit SafetensorsReader(std::filesystem::path path);
@@ -110,10 +116,16 @@ class SafetensorsReader {
   /// The entry called `name`, or nullptr.
   const SafetensorsEntry* find(const std::string& name) const;
 
-  /// Tensor `name` as a new CPU leaf of its stored shape and dtype, except that BF16 is widened
-  /// exactly to float32 (kernels::bf16_to_float). Throws CheckpointError "<path>: ..." when there
-  /// is no such tensor or the file has become shorter since it was opened.
+  /// Tensor `name` as a new CPU leaf of its stored shape and dtype, except that BF16 and F16 are
+  /// widened exactly to float32 (kernels::bf16_to_float, half_to_float). Throws CheckpointError
+  /// "<path>: ..." when there is no such tensor or the file has become shorter since it was
+  /// opened.
   autograd::Tensor read_tensor(const std::string& name);
+  /// Tensor `name` of a floating dtype as a float32 CPU leaf: F32 as stored, BF16 and F16 widened
+  /// exactly, F64 rounded to nearest (a weight file read into a float32 model). Throws
+  /// CheckpointError like read_tensor, and "<path>: tensor 'x' is I32, not a floating dtype (F32,
+  /// F64, BF16 or F16)" for an integer one.
+  autograd::Tensor read_float32(const std::string& name);
   /// Tensor `name` (I64). Throws CheckpointError like read_tensor (for a non-I64 entry).
   Int64Tensor read_int64(const std::string& name);
   /// Every tensor in header order (I64 ones as Int64Tensor).
