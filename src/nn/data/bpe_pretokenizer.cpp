@@ -30,9 +30,10 @@ std::string_view pattern_text(PretokenizerPattern pattern) {
   return pattern == PretokenizerPattern::llama3 ? kLlama3Pattern : kGpt2Pattern;
 }
 
-namespace {
+// A compiled pattern and its match buffer (named, not in an anonymous namespace: State, a member
+// of the public class, holds two).
+namespace bpe_pcre2 {
 
-// A compiled pattern and its match buffer.
 struct Compiled {
   pcre2_code* code = nullptr;
   pcre2_match_data* match = nullptr;
@@ -76,11 +77,11 @@ struct Compiled {
   }
 };
 
-}  // namespace
+}  // namespace bpe_pcre2
 
 struct BpePretokenizer::State {
-  Compiled pieces;
-  Compiled digits;  // compiled only when digits are isolated
+  bpe_pcre2::Compiled pieces;
+  bpe_pcre2::Compiled digits;  // compiled only when digits are isolated
   pcre2_match_context* context = nullptr;
   pcre2_jit_stack* stack = nullptr;
   bool jit = false;

@@ -170,7 +170,8 @@ BpeTokenizer load_tiktoken_tokenizer(const std::string& path) {
                                        tokens.size(), kLlama3BpeTokens));
   }
   std::vector<BpeMerge> merges = merges_from_ranks(tokens, {});
-  BpeRules rules{.pattern = PretokenizerPattern::llama3, .whole_piece_first = true};
+  BpeRules rules{
+      .pattern = PretokenizerPattern::llama3, .whole_piece_first = true, .special_ids = {}};
   for (std::string& special : llama3_special_tokens()) {
     rules.special_ids.push_back(static_cast<std::int32_t>(tokens.size()));
     tokens.push_back(std::move(special));

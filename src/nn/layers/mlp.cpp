@@ -8,7 +8,8 @@ namespace mpitron::nn {
 MlpWeights make_mlp_weights(std::int64_t hidden, std::int64_t intermediate, std::uint64_t fc1_seed,
                             std::uint64_t fc2_seed, DType dtype, Device device) {
   return {make_linear_weights(intermediate, hidden, fc1_seed, dtype, device),
-          make_linear_weights(hidden, intermediate, fc2_seed, dtype, device)};
+          make_linear_weights(hidden, intermediate, fc2_seed, dtype, device),
+          {}};
 }
 
 namespace {
