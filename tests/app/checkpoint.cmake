@@ -43,6 +43,9 @@ checkpoint_cli_test(checkpoint_resume_virtual_stages_2_tp1_pp2_dp1_to_tp1_pp1_dp
 # by that much).
 checkpoint_cli_test(checkpoint_resume_bf16_same_tp2_pp1_dp2 4
                     resume --from 2,1,2 --to 2,1,2 --bf16 all --rtol 0)
+# At pp 2 the stages exchange bfloat16: the same roundings again after the resume.
+checkpoint_cli_test(checkpoint_resume_bf16_same_tp1_pp2_dp1 2
+                    resume --from 1,2,1 --to 1,2,1 --bf16 all --rtol 0)
 checkpoint_cli_test(checkpoint_resume_bf16_tp2_pp1_dp2_to_tp1_pp2_dp1 4
                     resume --from 2,1,2 --to 1,2,1 --bf16 all --rtol 1e-3)
 checkpoint_cli_test(checkpoint_resume_float32_to_bf16 2
