@@ -8,6 +8,8 @@
 // which move results by O(1/m).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <tuple>
@@ -322,6 +324,31 @@ TEST(PipelineBf16Wire, StagesComputeOnRoundedActivationsAndGradients) {
         EXPECT_EQ(losses[i].item(), expected_losses[i]) << "micro-batch " << i;
     } else {
       EXPECT_NE(weight.grad().to_vector(), expected_grad.to_vector());
+    }
+  }
+  // Two stages that disagree on the wire: the receiver names both dtypes, and the sender's
+  // payload is drained, so its send completes.
+  if (pp == 2) {
+    PipelineSpec mixed{micro, 1};
+    mixed.bf16_wire = topology.is_first_stage();
+    const PipelineStage pass{[&](int, int, const Tensor& received) {
+      return topology.is_first_stage() ? micro_batch(input, 0) : received;
+    }};
+    if (topology.is_first_stage()) {
+      run_pipeline_forward(topology, mixed, pass);
+    } else {
+      std::string message;
+      try {
+        run_pipeline_forward(topology, mixed, pass);
+      } catch (const std::runtime_error& e) {
+        message = e.what();
+      }
+      const int sender = topology.pp_comm().global_rank(0);
+      EXPECT_NE(message.find(fmt::format("expected [3, 4, 5] float32 from rank {}, but rank {} "
+                                         "sent [3, 4, 5] bfloat16",
+                                         sender, sender)),
+                std::string::npos)
+          << message;
     }
   }
   // A bfloat16 wire carries float32 activations only.
