@@ -486,15 +486,19 @@ struct GoldenSteps {
   double final_rtol;  // on each final tensor, of its scale (test::max_rel_error)
 };
 
-// The golden's five steps on every topology of the test world, each step's loss and norm and the
-// final parameters against PyTorch's.
+// The golden's five steps on every topology of the test world (pp 1 only under bf16), each step's
+// loss and norm and the final parameters against PyTorch's.
 void expect_golden_steps(const GoldenSteps& run) {
   const test::GoldenFile init("gpt.json");
   const GptConfig config{256, 16, 2, 32, 4};
   const test::GoldenFile golden(run.file);
   const DType dtype = run.bf16 ? DType::f32 : DType::f64;
   for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
-    if (config.layers % pp != 0) continue;
+    // PyTorch's bf16 run is one process, so it does not round where the stages exchange
+    // bfloat16 (PipelineSpec::bf16_wire): at pp 2 the first stage's final tensors measured 2.6e-2
+    // to 4.6e-2 off. pp > 1 under bf16 is checked against a dense model that rounds there
+    // (validate's bf16 GPT check) and by the loss curves (Bf16PipelineSendsCarryBfloat16).
+    if (config.layers % pp != 0 || (run.bf16 && pp > 1)) continue;
     SCOPED_TRACE(fmt::format("{}: tp {} pp {} dp {}", run.file, tp, pp, dp));
     const comm::ParallelTopology topology(test::world(), tp, pp, dp);
     GptTrainOptions options;
