@@ -55,8 +55,8 @@ GradientSharding sharding_of(const GptTrainOptions& options,
   return sharding;
 }
 
-// Under bfloat16 GEMM operands (train --bf16) a float32 run's stages exchange bfloat16, as a
-// bfloat16 run's activations are (PipelineSpec::bf16_wire).
+// Whether the stages exchange bfloat16 activations and gradients (PipelineSpec::bf16_wire): in a
+// float32 run under bfloat16 GEMM operands (train --bf16).
 bool bf16_pipeline_wire(DType dtype) {
   return dtype == DType::f32 && kernels::gemm_operands() == kernels::GemmOperands::bfloat16;
 }
