@@ -1,4 +1,5 @@
-// Element-wise differentiable ops: add (with bias broadcast), sub, mul, scale, gelu.
+// Element-wise differentiable ops: add (with bias broadcast), sub, mul, scale,
+// round_through_bf16, gelu.
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -78,6 +79,29 @@ Tensor scale(const Tensor& x, double alpha) {
     Tensor dx = empty_like(dy);
     kernels::scale(dy.buffer(), alpha, dx.buffer());
     return std::vector<Tensor>{dx};
+  });
+}
+
+namespace {
+
+// x (float32) rounded to bfloat16 and widened back into a new float32 tensor.
+Tensor bf16_round_trip_copy(const Tensor& x) {
+  kernels::Buffer narrow(x.numel(), kernels::DType::bf16, x.device());
+  kernels::convert(x.buffer(), narrow);
+  Tensor y = empty_like(x);
+  kernels::convert(narrow, y.buffer());
+  return y;
+}
+
+}  // namespace
+
+Tensor round_through_bf16(const Tensor& x) {
+  if (x.dtype() != DType::f32) {
+    throw std::invalid_argument(
+        fmt::format("round_through_bf16: input is {}, not float32", kernels::to_string(x.dtype())));
+  }
+  return detail::record("round_through_bf16", bf16_round_trip_copy(x), {x}, [](const Tensor& dy) {
+    return std::vector<Tensor>{bf16_round_trip_copy(dy)};
   });
 }
 

@@ -57,6 +57,13 @@ Tensor mul(const Tensor& a, const Tensor& b);
 /// alpha * x.
 Tensor scale(const Tensor& x, double alpha);
 
+/// x rounded to bfloat16 and widened back: x float32 (any shape) -> float32 of the same shape,
+/// each element rounded to nearest, ties to even (kernels::convert). Backward rounds the
+/// gradient the same way, so this models a bfloat16 wire that carries activations forward and
+/// their gradients back (train --bf16's pipeline sends, PipelineSpec::bf16_wire). Throws
+/// std::invalid_argument "round_through_bf16: ..." for a dtype other than float32.
+Tensor round_through_bf16(const Tensor& x);
+
 /// GELU, exact (erf) by default or the tanh approximation; see kernels::GeluForm.
 Tensor gelu(const Tensor& x, GeluForm form = GeluForm::exact);
 

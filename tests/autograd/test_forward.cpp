@@ -8,6 +8,7 @@
 // 6e-14, so 1e-13 absolute.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -170,6 +171,22 @@ TEST_P(Forward, NarrowSplitAndConcatMoveEachElement) {
       return xv[static_cast<std::size_t>(ravel(i, shape))];
     });
   }
+}
+
+// round_through_bf16 on values whose bfloat16 rounding is known by hand (7 fraction bits, so
+// near 1 the ulp is 2^-7): 1 + 2^-8 is a tie and rounds to the even 1, 1 + 3 2^-8 a tie that
+// rounds to the even 1 + 2^-6, 1 + 2^-8 + 2^-20 is past the tie and rounds up to 1 + 2^-7, -3 is
+// exact. Backward rounds the gradient (here the same values) alike; float64 is refused.
+TEST(RoundThroughBf16, RoundsToNearestEvenForwardAndBackward) {
+  const double u = std::ldexp(1.0, -8);
+  const std::vector<double> values{1 + u, 1 + 3 * u, 1 + u + std::ldexp(1.0, -20), -3.0};
+  const std::vector<double> rounded{1.0, 1 + 4 * u, 1 + 2 * u, -3.0};
+  const Tensor x = Tensor::from_vector(values, {4}).set_requires_grad();
+  const Tensor y = round_through_bf16(x);
+  EXPECT_EQ(y.to_vector(), rounded);
+  sum(mul(y, Tensor::from_vector(values, {4}))).backward();
+  EXPECT_EQ(x.grad().to_vector(), rounded);
+  EXPECT_THROW(round_through_bf16(Tensor::zeros({2}, DType::f64)), std::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, Forward, ::mpitron::test::all_devices(),

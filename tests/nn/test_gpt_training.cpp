@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/traffic.h"
 #include "gpt_test_support.h"
 #include "kernels/bf16.h"
 #include "kernels/ops.h"
@@ -377,6 +378,42 @@ TEST(GptTraining, Bf16FollowsTheFloat32LossCurve) {
   }
 }
 
+// bf16 at pp 2 with 1 and 2 virtual stages (the second rounds at three stage boundaries, one of
+// them from the last stage back to the first): the stages exchange bfloat16 activations and
+// gradients (PipelineSpec::bf16_wire). Each rank's pp payload over the run falls by exactly 2
+// bytes for every element it sends: at pp 2, 2 v - 1 activations or gradients of [micro-batch,
+// seq, hidden] per micro-batch (the loss and gradient-norm sums on pp stay float64 in both runs).
+// The curve follows the one-rank bf16 curve, which sends nothing, within the 1e-3 relative of
+// every bf16 topology: the wire rounds each boundary's activation and gradient once more (2^-9
+// relative at most), measured 1.7e-5 to 2.4e-5 at dp 1 and 2, where the float32 wire measured
+// 1.8e-6 to 3.3e-6 (the two wires' curves 1.8e-5 to 2.3e-5 apart).
+TEST(GptTraining, Bf16PipelineSendsCarryBfloat16) {
+  const int world = test::world().size();
+  if (world != 2 && world != 4) GTEST_SKIP() << "pp 2 on 2 or 4 ranks";
+  const int dp = world / 2;
+  Recipe bf16;
+  bf16.bf16 = true;
+  const std::vector<double> reference = reference_curve(bf16);
+  for (const int v : {1, 2}) {
+    SCOPED_TRACE(fmt::format("tp 1 pp 2 dp {}, {} virtual stages", dp, v));
+    Recipe wire = bf16;
+    wire.virtual_stages = v;
+    Recipe float32 = wire;
+    float32.bf16 = false;
+    const comm::Traffic start = comm::traffic();
+    const std::vector<double> curve = loss_curve(test::world(), 1, 2, dp, wire);
+    const comm::Traffic middle = comm::traffic();
+    loss_curve(test::world(), 1, 2, dp, float32);
+    const std::uint64_t bf16_bytes = comm::traffic_since(start, middle)["pp"];
+    const std::uint64_t float32_bytes = comm::traffic_since(middle, comm::traffic())["pp"];
+    const auto elements = static_cast<std::uint64_t>(kSteps * bf16.micro_batches * (2 * v - 1) *
+                                                     (kGlobalBatch / dp / bf16.micro_batches) *
+                                                     kSeq * kConfig.hidden);
+    EXPECT_EQ(float32_bytes - bf16_bytes, 2 * elements);
+    EXPECT_LE(max_relative_deviation(curve, reference), 1e-3);
+  }
+}
+
 // --grad-reduce-in-bf16: the DP gradients are rounded to bfloat16 and summed in it (at most
 // dp - 1 further roundings of 2^-8 relative each), so the curve leaves the float32-reduction
 // bf16 curve of the same topology, and stays within 1e-3 relative of it over 20 steps: AdamW
@@ -453,15 +490,19 @@ struct GoldenSteps {
   double final_rtol;  // on each final tensor, of its scale (test::max_rel_error)
 };
 
-// The golden's five steps on every topology of the test world, each step's loss and norm and the
-// final parameters against PyTorch's.
+// The golden's five steps on every topology of the test world (pp 1 only under bf16), each step's
+// loss and norm and the final parameters against PyTorch's.
 void expect_golden_steps(const GoldenSteps& run) {
   const test::GoldenFile init("gpt.json");
   const GptConfig config{256, 16, 2, 32, 4};
   const test::GoldenFile golden(run.file);
   const DType dtype = run.bf16 ? DType::f32 : DType::f64;
   for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
-    if (config.layers % pp != 0) continue;
+    // PyTorch's bf16 run is one process, so it does not round where the stages exchange
+    // bfloat16 (PipelineSpec::bf16_wire): at pp 2 the first stage's final tensors measured 2.6e-2
+    // to 4.6e-2 off. pp > 1 under bf16 is checked against a dense model that rounds there
+    // (validate's bf16 GPT check) and by the loss curves (Bf16PipelineSendsCarryBfloat16).
+    if (config.layers % pp != 0 || (run.bf16 && pp > 1)) continue;
     SCOPED_TRACE(fmt::format("{}: tp {} pp {} dp {}", run.file, tp, pp, dp));
     const comm::ParallelTopology topology(test::world(), tp, pp, dp);
     GptTrainOptions options;

@@ -8,6 +8,8 @@
 // which move results by O(1/m).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <tuple>
@@ -16,6 +18,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "comm/topology.h"
+#include "comm/traffic.h"
 #include "nn/layers/mlp.h"
 #include "nn/parallel/pipeline.h"
 #include "nn_test_support.h"
@@ -260,6 +263,99 @@ TEST(PipelineGradients, AnInputBackwardDidNotReachSendsZeros) {
       test::expect_close(first.grad(), Tensor::zeros({2, 3}, DType::f64), 0.0);
     }
   }
+}
+
+// train --bf16's wire (PipelineSpec::bf16_wire): the float32 activations travel as bfloat16 and
+// their gradients come back the same way. Each stage multiplies by its own weight, so the dense
+// stack with autograd::round_through_bf16 between the stages, run micro-batch by micro-batch,
+// does the same float32 operations on the same values in the same order: losses and weight
+// gradients equal bit for bit. The float32 wire computes on the unrounded values and misses them.
+// Every send's payload counts 2 bytes an element instead of 4.
+TEST(PipelineBf16Wire, StagesComputeOnRoundedActivationsAndGradients) {
+  const comm::ParallelTopology topology = pipeline_world();
+  if (topology.pp() < 2) GTEST_SKIP() << "nothing crosses a stage boundary";
+  const int pp = topology.pp(), stage = topology.pp_rank(), m = 2;
+  const autograd::Shape micro{3, 4, 5};
+  const Tensor input = autograd::randn({6, 4, 5}, 1), target = autograd::randn({6, 4, 5}, 2);
+  const auto micro_batch = [&micro](const Tensor& t, int i) {
+    return t.flat_view(i * autograd::numel_of(micro), micro);
+  };
+  const auto stage_weight = [&micro](int s) {
+    return autograd::randn(micro, 10 + static_cast<std::uint64_t>(s)).set_requires_grad();
+  };
+  std::vector<Tensor> dense;
+  for (int s = 0; s < pp; ++s)
+    dense.push_back(stage_weight(s));
+  std::vector<double> expected_losses;
+  for (int i = 0; i < m; ++i) {
+    Tensor x = micro_batch(input, i);
+    for (int s = 0; s < pp; ++s) {
+      x = autograd::mul(x, dense[static_cast<std::size_t>(s)]);
+      if (s + 1 < pp) x = autograd::round_through_bf16(x);
+    }
+    const Tensor loss = autograd::scale(autograd::mse_loss(x, micro_batch(target, i)), 1.0 / m);
+    loss.backward();
+    expected_losses.push_back(loss.item());
+  }
+  const Tensor& expected_grad = dense[static_cast<std::size_t>(stage)].grad();
+  // Sends per micro-batch: the activation forward (all but the last stage), the gradient back
+  // (all but the first).
+  const std::uint64_t sends =
+      static_cast<std::uint64_t>(m) * ((stage + 1 < pp) + (stage > 0)) * autograd::numel_of(micro);
+
+  for (const bool bf16_wire : {true, false}) {
+    SCOPED_TRACE(bf16_wire ? "bfloat16 wire" : "float32 wire");
+    const Tensor weight = stage_weight(stage);
+    const PipelineStage compute{[&](int i, int, const Tensor& received) {
+      const Tensor y =
+          autograd::mul(topology.is_first_stage() ? micro_batch(input, i) : received, weight);
+      if (!topology.is_last_stage()) return y;
+      return autograd::scale(autograd::mse_loss(y, micro_batch(target, i)), 1.0 / m);
+    }};
+    PipelineSpec spec{micro, m, ScheduleKind::one_f_one_b};
+    spec.bf16_wire = bf16_wire;
+    const comm::Traffic before = comm::traffic();
+    const std::vector<Tensor> losses = run_pipeline_step(topology, spec, compute);
+    EXPECT_EQ(comm::traffic_since(before, comm::traffic())[topology.pp_comm().name()],
+              sends * (bf16_wire ? 2u : 4u));
+    if (bf16_wire) {
+      EXPECT_EQ(weight.grad().to_vector(), expected_grad.to_vector());
+      for (std::size_t i = 0; i < losses.size(); ++i)
+        EXPECT_EQ(losses[i].item(), expected_losses[i]) << "micro-batch " << i;
+    } else {
+      EXPECT_NE(weight.grad().to_vector(), expected_grad.to_vector());
+    }
+  }
+  // Two stages that disagree on the wire: the receiver names both dtypes, and the sender's
+  // payload is drained, so its send completes.
+  if (pp == 2) {
+    PipelineSpec mixed{micro, 1};
+    mixed.bf16_wire = topology.is_first_stage();
+    const PipelineStage pass{[&](int, int, const Tensor& received) {
+      return topology.is_first_stage() ? micro_batch(input, 0) : received;
+    }};
+    if (topology.is_first_stage()) {
+      run_pipeline_forward(topology, mixed, pass);
+    } else {
+      std::string message;
+      try {
+        run_pipeline_forward(topology, mixed, pass);
+      } catch (const std::runtime_error& e) {
+        message = e.what();
+      }
+      const int sender = topology.pp_comm().global_rank(0);
+      EXPECT_NE(message.find(fmt::format("expected [3, 4, 5] float32 from rank {}, but rank {} "
+                                         "sent [3, 4, 5] bfloat16",
+                                         sender, sender)),
+                std::string::npos)
+          << message;
+    }
+  }
+  // A bfloat16 wire carries float32 activations only.
+  PipelineSpec float64{micro, m, ScheduleKind::one_f_one_b, DType::f64};
+  float64.bf16_wire = true;
+  const PipelineStage identity{[](int, int, const Tensor& x) { return x; }};
+  EXPECT_THROW(run_pipeline_step(topology, float64, identity), std::invalid_argument);
 }
 
 TEST(PipelineShapes, BadSizesAreRejected) {

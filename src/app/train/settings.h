@@ -48,7 +48,8 @@ struct TrainOptions {
   std::string optimizer = "adamw";
   std::string dtype = "float32";
   /// --bf16: GEMMs on bfloat16 operands with float32 accumulation, master weights, main
-  /// gradients and optimizer states (kernels::GemmOperands::bfloat16; docs/precision.md)
+  /// gradients and optimizer states (kernels::GemmOperands::bfloat16), and bfloat16 activations
+  /// and gradients between pipeline stages (PipelineSpec::bf16_wire; docs/precision.md)
   bool bf16 = false;
   /// --grad-reduce-in-bf16 (with --bf16): the DP gradient reduction carries and sums bfloat16,
   /// half the bytes (comm::Wire::bf16; Megatron-LM's flag)

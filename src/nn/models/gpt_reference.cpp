@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
 #include <vector>
 
 #include "autograd/ops.h"
@@ -61,7 +62,11 @@ Tensor dense_llama_block(const GptConfig& c, const TensorMap& p, std::int64_t la
 }
 
 Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor& tokens,
-                      const Tensor& targets) {
+                      const Tensor& targets, std::int64_t bf16_wire_blocks) {
+  if (bf16_wire_blocks < 0) {
+    throw std::invalid_argument(
+        fmt::format("dense_gpt_loss: bf16_wire_blocks {} is negative", bf16_wire_blocks));
+  }
   const std::int64_t batch = tokens.size(0), seq = tokens.size(1);
   Tensor x = autograd::embedding(p.at("transformer.wte.weight"), tokens);
   if (!config.llama()) {
@@ -75,6 +80,9 @@ Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor&
   for (std::int64_t layer = 0; layer < config.layers; ++layer) {
     x = config.llama() ? dense_llama_block(config, p, layer, x)
                        : dense_gpt_block(p, layer, config.heads, x, config.gelu);
+    const bool stage_boundary =
+        bf16_wire_blocks > 0 && (layer + 1) % bf16_wire_blocks == 0 && layer + 1 < config.layers;
+    if (stage_boundary) x = autograd::round_through_bf16(x);
   }
   const Tensor normed =
       config.llama() ? autograd::rms_norm(x, p.at("transformer.ln_f.weight"), config.norm_eps)

@@ -32,9 +32,13 @@ Tensor dense_llama_block(const GptConfig& config, const TensorMap& parameters, s
 
 /// Mean cross-entropy (nats per token) of the dense model (either family): tokens and targets
 /// (int32/int64) [batch, seq] -> scalar; the logits are those of wte's first config.vocab rows only
-/// (an independent form of the padding rule). Backward fills the gradients of `parameters`. Throws
-/// std::out_of_range when a parameter is missing, std::invalid_argument for bad token ids.
+/// (an independent form of the padding rule). Backward fills the gradients of `parameters`.
+/// `bf16_wire_blocks` > 0: the activation after every bf16_wire_blocks-th block except the last
+/// goes through autograd::round_through_bf16 (forward and gradient), as the pipeline's bfloat16
+/// wire rounds between virtual stages of that many blocks (layers / (pp virtual_stages)); 0 never
+/// rounds. Throws std::out_of_range when a parameter is missing, std::invalid_argument for bad
+/// token ids, a negative bf16_wire_blocks, or rounding a model that is not float32.
 Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& parameters, const Tensor& tokens,
-                      const Tensor& targets);
+                      const Tensor& targets, std::int64_t bf16_wire_blocks = 0);
 
 }  // namespace mpitron::nn

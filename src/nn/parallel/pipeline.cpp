@@ -7,6 +7,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "comm/point_to_point.h"
+#include "kernels/ops.h"
 #include "nn/fault_injection.h"
 
 namespace mpitron::nn {
@@ -26,7 +27,13 @@ Direction direction_of(const PipelineAction& action) {
 class StageLink {
  public:
   StageLink(const comm::ParallelTopology& topology, const PipelineSpec& spec)
-      : pp_(topology.pp_comm()), stage_(topology.pp_rank()), spec_(spec) {}
+      : pp_(topology.pp_comm()), stage_(topology.pp_rank()), spec_(spec) {
+    if (spec_.bf16_wire && spec_.dtype != autograd::DType::f32) {
+      throw std::invalid_argument(
+          fmt::format("pipeline: a bfloat16 wire carries float32 activations, not {}",
+                      kernels::to_string(spec_.dtype)));
+    }
+  }
 
   // Starts receiving the input activation (a forward action) or the output gradient (a backward
   // action) of `action`. At most one receive is in flight.
@@ -38,7 +45,7 @@ class StageLink {
     }
     ahead_.started = true;
     ahead_.action = action;
-    ahead_.tensor = Tensor::empty(spec_.activation_shape, spec_.dtype, spec_.device);
+    ahead_.tensor = Tensor::empty(spec_.activation_shape, wire_dtype(), spec_.device);
     const PipelineTransfer from = transfer_of(action, /*receive=*/true, pp_.size(), stage_);
     ahead_.request = comm::irecv(pp_, ahead_.tensor.buffer(), spec_.activation_shape, from.peer,
                                  tag(action, from));
@@ -50,7 +57,10 @@ class StageLink {
     if (!ahead_.started || !(ahead_.action == action)) expect(action);
     ahead_.request.wait();
     ahead_.started = false;
-    return std::move(ahead_.tensor);
+    if (!spec_.bf16_wire) return std::move(ahead_.tensor);
+    Tensor wide = Tensor::empty(spec_.activation_shape, spec_.dtype, spec_.device);
+    kernels::convert(ahead_.tensor.buffer(), wide.buffer());  // exact
+    return wide;
   }
 
   // Sends `t`, the output activation (a forward action) or the input gradient (a backward
@@ -60,15 +70,20 @@ class StageLink {
         t.device() != spec_.device) {
       throw std::invalid_argument(fmt::format(
           "pipeline: stage {} produced {} {} on {} for micro-batch {}, but the stages exchange "
-          "{} {} on {}",
+          "{} {} on {}{}",
           stage_, autograd::to_string(t.shape()), kernels::to_string(t.dtype()),
           kernels::to_string(t.device()), action.micro_batch,
           autograd::to_string(spec_.activation_shape), kernels::to_string(spec_.dtype),
-          kernels::to_string(spec_.device)));
+          kernels::to_string(spec_.device), spec_.bf16_wire ? " (sent as bfloat16)" : ""));
     }
     std::erase_if(pending_, [](Pending& p) { return p.request.test(); });
     Pending& sent = pending_.emplace_back();
-    sent.tensor = t.detach();  // keeps the storage, not the autograd graph
+    if (spec_.bf16_wire) {
+      sent.tensor = Tensor::empty(t.shape(), wire_dtype(), t.device());
+      kernels::convert(t.buffer(), sent.tensor.buffer());  // rounds to nearest even
+    } else {
+      sent.tensor = t.detach();  // keeps the storage, not the autograd graph
+    }
     const PipelineTransfer to = transfer_of(action, /*receive=*/false, pp_.size(), stage_);
     sent.request =
         comm::isend(pp_, sent.tensor.buffer(), spec_.activation_shape, to.peer, tag(action, to));
@@ -89,6 +104,11 @@ class StageLink {
     constexpr int kCrossingTags = (comm::kMaxTransferTag + 1) / 2;
     const int crossing = transfer.upstream_chunk * spec_.micro_batches + action.micro_batch;
     return 2 * (crossing % kCrossingTags) + static_cast<int>(direction_of(action));
+  }
+
+  // What travels: spec's dtype, or bfloat16 on a bfloat16 wire.
+  autograd::DType wire_dtype() const {
+    return spec_.bf16_wire ? autograd::DType::bf16 : spec_.dtype;
   }
 
   struct Pending {

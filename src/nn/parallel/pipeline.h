@@ -45,6 +45,12 @@ struct PipelineSpec {
   autograd::DType dtype = autograd::DType::f32;
   autograd::Device device = autograd::Device::cpu;
   int virtual_stages = 1;  ///< model chunks per stage (interleaved 1F1B with >= 2)
+  /// float32 activations and gradients travel between stages as bfloat16: rounded to nearest,
+  /// ties to even at the send (kernels::convert), widened exactly at the receive, so the stages
+  /// compute on autograd::round_through_bf16 of what was sent; half the bytes (train --bf16,
+  /// Megatron-LM's bfloat16 pipeline transfers). Only with dtype f32 (else the executor throws
+  /// std::invalid_argument before any transfer).
+  bool bf16_wire = false;
 };
 
 /// One training step's forward and backward of every micro-batch through every model chunk of
@@ -55,8 +61,9 @@ struct PipelineSpec {
 /// last stage, every micro-batch's loss (detached) in micro-batch order; empty on the other
 /// stages. Throws std::invalid_argument with pipeline_layout_error's message for a layout the
 /// schedule cannot run (from pipeline_schedule), or when a forward that sends returns a tensor
-/// other than [activation_shape] of spec's dtype and device; a peer that sends another shape raises
-/// the comm shape-mismatch error.
+/// other than [activation_shape] of spec's dtype and device, or for spec.bf16_wire with a dtype
+/// other than f32; a peer that sends another shape or wire dtype raises the comm shape-mismatch
+/// error (naming both shapes and dtypes).
 std::vector<Tensor> run_pipeline_step(const comm::ParallelTopology& topology,
                                       const PipelineSpec& spec, const PipelineStage& stage);
 

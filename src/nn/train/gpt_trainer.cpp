@@ -9,6 +9,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "comm/collectives.h"
+#include "kernels/ops.h"
 #include "nn/data/zigzag.h"
 #include "nn/fault_injection.h"
 #include "nn/optim/sgd.h"
@@ -52,6 +53,12 @@ GradientSharding sharding_of(const GptTrainOptions& options,
   sharding.enabled = options.distributed_optimizer;
   if (topology.pp() > 1) sharding.own_bucket.push_back(kTiedEmbedding);
   return sharding;
+}
+
+// Whether the stages exchange bfloat16 activations and gradients (PipelineSpec::bf16_wire): in a
+// float32 run under bfloat16 GEMM operands (train --bf16).
+bool bf16_pipeline_wire(DType dtype) {
+  return dtype == DType::f32 && kernels::gemm_operands() == kernels::GemmOperands::bfloat16;
 }
 
 // In place: values[i] summed over `comm`.
@@ -128,7 +135,8 @@ double GptTrainer::run_pipeline(const std::vector<TokenBatch>& whole, bool train
                             options_.schedule,
                             options_.dtype,
                             options_.device,
-                            stage_.virtual_stages()};
+                            stage_.virtual_stages(),
+                            bf16_pipeline_wire(options_.dtype)};
     const std::vector<Tensor> losses = train ? run_pipeline_step(topology_, spec, stage)
                                              : run_pipeline_forward(topology_, spec, stage);
     for (const Tensor& l : losses)

@@ -6,8 +6,10 @@
 // parallelism (cp > 1) each rank cuts its zigzag shard out of the whole sequences it is given
 // and divides its shard's sum by that whole count / cp: cp times its share of the mean, so
 // averaging the gradients over the dp x cp ranks gives the gradient of the global batch's mean
-// loss, and a shard whose targets are all ignored adds 0 (never NaN). `mpitron train`,
-// `validate` and the tests all run this one step.
+// loss, and a shard whose targets are all ignored adds 0 (never NaN). A float32 step under
+// bfloat16 GEMM operands (kernels::GemmOperands::bfloat16, train --bf16) sends bfloat16 between
+// the pipeline stages (PipelineSpec::bf16_wire). `mpitron train`, `validate` and the tests all
+// run this one step.
 #pragma once
 
 #include <memory>
