@@ -20,6 +20,9 @@ Files (tools/make_golden.py's format):
 - tests/data/gpt_train_bf16.json: gpt_train.json's five steps in float32 with `train --bf16`'s
   linear layers (Bf16Linear: bfloat16 operands, float32 sums, float32 master weights and AdamW
   moments).
+- tests/data/gpt_train_bf16_pp2.json: the same bf16 steps as two pipeline stages of one block
+  each run them: the activation between the blocks, and its gradient, rounded to bfloat16 (the
+  bfloat16 pipeline wire, Bf16Wire).
 """
 
 import math
@@ -95,7 +98,28 @@ def bf16_linear(x, weight, bias=None):
     return Bf16Linear.apply(x, weight, bias)
 
 
-def loss_of(p, tokens, targets, linear=F.linear):
+class Bf16Wire(torch.autograd.Function):
+    """What crosses a bfloat16 pipeline wire: the activation rounded to bfloat16 on its way to the
+    next stage, and its gradient rounded on the way back."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return bf16(x)
+
+    @staticmethod
+    def backward(ctx, dx):
+        return bf16(dx)
+
+
+def no_wire(x, block):
+    return x
+
+
+def wire_after_block_0(x, block):
+    return Bf16Wire.apply(x) if block == 0 else x
+
+
+def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire):
     b, t = tokens.shape
     x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][torch.arange(t)]
     d = HIDDEN // HEADS
@@ -112,6 +136,7 @@ def loss_of(p, tokens, targets, linear=F.linear):
         m = F.layer_norm(x, (HIDDEN,), p[h + "ln_2.weight"], p[h + "ln_2.bias"], 1e-5)
         m = F.gelu(linear(m, p[h + "mlp.c_fc.weight"], p[h + "mlp.c_fc.bias"]))
         x = x + linear(m, p[h + "mlp.c_proj.weight"], p[h + "mlp.c_proj.bias"])
+        x = wire(x, i)
     x = F.layer_norm(x, (HIDDEN,), p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], 1e-5)
     logits = linear(x, p["transformer.wte.weight"])
     return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
@@ -141,11 +166,13 @@ def main():
     write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
     initial32 = {n: t.float() for n, t in initial.items()}
     write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear))
+    write("gpt_train_bf16_pp2.json",
+          train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0))
 
 
-def train_steps(initial, batches, clip, linear=F.linear):
+def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire):
     """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`, with
-    `linear` for every linear layer and the tied head."""
+    `linear` for every linear layer and the tied head and `wire` after each block."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -157,7 +184,7 @@ def train_steps(initial, batches, clip, linear=F.linear):
         for group in opt.param_groups:
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(params, tokens, targets, linear)
+        loss = loss_of(params, tokens, targets, linear, wire)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()

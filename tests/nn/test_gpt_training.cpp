@@ -488,22 +488,22 @@ struct GoldenSteps {
   double first_rtol;  // on the first step's loss and gradient norm
   double step_rtol;   // on each later step's
   double final_rtol;  // on each final tensor, of its scale (test::max_rel_error)
+  /// Under bf16 the golden of pp 2, whose stages exchange bfloat16 (PipelineSpec::bf16_wire):
+  /// PyTorch's run rounds the activation between its two blocks and that gradient.
+  const char* pp2_file = nullptr;
 };
 
-// The golden's five steps on every topology of the test world (pp 1 only under bf16), each step's
-// loss and norm and the final parameters against PyTorch's.
+// The golden's five steps on every topology of the test world, each step's loss and norm and the
+// final parameters against PyTorch's.
 void expect_golden_steps(const GoldenSteps& run) {
   const test::GoldenFile init("gpt.json");
   const GptConfig config{256, 16, 2, 32, 4};
-  const test::GoldenFile golden(run.file);
   const DType dtype = run.bf16 ? DType::f32 : DType::f64;
   for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
-    // PyTorch's bf16 run is one process, so it does not round where the stages exchange
-    // bfloat16 (PipelineSpec::bf16_wire): at pp 2 the first stage's final tensors measured 2.6e-2
-    // to 4.6e-2 off. pp > 1 under bf16 is checked against a dense model that rounds there
-    // (validate's bf16 GPT check) and by the loss curves (Bf16PipelineSendsCarryBfloat16).
-    if (config.layers % pp != 0 || (run.bf16 && pp > 1)) continue;
-    SCOPED_TRACE(fmt::format("{}: tp {} pp {} dp {}", run.file, tp, pp, dp));
+    if (config.layers % pp != 0) continue;
+    const char* file = run.bf16 && pp > 1 ? run.pp2_file : run.file;
+    const test::GoldenFile golden(file);
+    SCOPED_TRACE(fmt::format("{}: tp {} pp {} dp {}", file, tp, pp, dp));
     const comm::ParallelTopology topology(test::world(), tp, pp, dp);
     GptTrainOptions options;
     options.lr = 1e-2;
@@ -527,12 +527,16 @@ void expect_golden_steps(const GoldenSteps& run) {
     kernels::set_gemm_operands(kernels::GemmOperands::float32);
     for (const Parameter& p : trainer.parameters()) {
       // Under bf16 the k bias's gradient is rounding noise (zero in exact arithmetic), which
-      // AdamW turns into full steps that each side draws differently.
+      // AdamW turns into full steps that each side draws differently. The q bias's is small
+      // beside that noise: PyTorch's own two goldens, which differ only by one rounding of the
+      // activation between the blocks, put block 0's q bias 4.6e-2 of its scale apart (the
+      // largest of any tensor); mpitron at tp 2 pp 2 measured 5.4e-2, so it is bounded at 1e-1.
       if (run.bf16 && p.name.ends_with("attn.k.bias")) continue;
+      const double rtol = run.bf16 && p.name.ends_with("attn.q.bias") ? 1e-1 : run.final_rtol;
       SCOPED_TRACE(p.name);
       const Tensor expected =
           test::slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
-      EXPECT_LE(test::max_rel_error(p.tensor, expected), run.final_rtol);
+      EXPECT_LE(test::max_rel_error(p.tensor, expected), rtol);
     }
   }
 }
@@ -552,9 +556,12 @@ TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
 // values. Step 1: measured 1e-5 of the loss and norm, bounded at 1e-4, where a run without the
 // rounding is 2.3e-4 (loss) and 5e-4 (norm) off: the bound sees the rounding. Later steps: AdamW's
 // normalised update spreads those differences, measured up to 9e-4, bounded at 2e-3. Final
-// tensors: measured up to 1.1e-2 of a tensor's scale (the k weight), bounded at 2e-2.
+// tensors: measured up to 1.1e-2 of a tensor's scale (the k weight), bounded at 2e-2. At pp 2
+// the golden rounds between the stages as the bfloat16 pipeline wire does (without that rounding
+// the first stage's final tensors measured 2.6e-2 to 4.6e-2 off).
 TEST(GptTraining, FiveBf16AdamWStepsMatchPyTorch) {
-  expect_golden_steps({"gpt_train_bf16.json", 1.0, true, 1e-4, 2e-3, 2e-2});
+  expect_golden_steps(
+      {"gpt_train_bf16.json", 1.0, true, 1e-4, 2e-3, 2e-2, "gpt_train_bf16_pp2.json"});
 }
 
 }  // namespace
