@@ -40,7 +40,7 @@ Tensor detail::weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& 
   // Gradient accumulation fusion (as Megatron-LM's): a leaf weight that already has a gradient
   // (e.g. a view of the data-parallel buffer) takes dy^T x straight from the GEMM with beta = 1,
   // without an [out, in] temporary.
-  Tensor existing = weight.is_leaf() ? weight.grad() : Tensor();
+  Tensor existing = detail::existing_leaf_grad(weight);
   if (existing.defined()) {
     kernels::gemm(true, false, out, in, rows, 1.0, dy.buffer(), x.buffer(), 1.0, existing.buffer());
     return Tensor();

@@ -102,14 +102,18 @@ Tensor embedding_slice(const Tensor& weight, const Tensor& indices, std::int64_t
   Tensor out = empty_like(weight, out_shape);
   kernels::embedding_forward(weight.buffer(), cols, indices.buffer(), first_row, out.buffer());
   const Tensor saved = indices.detach();
-  const Shape weight_shape = weight.shape();
-  return detail::record("embedding", out, {weight},
-                        [saved, first_row, cols, weight_shape](const Tensor& dout) {
-                          Tensor dweight = Tensor::zeros(weight_shape, dout.dtype(), dout.device());
-                          kernels::embedding_backward(dout.buffer(), saved.buffer(), first_row,
-                                                      cols, dweight.buffer());
-                          return std::vector<Tensor>{dweight};
-                        });
+  return detail::record(
+      "embedding", out, {weight}, [saved, first_row, cols, weight](const Tensor& dout) {
+        // The rows go straight into a gradient the table already has (a tied embedding's, which the
+        // LM head's GEMM has just added to): no dense zeroed [rows, cols] tensor to add afterwards.
+        const Tensor existing = detail::existing_leaf_grad(weight);
+        Tensor dweight = existing.defined()
+                             ? existing
+                             : Tensor::zeros(weight.shape(), dout.dtype(), dout.device());
+        kernels::embedding_backward(dout.buffer(), saved.buffer(), first_row, cols,
+                                    dweight.buffer());
+        return std::vector<Tensor>{existing.defined() ? Tensor() : dweight};
+      });
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& indices) {

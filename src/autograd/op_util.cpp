@@ -36,6 +36,10 @@ int normalize_dim(const char* op, int dim, int ndim) {
   return d;
 }
 
+Tensor existing_leaf_grad(const Tensor& weight) {
+  return weight.is_leaf() ? weight.grad() : Tensor();
+}
+
 std::size_t extent_product(const Shape& shape, int begin, int end) {
   std::size_t n = 1;
   for (int i = begin; i < end; ++i)

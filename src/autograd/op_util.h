@@ -29,6 +29,11 @@ int normalize_dim(const char* op, int dim, int ndim);
 /// Product of shape[begin, end).
 std::size_t extent_product(const Shape& shape, int begin, int end);
 
+/// The gradient a leaf `weight` already has (a view of the data-parallel buffer, in training),
+/// into which a backward may add its own gradient in place and then return an undefined tensor
+/// (nothing left for the engine to add); undefined for a weight that is not a leaf or has none.
+Tensor existing_leaf_grad(const Tensor& weight);
+
 /// dW = dy^T x for weight [out, in], dy [..., out], x [..., in] (matmul_ops.cpp). A leaf weight
 /// that already has a gradient gets dW added to it by the GEMM itself (beta = 1) and the result
 /// is undefined (nothing left for the engine to add); otherwise a new [out, in] tensor.

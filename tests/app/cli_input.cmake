@@ -133,7 +133,10 @@ mpitron_add_expect_test(bench_gemm_prints_every_product TARGET mpitron NP 1 TIME
   ARGS bench gemm --seconds 0.01 ${cli_logs}
   EXPECT_EXIT 0
   EXPECT_OUTPUT "bench gemm: float32[^\n]*FMA peak [0-9.]+ GFLOP/s[^\n]*auto = (blas|eigen|mpitron) \\((measured|cached) at 1 thread: eigen [0-9.]+, [^\n]*mpitron [0-9.]+ GFLOP/s\\)\n"
-                "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ ")
+                "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ "
+                "SmolLM-135M +lm head +forward +384 x 49152 x 576 +[0-9.]+ "
+                "SmolLM-135M +lm head +dx +384 x 576 x 49152 +[0-9.]+ "
+                "SmolLM-135M +lm head +dW +49152 x 576 x 384 +[0-9.]+ ")
 # Auto's choice follows the rates it is given (MPITRON_GEMM_RATES, as a test's stand-in for the
 # clock), also where MPITRON_GEMM pins the runs' provider, and a malformed variable is one error
 # line.

@@ -12,6 +12,7 @@
 
 #include "autograd/ops.h"
 #include "autograd_test_support.h"
+#include "kernels/allocator.h"
 #include "support/compare.h"
 #include "support/cross_entropy_reference.h"
 
@@ -90,6 +91,41 @@ TEST_P(ModelOps, EmbeddingSliceZeroesOtherRowsAndGradchecks) {
   }
   EXPECT_TRUE(gradcheck_passes([ids](const Inputs& in) { return embedding_slice(in[0], ids, 4); },
                                {weight}));
+}
+
+// A table whose gradient is already set (a view of the data-parallel buffer, in training) takes
+// its rows added into that very tensor, index by index as the loop here adds them, without a
+// table-sized temporary; a table without one gets a new gradient of the rows alone.
+TEST_P(ModelOps, EmbeddingAddsRowsIntoAGradientTheTableAlreadyHas) {
+  constexpr std::int64_t kRows = 1000, kCols = 64;
+  const std::vector<std::int64_t> rows{4, 0, 4, 999};
+  const Tensor ids = Tensor::from_indices(rows, {4}, device());
+  const Tensor dout = normal({4, kCols}, 72), initial = normal({kRows, kCols}, 73);
+  const std::vector<double> d = dout.to_vector();
+  std::vector<double> added(kRows * kCols, 0.0);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    for (std::size_t c = 0; c < kCols; ++c)
+      added[static_cast<std::size_t>(rows[i] * kCols) + c] += d[i * kCols + c];
+  }
+  std::vector<double> want = initial.to_vector();
+  for (std::size_t i = 0; i < want.size(); ++i)
+    want[i] += added[i];
+
+  Tensor weight = normal({kRows, kCols}, 74).set_requires_grad();
+  const Tensor grad = initial.clone();
+  weight.set_grad(grad);
+  const Tensor loss = sum(mul(embedding(weight, ids), dout));
+  const std::size_t before = kernels::allocator_stats(device()).in_use_bytes;
+  kernels::reset_allocator_peaks(device());
+  loss.backward();
+  const std::size_t table_bytes = kRows * kCols * sizeof(double);
+  EXPECT_LT(kernels::allocator_stats(device()).peak_in_use_bytes, before + table_bytes);
+  EXPECT_EQ(weight.grad().buffer().data(), grad.buffer().data());
+  expect_close(grad.to_vector(), want, 1e-15);
+
+  Tensor fresh = normal({kRows, kCols}, 74).set_requires_grad();
+  sum(mul(embedding(fresh, ids), dout)).backward();
+  expect_close(fresh.grad().to_vector(), added, 1e-15);
 }
 
 TEST_P(ModelOps, CrossEntropyMatchesLogSumExpAndGradchecks) {

@@ -33,8 +33,10 @@ float at_b(const Case& s, const std::vector<float>& b, std::size_t p, std::size_
 }
 
 // Sizes around the micro-tile (rows, columns), a pass of k (depth), more than one block of
-// rows and panel of columns, the tiles of the fused attention, and k = 1024, where row-major A's
-// rows share L1 sets and are copied to a padded stride rather than read in place.
+// rows and panel of columns (panels that hold all of k), the tiles of the fused attention, k =
+// 1024, where row-major A's rows share L1 sets and are copied to a padded stride rather than read
+// in place, and k = 1031 over 1030 columns: k too long for a panel to hold all of it, so each
+// pass is packed on its own, in two panels of columns.
 std::vector<Case> cases() {
   const auto shape = packed_gemm_shape();
   std::vector<Case> out;
@@ -47,6 +49,7 @@ std::vector<Case> cases() {
       out.push_back({37, 53, 71, ta, tb});
       out.push_back({17 * shape.rows + 5, 530, 2 * shape.depth + 9, ta, tb});
       out.push_back({2 * shape.rows + 3, 40, 1024, ta, tb});
+      out.push_back({shape.rows + 1, 1030, 1031, ta, tb});
     }
   }
   return out;

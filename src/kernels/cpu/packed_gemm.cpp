@@ -1,4 +1,4 @@
-// mpitron's float32 GEMM: op(B) packed in panels of kPanelColumns columns, op(A) in blocks of
+// mpitron's float32 GEMM: op(B) packed in panels (Panels), op(A) in blocks of
 // kBlockRows rows (row-major A read in place, as BLIS's kernels for small products do, or from a
 // copy of the block's rows at a padded stride where its rows share L1 sets; transposed A packed),
 // both cut into kDepth terms of k, and a micro-kernel that keeps a kRows x kColumns tile of C in
@@ -38,9 +38,13 @@ constexpr std::size_t kColumns = 2 * kVector;
 // L1 while the micro-panels of A stream past it from L2.
 constexpr std::size_t kDepth = 256;
 // A block of kBlockRows x kDepth packed A (96 KiB with AVX2, 192 KiB with AVX-512) for L2, and a
-// panel of kDepth x kPanelColumns packed B (512 KiB) for L3: under 1 MiB of scratch per thread.
+// panel of packed B of at most kPanelFloats (1 MiB) for L3: kDepth terms of up to kPanelColumns
+// columns, or all of k for fewer columns where k is short enough (Panels).
 constexpr std::size_t kBlockRows = 16 * kRows;
-constexpr std::size_t kPanelColumns = 512;
+constexpr std::size_t kPanelColumns = 1024;
+constexpr std::size_t kPanelFloats = kPanelColumns * kDepth;
+// The fewest columns of a panel that holds all of k (k <= 1024).
+constexpr std::size_t kMinWholeKColumns = 256;
 
 using Vec = float __attribute__((vector_size(kVector * sizeof(float))));
 
@@ -317,9 +321,28 @@ void pack_b(bool trans, const In* b, std::size_t ldb, std::size_t first_k, std::
 // The thread's packing buffers: one block of A (packed, or its rows copied) and one panel of B.
 struct Scratch {
   std::vector<float> a, b;
-  Scratch()
-      : a(kBlockRows * kPaddedDepth),
-        b(((kPanelColumns + kColumns - 1) / kColumns) * kColumns * kDepth) {}
+  Scratch() : a(kBlockRows * kPaddedDepth), b(kPanelFloats) {}
+};
+
+// How op(B) is cut into panels: of `columns` columns each (a multiple of kColumns; the last panel
+// holds the rest), each packed for all of k at once (whole_k) or one pass at a time.
+// A panel that holds all of k lets each block of rows of C take every pass while it is in L2:
+// the weight gradient of a wide layer (m = 49152 rows of C at k = 384 tokens, accumulated into
+// with beta = 1) otherwise read and wrote all of C from memory once per pass. Panels are as even as
+// kColumns allows: the LM head's input gradient (n = 576 at k = 49152) is one panel of 576 columns,
+// so its A, the logits' gradient, is read from memory once.
+struct Panels {
+  std::size_t columns;
+  bool whole_k;
+
+  static Panels of(std::size_t n, std::size_t k) {
+    const std::size_t whole_k_columns = kPanelFloats / std::max<std::size_t>(k, 1);
+    const bool whole_k = k > kDepth && whole_k_columns >= kMinWholeKColumns;
+    const std::size_t widest = whole_k ? whole_k_columns / kColumns * kColumns : kPanelColumns;
+    const std::size_t count = (n + widest - 1) / widest;
+    const std::size_t even = (n + count - 1) / count;
+    return {(even + kColumns - 1) / kColumns * kColumns, whole_k};
+  }
 };
 
 // packed_sgemm, or packed_gemm_bf16_converted with In = bf16: the operands are widened to
@@ -337,35 +360,52 @@ void packed_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::
   // bfloat16; transposed A is packed.
   const bool copies_a = !trans_a && (std::is_same_v<In, bf16> || rows_share_l1_sets(lda));
   const std::size_t a_stride = copies_a ? kPaddedDepth : lda;
-  for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
-    const std::size_t nc = std::min(kPanelColumns, n - jc);
-    for (std::size_t pc = 0; pc < k; pc += kDepth) {
-      const std::size_t kc = std::min(kDepth, k - pc);
-      const Update update{alpha, pc == 0 && beta == 0.0f};
-      pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
-      for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
-        const std::size_t mc = std::min(kBlockRows, m - ic);
-        if (trans_a) pack_transposed_a(a, lda, ic, mc, pc, kc, scratch.a.data());
-        if (copies_a) copy_a_rows(a, lda, ic, mc, pc, kc, scratch.a.data());
-        const float* a_rows = scratch.a.data();
-        if constexpr (std::is_same_v<In, float>) {
-          if (!copies_a) a_rows = a + ic * lda + pc;
-        }
-        for (std::size_t jr = 0; jr < nc; jr += kColumns) {
-          const float* bp = scratch.b.data() + jr * kc;
-          for (std::size_t ir = 0; ir < mc; ir += kRows) {
-            float* tile = c + (ic + ir) * ldc + jc + jr;
-            const std::size_t rows = std::min(kRows, mc - ir), cols = std::min(kColumns, nc - jr);
-            if (trans_a) {
-              tile_kernel<false>(kc, scratch.a.data() + ir * kc, 0, bp, tile, ldc, rows, cols,
-                                 update);
-            } else {
-              tile_kernel<true>(kc, a_rows + ir * a_stride, a_stride, bp, tile, ldc, rows, cols,
-                                update);
-            }
-          }
+  // Rows [ic, ic + mc) of C, columns [jc, jc + nc), one pass of kc terms from pc with op(B)'s
+  // panel packed at `panel`.
+  const auto block = [&](std::size_t ic, std::size_t mc, std::size_t jc, std::size_t nc,
+                         std::size_t pc, std::size_t kc, const float* panel) {
+    const Update update{alpha, pc == 0 && beta == 0.0f};
+    if (trans_a) pack_transposed_a(a, lda, ic, mc, pc, kc, scratch.a.data());
+    if (copies_a) copy_a_rows(a, lda, ic, mc, pc, kc, scratch.a.data());
+    const float* a_rows = scratch.a.data();
+    if constexpr (std::is_same_v<In, float>) {
+      if (!copies_a) a_rows = a + ic * lda + pc;
+    }
+    for (std::size_t jr = 0; jr < nc; jr += kColumns) {
+      const float* bp = panel + jr * kc;
+      for (std::size_t ir = 0; ir < mc; ir += kRows) {
+        float* tile = c + (ic + ir) * ldc + jc + jr;
+        const std::size_t rows = std::min(kRows, mc - ir), cols = std::min(kColumns, nc - jr);
+        if (trans_a) {
+          tile_kernel<false>(kc, scratch.a.data() + ir * kc, 0, bp, tile, ldc, rows, cols, update);
+        } else {
+          tile_kernel<true>(kc, a_rows + ir * a_stride, a_stride, bp, tile, ldc, rows, cols,
+                            update);
         }
       }
+    }
+  };
+  const Panels panels = Panels::of(n, k);
+  const std::size_t padded = panels.columns;  // floats per term of k in a packed panel
+  for (std::size_t jc = 0; jc < n; jc += panels.columns) {
+    const std::size_t nc = std::min(panels.columns, n - jc);
+    if (panels.whole_k) {  // pass pc at scratch.b + pc * padded; each block of C takes them all
+      for (std::size_t pc = 0; pc < k; pc += kDepth)
+        pack_b(trans_b, b, ldb, pc, std::min(kDepth, k - pc), jc, nc,
+               scratch.b.data() + pc * padded);
+      for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
+        for (std::size_t pc = 0; pc < k; pc += kDepth) {
+          block(ic, std::min(kBlockRows, m - ic), jc, nc, pc, std::min(kDepth, k - pc),
+                scratch.b.data() + pc * padded);
+        }
+      }
+      continue;
+    }
+    for (std::size_t pc = 0; pc < k; pc += kDepth) {
+      const std::size_t kc = std::min(kDepth, k - pc);
+      pack_b(trans_b, b, ldb, pc, kc, jc, nc, scratch.b.data());
+      for (std::size_t ic = 0; ic < m; ic += kBlockRows)
+        block(ic, std::min(kBlockRows, m - ic), jc, nc, pc, kc, scratch.b.data());
     }
   }
 }

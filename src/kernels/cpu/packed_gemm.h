@@ -30,7 +30,8 @@ PackedGemmShape packed_gemm_shape();
 /// is 0 or 1), then k in passes of `depth` terms in order, each pass one fused multiply-add chain
 /// from zero, added to C as one fused alpha * pass + C (the first pass with beta = 0 stores
 /// alpha * pass). So any block of rows and columns of the product, computed as a product of its
-/// own, has the bits of the whole call. Uses a thread-local packing buffer of under 1 MiB.
+/// own, has the bits of the whole call. Uses thread-local packing buffers of
+/// about 1.1 MiB.
 void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                   float alpha, const float* a, std::size_t lda, const float* b, std::size_t ldb,
                   float beta, float* c, std::size_t ldc);
