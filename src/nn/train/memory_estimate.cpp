@@ -44,8 +44,8 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   // the shard's key/value pack and the one arriving, their gradients in flight and arriving, dq,
   // a block's dq, dk and dv, their unpacked copies and the concatenated results.
   const std::int64_t ring_workspace = in.cp > 1 ? 16 * sbh / t : 0;
-  // Backward's workspace (one block's set of gradients, float32) and the ring's at
-  // element_bytes; a recomputed block keeps only its input.
+  // Backward's workspace (one block's set, as gradients) and the ring's count element_bytes an
+  // element; a recomputed block keeps only its input.
   std::int64_t activations =
       (in.recompute ? blocks_in_flight * block_input * in.element_bytes + block_bytes
                     : blocks_in_flight * block_bytes) +

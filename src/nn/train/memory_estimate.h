@@ -70,7 +70,8 @@ struct MemoryEstimate {
 ///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
 /// Of these, LayerNorm 1's and 2's outputs, the attention output's reshape (sbh / t) and
 /// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp): with
-/// bf16_gemm_inputs they count 2 bytes an element, the rest element_bytes.
+/// bf16_gemm_inputs they count 2 bytes an element, the rest (and backward's workspace below, which
+/// holds gradients) element_bytes.
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
 /// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.
