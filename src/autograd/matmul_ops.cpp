@@ -11,7 +11,20 @@ namespace mpitron::autograd {
 using detail::empty_like;
 using detail::needs_grad;
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor gemm_operand(const Tensor& x) {
+  if (kernels::gemm_operands() != kernels::GemmOperands::bfloat16 || x.dtype() != DType::f32) {
+    return x;
+  }
+  Tensor copy = Tensor::empty(x.shape(), DType::bf16, x.device());
+  kernels::convert(x.buffer(), copy.buffer());
+  return copy;
+}
+
+detail::SavedGemmInput detail::save_gemm_input(const Tensor& x, const Tensor& operand) {
+  return {operand, x.dtype(), x.requires_grad()};
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& x_operand) {
   detail::check_compatible("linear", {x, weight, bias});
   if (weight.ndim() != 2 || x.ndim() < 1 || x.size(-1) != weight.size(1) ||
       (bias.defined() && (bias.ndim() != 1 || bias.size(0) != weight.size(0)))) {
@@ -19,17 +32,29 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                                             to_string(x.shape()), to_string(weight.shape()),
                                             bias.defined() ? to_string(bias.shape()) : "none"));
   }
+  if (x_operand.defined() &&
+      (x_operand.shape() != x.shape() || x_operand.device() != x.device() ||
+       (x_operand.dtype() != x.dtype() && x_operand.dtype() != DType::bf16))) {
+    throw std::invalid_argument(
+        fmt::format("linear: x_operand {} {} on {} is not input {} {} on {} or its bfloat16 copy",
+                    to_string(x_operand.shape()), kernels::to_string(x_operand.dtype()),
+                    kernels::to_string(x_operand.device()), to_string(x.shape()),
+                    kernels::to_string(x.dtype()), kernels::to_string(x.device())));
+  }
   const auto in = static_cast<std::size_t>(weight.size(1));
   const auto out = static_cast<std::size_t>(weight.size(0));
   const auto rows = static_cast<std::size_t>(x.numel()) / in;
   Shape y_shape = x.shape();
   y_shape.back() = weight.size(0);
   Tensor y = empty_like(x, y_shape);
-  kernels::gemm(false, true, rows, out, in, 1.0, x.buffer(), weight.buffer(), 0.0, y.buffer());
+  const detail::SavedGemmInput saved =
+      detail::save_gemm_input(x, x_operand.defined() ? x_operand : gemm_operand(x));
+  kernels::gemm(false, true, rows, out, in, 1.0, saved.operand.buffer(), weight.buffer(), 0.0,
+                y.buffer());
   if (bias.defined()) kernels::bias_add(y.buffer(), bias.buffer(), out, y.buffer());
 
-  return detail::record("linear", y, {x, weight, bias}, [x, weight, bias](const Tensor& dy) {
-    return detail::linear_backward(dy, x, weight, bias);
+  return detail::record("linear", y, {x, weight, bias}, [saved, weight, bias](const Tensor& dy) {
+    return detail::linear_backward(dy, saved, weight, bias);
   });
 }
 
@@ -50,17 +75,18 @@ Tensor detail::weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& 
   return dw;
 }
 
-std::vector<Tensor> detail::linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                                            const Tensor& bias) {
+std::vector<Tensor> detail::linear_backward(const Tensor& dy, const SavedGemmInput& x,
+                                            const Tensor& weight, const Tensor& bias) {
   const auto in = static_cast<std::size_t>(weight.size(1));
   const auto out = static_cast<std::size_t>(weight.size(0));
-  const std::size_t rows = detail::extent_product(x.shape(), 0, x.ndim() - 1);
+  const Tensor& x_operand = x.operand;
+  const std::size_t rows = detail::extent_product(x_operand.shape(), 0, x_operand.ndim() - 1);
   Tensor dx, dw, db;
-  if (needs_grad(x)) {
-    dx = empty_like(x);
+  if (x.needs_grad) {
+    dx = Tensor::empty(x_operand.shape(), x.dtype, x_operand.device());
     kernels::gemm(false, false, rows, in, out, 1.0, dy.buffer(), weight.buffer(), 0.0, dx.buffer());
   }
-  if (needs_grad(weight)) dw = weight_gradient(dy, x, weight);
+  if (needs_grad(weight)) dw = weight_gradient(dy, x_operand, weight);
   if (needs_grad(bias)) {
     db = empty_like(bias);
     kernels::sum_rows(dy.buffer(), out, db.buffer());

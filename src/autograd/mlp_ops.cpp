@@ -1,5 +1,6 @@
-// fused_mlp: gelu(x W1^T + b1) W2^T as one differentiable op that keeps only x and the
-// pre-activation for backward (the activation is recomputed there).
+// fused_mlp: gelu(x W1^T + b1) W2^T as one differentiable op that keeps only x (as its GEMM
+// operand, autograd::gemm_operand) and the pre-activation for backward (the activation is
+// recomputed there).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -91,8 +92,9 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
   mid_shape.back() = fc1_weight.size(0);
   out_shape.back() = fc2_weight.size(0);
 
+  const detail::SavedGemmInput saved_x = detail::save_gemm_input(x, gemm_operand(x));
   Tensor pre = empty_like(x, mid_shape);  // Y = x W1^T + b1, kept for backward
-  kernels::gemm(false, true, rows, mid, in, 1.0, x.buffer(), fc1_weight.buffer(), 0.0,
+  kernels::gemm(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(), fc1_weight.buffer(), 0.0,
                 pre.buffer());
   // z = gelu(Y) W2^T chunk by chunk: G never exists for more rows than the scratch holds.
   Tensor z = empty_like(x, out_shape);
@@ -105,11 +107,12 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
 
   return detail::record(
       "fused_mlp", z, {x, fc1_weight, fc1_bias, fc2_weight},
-      [x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, mid, out](const Tensor& dz) mutable {
-        const bool fc1_grads = needs_grad(x) || needs_grad(fc1_weight) || needs_grad(fc1_bias);
+      [saved_x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, mid,
+       out](const Tensor& dz) mutable {
+        const bool fc1_grads = saved_x.needs_grad || needs_grad(fc1_weight) || needs_grad(fc1_bias);
         Tensor dw2 = mlp_backward_in_chunks(pre, dz, fc2_weight, form, rows, mid, out, fc1_grads);
         if (!fc1_grads) return std::vector<Tensor>{Tensor(), Tensor(), Tensor(), dw2};
-        std::vector<Tensor> grads = detail::linear_backward(pre, x, fc1_weight, fc1_bias);
+        std::vector<Tensor> grads = detail::linear_backward(pre, saved_x, fc1_weight, fc1_bias);
         grads.push_back(dw2);
         return grads;
       });

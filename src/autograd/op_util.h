@@ -34,16 +34,30 @@ std::size_t extent_product(const Shape& shape, int begin, int end);
 /// (nothing left for the engine to add); undefined for a weight that is not a leaf or has none.
 Tensor existing_leaf_grad(const Tensor& weight);
 
-/// dW = dy^T x for weight [out, in], dy [..., out], x [..., in] (matmul_ops.cpp). A leaf weight
-/// that already has a gradient gets dW added to it by the GEMM itself (beta = 1) and the result
-/// is undefined (nothing left for the engine to add); otherwise a new [out, in] tensor.
+/// dW = dy^T x for weight [out, in], dy [..., out], x [..., in] (float32, or bfloat16: a
+/// gemm_operand; matmul_ops.cpp). A leaf weight that already has a gradient gets dW added to it
+/// by the GEMM itself (beta = 1) and the result is undefined (nothing left for the engine to
+/// add); otherwise a new [out, in] tensor of weight's dtype.
 Tensor weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& weight);
 
-/// The gradients of y = x W^T + b from dy [..., out], for x [..., in], weight [out, in] and bias
-/// [out] (or undefined): {dx = dy W, dW (weight_gradient), db = row sums of dy}, each left
-/// undefined unless its input needs a gradient. The backward of `linear` and of fused_mlp's first
-/// layer (matmul_ops.cpp).
-std::vector<Tensor> linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
+/// What a GEMM-backed op keeps of its input x [..., in] for backward: the operand its weight
+/// gradient multiplies (gemm_operand(x): under GemmOperands::bfloat16 x's bfloat16 copy, so the
+/// float32 x itself need not outlive the forward), x's dtype, and whether x needed a gradient
+/// when the op ran (as attach decided).
+struct SavedGemmInput {
+  Tensor operand;
+  DType dtype = DType::f32;
+  bool needs_grad = false;
+};
+
+/// x's SavedGemmInput with `operand` (gemm_operand(x) or a copy the caller shares).
+SavedGemmInput save_gemm_input(const Tensor& x, const Tensor& operand);
+
+/// The gradients of y = x W^T + b from dy [..., out], for x [..., in] (kept as `x`), weight
+/// [out, in] and bias [out] (or undefined): {dx = dy W (x's dtype), dW = weight_gradient(dy,
+/// x.operand, weight), db = row sums of dy}, each left undefined unless its input needs a
+/// gradient. The backward of `linear` and of fused_mlp's first layer (matmul_ops.cpp).
+std::vector<Tensor> linear_backward(const Tensor& dy, const SavedGemmInput& x, const Tensor& weight,
                                     const Tensor& bias);
 
 /// A Function whose backward is a lambda: keeps small ops short.

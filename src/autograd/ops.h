@@ -18,10 +18,22 @@ namespace mpitron::autograd {
 
 using kernels::GeluForm;
 
+/// The operand a GEMM multiplies for x: under kernels::GemmOperands::bfloat16 a float32 x's
+/// bfloat16 copy (same shape; the bits kernels::gemm rounds x to; a leaf without grad history),
+/// otherwise x itself. `linear` and `fused_mlp` multiply it and keep it for the weight gradient
+/// instead of x, so under train --bf16 they keep 2 bytes per element of their input.
+Tensor gemm_operand(const Tensor& x);
+
 /// y = x W^T + b: x [..., in], weight [out, in], bias [out] or undefined; y [..., out].
-/// (torch.nn.functional.linear.) In backward, a leaf weight that already has a gradient gets
-/// dy^T x accumulated into it by the GEMM itself (no temporary; same sum as the engine's).
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+/// (torch.nn.functional.linear.) The GEMMs multiply x_operand, gemm_operand(x) (computed here
+/// when undefined: layers that read one x several times, as attention's q, k and v, pass one
+/// copy), and backward keeps it rather than x for dW = dy^T x_operand. In backward, a leaf
+/// weight that already has a gradient gets dW accumulated into it by the GEMM itself (no
+/// temporary; same sum as the engine's). Throws std::invalid_argument when the shapes do not
+/// fit, on a device/dtype mismatch of x, weight and bias, or when a defined x_operand's shape or
+/// device differs from x's or its dtype is neither x's nor bfloat16.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
+              const Tensor& x_operand = Tensor());
 
 /// The most bytes of fused_mlp's backward scratch ([chunk, mid] rows; at least one row).
 inline constexpr std::size_t kFusedMlpScratchBytes = std::size_t{1} << 20;
@@ -29,14 +41,15 @@ inline constexpr std::size_t kFusedMlpScratchBytes = std::size_t{1} << 20;
 /// The MLP block without its output bias, z = gelu(x W1^T + b1) W2^T: x [..., in], fc1_weight W1
 /// [mid, in], fc1_bias b1 [mid], fc2_weight W2 [out, mid]; z [..., out]. The caller adds the fc2
 /// bias (a row-parallel layer adds it after the TP all-reduce). Equal to
-/// linear(gelu(linear(x, W1, b1), form), W2) up to rounding, but backward keeps only x and the
-/// pre-activation Y = x W1^T + b1 ([..., mid]), so a layer saves one [..., mid] tensor instead of
-/// two. Backward runs row chunks through one scratch of at most kFusedMlpScratchBytes: gelu(Y)
-/// is recomputed there for dW2, then dG = dz W2, and dY = dG * gelu'(Y) overwrites Y's rows.
-/// Bias and GELU are one pass (kernels::bias_gelu); leaf weights that already have gradients get
-/// them accumulated by the GEMMs, as in `linear`. Throws std::invalid_argument
-/// "fused_mlp: input .. does not fit fc1 weight .., fc1 bias .. and fc2 weight .." when the
-/// shapes do not fit or fc1_bias is undefined, and on a device/dtype mismatch.
+/// linear(gelu(linear(x, W1, b1), form), W2) up to rounding, but backward keeps only x (as
+/// gemm_operand(x): bfloat16 under kernels::GemmOperands::bfloat16) and the pre-activation
+/// Y = x W1^T + b1 ([..., mid]), so a layer saves one [..., mid] tensor instead of two. Backward
+/// runs row chunks through one scratch of at most kFusedMlpScratchBytes: gelu(Y) is recomputed
+/// there for dW2, then dG = dz W2, and dY = dG * gelu'(Y) overwrites Y's rows. Bias and GELU are
+/// one pass (kernels::bias_gelu); leaf weights that already have gradients get them accumulated by
+/// the GEMMs, as in `linear`. Throws std::invalid_argument "fused_mlp: input .. does not fit fc1
+/// weight .., fc1 bias .. and fc2 weight .." when the shapes do not fit or fc1_bias is undefined,
+/// and on a device/dtype mismatch.
 Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias,
                  const Tensor& fc2_weight, GeluForm form = GeluForm::exact);
 

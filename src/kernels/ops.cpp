@@ -208,15 +208,23 @@ namespace {
 
 GemmOperands gemm_operand_precision = GemmOperands::float32;
 
-// gemm's bfloat16 operands: A and B rounded into bfloat16 copies, multiplied into the float32 C.
+// x itself when it is bfloat16, else x rounded into `copy`.
+const Buffer& bf16_gemm_operand(const Buffer& x, Buffer& copy) {
+  if (x.dtype() == DType::bf16) return x;
+  copy = Buffer(x.numel(), DType::bf16, x.device());
+  convert(x, copy);
+  return copy;
+}
+
+// gemm's bfloat16 operands: A and B (each rounded into a bfloat16 copy unless it is bfloat16
+// already) multiplied into the float32 C.
 void gemm_in_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                   double alpha, const Buffer& a, const Buffer& b, double beta, Buffer& c) {
   expect_distinct("gemm", {"c", c}, {"a", a});
   expect_distinct("gemm", {"c", c}, {"b", b});
-  Buffer a16(a.numel(), DType::bf16, a.device()), b16(b.numel(), DType::bf16, b.device());
-  convert(a, a16);
-  convert(b, b16);
-  gemm_bf16(trans_a, trans_b, m, n, k, alpha, a16, b16, beta, c);
+  Buffer a_copy, b_copy;
+  gemm_bf16(trans_a, trans_b, m, n, k, alpha, bf16_gemm_operand(a, a_copy),
+            bf16_gemm_operand(b, b_copy), beta, c);
   if (beta != 0.0 && fault_active(Fault::bf16_main_grad_in_bf16)) {
     Buffer c16(c.numel(), DType::bf16, c.device());
     convert(c, c16);
@@ -247,8 +255,12 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
   expect_numel("gemm", {"a", a}, m * k, "m * k");
   expect_numel("gemm", {"b", b}, k * n, "k * n");
   expect_numel("gemm", {"c", c}, m * n, "m * n");
-  if (gemm_operand_precision == GemmOperands::bfloat16 && a.dtype() == DType::f32 &&
-      b.dtype() == DType::f32 && c.dtype() == DType::f32) {
+  const auto f32_or_bf16 = [](const Buffer& x) {
+    return x.dtype() == DType::f32 || x.dtype() == DType::bf16;
+  };
+  const bool bf16_operand = a.dtype() == DType::bf16 || b.dtype() == DType::bf16;
+  if (c.dtype() == DType::f32 && f32_or_bf16(a) && f32_or_bf16(b) &&
+      (bf16_operand || gemm_operand_precision == GemmOperands::bfloat16)) {
     gemm_in_bf16(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
     return;
   }

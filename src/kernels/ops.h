@@ -140,6 +140,10 @@ void mse_backward(const Buffer& pred, const Buffer& target, const Buffer& dloss,
 /// Row-major GEMM: C[m, n] = alpha * op(A) op(B) + beta * C, where op(A) is [m, k] (A is stored
 /// [m, k], or [k, m] when `trans_a`) and op(B) is [k, n] (B stored [k, n], or [n, k] when
 /// `trans_b`). beta = 0 ignores C's old contents (NaN-safe). Eigen on CPU, cuBLAS on CUDA.
+/// A float32 C with a bfloat16 A or B (the other float32 or bfloat16) is a bfloat16 product
+/// whatever GemmOperands says: the float32 operand is rounded to bfloat16 and gemm_bf16
+/// multiplies, as under GemmOperands::bfloat16 (an activation kept as bfloat16 for the weight
+/// gradient, autograd::gemm_operand).
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, double alpha,
           const Buffer& a, const Buffer& b, double beta, Buffer& c);
 

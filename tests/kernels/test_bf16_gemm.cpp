@@ -336,6 +336,8 @@ TEST(Bf16Gemm, TheOpHasThePathsBitsAtEveryThreadCount) {
 // gemm on float32 buffers under bfloat16 operands (train --bf16) is gemm_bf16 of the operands
 // rounded by convert, bit for bit, into float32 C with beta 0 and 1 (the main-gradient
 // accumulation); gemm_batched keeps float32 operands, and float32 operands come back when set.
+// A bfloat16 A or B beside a float32 one (an activation kept as bfloat16) is the same product
+// under either setting.
 TEST(Bf16Gemm, Bfloat16OperandsOfAFloat32GemmAreItsInputsRounded) {
   const Case s{37, 45, 300, false, true};
   const std::vector<float> a_values = uniform_floats(s.m * s.k, 81);
@@ -370,7 +372,13 @@ TEST(Bf16Gemm, Bfloat16OperandsOfAFloat32GemmAreItsInputsRounded) {
     kernels::set_gemm_operands(kernels::GemmOperands::float32);
     kernels::Buffer again = buffer(c_values, kernels::DType::f32);
     kernels::gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0, a, b, beta, again);
+    kernels::Buffer a_rounded = buffer(c_values, kernels::DType::f32);
+    kernels::gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0, a16, b, beta, a_rounded);
+    kernels::Buffer b_rounded = buffer(c_values, kernels::DType::f32);
+    kernels::gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0, a, b16, beta, b_rounded);
     EXPECT_EQ(floats(got), floats(want)) << "beta " << beta;
+    EXPECT_EQ(floats(a_rounded), floats(want)) << "a bfloat16 A, float32 B";
+    EXPECT_EQ(floats(b_rounded), floats(want)) << "float32 A, a bfloat16 B";
     EXPECT_NE(floats(got), floats(full)) << "the bfloat16 operands must change the product";
     EXPECT_EQ(floats(batched), floats(full)) << "gemm_batched keeps float32 operands";
     EXPECT_EQ(floats(again), floats(full)) << "float32 operands after set back";

@@ -127,7 +127,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
                trainer.gradients().sharded() && run.train.optimizer == nn::OptimizerKind::adamw
                    ? run.sizes.dp * run.sizes.cp
                    : 1,
-               o.sequence_parallel, run.train.virtual_stages, run.sizes.cp})
+               o.sequence_parallel, run.train.virtual_stages, run.sizes.cp, o.bf16})
               .peak()));
   run.log->info(
       "memory estimate: {:.0f} MiB per rank at most (parameter states, activations in "

@@ -220,8 +220,10 @@ ParallelMultiHeadAttention::ParallelMultiHeadAttention(const AttentionWeights& m
 
 Tensor ParallelMultiHeadAttention::forward(const Tensor& x) const {
   const Tensor input = enter_tp_region(x, tp_, sequence_parallel_);
-  const auto project = [&input](const ColumnParallelLinear& layer) {
-    return autograd::linear(input, layer.weight(), layer.bias());
+  // q, k and v multiply (and keep for backward) one copy of their input's GEMM operand.
+  const Tensor operand = autograd::gemm_operand(input);
+  const auto project = [&input, &operand](const ColumnParallelLinear& layer) {
+    return autograd::linear(input, layer.weight(), layer.bias(), operand);
   };
   Tensor q = project(q_), k = project(k_), v = project(v_);
   if (rope_.theta > 0.0) {

@@ -48,8 +48,10 @@ ParallelMlp::ParallelMlp(const MlpWeights& master, const comm::Communicator& tp,
 Tensor ParallelMlp::forward(const Tensor& x) const {
   const Tensor input = enter_tp_region(x, tp_, sequence_parallel_);
   if (gate_) {
-    const Tensor hidden = autograd::swiglu(autograd::linear(input, gate_->weight(), gate_->bias()),
-                                           autograd::linear(input, fc1_.weight(), fc1_.bias()));
+    const Tensor operand = autograd::gemm_operand(input);  // one copy for gate and up
+    const Tensor hidden =
+        autograd::swiglu(autograd::linear(input, gate_->weight(), gate_->bias(), operand),
+                         autograd::linear(input, fc1_.weight(), fc1_.bias(), operand));
     return fc2_.reduce_and_add_bias(autograd::linear(hidden, fc2_.weight()));
   }
   const Tensor partial =

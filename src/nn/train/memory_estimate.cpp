@@ -30,6 +30,12 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t sbf = s * b * c.ffn_size();
   const std::int64_t mlp = (c.llama() ? 3 : 2) * sbf / t;
   const std::int64_t block = 2 * block_input + 2 * sbh + 8 * sbh / t + mlp + a * s * b / t;
+  // Of a block's set, what only GEMMs keep: the LayerNorms' outputs, the attention output's
+  // reshape and llama's SwiGLU output, bfloat16 under --bf16.
+  const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + (c.llama() ? sbf / t : 0);
+  const std::int64_t gemm_input_bytes = in.bf16_gemm_inputs ? 2 : in.element_bytes;
+  const std::int64_t block_bytes =
+      (block - block_gemm_inputs) * in.element_bytes + block_gemm_inputs * gemm_input_bytes;
   const std::int64_t blocks_in_flight =
       c.layers / (in.pp * in.virtual_stages) *
       chunks_in_flight(in.schedule, in.pp, in.stage, static_cast<int>(in.micro_batches),
@@ -38,10 +44,16 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   // the shard's key/value pack and the one arriving, their gradients in flight and arriving, dq,
   // a block's dq, dk and dv, their unpacked copies and the concatenated results.
   const std::int64_t ring_workspace = in.cp > 1 ? 16 * sbh / t : 0;
+  // Backward's workspace (one block's set, as gradients) and the ring's count element_bytes an
+  // element; a recomputed block keeps only its input.
   std::int64_t activations =
-      (in.recompute ? blocks_in_flight * block_input + block : blocks_in_flight * block) + block +
-      ring_workspace;
-  if (in.stage == in.pp - 1) activations += block_input + sbh + 2 * s * b * c.vocab_rows() / t;
+      (in.recompute ? blocks_in_flight * block_input * in.element_bytes + block_bytes
+                    : blocks_in_flight * block_bytes) +
+      (block + ring_workspace) * in.element_bytes;
+  if (in.stage == in.pp - 1) {
+    activations +=
+        (block_input + 2 * s * b * c.vocab_rows() / t) * in.element_bytes + sbh * gemm_input_bytes;
+  }
   std::int64_t whole_model = 0;
   for (const ParameterSpec& spec : gpt_parameter_specs(c))
     whole_model += autograd::numel_of(spec.full_shape);
@@ -59,7 +71,7 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t flat = in.rank_parameters + padding;
   const std::int64_t states = 2 * flat + (in.optimizer_states * flat + shards - 1) / shards;
   estimate.parameter_states = states * in.element_bytes;
-  estimate.activations = activations * in.element_bytes;
+  estimate.activations = activations;
   estimate.optimizer_workspace =
       std::max(c.vocab_rows() * h, c.ffn_size() * h) / t * in.element_bytes;
   estimate.start_up = in.from_file ? 2 * whole_model * in.element_bytes + estimate.parameter_states

@@ -35,6 +35,9 @@ struct MemoryEstimateInput {
   int virtual_stages = 1;          ///< model chunks per stage (interleaved 1F1B with >= 2)
   /// the context-parallel degree: a rank keeps activations for its seq / cp tokens
   int cp = 1;
+  /// train --bf16 (kernels::GemmOperands::bfloat16): the activations only GEMMs keep are
+  /// bfloat16, 2 bytes each (autograd::gemm_operand)
+  bool bf16_gemm_inputs = false;
 };
 
 /// The estimate, in bytes.
@@ -65,6 +68,10 @@ struct MemoryEstimate {
 ///   MLP's inner size 4h: 8 sbh / t), llama's gate, up and SwiGLU outputs (3 sbf / t);
 /// - a s b / t: the fused attention's log-sum-exp per query row and head. Its [s, s] scores and
 ///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
+/// Of these, LayerNorm 1's and 2's outputs, the attention output's reshape (sbh / t) and
+/// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp): with
+/// bf16_gemm_inputs they count 2 bytes an element, the rest (and backward's workspace below, which
+/// holds gradients) element_bytes.
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
 /// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.
@@ -75,8 +82,8 @@ struct MemoryEstimate {
 /// and at cp > 1 ring attention's buffers, 16 sbh / t (the key/value shards and their gradients
 /// in flight and arriving, the blocks' gradients and their copies; context_parallel_attention).
 /// The last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh; with
-/// sequence parallelism sbh / t + sbh, the output all-gathered) and the logits with their
-/// gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
+/// sequence parallelism sbh / t + sbh, the output all-gathered; the output is the head GEMM's)
+/// and the logits with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
 /// optimizer_states / state_shards) elements (with state_shards > 1, plus each flat buffer's
 /// padding: under state_shards elements per bucket), and the update's temporaries of the largest
 /// tensor (the embedding's shard, Vp h / t, or an MLP weight's, f h / t). Start-up: the whole
