@@ -27,6 +27,11 @@ print_only_test(no_subcommand 2 "^rank 0: error: A subcommand is required \\(see
 print_only_test(unknown_subcommand 2 "^rank 0: error: unknown subcommand 'trian' \\(run mpitron --help\\)\n$" trian)
 print_only_test(unknown_flag 2 "^rank 0: error: mpitron train does not take --no-such-flag \\(see mpitron train --help\\)\n$"
                 train --no-such-flag)
+# A subcommand's option given before the subcommand is named as such, not as one it does not take.
+print_only_test(option_before_train 2 "^rank 0: error: --tp 2 was given before 'train': options go after the subcommand \\(mpitron train --tp 2 \\.\\.\\.\\)\n$"
+                --tp 2 train --steps 1)
+print_only_test(option_before_eval 2 "^rank 0: error: --seq=8 was given before 'eval': options go after the subcommand \\(mpitron eval --seq=8 \\.\\.\\.\\)\n$"
+                --seq=8 eval --load x)
 # An unknown flag is named before a missing required option.
 print_only_test(unknown_flag_before_required 2 "^rank 0: error: mpitron eval does not take --bogus \\(see mpitron eval --help\\)\n$"
                 eval --bogus)
