@@ -20,6 +20,10 @@ endfunction()
 
 print_only_test(help 0 "\nSubcommands:\n" --help)
 print_only_test(train_help 0 "\nExample:\n  mpirun -np 8 mpitron train " train --help)
+# The help names both model families, and where a llama checkpoint exports to.
+print_only_test(help_families 0 "\n  train +Train a GPT-2 or Llama-family language model" --help)
+print_only_test(train_help_families 0 "^Train a GPT-2 or Llama-family language model" train --help)
+print_only_test(export_help_llama 0 "hf: Hugging Face's GPT-2 names and[ \n]+layout, or a llama checkpoint's Hugging Face Llama folder" export --help)
 print_only_test(bench_comm_help 0 "\nExample:\n  mpirun [^\n]*mpitron bench comm" bench comm --help)
 print_only_test(version 0 "^mpitron [^\n]+\nCUDA backend: [^\n]+\nCPU kernels: [^\n]*\nCPU GEMM: auto = [^\n]+\nMPI library: [^\n]+" --version)
 # Parse errors of each kind: one line as a rank of a world of one, exit 2.

@@ -188,7 +188,7 @@ const std::vector<TrainSetting>& train_settings() {
 
 CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   CLI::App& c = *app.add_subcommand(
-      "train", "Train a GPT-2-style language model with TP, PP (1F1B), DP and CP");
+      "train", "Train a GPT-2 or Llama-family language model with TP, PP (1F1B), DP and CP");
   add_common_options(c, o.common);
   add_context_parallel_options(c, o.common);
   for (const TrainSetting& s : train_settings()) {
