@@ -64,6 +64,8 @@ set(train_bad_runs
   "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
   "minlr|--min-lr 0.1|--min-lr 0.1 is above --lr 0.001"
   "lrfloat32|--lr 1e39|--lr 1e+39 is not finite in float32 (at most 3.40282e+38)"
+  "normepsfloat32|--arch llama --heads 4 --hidden 64 --norm-eps 1e39|--norm-eps 1e+39 is not finite in float32 (at most 3.40282e+38)"
+  "ropethetafloat32|--arch llama --heads 4 --hidden 64 --rope-theta 1e39|--rope-theta 1e+39 is not finite in float32 (at most 3.40282e+38)"
   "exitsignal|--exit-signal SIGUSR2,SIGFOO|--exit-signal 'SIGFOO' is not one of: SIGHUP, SIGINT"
   "stopafter|--stop-after 2|--stop-after 2 is beyond --steps 1"
   "save|--save /proc/mpitron-no-such-folder|--save /proc/mpitron-no-such-folder: cannot create the folder"

@@ -81,11 +81,13 @@ void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const
     throw comm::ConfigError(
         fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
   }
-  // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
-  for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
-    if (o.dtype == "float32" && rate > std::numeric_limits<float>::max()) {
+  // A value finite as a double can still be infinite in the training dtype (1e39 in float32).
+  for (const auto& [flag, value] :
+       {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}, std::pair{"norm-eps", o.norm_eps},
+        std::pair{"rope-theta", o.rope_theta}}) {
+    if (o.dtype == "float32" && value > std::numeric_limits<float>::max()) {
       throw comm::ConfigError(fmt::format("--{} {} is not finite in float32 (at most {:g})", flag,
-                                          rate, std::numeric_limits<float>::max()));
+                                          value, std::numeric_limits<float>::max()));
     }
   }
   if (o.min_lr > o.lr) {

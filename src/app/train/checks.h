@@ -21,9 +21,10 @@ void check_family_flags(const TrainOptions& o, nn::Arch arch);
 /// model, --init-from's sizes applied) and the degrees `sizes`: the model's size rules
 /// (nn::gpt_size_error), --global-batch divisible by --micro-batch x dp, --virtual-stages (at most
 /// the layers, pp >= 2, micro-batches a multiple of pp), a known --model, --seq divisible by tp
-/// under --sequence-parallel and at most the block size, --lr and --min-lr finite in float32 and
-/// min-lr <= lr, a known --exit-signal, --stop-after <= --steps. Throws comm::ConfigError naming
-/// the flags.
+/// under --sequence-parallel and at most the block size, --lr, --min-lr, --norm-eps and
+/// --rope-theta finite in float32 ("--norm-eps 1e+39 is not finite in float32 (at most
+/// 3.40282e+38)") and min-lr <= lr, a known --exit-signal, --stop-after <= --steps. Throws
+/// comm::ConfigError naming the flags.
 void check_train_flags(const TrainOptions& options, const nn::GptConfig& config,
                        const ParallelSizes& sizes);
 
