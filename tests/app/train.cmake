@@ -63,6 +63,7 @@ set(train_bad_runs
   "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 tokens is shorter than one window"
   "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
   "minlr|--min-lr 0.1|--min-lr 0.1 is above --lr 0.001"
+  "initfrommissing|--init-from ${CMAKE_CURRENT_BINARY_DIR}/no-such-model|no-such-model: no such file or folder"
   "lrfloat32|--lr 1e39|--lr 1e+39 is not finite in float32 (at most 3.40282e+38)"
   "normepsfloat32|--arch llama --heads 4 --hidden 64 --norm-eps 1e39|--norm-eps 1e+39 is not finite in float32 (at most 3.40282e+38)"
   "ropethetafloat32|--arch llama --heads 4 --hidden 64 --rope-theta 1e39|--rope-theta 1e+39 is not finite in float32 (at most 3.40282e+38)"
@@ -98,6 +99,15 @@ mpitron_add_expect_test(export_llama_refused TARGET mpitron NP 1 TIMEOUT 60 MAX_
   EXPECT_EXIT 2 EXPECT_OUTPUT
   "holds a llama model, which exports as a Hugging Face Llama folder only .--format hf., not --format safetensors")
 set_tests_properties(export_llama_refused PROPERTIES DEPENDS train_llama_stated)
+# Resuming it untied names both choices in words.
+mpitron_add_expect_test(train_llama_resume_untied TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --arch llama --kv-heads 2 --ffn-hidden 48 --tp 2 --dp 1
+       --untie-embeddings --load ${train_llama_dir}
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama
+  EXPECT_EXIT 2 EXPECT_OUTPUT
+  "rank 0: error: --load [^\n]*train_llama_ckpt: the checkpoint has tied embeddings, this run untied \\(--untie-embeddings\\)\n"
+  "rank 1: error: ")
+set_tests_properties(train_llama_resume_untied PROPERTIES DEPENDS train_llama_stated)
 
 # --model llama-3.2-1b brings Llama 3's rope_scaling, which the start-up line states, also when
 # size flags shrink the model.

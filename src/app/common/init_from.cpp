@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "comm/errors.h"
 #include "nn/checkpoint/hf_llama.h"
 #include "nn/checkpoint/pretrained.h"
@@ -70,6 +73,10 @@ nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
 }  // namespace
 
 nn::Gpt2Weights load_init_from(const InitFromFlags& o, nn::GptConfig& config) {
+  std::error_code missing;
+  if (!std::filesystem::exists(o.init_from, missing)) {
+    throw comm::ConfigError(fmt::format("--init-from {}: no such file or folder", o.init_from));
+  }
   if (nn::is_hf_llama_path(o.init_from)) return load_hf_llama(o, config);
   const auto given = [&o](const char* flag) { return o.given.contains(flag); };
   const auto error = [&o](const std::string& what) {

@@ -46,7 +46,8 @@ struct InitFromFlags {
 /// given vocab below the rows of a file that records no separate vocabulary (safetensors, or
 /// llm.c with V = Vp): the rows from it on are then padding (how a padded run's export is read
 /// back). `config`'s other fields are kept. Throws comm::ConfigError, one line starting with
-/// "--init-from <file>: ", for a file that is neither format or is damaged, a safetensors file
+/// "--init-from <file>: ", for a path that does not exist ("no such file or folder"), a file that
+/// is neither format or is damaged, a safetensors file
 /// without heads ("... does not record the number of attention heads: give --heads"), or a size
 /// that disagrees ("the file has hidden 768, --hidden 512"; "--vocab 50304 is larger than the
 /// file's vocab 50257 (its wte rows from 50257 on are padding)").
