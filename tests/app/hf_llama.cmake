@@ -19,6 +19,8 @@ set(hf_tied ${PROJECT_SOURCE_DIR}/tests/data/hf_llama_tied)
 set(llmc_sample ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin)
 foreach(case
     "kv_heads|--init-from ${hf_tied} --kv-heads 4|--init-from [^\n]*hf_llama_tied: config.json has kv-heads 2, --kv-heads 4"
+    "model_vocab|--init-from ${hf_tied} --model smollm-135m|--init-from [^\n]*hf_llama_tied: config.json has vocab 256, --model smollm-135m's vocab 49152"
+    "seq_block_size|--init-from ${hf_tied} --seq 600|--seq 600 is longer than the block size 512 of --init-from [^\n]*hf_llama_tied"
     "untie|--init-from ${hf_tied} --arch llama --untie-embeddings|config.json has tie_word_embeddings true, --untie-embeddings true"
     "arch_gpt2|--init-from ${hf_tied} --arch gpt2|--init-from [^\n]*hf_llama_tied: a Hugging Face Llama folder, but --arch gpt2"
     "gpt2_file|--arch llama --init-from ${llmc_sample}|--init-from [^\n]*llmc_sample_f32.bin: --arch llama reads a Hugging Face Llama folder")

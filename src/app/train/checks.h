@@ -12,9 +12,11 @@
 
 namespace mpitron::app {
 
-/// Throws comm::ConfigError naming the flag for a model flag of the other family: a llama
-/// flag (--kv-heads, --ffn-hidden, --rope-theta other than 10000, --untie-embeddings) with
-/// --arch gpt2, or --gelu or --init-from with --arch llama (no Hugging Face Llama reader yet).
+/// Throws comm::ConfigError naming the flag for a model flag of the other family given on the
+/// command line (whatever its value): a llama flag (--kv-heads, --ffn-hidden, --rope-theta,
+/// --untie-embeddings) with `arch` gpt2 ("... add --arch llama", or "--model gpt2 is a gpt2
+/// model"), --gelu with llama, or --init-from a GPT-2 file with llama; or for --arch given
+/// against a --model preset's family ("--model smollm-135m is a llama model, not --arch gpt2").
 void check_family_flags(const TrainOptions& o, nn::Arch arch);
 
 /// Checks the settings' own rules (check_train_settings), then the flags against `config` (the

@@ -88,6 +88,8 @@ std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
 nn::Gpt2Weights read_init_from(const TrainOptions& o, nn::GptConfig& config) {
   return load_init_from({.init_from = o.init_from,
                          .given = o.model_flags_given,
+                         .model = o.model,
+                         .typed = o.model_flags_typed,
                          .vocab = o.vocab,
                          .block_size = o.block_size,
                          .seq = o.seq,
@@ -129,7 +131,7 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
   nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
   if (!o.init_from.empty() && nn::is_hf_llama_path(o.init_from)) {
-    if (o.model_flags_given.contains("arch") && arch != nn::Arch::llama) {
+    if (o.model_flags_typed.contains("arch") && arch != nn::Arch::llama) {
       throw comm::ConfigError(fmt::format(
           "--init-from {}: a Hugging Face Llama folder, but --arch {}", o.init_from, o.arch));
     }

@@ -91,7 +91,9 @@ void apply_model(const CLI::App& command, TrainOptions& o) {
 void note_model_flags_given(const CLI::App& command, TrainOptions& o) {
   const bool model = nn::model_preset(o.model).has_value();
   for (const char* flag : kModelFlags) {
-    if (model || command.count(std::string("--") + flag) > 0) o.model_flags_given.insert(flag);
+    const bool typed = command.count(std::string("--") + flag) > 0;
+    if (typed) o.model_flags_typed.insert(flag);
+    if (model || typed) o.model_flags_given.insert(flag);
   }
 }
 
