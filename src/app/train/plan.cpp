@@ -12,8 +12,10 @@
 #include "comm/errors.h"
 #include "kernels/ops.h"
 #include "nn/checkpoint/checkpoint.h"
+#include "nn/checkpoint/gpt2_weights.h"
 #include "nn/checkpoint/hf_llama.h"
 #include "nn/fault_injection.h"
+#include "nn/train/gpt_checkpoint.h"
 #include "nn/wording.h"
 
 namespace mpitron::app {
@@ -331,6 +333,12 @@ nlohmann::json describe_run(const TrainOptions& o, const TrainPlan& plan) {
                  {"data", plan.corpus->source()},
                  {"data_tokens", plan.corpus->tokens().size()},
                  {"data_fnv", fmt::format("{:016x}", plan.corpus->fingerprint())}});
+  // Llama 3's RoPE scaling comes from a preset or the --init-from folder, not a flag.
+  config["rope_scaling"] = nn::to_json(plan.config).value("rope_scaling", nlohmann::json());
+  if (plan.start.pretrained) {  // files of the same sizes may hold other weights
+    config["init_from_fnv"] =
+        fmt::format("{:016x}", nn::gpt2_weights_fingerprint(*plan.start.pretrained));
+  }
   return config;
 }
 
