@@ -53,6 +53,7 @@ set(train_bad_runs
   "llamaflagdefault|--rope-theta 10000|--rope-theta is a llama flag: add --arch llama"
   "modelkvheads|--model smollm-135m --layers 1 --hidden 32 --heads 4|heads 4 is not divisible by kv heads 3 (kv heads 3 comes from --model smollm-135m)"
   "llamainit|--arch llama --init-from x.bin|--init-from x.bin: --arch llama reads a Hugging Face Llama folder"
+  "modelinit|--model smollm-135m --init-from x.bin|--init-from x.bin: --model smollm-135m (a llama model) reads a Hugging Face Llama folder"
   "kvheads|--arch llama --heads 4 --hidden 64 --kv-heads 3|heads 4 is not divisible by kv heads 3"
   "kvtp|--arch llama --heads 4 --hidden 64 --kv-heads 1 --tp 2 --dp 1|kv heads 1 is not divisible by tp 2 (each TP rank holds whole key/value heads)"
   "ffntp|--arch llama --heads 4 --hidden 64 --ffn-hidden 101 --tp 2 --dp 1|ffn hidden 101 is not divisible by tp 2"

@@ -102,10 +102,13 @@ void check_family_flags(const TrainOptions& o, nn::Arch arch) {
   }
   if (typed("gelu")) throw comm::ConfigError("--gelu is a gpt2 flag: the llama MLP is SwiGLU");
   if (!o.init_from.empty() && !nn::is_hf_llama_path(o.init_from)) {
-    throw comm::ConfigError(fmt::format(
-        "--init-from {}: --arch llama reads a Hugging Face Llama folder (config.json and "
-        "model.safetensors), not a GPT-2 file",
-        o.init_from));
+    const std::string llama = preset && !typed("arch")
+                                  ? fmt::format("--model {} (a llama model)", o.model)
+                                  : std::string("--arch llama");
+    throw comm::ConfigError(
+        fmt::format("--init-from {}: {} reads a Hugging Face Llama folder (config.json and "
+                    "model.safetensors), not a GPT-2 file",
+                    o.init_from, llama));
   }
 }
 
