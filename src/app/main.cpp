@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "app/bench/comm.h"
 #include "app/bench/gemm.h"
@@ -51,6 +52,22 @@ std::optional<std::string> init_timeout_flag(int argc, char** argv) {
   return value;
 }
 
+// The name of the subcommand that `extras` (the arguments the parser left, as typed) were given
+// before, when the first of them is an option `command` (the subcommand parsed last) takes:
+// "mpitron --tp 2 train" gives train's --tp to mpitron itself. Empty otherwise.
+std::string given_before_subcommand(const CLI::App& app, const CLI::App& command,
+                                    const std::vector<std::string>& extras, int argc, char** argv) {
+  if (&command == &app || extras.empty() || !extras.front().starts_with("--")) return {};
+  const std::string& first = extras.front();
+  const std::string option = first.substr(0, first.find('='));
+  if (command.get_option_no_throw(option) == nullptr) return {};
+  const std::string subcommand = app.get_subcommands().front()->get_name();
+  for (int i = 1; i < argc && subcommand != argv[i]; ++i) {
+    if (first == argv[i]) return subcommand;
+  }
+  return {};
+}
+
 // The parse error to report: a first argument that is neither a flag nor a subcommand is named as
 // a mistyped subcommand (CLI11 would only say that a subcommand is required).
 std::string parse_error_text(const CLI::App& app, const CLI::ParseError& error, int argc,
@@ -69,12 +86,19 @@ std::string parse_error_text(const CLI::App& app, const CLI::ParseError& error, 
   if (extras) {
     // CLI11 lists the extras last first ("not expected: 2 --tp"); name them as typed, and the
     // subcommand they were given to.
+    const std::vector<std::string> remaining = app.remaining(true);
     std::string extras, command = "mpitron";
-    for (const std::string& arg : app.remaining(true))
+    for (const std::string& arg : remaining)
       extras += " " + arg;
-    for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    const CLI::App* at = &app;
+    while (!at->get_subcommands().empty()) {
       at = at->get_subcommands().front();
       command += " " + at->get_name();
+    }
+    if (const std::string before = given_before_subcommand(app, *at, remaining, argc, argv);
+        !before.empty()) {
+      return extras.substr(1) + " was given before '" + before +
+             "': options go after the subcommand (" + command + extras + " ...)";
     }
     return command + " does not take" + extras + " (see " + command + " --help)";
   }

@@ -20,6 +20,10 @@ endfunction()
 
 print_only_test(help 0 "\nSubcommands:\n" --help)
 print_only_test(train_help 0 "\nExample:\n  mpirun -np 8 mpitron train " train --help)
+# The help names both model families, and where a llama checkpoint exports to.
+print_only_test(help_families 0 "\n  train +Train a GPT-2 or Llama-family language model" --help)
+print_only_test(train_help_families 0 "^Train a GPT-2 or Llama-family language model" train --help)
+print_only_test(export_help_llama 0 "hf: Hugging Face's GPT-2 names and[ \n]+layout, or a llama checkpoint's Hugging Face Llama folder" export --help)
 print_only_test(bench_comm_help 0 "\nExample:\n  mpirun [^\n]*mpitron bench comm" bench comm --help)
 print_only_test(version 0 "^mpitron [^\n]+\nCUDA backend: [^\n]+\nCPU kernels: [^\n]*\nCPU GEMM: auto = [^\n]+\nMPI library: [^\n]+" --version)
 # Parse errors of each kind: one line as a rank of a world of one, exit 2.
@@ -27,6 +31,11 @@ print_only_test(no_subcommand 2 "^rank 0: error: A subcommand is required \\(see
 print_only_test(unknown_subcommand 2 "^rank 0: error: unknown subcommand 'trian' \\(run mpitron --help\\)\n$" trian)
 print_only_test(unknown_flag 2 "^rank 0: error: mpitron train does not take --no-such-flag \\(see mpitron train --help\\)\n$"
                 train --no-such-flag)
+# A subcommand's option given before the subcommand is named as such, not as one it does not take.
+print_only_test(option_before_train 2 "^rank 0: error: --tp 2 was given before 'train': options go after the subcommand \\(mpitron train --tp 2 \\.\\.\\.\\)\n$"
+                --tp 2 train --steps 1)
+print_only_test(option_before_eval 2 "^rank 0: error: --seq=8 was given before 'eval': options go after the subcommand \\(mpitron eval --seq=8 \\.\\.\\.\\)\n$"
+                --seq=8 eval --load x)
 # An unknown flag is named before a missing required option.
 print_only_test(unknown_flag_before_required 2 "^rank 0: error: mpitron eval does not take --bogus \\(see mpitron eval --help\\)\n$"
                 eval --bogus)

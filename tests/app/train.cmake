@@ -47,7 +47,13 @@ set(train_bad_runs
   "arch|--arch falcon|--arch 'falcon' is not one of: gpt2, llama"
   "llamaflag|--kv-heads 2|--kv-heads is a llama flag: add --arch llama"
   "llamagelu|--arch llama --gelu tanh|--gelu is a gpt2 flag: the llama MLP is SwiGLU"
+  "modelgelu|--model smollm-135m --gelu tanh|--gelu is a gpt2 flag: the llama MLP is SwiGLU"
+  "modelarch|--model smollm-135m --arch gpt2|--model smollm-135m is a llama model, not --arch gpt2"
+  "modelllamaflag|--model gpt2 --kv-heads 2|--kv-heads is a llama flag: --model gpt2 is a gpt2 model"
+  "llamaflagdefault|--rope-theta 10000|--rope-theta is a llama flag: add --arch llama"
+  "modelkvheads|--model smollm-135m --layers 1 --hidden 32 --heads 4|heads 4 is not divisible by kv heads 3 (kv heads 3 comes from --model smollm-135m)"
   "llamainit|--arch llama --init-from x.bin|--init-from x.bin: --arch llama reads a Hugging Face Llama folder"
+  "modelinit|--model smollm-135m --init-from x.bin|--init-from x.bin: --model smollm-135m (a llama model) reads a Hugging Face Llama folder"
   "kvheads|--arch llama --heads 4 --hidden 64 --kv-heads 3|heads 4 is not divisible by kv heads 3"
   "kvtp|--arch llama --heads 4 --hidden 64 --kv-heads 1 --tp 2 --dp 1|kv heads 1 is not divisible by tp 2 (each TP rank holds whole key/value heads)"
   "ffntp|--arch llama --heads 4 --hidden 64 --ffn-hidden 101 --tp 2 --dp 1|ffn hidden 101 is not divisible by tp 2"
@@ -63,7 +69,10 @@ set(train_bad_runs
   "short|--data ${CMAKE_CURRENT_BINARY_DIR}/short.txt|training data of 10 tokens is shorter than one window"
   "validation|--data ${CMAKE_CURRENT_BINARY_DIR}/hundred.txt|the validation part of the data (10 bytes) is shorter than one window of --seq + 1 = 17 bytes"
   "minlr|--min-lr 0.1|--min-lr 0.1 is above --lr 0.001"
+  "initfrommissing|--init-from ${CMAKE_CURRENT_BINARY_DIR}/no-such-model|no-such-model: no such file or folder"
   "lrfloat32|--lr 1e39|--lr 1e+39 is not finite in float32 (at most 3.40282e+38)"
+  "normepsfloat32|--arch llama --heads 4 --hidden 64 --norm-eps 1e39|--norm-eps 1e+39 is not finite in float32 (at most 3.40282e+38)"
+  "ropethetafloat32|--arch llama --heads 4 --hidden 64 --rope-theta 1e39|--rope-theta 1e+39 is not finite in float32 (at most 3.40282e+38)"
   "exitsignal|--exit-signal SIGUSR2,SIGFOO|--exit-signal 'SIGFOO' is not one of: SIGHUP, SIGINT"
   "stopafter|--stop-after 2|--stop-after 2 is beyond --steps 1"
   "save|--save /proc/mpitron-no-such-folder|--save /proc/mpitron-no-such-folder: cannot create the folder"
@@ -96,6 +105,15 @@ mpitron_add_expect_test(export_llama_refused TARGET mpitron NP 1 TIMEOUT 60 MAX_
   EXPECT_EXIT 2 EXPECT_OUTPUT
   "holds a llama model, which exports as a Hugging Face Llama folder only .--format hf., not --format safetensors")
 set_tests_properties(export_llama_refused PROPERTIES DEPENDS train_llama_stated)
+# Resuming it untied names both choices in words.
+mpitron_add_expect_test(train_llama_resume_untied TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --arch llama --kv-heads 2 --ffn-hidden 48 --tp 2 --dp 1
+       --untie-embeddings --load ${train_llama_dir}
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_llama
+  EXPECT_EXIT 2 EXPECT_OUTPUT
+  "rank 0: error: --load [^\n]*train_llama_ckpt: the checkpoint has tied embeddings, this run untied \\(--untie-embeddings\\)\n"
+  "rank 1: error: ")
+set_tests_properties(train_llama_resume_untied PROPERTIES DEPENDS train_llama_stated)
 
 # --model llama-3.2-1b brings Llama 3's rope_scaling, which the start-up line states, also when
 # size flags shrink the model.

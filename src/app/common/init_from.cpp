@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <system_error>
+
 #include "comm/errors.h"
 #include "nn/checkpoint/hf_llama.h"
 #include "nn/checkpoint/pretrained.h"
@@ -10,6 +13,14 @@
 namespace mpitron::app {
 
 namespace {
+
+// A model flag of `o` and its value as the user gave it: "--vocab 49152", or "--model
+// smollm-135m's vocab 49152" where the preset filled it in.
+template <class T>
+std::string given_text(const InitFromFlags& o, const char* flag, const T& value) {
+  if (o.model.empty() || o.typed.contains(flag)) return fmt::format("--{} {}", flag, value);
+  return fmt::format("--model {}'s {} {}", o.model, flag, value);
+}
 
 // --init-from a Hugging Face Llama folder: every size and choice from its config.json.
 nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
@@ -36,8 +47,8 @@ nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
                {"ffn-hidden", o.ffn_hidden, file.ffn_size()}};
   for (const auto& size : sizes) {
     if (given(size.flag) && size.option != size.from_file) {
-      throw error(fmt::format("config.json has {} {}, --{} {}", size.flag, size.from_file,
-                              size.flag, size.option));
+      throw error(fmt::format("config.json has {} {}, {}", size.flag, size.from_file,
+                              given_text(o, size.flag, size.option)));
     }
   }
   const struct {
@@ -48,19 +59,19 @@ nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
                  {"norm-eps", o.norm_eps, file.norm_eps}};
   for (const auto& choice : choices) {
     if (given(choice.flag) && choice.option != choice.from_file) {
-      throw error(fmt::format("config.json has {} {}, --{} {}", choice.flag, choice.from_file,
-                              choice.flag, choice.option));
+      throw error(fmt::format("config.json has {} {}, {}", choice.flag, choice.from_file,
+                              given_text(o, choice.flag, choice.option)));
     }
   }
   if (given("untie-embeddings") && o.untie_embeddings == file.tied_embeddings) {
-    throw error(fmt::format("config.json has tie_word_embeddings {}, --untie-embeddings {}",
-                            file.tied_embeddings, o.untie_embeddings));
+    throw error(fmt::format("config.json has tie_word_embeddings {}, {}", file.tied_embeddings,
+                            given_text(o, "untie-embeddings", o.untie_embeddings)));
   }
   // The model has no position table: a shorter --block-size only limits the sequences.
   const std::int64_t block_size = o.block_size > 0 ? o.block_size : o.seq;
   if (given("block-size") && block_size > file.block_size) {
-    throw error(fmt::format("--block-size {} is longer than max_position_embeddings {}", block_size,
-                            file.block_size));
+    throw error(fmt::format("{} is longer than max_position_embeddings {}",
+                            given_text(o, "block-size", block_size), file.block_size));
   }
   config = file;
   config.block_size = given("block-size") ? block_size : file.block_size;
@@ -70,6 +81,10 @@ nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
 }  // namespace
 
 nn::Gpt2Weights load_init_from(const InitFromFlags& o, nn::GptConfig& config) {
+  std::error_code missing;
+  if (!std::filesystem::exists(o.init_from, missing)) {
+    throw comm::ConfigError(fmt::format("--init-from {}: no such file or folder", o.init_from));
+  }
   if (nn::is_hf_llama_path(o.init_from)) return load_hf_llama(o, config);
   const auto given = [&o](const char* flag) { return o.given.contains(flag); };
   const auto error = [&o](const std::string& what) {
@@ -85,9 +100,9 @@ nn::Gpt2Weights load_init_from(const InitFromFlags& o, nn::GptConfig& config) {
   }
   nn::Gpt2Sizes& file = weights.sizes;
   if (o.vocab > file.vocab && given("vocab")) {
-    throw error(fmt::format(
-        "--vocab {} is larger than the file's vocab {} (its wte rows from {} on are padding)",
-        o.vocab, file.vocab, file.vocab));
+    throw error(
+        fmt::format("{} is larger than the file's vocab {} (its wte rows from {} on are padding)",
+                    given_text(o, "vocab", o.vocab), file.vocab, file.vocab));
   }
   // A safetensors file records no vocabulary apart from its rows (the export of a padded run
   // holds the padding): a smaller --vocab, given, makes the rows from it on padding.
@@ -106,8 +121,8 @@ nn::Gpt2Weights load_init_from(const InitFromFlags& o, nn::GptConfig& config) {
                {"heads", o.heads, file.heads, &nn::GptConfig::heads}};
   for (const auto& size : sizes) {
     if (given(size.flag) && size.option != size.from_file) {
-      throw error(fmt::format("the file has {} {}, --{} {}", size.flag, size.from_file, size.flag,
-                              size.option));
+      throw error(fmt::format("the file has {} {}, {}", size.flag, size.from_file,
+                              given_text(o, size.flag, size.option)));
     }
     config.*size.member = size.from_file;
   }

@@ -21,6 +21,10 @@ namespace mpitron::app {
 struct InitFromFlags {
   std::string init_from;  ///< the file or folder
   std::set<std::string> given;
+  /// The --model preset that filled in the flags of `given` missing from `typed` (the command
+  /// line's): messages name it for those ("--model smollm-135m's vocab 49152"); empty: none.
+  std::string model;
+  std::set<std::string> typed;
   std::int64_t vocab = 0;
   std::int64_t block_size = 0;  ///< 0: `seq`
   std::int64_t seq = 0;
@@ -38,7 +42,8 @@ struct InitFromFlags {
 /// its model.safetensors; nn::read_hf_llama) sets every size and choice of `config` from
 /// config.json (nn::gpt_config_of), block_size max_position_embeddings unless "block-size" is
 /// given (it may be shorter); a model flag given that differs from config.json is one line
-/// ("--init-from llama/: config.json has kv-heads 2, --kv-heads 4").
+/// ("--init-from llama/: config.json has kv-heads 2, --kv-heads 4", or "..., --model
+/// smollm-135m's kv-heads 3" for a flag the preset filled in).
 /// Otherwise reads the GPT-2 weights of the file (nn::load_pretrained; a safetensors file holds
 /// no head count, so `heads`, when given, is its NH) and sets `config`'s sizes from them: vocab
 /// V, block_size maxT, layers L, hidden C, heads NH, and the tanh GELU of GPT-2 (llm.c's and
@@ -46,7 +51,8 @@ struct InitFromFlags {
 /// given vocab below the rows of a file that records no separate vocabulary (safetensors, or
 /// llm.c with V = Vp): the rows from it on are then padding (how a padded run's export is read
 /// back). `config`'s other fields are kept. Throws comm::ConfigError, one line starting with
-/// "--init-from <file>: ", for a file that is neither format or is damaged, a safetensors file
+/// "--init-from <file>: ", for a path that does not exist ("no such file or folder"), a file that
+/// is neither format or is damaged, a safetensors file
 /// without heads ("... does not record the number of attention heads: give --heads"), or a size
 /// that disagrees ("the file has hidden 768, --hidden 512"; "--vocab 50304 is larger than the
 /// file's vocab 50257 (its wte rows from 50257 on are padding)").

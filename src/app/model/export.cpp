@@ -62,8 +62,8 @@ CLI::App& add_export_command(CLI::App& app, ExportOptions& o) {
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--out", o.out, "The file to write (llama: the folder)")->required();
   c.add_option("--format", o.format,
-               "safetensors: nanoGPT names; hf: Hugging Face's GPT-2 names and layout; llmc: "
-               "llm.c's model file (float32)")
+               "safetensors: nanoGPT names; hf: Hugging Face's GPT-2 names and layout, or a llama "
+               "checkpoint's Hugging Face Llama folder; llmc: llm.c's model file (float32)")
       ->check(CLI::IsMember({"safetensors", "hf", "llmc"}))
       ->capture_default_str();
   c.add_option("--dtype", o.dtype, "Stored values: float32, or bfloat16 (rounded to nearest even)")

@@ -4,10 +4,12 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string_view>
 
 #include "app/common/context_parallel_options.h"
 #include "app/train/stop.h"
@@ -19,26 +21,94 @@
 
 namespace mpitron::app {
 
+namespace {
+
+// Whether `message` names `name value` ("kv heads 3") as a whole, not inside a longer name
+// ("heads 3" inside "kv heads 3").
+bool names_size(const std::string& message, const std::string& name, std::int64_t value) {
+  const std::string text = fmt::format("{} {}", name, value);
+  const auto preceded_by = [&message](std::size_t at, std::string_view word) {
+    return at >= word.size() && message.compare(at - word.size(), word.size(), word) == 0;
+  };
+  for (std::size_t at = message.find(text); at != std::string::npos;
+       at = message.find(text, at + 1)) {
+    const std::size_t end = at + text.size();
+    const bool starts =
+        at == 0 || (message[at - 1] == ' ' && !preceded_by(at, "kv ") && !preceded_by(at, "ffn "));
+    if (starts && (end == message.size() || std::isdigit(message[end]) == 0)) return true;
+  }
+  return false;
+}
+
+// `error` (a model size rule's message), with the sizes it names that a --model preset set
+// rather than the command line: "heads 4 is not divisible by kv heads 3 (kv heads 3 comes from
+// --model smollm-135m)".
+std::string with_preset_sizes(const TrainOptions& o, const nn::GptConfig& config,
+                              std::string error) {
+  if (!nn::model_preset(o.model)) return error;
+  const struct {
+    const char* flag;
+    const char* name;
+    std::int64_t value;
+  } sizes[] = {{"kv-heads", "kv heads", config.kv_head_count()},
+               {"ffn-hidden", "ffn hidden", config.ffn_size()},
+               {"heads", "heads", config.heads},
+               {"hidden", "hidden", config.hidden},
+               {"layers", "layers", config.layers},
+               {"vocab", "vocab", config.vocab}};
+  std::string from_preset;
+  for (const auto& size : sizes) {
+    if (!o.model_flags_typed.contains(size.flag) && names_size(error, size.name, size.value)) {
+      from_preset += fmt::format("{}{} {}", from_preset.empty() ? "" : ", ", size.name, size.value);
+    }
+  }
+  if (from_preset.empty()) return error;
+  return fmt::format("{} ({} {} from --model {})", error, from_preset,
+                     from_preset.find(',') == std::string::npos ? "comes" : "come", o.model);
+}
+
+// Where the model's block size came from, for messages: "--block-size 512", or "the block size
+// 512 of --init-from llama/" or "of --model smollm-135m".
+std::string block_size_origin(const TrainOptions& o, const nn::GptConfig& config) {
+  if (o.model_flags_typed.contains("block-size")) {
+    return fmt::format("--block-size {}", config.block_size);
+  }
+  if (!o.init_from.empty()) {
+    return fmt::format("the block size {} of --init-from {}", config.block_size, o.init_from);
+  }
+  if (nn::model_preset(o.model)) {
+    return fmt::format("the block size {} of --model {}", config.block_size, o.model);
+  }
+  return fmt::format("--block-size {}", config.block_size);
+}
+
+}  // namespace
+
 void check_family_flags(const TrainOptions& o, nn::Arch arch) {
+  const std::optional<nn::GptConfig> preset = nn::model_preset(o.model);
+  const auto typed = [&o](const char* flag) { return o.model_flags_typed.contains(flag); };
+  if (preset && typed("arch") && preset->arch != arch) {
+    throw comm::ConfigError(fmt::format("--model {} is a {} model, not --arch {}", o.model,
+                                        nn::to_string(preset->arch), nn::to_string(arch)));
+  }
   if (arch == nn::Arch::gpt2) {
-    const std::pair<const char*, bool> llama_only[] = {{"kv-heads", o.kv_heads != 0},
-                                                       {"ffn-hidden", o.ffn_hidden != 0},
-                                                       {"rope-theta", o.rope_theta != 10000.0},
-                                                       {"untie-embeddings", o.untie_embeddings}};
-    for (const auto& [flag, given] : llama_only) {
-      if (given)
-        throw comm::ConfigError(fmt::format("--{} is a llama flag: add --arch llama", flag));
+    for (const char* flag : {"kv-heads", "ffn-hidden", "rope-theta", "untie-embeddings"}) {
+      if (!typed(flag)) continue;
+      throw comm::ConfigError(
+          preset ? fmt::format("--{} is a llama flag: --model {} is a gpt2 model", flag, o.model)
+                 : fmt::format("--{} is a llama flag: add --arch llama", flag));
     }
     return;
   }
-  if (o.model.empty() && o.model_flags_given.contains("gelu")) {
-    throw comm::ConfigError("--gelu is a gpt2 flag: the llama MLP is SwiGLU");
-  }
+  if (typed("gelu")) throw comm::ConfigError("--gelu is a gpt2 flag: the llama MLP is SwiGLU");
   if (!o.init_from.empty() && !nn::is_hf_llama_path(o.init_from)) {
-    throw comm::ConfigError(fmt::format(
-        "--init-from {}: --arch llama reads a Hugging Face Llama folder (config.json and "
-        "model.safetensors), not a GPT-2 file",
-        o.init_from));
+    const std::string llama = preset && !typed("arch")
+                                  ? fmt::format("--model {} (a llama model)", o.model)
+                                  : std::string("--arch llama");
+    throw comm::ConfigError(
+        fmt::format("--init-from {}: {} reads a Hugging Face Llama folder (config.json and "
+                    "model.safetensors), not a GPT-2 file",
+                    o.init_from, llama));
   }
 }
 
@@ -50,7 +120,7 @@ void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const
   }
   const auto virtual_stages = static_cast<int>(o.virtual_stages);
   if (const auto error = nn::gpt_size_error(config, s.tp, s.pp, virtual_stages)) {
-    throw comm::ConfigError(*error);
+    throw comm::ConfigError(with_preset_sizes(o, config, *error));
   }
   if (o.global_batch % (o.micro_batch * s.dp) != 0) {
     throw comm::ConfigError(
@@ -79,13 +149,15 @@ void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const
   }
   if (o.seq > config.block_size) {
     throw comm::ConfigError(
-        fmt::format("--seq {} is longer than --block-size {}", o.seq, config.block_size));
+        fmt::format("--seq {} is longer than {}", o.seq, block_size_origin(o, config)));
   }
-  // A rate finite as a double can still be infinite in the training dtype (1e39 in float32).
-  for (const auto& [flag, rate] : {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}}) {
-    if (o.dtype == "float32" && rate > std::numeric_limits<float>::max()) {
+  // A value finite as a double can still be infinite in the training dtype (1e39 in float32).
+  for (const auto& [flag, value] :
+       {std::pair{"lr", o.lr}, std::pair{"min-lr", o.min_lr}, std::pair{"norm-eps", o.norm_eps},
+        std::pair{"rope-theta", o.rope_theta}}) {
+    if (o.dtype == "float32" && value > std::numeric_limits<float>::max()) {
       throw comm::ConfigError(fmt::format("--{} {} is not finite in float32 (at most {:g})", flag,
-                                          rate, std::numeric_limits<float>::max()));
+                                          value, std::numeric_limits<float>::max()));
     }
   }
   if (o.min_lr > o.lr) {

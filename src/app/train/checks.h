@@ -12,18 +12,21 @@
 
 namespace mpitron::app {
 
-/// Throws comm::ConfigError naming the flag for a model flag of the other family: a llama
-/// flag (--kv-heads, --ffn-hidden, --rope-theta other than 10000, --untie-embeddings) with
-/// --arch gpt2, or --gelu or --init-from with --arch llama (no Hugging Face Llama reader yet).
+/// Throws comm::ConfigError naming the flag for a model flag of the other family given on the
+/// command line (whatever its value): a llama flag (--kv-heads, --ffn-hidden, --rope-theta,
+/// --untie-embeddings) with `arch` gpt2 ("... add --arch llama", or "--model gpt2 is a gpt2
+/// model"), --gelu with llama, or --init-from a GPT-2 file with llama; or for --arch given
+/// against a --model preset's family ("--model smollm-135m is a llama model, not --arch gpt2").
 void check_family_flags(const TrainOptions& o, nn::Arch arch);
 
 /// Checks the settings' own rules (check_train_settings), then the flags against `config` (the
 /// model, --init-from's sizes applied) and the degrees `sizes`: the model's size rules
 /// (nn::gpt_size_error), --global-batch divisible by --micro-batch x dp, --virtual-stages (at most
 /// the layers, pp >= 2, micro-batches a multiple of pp), a known --model, --seq divisible by tp
-/// under --sequence-parallel and at most the block size, --lr and --min-lr finite in float32 and
-/// min-lr <= lr, a known --exit-signal, --stop-after <= --steps. Throws comm::ConfigError naming
-/// the flags.
+/// under --sequence-parallel and at most the block size, --lr, --min-lr, --norm-eps and
+/// --rope-theta finite in float32 ("--norm-eps 1e+39 is not finite in float32 (at most
+/// 3.40282e+38)") and min-lr <= lr, a known --exit-signal, --stop-after <= --steps. Throws
+/// comm::ConfigError naming the flags.
 void check_train_flags(const TrainOptions& options, const nn::GptConfig& config,
                        const ParallelSizes& sizes);
 

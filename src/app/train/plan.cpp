@@ -12,8 +12,10 @@
 #include "comm/errors.h"
 #include "kernels/ops.h"
 #include "nn/checkpoint/checkpoint.h"
+#include "nn/checkpoint/gpt2_weights.h"
 #include "nn/checkpoint/hf_llama.h"
 #include "nn/fault_injection.h"
+#include "nn/train/gpt_checkpoint.h"
 #include "nn/wording.h"
 
 namespace mpitron::app {
@@ -88,6 +90,8 @@ std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
 nn::Gpt2Weights read_init_from(const TrainOptions& o, nn::GptConfig& config) {
   return load_init_from({.init_from = o.init_from,
                          .given = o.model_flags_given,
+                         .model = o.model,
+                         .typed = o.model_flags_typed,
                          .vocab = o.vocab,
                          .block_size = o.block_size,
                          .seq = o.seq,
@@ -129,7 +133,7 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   const nn::GeluForm gelu = parse_named("gelu", o.gelu, nn::gelu_form_from_string);
   nn::Arch arch = parse_named("arch", o.arch, nn::arch_from_string);
   if (!o.init_from.empty() && nn::is_hf_llama_path(o.init_from)) {
-    if (o.model_flags_given.contains("arch") && arch != nn::Arch::llama) {
+    if (o.model_flags_typed.contains("arch") && arch != nn::Arch::llama) {
       throw comm::ConfigError(fmt::format(
           "--init-from {}: a Hugging Face Llama folder, but --arch {}", o.init_from, o.arch));
     }
@@ -329,6 +333,12 @@ nlohmann::json describe_run(const TrainOptions& o, const TrainPlan& plan) {
                  {"data", plan.corpus->source()},
                  {"data_tokens", plan.corpus->tokens().size()},
                  {"data_fnv", fmt::format("{:016x}", plan.corpus->fingerprint())}});
+  // Llama 3's RoPE scaling comes from a preset or the --init-from folder, not a flag.
+  config["rope_scaling"] = nn::to_json(plan.config).value("rope_scaling", nlohmann::json());
+  if (plan.start.pretrained) {  // files of the same sizes may hold other weights
+    config["init_from_fnv"] =
+        fmt::format("{:016x}", nn::gpt2_weights_fingerprint(*plan.start.pretrained));
+  }
   return config;
 }
 

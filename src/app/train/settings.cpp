@@ -91,7 +91,9 @@ void apply_model(const CLI::App& command, TrainOptions& o) {
 void note_model_flags_given(const CLI::App& command, TrainOptions& o) {
   const bool model = nn::model_preset(o.model).has_value();
   for (const char* flag : kModelFlags) {
-    if (model || command.count(std::string("--") + flag) > 0) o.model_flags_given.insert(flag);
+    const bool typed = command.count(std::string("--") + flag) > 0;
+    if (typed) o.model_flags_typed.insert(flag);
+    if (model || typed) o.model_flags_given.insert(flag);
   }
 }
 
@@ -188,7 +190,7 @@ const std::vector<TrainSetting>& train_settings() {
 
 CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
   CLI::App& c = *app.add_subcommand(
-      "train", "Train a GPT-2-style language model with TP, PP (1F1B), DP and CP");
+      "train", "Train a GPT-2 or Llama-family language model with TP, PP (1F1B), DP and CP");
   add_common_options(c, o.common);
   add_context_parallel_options(c, o.common);
   for (const TrainSetting& s : train_settings()) {

@@ -40,6 +40,8 @@ struct TrainOptions {
   /// "hidden", "heads", "block-size", "gelu", "arch", ...): those --init-from does not set from
   /// its file.
   std::set<std::string> model_flags_given;
+  /// Of model_flags_given, those the command line gave (the others a --model preset filled in).
+  std::set<std::string> model_flags_typed;
   std::int64_t global_batch = 32;  ///< sequences per optimizer step, all replicas
   std::int64_t micro_batch = 4;    ///< sequences per micro-batch per replica
   std::int64_t steps = 200;
@@ -119,7 +121,8 @@ const std::vector<TrainSetting>& train_settings();
 
 /// Adds the `train` subcommand and its flags to `app`. Once parsed, a known --model fills in
 /// the sizes (vocab, layers, hidden, heads, seq and block size, GELU) whose flags were not given,
-/// and model_flags_given records the model flags given or filled in.
+/// and model_flags_given records the model flags given or filled in (model_flags_typed those
+/// given).
 CLI::App& add_train_command(CLI::App& app, TrainOptions& options);
 
 /// Throws comm::ConfigError with the row's message for the first setting that fails its check.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -71,6 +72,27 @@ void check_gpt2_weights(const Gpt2Weights& weights, const std::string& context) 
         throw std::runtime_error(fmt::format("{}: unexpected tensor '{}'", context, name));
     }
   }
+}
+
+std::uint64_t gpt2_weights_fingerprint(const Gpt2Weights& weights) {
+  constexpr std::uint64_t kPrime = 1099511628211ULL;
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const auto& [name, tensor] : weights.tensors) {  // a std::map: name order
+    for (const char c : name)
+      hash = (hash ^ static_cast<unsigned char>(c)) * kPrime;
+    const kernels::Buffer& buffer = tensor.buffer();
+    const auto* bytes = static_cast<const unsigned char*>(buffer.data());
+    const std::size_t size = buffer.bytes();
+    std::size_t at = 0;
+    for (; at + sizeof(std::uint64_t) <= size; at += sizeof(std::uint64_t)) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, bytes + at, sizeof(word));
+      hash = (hash ^ word) * kPrime;
+    }
+    for (; at < size; ++at)
+      hash = (hash ^ bytes[at]) * kPrime;
+  }
+  return hash;
 }
 
 }  // namespace mpitron::nn

@@ -235,13 +235,20 @@ std::optional<std::string> checkpoint_config_error(const GptCheckpoint& checkpoi
       {"hidden", {saved.hidden, config.hidden}},
       {"heads", {saved.heads, config.heads}},
       {"kv heads", {saved.kv_head_count(), config.kv_head_count()}},
-      {"ffn hidden", {saved.ffn_size(), config.ffn_size()}},
-      {"tied embeddings (1: tied)", {saved.tied_embeddings, config.tied_embeddings}}};
+      {"ffn hidden", {saved.ffn_size(), config.ffn_size()}}};
   for (const auto& [name, values] : sizes) {
     if (values.first != values.second) {
       return fmt::format("the checkpoint has {} {}, this run {}", name, values.first,
                          values.second);
     }
+  }
+  if (saved.tied_embeddings != config.tied_embeddings) {
+    return saved.tied_embeddings ? std::string(
+                                       "the checkpoint has tied embeddings, this run untied "
+                                       "(--untie-embeddings)")
+                                 : std::string(
+                                       "the checkpoint has untied embeddings, this run tied (add "
+                                       "--untie-embeddings)");
   }
   if (saved.gelu != config.gelu) {
     return fmt::format("the checkpoint has GELU {}, this run {}", to_string(saved.gelu),
