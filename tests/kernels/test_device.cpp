@@ -1,8 +1,8 @@
 // Buffer, the caching allocator, copies across devices and the CUDA availability queries.
 #include <cstring>
-#include <utility>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernel_test_support.h"

@@ -101,8 +101,8 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
   const nn::GptStage stage(run.config, model_init(run, autograd::DType::f32), topology);
   std::vector<std::int64_t> prompt;
-  nn::SamplingOptions sampling{o.temperature, o.top_k, o.common.seed,
-                               tokenizer ? tokenizer->vocab_size() : 0, {}};
+  nn::SamplingOptions sampling{
+      o.temperature, o.top_k, o.common.seed, tokenizer ? tokenizer->vocab_size() : 0, {}};
   if (tokenizer) {
     if (tokenizer->prompt_starts_with_document_start())
       prompt.push_back(tokenizer->document_start());
