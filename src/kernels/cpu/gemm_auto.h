@@ -59,7 +59,9 @@ GemmProvider choose_gemm_provider(std::span<const GemmRate> rates);
 /// features ([128, 1536] x 384 forward, [128, 384] x 1536 input gradient, [1536, 384] x 128
 /// weight gradient: 0.45 GFLOP a round), in rounds that visit the providers in turn until
 /// `seconds` have passed (at least three rounds; the first warms up and is not counted). A
-/// provider's rate is the products' FLOPs over the sum of each product's fastest call. Restores
+/// provider's rate is the products' FLOPs over the sum of each product's fastest call, each call
+/// timed by the calling thread's CPU time at one thread (processes sharing the core do not
+/// count) and by the wall clock at more. Restores
 /// the current provider. About 0.1-0.2 s at `seconds` = 0.1 on one Zen 3 core.
 std::vector<GemmRate> measure_gemm_providers(double seconds = 0.1);
 
