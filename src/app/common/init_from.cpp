@@ -24,7 +24,6 @@ std::string given_text(const InitFromFlags& o, const char* flag, const T& value)
 
 // --init-from a Hugging Face Llama folder: every size and choice from its config.json.
 nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
-  const auto given = [&o](const char* flag) { return o.given.contains(flag); };
   const auto error = [&o](const std::string& what) {
     return comm::ConfigError(fmt::format("--init-from {}: {}", o.init_from, what));
   };
@@ -46,7 +45,7 @@ nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
                {"kv-heads", o.kv_heads, file.kv_head_count()},
                {"ffn-hidden", o.ffn_hidden, file.ffn_size()}};
   for (const auto& size : sizes) {
-    if (given(size.flag) && size.option != size.from_file) {
+    if (o.given(size.flag) && size.option != size.from_file) {
       throw error(fmt::format("config.json has {} {}, {}", size.flag, size.from_file,
                               given_text(o, size.flag, size.option)));
     }
@@ -58,23 +57,23 @@ nn::Gpt2Weights load_hf_llama(const InitFromFlags& o, nn::GptConfig& config) {
   } choices[] = {{"rope-theta", o.rope_theta, file.rope_theta},
                  {"norm-eps", o.norm_eps, file.norm_eps}};
   for (const auto& choice : choices) {
-    if (given(choice.flag) && choice.option != choice.from_file) {
+    if (o.given(choice.flag) && choice.option != choice.from_file) {
       throw error(fmt::format("config.json has {} {}, {}", choice.flag, choice.from_file,
                               given_text(o, choice.flag, choice.option)));
     }
   }
-  if (given("untie-embeddings") && o.untie_embeddings == file.tied_embeddings) {
+  if (o.given("untie-embeddings") && o.untie_embeddings == file.tied_embeddings) {
     throw error(fmt::format("config.json has tie_word_embeddings {}, {}", file.tied_embeddings,
                             given_text(o, "untie-embeddings", o.untie_embeddings)));
   }
   // The model has no position table: a shorter --block-size only limits the sequences.
   const std::int64_t block_size = o.block_size > 0 ? o.block_size : o.seq;
-  if (given("block-size") && block_size > file.block_size) {
+  if (o.given("block-size") && block_size > file.block_size) {
     throw error(fmt::format("{} is longer than max_position_embeddings {}",
                             given_text(o, "block-size", block_size), file.block_size));
   }
   config = file;
-  config.block_size = given("block-size") ? block_size : file.block_size;
+  config.block_size = o.given("block-size") ? block_size : file.block_size;
   return nn::pretrained_weights_of(weights);
 }
 
@@ -86,27 +85,26 @@ nn::Gpt2Weights load_init_from(const InitFromFlags& o, nn::GptConfig& config) {
     throw comm::ConfigError(fmt::format("--init-from {}: no such file or folder", o.init_from));
   }
   if (nn::is_hf_llama_path(o.init_from)) return load_hf_llama(o, config);
-  const auto given = [&o](const char* flag) { return o.given.contains(flag); };
   const auto error = [&o](const std::string& what) {
     return comm::ConfigError(fmt::format("--init-from {}: {}", o.init_from, what));
   };
   nn::Gpt2Weights weights;
   try {
-    weights = nn::load_pretrained(o.init_from, given("heads") ? o.heads : 0);
+    weights = nn::load_pretrained(o.init_from, o.given("heads") ? o.heads : 0);
   } catch (const std::exception& e) {
     // Most messages start with the file's path already.
     const std::string what = e.what();
     throw what.starts_with(o.init_from) ? comm::ConfigError("--init-from " + what) : error(what);
   }
   nn::Gpt2Sizes& file = weights.sizes;
-  if (o.vocab > file.vocab && given("vocab")) {
+  if (o.vocab > file.vocab && o.given("vocab")) {
     throw error(
         fmt::format("{} is larger than the file's vocab {} (its wte rows from {} on are padding)",
                     given_text(o, "vocab", o.vocab), file.vocab, file.vocab));
   }
   // A safetensors file records no vocabulary apart from its rows (the export of a padded run
   // holds the padding): a smaller --vocab, given, makes the rows from it on padding.
-  if (given("vocab") && o.vocab >= 1 && o.vocab < file.vocab && file.vocab == file.padded_vocab) {
+  if (o.given("vocab") && o.vocab >= 1 && o.vocab < file.vocab && file.vocab == file.padded_vocab) {
     file.vocab = o.vocab;
   }
   const struct {
@@ -120,13 +118,13 @@ nn::Gpt2Weights load_init_from(const InitFromFlags& o, nn::GptConfig& config) {
                {"hidden", o.hidden, file.hidden, &nn::GptConfig::hidden},
                {"heads", o.heads, file.heads, &nn::GptConfig::heads}};
   for (const auto& size : sizes) {
-    if (given(size.flag) && size.option != size.from_file) {
+    if (o.given(size.flag) && size.option != size.from_file) {
       throw error(fmt::format("the file has {} {}, {}", size.flag, size.from_file,
                               given_text(o, size.flag, size.option)));
     }
     config.*size.member = size.from_file;
   }
-  if (!given("gelu")) config.gelu = nn::GeluForm::tanh;
+  if (!o.given("gelu")) config.gelu = nn::GeluForm::tanh;
   return weights;
 }
 

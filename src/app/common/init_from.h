@@ -20,11 +20,16 @@ namespace mpitron::app {
 /// give none but, for a safetensors GPT-2 file, "heads".
 struct InitFromFlags {
   std::string init_from;  ///< the file or folder
-  std::set<std::string> given;
-  /// The --model preset that filled in the flags of `given` missing from `typed` (the command
-  /// line's): messages name it for those ("--model smollm-135m's vocab 49152"); empty: none.
+  /// The --model preset that filled in every model flag the command line did not give: messages
+  /// name it for those ("--model smollm-135m's vocab 49152"); empty: none.
   std::string model;
+  /// The model flags the command line gave ("vocab", "heads", "block-size", ...).
   std::set<std::string> typed;
+
+  /// Whether model flag `flag` has a value to check against the file: typed, or filled in by
+  /// the --model preset.
+  bool given(const char* flag) const { return !model.empty() || typed.contains(flag); }
+
   std::int64_t vocab = 0;
   std::int64_t block_size = 0;  ///< 0: `seq`
   std::int64_t seq = 0;

@@ -39,7 +39,7 @@ void read_model(const ModelSource& source, LoadedRun& run) {
     InitFromFlags flags;
     flags.init_from = source.init_from;
     flags.heads = source.heads;
-    if (source.heads > 0) flags.given.insert("heads");
+    if (source.heads > 0) flags.typed.insert("heads");
     run.pretrained = load_init_from(flags, run.config);
     // A float32 model from bfloat16 values: said once, in every line that names the weights.
     run.label = source.init_from +

@@ -89,8 +89,7 @@ std::vector<int> stop_signals_or_default(const std::string& exit_signal) {
 // --init-from's file and the model flags to check against it.
 nn::Gpt2Weights read_init_from(const TrainOptions& o, nn::GptConfig& config) {
   return load_init_from({.init_from = o.init_from,
-                         .given = o.model_flags_given,
-                         .model = o.model,
+                         .model = nn::model_preset(o.model) ? o.model : std::string(),
                          .typed = o.model_flags_typed,
                          .vocab = o.vocab,
                          .block_size = o.block_size,

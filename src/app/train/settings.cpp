@@ -87,13 +87,10 @@ void apply_model(const CLI::App& command, TrainOptions& o) {
   fill("untie-embeddings", o.untie_embeddings, !model->tied_embeddings);
 }
 
-// Records the model flags given on the command line or filled in by a known --model.
-void note_model_flags_given(const CLI::App& command, TrainOptions& o) {
-  const bool model = nn::model_preset(o.model).has_value();
+// Records the model flags given on the command line.
+void note_model_flags_typed(const CLI::App& command, TrainOptions& o) {
   for (const char* flag : kModelFlags) {
-    const bool typed = command.count(std::string("--") + flag) > 0;
-    if (typed) o.model_flags_typed.insert(flag);
-    if (model || typed) o.model_flags_given.insert(flag);
+    if (command.count(std::string("--") + flag) > 0) o.model_flags_typed.insert(flag);
   }
 }
 
@@ -211,7 +208,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
         s.member);
   }
   c.parse_complete_callback([&c, &o] {
-    note_model_flags_given(c, o);
+    note_model_flags_typed(c, o);
     apply_model(c, o);
   });
   add_peak_option(c, o.peak_gflops);

@@ -36,11 +36,8 @@ struct TrainOptions {
   double rope_theta = 10000.0;    ///< llama: RoPE's base
   double norm_eps = 1e-5;         ///< the LayerNorm's or RMSNorm's epsilon
   bool untie_embeddings = false;  ///< llama: a separate LM head
-  /// The model flags the command line gave or a known --model filled in ("vocab", "layers",
-  /// "hidden", "heads", "block-size", "gelu", "arch", ...): those --init-from does not set from
-  /// its file.
-  std::set<std::string> model_flags_given;
-  /// Of model_flags_given, those the command line gave (the others a --model preset filled in).
+  /// The model flags the command line gave ("vocab", "layers", "hidden", "heads", "block-size",
+  /// "gelu", "arch", ...); a known --model fills in the others.
   std::set<std::string> model_flags_typed;
   std::int64_t global_batch = 32;  ///< sequences per optimizer step, all replicas
   std::int64_t micro_batch = 4;    ///< sequences per micro-batch per replica
@@ -121,8 +118,7 @@ const std::vector<TrainSetting>& train_settings();
 
 /// Adds the `train` subcommand and its flags to `app`. Once parsed, a known --model fills in
 /// the sizes (vocab, layers, hidden, heads, seq and block size, GELU) whose flags were not given,
-/// and model_flags_given records the model flags given or filled in (model_flags_typed those
-/// given).
+/// and model_flags_typed records the model flags the command line gave.
 CLI::App& add_train_command(CLI::App& app, TrainOptions& options);
 
 /// Throws comm::ConfigError with the row's message for the first setting that fails its check.
