@@ -25,11 +25,14 @@ constexpr std::int64_t kVocab = 256;
 // move a value across a rounding boundary: that value then differs by one bfloat16 ulp, up to
 // 2^-7 of it, and a few such flips per tensor moved the results by at most 3.9e-3 of the
 // tensor's largest value (max_rel_error at (tp, pp, dp) = (1,1,1), (2,1,1), (1,1,2), (1,2,1),
-// (2,2,1), (1,2,2), (1,4,1) and (2,2,2), 2 micro-batches, validate's default sizes). 1e-2 keeps a
-// 2.6x margin and is still 100x below what a broken parallel rule gives (a whole gradient
-// missing or doubled). A dense model that does not round at the boundaries misses the pipelined
-// one by 1.1e-2 to 2.0e-2 at those pp > 1 topologies.
-constexpr Tolerance kBf16Tolerance{1e-2, 1e-3, 1e-2};
+// (2,2,1), (1,2,2), (1,4,1) and (2,2,2), 2 micro-batches, validate's default sizes); deeper
+// models flip more: 8 layers x 256 at (2,2,2) with SP (ctest validate_large_tp2_pp2_dp2)
+// measured 1.11e-2 with mpitron's GEMM and 9.8e-3 with OpenBLAS's. 2e-2 keeps a 1.8x margin
+// there and is still 50x below what a broken parallel rule gives (a whole gradient missing or
+// doubled). A dense model that does not round at the boundaries misses the pipelined one by
+// 1.1e-2 to 2.0e-2 at the pp > 1 topologies, which this bound need not see: the bfloat16 wire is
+// checked bit for bit by test_nn_mpi's PipelineBf16Wire.
+constexpr Tolerance kBf16Tolerance{2e-2, 1e-3, 2e-2};
 // The main-gradient check's tolerance: the same bfloat16 products on both sides, summed over
 // the micro-batches in float32 (trainer) or float64 (check), so only float32 rounding of m
 // partial sums differs: measured at most 1.2e-7 of the largest gradient at the topologies above.
