@@ -18,8 +18,9 @@ Files (tools/make_golden.py's format):
 - tests/data/gpt_train_clip_inactive.json: the same five steps on the same batches with
   clipping at 10.0, above every step's norm, so that it must leave every gradient as it is.
 - tests/data/gpt_train_bf16.json: gpt_train.json's five steps in float32 with `train --bf16`'s
-  linear layers (Bf16Linear: bfloat16 operands, float32 sums, float32 master weights and AdamW
-  moments).
+  linear layers (Bf16Linear: bfloat16 operands, float32 sums) and parameters: the forward reads
+  every parameter rounded to bfloat16 (Bf16Parameter), whose gradient the float32 master weights
+  take, which AdamW updates with float32 moments; "final.<name>" are the masters.
 - tests/data/gpt_train_bf16_pp2.json: the same bf16 steps as two pipeline stages of one block
   each run them: the activation between the blocks, and its gradient, rounded to bfloat16 (the
   bfloat16 pipeline wire, Bf16Wire).
@@ -98,6 +99,19 @@ def bf16_linear(x, weight, bias=None):
     return Bf16Linear.apply(x, weight, bias)
 
 
+class Bf16Parameter(torch.autograd.Function):
+    """A float32 master weight as the forward reads it under `train --bf16`: rounded to bfloat16;
+    its gradient goes to the master unchanged."""
+
+    @staticmethod
+    def forward(ctx, master):
+        return bf16(master)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 class Bf16Wire(torch.autograd.Function):
     """What crosses a bfloat16 pipeline wire: the activation rounded to bfloat16 on its way to the
     next stage, and its gradient rounded on the way back."""
@@ -165,14 +179,17 @@ def main():
     write("gpt_train.json", train_steps(initial, batches, CLIP))
     write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
     initial32 = {n: t.float() for n, t in initial.items()}
-    write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear))
+    write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear,
+                                             read=Bf16Parameter.apply))
     write("gpt_train_bf16_pp2.json",
-          train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0))
+          train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0,
+                      read=Bf16Parameter.apply))
 
 
-def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire):
+def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lambda t: t):
     """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`, with
-    `linear` for every linear layer and the tied head and `wire` after each block."""
+    `linear` for every linear layer and the tied head, `wire` after each block, and the forward
+    reading each parameter through `read`."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -184,7 +201,7 @@ def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire):
         for group in opt.param_groups:
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
-        loss = loss_of(params, tokens, targets, linear, wire)
+        loss = loss_of({n: read(t) for n, t in params.items()}, tokens, targets, linear, wire)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()

@@ -320,6 +320,16 @@ void convert(const Buffer& src, Buffer& dst) {
   if (!dst.empty()) backend(dst.device()).convert(src, dst);
 }
 
+void round_to_bf16(const Buffer& src, Buffer& dst) {
+  if (src.dtype() != DType::f32 || dst.dtype() != DType::f32) {
+    fail("round_to_bf16", "src is " + to_string(src.dtype()) + " and dst " +
+                              to_string(dst.dtype()) + ", not float32");
+  }
+  Buffer narrow(src.numel(), DType::bf16, src.device());
+  convert(src, narrow);
+  convert(narrow, dst);
+}
+
 void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid, std::size_t d2,
                std::size_t inner, Buffer& y) {
   Backend& be = same_place_any("transpose", {{"x", x}, {"y", y}});

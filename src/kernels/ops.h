@@ -239,6 +239,11 @@ void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride
 /// included: that is kernels::copy).
 void convert(const Buffer& src, Buffer& dst);
 
+/// dst = src rounded to bfloat16 and widened back, both float32 (convert there and back through
+/// a temporary): float32 values that bfloat16 holds exactly. dst may be src. Throws
+/// std::invalid_argument unless both are float32 of equal numel on one device.
+void round_to_bf16(const Buffer& src, Buffer& dst);
+
 /// Layer normalization over the last dim (Ba, Kiros & Hinton, "Layer Normalization",
 /// arXiv:1607.06450; torch.nn.functional.layer_norm): x and y are [rows, cols], weight and bias
 /// [cols], mean and rstd [rows]. mean[r] = mean_c x[r, c]; rstd[r] = 1 / sqrt(var[r] + eps) with

@@ -57,6 +57,7 @@ std::vector<double> loss_curve(const comm::Communicator& world, int tp, int pp, 
   options.sequence_parallel = recipe.sequence_parallel;
   options.virtual_stages = recipe.virtual_stages;
   options.grad_reduce_in_bf16 = recipe.grad_reduce_in_bf16;
+  options.bf16 = recipe.bf16;
   const double lr = recipe.optimizer == OptimizerKind::sgd ? 0.5 : 3e-3;
   GptConfig config = kConfig;
   config.vocab = recipe.vocab;
@@ -443,51 +444,94 @@ TEST(GptTraining, Bf16GradientReductionStaysNearTheFloat32Reduction) {
   }
 }
 
+// Every value of a tensor, as float64.
+std::vector<std::vector<double>> values_of(const std::vector<Tensor>& tensors) {
+  std::vector<std::vector<double>> values;
+  for (const Tensor& t : tensors)
+    values.push_back(t.to_vector());
+  return values;
+}
+
+std::vector<Tensor> tensors_of(const Parameters& parameters) {
+  std::vector<Tensor> tensors;
+  for (const Parameter& p : parameters)
+    tensors.push_back(p.tensor);
+  return tensors;
+}
+
 // The master copy matters: one AdamW step at lr 1e-6 moves every weight matrix element by about
-// 1e-6, far below half a bfloat16 ulp of GPT-2's initial weights (2^-9 of ~0.02 = 4e-5). The
-// float32 masters take the step; the same step applied to the parameters rounded to bfloat16
-// (a bf16 run without masters) leaves all but the elements within about 2^9 1e-6 of zero
-// unchanged: 3.2 % of them measured, bounded at 5 %.
+// 1e-6, far below half a bfloat16 ulp of GPT-2's initial weights (2^-9 of ~0.02 = 4e-5). Under
+// bf16 (GptTrainOptions::bf16), here with the distributed optimizer over the whole world:
+// - the float32 masters start as the initial weights and take the step (more than 99 % of
+//   the elements move);
+// - every parameter holds its master rounded to bfloat16, before and after the step, on every
+//   replica (the masters' shards are all-gathered as bfloat16);
+// - the parameters move only where the step carries a master across a rounding midpoint, or
+//   near zero: 6.0 % of them measured, bounded at 10 %;
+// - the same step applied to the rounded parameters (a bf16 run without masters) leaves all but
+//   the elements within about 2^9 1e-6 of zero unchanged: 3.2 % of them measured, bounded at 5 %,
+//   so it would be lost.
 TEST(GptTraining, Bf16MasterWeightsKeepUpdatesBelowBfloat16Resolution) {
-  const comm::Communicator self = test::world().split(test::world().rank(), 0, "self");
-  const comm::ParallelTopology topology(self, 1, 1, 1);
-  GptTrainer trainer(kConfig, gpt2_init(3, kConfig.layers, DType::f32, Device::cpu), topology,
-                     GptTrainOptions{});
-  std::vector<std::vector<double>> before;
-  for (const Parameter& p : trainer.parameters())
-    before.push_back(p.tensor.to_vector());
+  const comm::ParallelTopology topology(test::world(), 1, 1, test::world().size());
+  GptTrainOptions options;
+  options.bf16 = true;
+  options.distributed_optimizer = true;
+  const MasterInit init = gpt2_init(3, kConfig.layers, DType::f32, Device::cpu);
+  GptTrainer trainer(kConfig, init, topology, options);
+  const auto round = [](double x) {
+    return static_cast<double>(kernels::bf16_to_float(kernels::to_bf16(static_cast<float>(x))));
+  };
+  const auto expect_rounded_masters = [&](const std::vector<std::vector<double>>& masters) {
+    const std::vector<std::vector<double>> parameters = values_of(tensors_of(trainer.parameters()));
+    for (std::size_t i = 0; i < masters.size(); ++i) {
+      std::size_t wrong = 0;
+      for (std::size_t j = 0; j < masters[i].size(); ++j)
+        wrong += parameters[i][j] != round(masters[i][j]);
+      EXPECT_EQ(wrong, 0u) << trainer.parameters()[i].name;
+    }
+  };
+  const std::vector<std::vector<double>> masters_before = values_of(trainer.master_weights());
+  const std::vector<std::vector<double>> parameters_before =
+      values_of(tensors_of(trainer.parameters()));
+  const Parameters dense = GptTrainer(kConfig, init, topology, GptTrainOptions{}).parameters();
+  EXPECT_EQ(masters_before, values_of(tensors_of(dense)));
+  expect_rounded_masters(masters_before);
+
   const TokenCorpus corpus = TokenCorpus::builtin();
   kernels::set_gemm_operands(kernels::GemmOperands::bfloat16);
   trainer.step({make_token_batch(corpus.tokens(), {0, 100, 200, 300}, kSeq, Device::cpu)}, 1e-6);
   kernels::set_gemm_operands(kernels::GemmOperands::float32);
-  const auto round = [](double x) {
-    return kernels::bf16_to_float(kernels::to_bf16(static_cast<float>(x)));
-  };
-  std::size_t elements = 0, master_moved = 0, bf16_moved = 0;
-  for (std::size_t i = 0; i < before.size(); ++i) {
+  const std::vector<std::vector<double>> masters_after = values_of(trainer.master_weights());
+  expect_rounded_masters(masters_after);
+
+  std::size_t elements = 0, master_moved = 0, parameter_moved = 0, without_master_moved = 0;
+  for (std::size_t i = 0; i < masters_after.size(); ++i) {
     const Parameter& p = trainer.parameters()[i];
     if (p.tensor.ndim() != 2 || !p.name.ends_with("weight")) continue;
-    const std::vector<double> after = p.tensor.to_vector();
-    for (std::size_t j = 0; j < after.size(); ++j) {
+    const std::vector<double> parameter_after = p.tensor.to_vector();
+    for (std::size_t j = 0; j < masters_after[i].size(); ++j) {
       ++elements;
-      master_moved += after[j] != before[i][j];
-      const double start = round(before[i][j]);
-      bf16_moved += round(start + (after[j] - before[i][j])) != start;
+      master_moved += masters_after[i][j] != masters_before[i][j];
+      parameter_moved += parameter_after[j] != parameters_before[i][j];
+      const double start = parameters_before[i][j];
+      without_master_moved += round(start + (masters_after[i][j] - masters_before[i][j])) != start;
     }
   }
   ASSERT_GT(elements, 0u);
   EXPECT_GT(static_cast<double>(master_moved) / elements, 0.99);
-  EXPECT_LT(static_cast<double>(bf16_moved) / elements, 0.05);
+  EXPECT_LT(static_cast<double>(parameter_moved) / elements, 0.10);
+  EXPECT_LT(static_cast<double>(without_master_moved) / elements, 0.05);
 }
 
 // One golden file of tools/make_golden_gpt.py: five AdamW steps from gpt.json's parameters.
 struct GoldenSteps {
   const char* file;
   double clip;
-  bool bf16;          // float32 with bfloat16 GEMM operands, else float64
-  double first_rtol;  // on the first step's loss and gradient norm
-  double step_rtol;   // on each later step's
-  double final_rtol;  // on each final tensor, of its scale (test::max_rel_error)
+  bool bf16;               // float32 with bfloat16 GEMM operands, else float64
+  double first_loss_rtol;  // on the first step's loss
+  double first_norm_rtol;  // on the first step's gradient norm
+  double step_rtol;        // on each later step's loss and norm
+  double final_rtol;       // on each final tensor, of its scale (test::max_rel_error)
   /// Under bf16 the golden of pp 2, whose stages exchange bfloat16 (PipelineSpec::bf16_wire):
   /// PyTorch's run rounds the activation between its two blocks and that gradient.
   const char* pp2_file = nullptr;
@@ -509,6 +553,7 @@ void expect_golden_steps(const GoldenSteps& run) {
     options.lr = 1e-2;
     options.grad_clip = run.clip;
     options.dtype = dtype;
+    options.bf16 = run.bf16;
     GptTrainer trainer(config, test::golden_init(init, dtype), topology, options);
     const LrSchedule schedule{1e-2, 1e-3, 2, 5};
     kernels::set_gemm_operands(run.bf16 ? kernels::GemmOperands::bfloat16
@@ -520,23 +565,24 @@ void expect_golden_steps(const GoldenSteps& run) {
           trainer.step(replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
       const double loss = golden.scalar(fmt::format("loss.{}", step));
       const double norm = golden.scalar(fmt::format("grad_norm.{}", step));
-      const double rtol = step == 1 ? run.first_rtol : run.step_rtol;
-      EXPECT_LE(std::abs(result.loss - loss), rtol * loss) << "step " << step;
-      EXPECT_LE(std::abs(result.grad_norm - norm), rtol * norm) << "step " << step;
+      EXPECT_LE(std::abs(result.loss - loss),
+                (step == 1 ? run.first_loss_rtol : run.step_rtol) * loss)
+          << "step " << step;
+      EXPECT_LE(std::abs(result.grad_norm - norm),
+                (step == 1 ? run.first_norm_rtol : run.step_rtol) * norm)
+          << "step " << step;
     }
     kernels::set_gemm_operands(kernels::GemmOperands::float32);
-    for (const Parameter& p : trainer.parameters()) {
+    const std::vector<Tensor> weights = trainer.master_weights();
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+      const Parameter& p = trainer.parameters()[i];
       // Under bf16 the k bias's gradient is rounding noise (zero in exact arithmetic), which
-      // AdamW turns into full steps that each side draws differently. The q bias's is small
-      // beside that noise: PyTorch's own two goldens, which differ only by one rounding of the
-      // activation between the blocks, put block 0's q bias 4.6e-2 of its scale apart (the
-      // largest of any tensor); mpitron at tp 2 pp 2 measured 5.4e-2, so it is bounded at 1e-1.
+      // AdamW turns into full steps that each side draws differently.
       if (run.bf16 && p.name.ends_with("attn.k.bias")) continue;
-      const double rtol = run.bf16 && p.name.ends_with("attn.q.bias") ? 1e-1 : run.final_rtol;
       SCOPED_TRACE(p.name);
       const Tensor expected =
           test::slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
-      EXPECT_LE(test::max_rel_error(p.tensor, expected), rtol);
+      EXPECT_LE(test::max_rel_error(weights[i], expected), run.final_rtol);
     }
   }
 }
@@ -546,22 +592,28 @@ void expect_golden_steps(const GoldenSteps& run) {
 // nothing). Float64: 1e-9 relative on losses and norms, 1e-8 of each final tensor's scale (two
 // float64 AdamW implementations; rounding grows a little through the steps).
 TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
-  expect_golden_steps({"gpt_train.json", 1.0, false, 1e-9, 1e-9, 1e-8});
-  expect_golden_steps({"gpt_train_clip_inactive.json", 10.0, false, 1e-9, 1e-9, 1e-8});
+  expect_golden_steps({"gpt_train.json", 1.0, false, 1e-9, 1e-9, 1e-9, 1e-8});
+  expect_golden_steps({"gpt_train_clip_inactive.json", 10.0, false, 1e-9, 1e-9, 1e-9, 1e-8});
 }
 
 // The same five steps under train --bf16 against PyTorch's float32 run with bfloat16 operands in
-// every linear layer and the head (make_golden_gpt.py's Bf16Linear). Both round float32 values
-// that differ only by their summation orders, so a few operands round to neighbouring bfloat16
-// values. Step 1: measured 1e-5 of the loss and norm, bounded at 1e-4, where a run without the
-// rounding is 2.3e-4 (loss) and 5e-4 (norm) off: the bound sees the rounding. Later steps: AdamW's
-// normalised update spreads those differences, measured up to 9e-4, bounded at 2e-3. Final
-// tensors: measured up to 1.1e-2 of a tensor's scale (the k weight), bounded at 2e-2. At pp 2
-// the golden rounds between the stages as the bfloat16 pipeline wire does (without that rounding
-// the first stage's final tensors measured 2.6e-2 to 4.6e-2 off).
+// every linear layer and the head (make_golden_gpt.py's Bf16Linear), whose forward reads every
+// parameter rounded to bfloat16 from float32 masters (Bf16Parameter); the final tensors compared
+// are the masters (GptTrainer::master_weights). Both round float32 values that differ only by
+// their summation orders, so a few operands round to neighbouring bfloat16 values; parameters
+// that hold bfloat16 values make that more frequent. Measured (2-core Zen 3, np 1, 2 and 4):
+// - step 1: the loss 2.3e-5 and the norm 5.8e-4 at pp 1, 3.9e-8 and 4.3e-5 at pp 2 (whose
+//   golden rounds the activation between the blocks, as the bfloat16 pipeline wire does, which
+//   erases block 0's summation-order differences). A run whose forward reads the unrounded
+//   masters (no bfloat16 parameters) is 9.8e-5 (loss) and 3.9e-4 (norm) off, so the loss,
+//   bounded at 5e-5, sees the parameters' rounding; the norm is bounded at 1e-3;
+// - later steps: AdamW's normalised update spreads those differences, up to 1.9e-4 (loss) and
+//   1.0e-3 (norm), bounded at 2e-3;
+// - final masters: up to 2.0e-2 of a tensor's scale (a tp 4 v or k weight; at pp 2 1.4e-3),
+//   bounded at 3e-2.
 TEST(GptTraining, FiveBf16AdamWStepsMatchPyTorch) {
   expect_golden_steps(
-      {"gpt_train_bf16.json", 1.0, true, 1e-4, 2e-3, 2e-2, "gpt_train_bf16_pp2.json"});
+      {"gpt_train_bf16.json", 1.0, true, 5e-5, 1e-3, 2e-3, 3e-2, "gpt_train_bf16_pp2.json"});
 }
 
 }  // namespace

@@ -179,6 +179,7 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   train.sequence_parallel = o.sequence_parallel;
   train.cp_comm = cp_comm_of(o.common);
   train.grad_reduce_in_bf16 = o.grad_reduce_in_bf16;
+  train.bf16 = o.bf16;
   train.device = plan.device;
   if (!o.fault.empty()) nn::inject_fault(nn::parse_fault(o.fault));
   kernels::set_gemm_operands(o.bf16 ? kernels::GemmOperands::bfloat16

@@ -176,6 +176,11 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
       bf16 && topo.pp() > 1 ? config.layers / (topo.pp() * ctx.virtual_stages) : 0;
   const DenseGptReferences::Reference& reference = ctx.dense_gpt->get(seed, rows, [&] {
     nn::TensorMap dense = nn::dense_gpt_parameters(config, init);
+    // Under bf16 the trainer's forward reads its parameters rounded to bfloat16 (float32 masters
+    // in the optimizer), and so does the dense model's.
+    for (auto& [name, tensor] : dense) {
+      if (bf16) kernels::round_to_bf16(tensor.buffer(), tensor.buffer());
+    }
     const Tensor loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets, wire_blocks);
     loss.backward();
     return DenseGptReferences::Reference{std::move(dense), loss.detach()};
@@ -189,6 +194,7 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
   options.cp_comm = ctx.cp_comm;
   options.sequence_parallel = sequence_parallel;
   options.virtual_stages = ctx.virtual_stages;
+  options.bf16 = bf16;
   nn::GptTrainer trainer(config, init, topo, options);
   log_parameters(ctx.log, "gpt shards", trainer.parameters());
   const nn::StepResult result = trainer.forward_backward(
@@ -228,6 +234,7 @@ LocalCheck main_gradient_check(const ValidateContext& ctx) {
   options.device = ctx.device;
   options.schedule = ctx.schedule;
   options.cp_comm = ctx.cp_comm;
+  options.bf16 = true;
   nn::GptTrainer trainer(config, init, topo, options);
   const int m = ctx.sizes.micro_batches;
   const std::vector<nn::TokenBatch> micro_batches =

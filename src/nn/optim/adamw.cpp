@@ -45,17 +45,17 @@ void AdamW::set_steps(std::int64_t steps) {
   steps_ = steps;
 }
 
-void AdamW::step() {
+void AdamW::update() {
   ++steps_;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    Tensor p = parameters_[i].tensor;
+    const Tensor& p = parameters_[i].tensor;
     Tensor grad = p.grad();
     if (!grad.defined()) continue;
     const double decay = p.ndim() >= 2 ? options_.weight_decay : 0.0;
     const auto begin = static_cast<std::size_t>(shards_[i].begin);
     const auto count = static_cast<std::size_t>(shards_[i].size());
     if (count == 0) continue;
-    kernels::Buffer values = kernels::Buffer::view(p.buffer(), begin, count);
+    kernels::Buffer values = target(i, shards_[i]);
     kernels::Buffer gradient = kernels::Buffer::view(grad.buffer(), begin, count);
     kernels::adamw_update(values, gradient, exp_avg_[i].buffer(), exp_avg_sq_[i].buffer(), lr_,
                           options_.beta1, options_.beta2, options_.eps, decay, steps_);

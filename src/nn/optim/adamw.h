@@ -28,12 +28,7 @@ class AdamW final : public Optimizer {
   AdamW(Parameters parameters, double lr, const AdamWOptions& options = {},
         std::vector<ElementRange> shards = {});
 
-  /// For each parameter with a gradient g (step t counted from 1): p *= 1 - lr wd;
-  /// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
-  /// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-  void step() override;
-
-  /// Steps taken so far.
+  /// Steps taken so far (each `step` counts one).
   std::int64_t steps() const { return steps_; }
   /// The elements of each parameter this optimizer updates (the whole parameter unsharded).
   const std::vector<ElementRange>& shards() const { return shards_; }
@@ -46,6 +41,11 @@ class AdamW final : public Optimizer {
   void set_steps(std::int64_t steps);
 
  private:
+  /// For each parameter with a gradient g (step t counted from 1; p its values, or its float32
+  /// master): p *= 1 - lr wd; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+  /// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+  void update() override;
+
   AdamWOptions options_;
   std::int64_t steps_ = 0;
   std::vector<ElementRange> shards_;

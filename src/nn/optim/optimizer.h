@@ -1,5 +1,8 @@
-// The interface the training step drives every optimizer through.
+// The interface the training step drives every optimizer through, and the float32 master
+// weights of a bfloat16 run.
 #pragma once
+
+#include <vector>
 
 #include "nn/parameter.h"
 
@@ -14,17 +17,49 @@ class Optimizer {
   void set_lr(double lr);
   double lr() const { return lr_; }
   /// Applies one update to every parameter that has a gradient (in place, without recording).
-  virtual void step() = 0;
+  /// With float32 masters (keep_float32_masters) the update goes to the masters, and then each
+  /// master's elements of its parameter become the master rounded to bfloat16.
+  void step();
   /// Sets every parameter's gradient to zero in place (its storage is kept: gradients may be
   /// views of a flat data-parallel buffer); a parameter without a gradient keeps none.
   void zero_grad();
   const Parameters& parameters() const { return parameters_; }
 
+  /// train --bf16's master weights (mixed-precision training: Micikevicius et al. 2018,
+  /// arXiv:1710.03740; Megatron-LM's float32 main parameters): from now on the optimizer keeps
+  /// a float32 copy of elements `ranges[i]` (row-major) of parameter i, taken from the parameter
+  /// now, and updates that copy; after each step the copy, rounded to bfloat16 (to nearest even,
+  /// kernels/bf16.h) and widened exactly, is written into those elements of the parameter, which
+  /// forward and backward read. Every parameter is rounded so now, whole, so that each holds
+  /// bfloat16 values from the first step on. `ranges` are the distributed optimizer's owned
+  /// ranges (DataParallelGradients::owned: the all-gather then brings the others' rounded
+  /// elements), or each whole parameter. Throws std::invalid_argument when a parameter is not
+  /// float32, when `ranges` has another count than the parameters or a range lies outside its
+  /// parameter, and std::logic_error when the masters exist already.
+  void keep_float32_masters(const std::vector<ElementRange>& ranges);
+  /// Whether keep_float32_masters was called.
+  bool has_masters() const { return !masters_.empty(); }
+  /// The float32 masters, one per parameter, [ranges[i].size()] elements each (for checkpoints:
+  /// DataParallelGradients::all_gather_shards assembles them); empty without masters.
+  const std::vector<Tensor>& masters() const { return masters_; }
+
  protected:
   /// Throws std::invalid_argument unless lr is finite and > 0.
   Optimizer(Parameters parameters, double lr);
+  /// One update of the values `target` gives (the optimizer's own rule).
+  virtual void update() = 0;
+  /// The values to update for parameter i's elements `range`: a view of its float32 master
+  /// when there are masters, else of the parameter itself. Throws std::logic_error when masters
+  /// exist and `range` is not the master's range.
+  kernels::Buffer target(std::size_t i, const ElementRange& range);
+  /// The elements of parameter i its master holds, or the whole parameter without masters.
+  ElementRange master_range(std::size_t i) const;
   Parameters parameters_;
   double lr_;
+
+ private:
+  std::vector<ElementRange> master_ranges_;
+  std::vector<Tensor> masters_;
 };
 
 }  // namespace mpitron::nn

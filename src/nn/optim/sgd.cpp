@@ -13,23 +13,29 @@ Sgd::Sgd(Parameters parameters, double lr, double momentum)
   }
 }
 
-void Sgd::step() {
+void Sgd::update() {
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    Tensor p = parameters_[i].tensor;
-    const Tensor grad = p.grad();
+    Tensor grad = parameters_[i].tensor.grad();
     if (!grad.defined()) continue;
-    const kernels::Buffer* update = &grad.buffer();
+    const ElementRange range = master_range(i);
+    const auto count = static_cast<std::size_t>(range.size());
+    if (count == 0) continue;
+    const kernels::Buffer gradient =
+        kernels::Buffer::view(grad.buffer(), static_cast<std::size_t>(range.begin), count);
+    const kernels::Buffer* step = &gradient;
     if (momentum_ > 0.0) {
       Tensor& v = velocity_[i];
       if (!v.defined()) {
-        v = grad.clone();
+        v = Tensor::zeros({range.size()}, grad.dtype(), grad.device());
+        kernels::copy(gradient, v.buffer());
       } else {
         kernels::scale(v.buffer(), momentum_, v.buffer());
-        kernels::axpy(1.0, grad.buffer(), v.buffer());
+        kernels::axpy(1.0, gradient, v.buffer());
       }
-      update = &v.buffer();
+      step = &v.buffer();
     }
-    kernels::axpy(-lr_, *update, p.buffer());
+    kernels::Buffer values = target(i, range);
+    kernels::axpy(-lr_, *step, values);
   }
 }
 

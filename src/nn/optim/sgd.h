@@ -14,9 +14,10 @@ class Sgd final : public Optimizer {
   /// outside [0, 1).
   Sgd(Parameters parameters, double lr, double momentum = 0.0);
 
-  void step() override;
-
  private:
+  /// p -= lr v (p the parameter's values, or its float32 master).
+  void update() override;
+
   double momentum_;
   std::vector<Tensor> velocity_;
 };

@@ -251,31 +251,50 @@ void DataParallelGradients::finish() {
   reset_counts();  // drains the queue first
 }
 
-void DataParallelGradients::all_gather_buckets(Tensor& flat) {
+void DataParallelGradients::all_gather_buckets(Tensor& flat, comm::Wire wire) {
   // Piece by piece: range [at, at + count) of every rank's block is packed into one buffer of
   // count x dp elements, so the temporaries stay at 2^18 elements whatever the bucket's size.
+  // On a bfloat16 wire the packed pieces are rounded to bfloat16 and widened back on arrival.
   const auto replicas = static_cast<std::size_t>(dp_.size());
   const auto rank = static_cast<std::size_t>(dp_.rank());
   const std::size_t element_bytes = kernels::dtype_size(flat.dtype());
+  const kernels::DType sent = wire == comm::Wire::bf16 ? kernels::DType::bf16 : flat.dtype();
   for (const Bucket& bucket : buckets_) {
     const std::size_t block = bucket.buffer.numel() / replicas;
     for (const Piece& piece : bucket.pieces) {
-      const auto at = [&](std::size_t r) {
-        return (bucket.start + r * block + piece.offset) * element_bytes;
+      const auto at = [&](std::size_t r) { return bucket.start + r * block + piece.offset; };
+      const auto place = [&](std::size_t r) {
+        return kernels::Buffer::view(flat.buffer(), at(r), piece.count);
       };
-      kernels::Buffer mine(piece.count, flat.dtype(), flat.device());
-      kernels::Buffer all(piece.count * replicas, flat.dtype(), flat.device());
-      kernels::copy_bytes(flat.buffer(), at(rank), mine, 0, mine.bytes());
+      kernels::Buffer mine(piece.count, sent, flat.device());
+      kernels::Buffer all(piece.count * replicas, sent, flat.device());
+      if (sent == flat.dtype()) {
+        kernels::copy_bytes(flat.buffer(), at(rank) * element_bytes, mine, 0, mine.bytes());
+      } else {
+        kernels::convert(place(rank), mine);
+      }
       comm::all_gather(dp_, mine, all, 1);
-      for (std::size_t r = 0; r < replicas; ++r)
-        kernels::copy_bytes(all, r * mine.bytes(), flat.buffer(), at(r), mine.bytes());
+      for (std::size_t r = 0; r < replicas; ++r) {
+        kernels::Buffer into = place(r);
+        const kernels::Buffer from = kernels::Buffer::view(all, r * piece.count, piece.count);
+        if (sent == flat.dtype()) {
+          kernels::copy(from, into);
+        } else {
+          kernels::convert(from, into);
+        }
+      }
     }
   }
 }
 
-void DataParallelGradients::all_gather_parameters() {
+void DataParallelGradients::all_gather_parameters(comm::Wire wire) {
   if (!sharded_ || fault_active(Fault::distributed_optimizer_no_all_gather)) return;
-  all_gather_buckets(flat_parameters_);
+  if (wire == comm::Wire::bf16 && flat_parameters_.dtype() != kernels::DType::f32) {
+    throw std::invalid_argument(
+        fmt::format("all_gather_parameters: a bfloat16 wire for {} parameters",
+                    kernels::to_string(flat_parameters_.dtype())));
+  }
+  all_gather_buckets(flat_parameters_, wire);
 }
 
 std::vector<Tensor> DataParallelGradients::all_gather_shards(const std::vector<Tensor>& shards) {
@@ -297,7 +316,7 @@ std::vector<Tensor> DataParallelGradients::all_gather_shards(const std::vector<T
     kernels::copy(shards[i].buffer(), place);
   }
   std::vector<Tensor> full;
-  if (sharded_) all_gather_buckets(flat);
+  if (sharded_) all_gather_buckets(flat, comm::Wire::native);
   for (std::size_t i = 0; i < shards.size(); ++i) {
     const Shape& shape = parameters_[i].tensor.shape();
     full.push_back(sharded_ ? flat.flat_view(offset_of_[i], shape) : shards[i].flat_view(0, shape));

@@ -106,8 +106,12 @@ class DataParallelGradients {
   const std::vector<ElementRange>& owned() const { return owned_; }
   /// Sharded: every DP rank's owned part of the parameters is all-gathered into every replica
   /// (one all-gather per bucket), after the optimizer updated the owned parts. Nothing otherwise.
-  /// Collective over the DP communicator.
-  void all_gather_parameters();
+  /// `wire` comm::Wire::bf16 sends each element rounded to bfloat16 and widens it on arrival:
+  /// half the bytes, and exact for parameters that hold bfloat16 values (train --bf16's,
+  /// Optimizer::keep_float32_masters; Megatron-LM's bfloat16 parameter all-gather). Throws
+  /// std::invalid_argument for a bfloat16 wire on parameters that are not float32. Collective
+  /// over the DP communicator.
+  void all_gather_parameters(comm::Wire wire = comm::Wire::native);
   /// Sharded: the full tensors (the parameters' shapes) whose owned parts are `shards` (one per
   /// parameter, numel owned()[i].size(), e.g. AdamW's sharded moments), assembled from every DP
   /// rank's shards; otherwise `shards` themselves reshaped. Throws std::invalid_argument on a
@@ -142,8 +146,8 @@ class DataParallelGradients {
   void take_back(std::size_t parameter);
   void reset_counts();
   // Sharded: every bucket of `flat` (this object's layout) gets every DP rank's block, in the
-  // pieces of the reduce-scatter.
-  void all_gather_buckets(Tensor& flat);
+  // pieces of the reduce-scatter, on `wire` (all_gather_parameters).
+  void all_gather_buckets(Tensor& flat, comm::Wire wire);
   // Queues the bucket's pieces and starts what fits.
   void start(Bucket& bucket);
   // Forgets completed pieces and starts queued ones while fewer than kMaxInFlight run.

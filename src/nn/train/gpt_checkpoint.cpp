@@ -25,11 +25,13 @@ AdamW* adamw_of(GptTrainer& trainer) {
   return dynamic_cast<AdamW*>(&trainer.optimizer());
 }
 
-// What this rank's shard of a checkpoint holds: the parameters, except tied copies, and for
-// AdamW "<name>.exp_avg" and "<name>.exp_avg_sq", whole (the distributed optimizer's shards are
-// all-gathered over DP first, so the files do not depend on it). Collective over DP.
+// What this rank's shard of a checkpoint holds: the parameters' float32 weights (under --bf16
+// the masters, GptTrainer::master_weights), except tied copies, and for AdamW "<name>.exp_avg"
+// and "<name>.exp_avg_sq", whole (the distributed optimizer's shards are all-gathered over DP
+// first, so the files do not depend on it). Collective over DP.
 std::vector<ShardTensor> shard_tensors(GptTrainer& trainer) {
   std::vector<ShardTensor> tensors;
+  const std::vector<Tensor> weights = trainer.master_weights();
   AdamW* adamw = adamw_of(trainer);
   std::vector<Tensor> exp_avg, exp_avg_sq;
   if (adamw != nullptr) {
@@ -40,7 +42,7 @@ std::vector<ShardTensor> shard_tensors(GptTrainer& trainer) {
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const Parameter& p = parameters[i];
     if (p.tied_copy) continue;
-    tensors.push_back({p.name, p.tensor, p.split_dim});
+    tensors.push_back({p.name, weights[i], p.split_dim});
     if (adamw != nullptr) {
       tensors.push_back({p.name + kExpAvgSuffix, exp_avg[i], p.split_dim});
       tensors.push_back({p.name + kExpAvgSqSuffix, exp_avg_sq[i], p.split_dim});

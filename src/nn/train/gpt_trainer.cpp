@@ -83,6 +83,7 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
                  options.grad_reduce_in_bf16 ? comm::Wire::bf16 : comm::Wire::native),
       optimizer_(make_optimizer(parameters_, options, gradients_)) {
   stage_.set_recompute(options.recompute);
+  if (options.bf16) optimizer_->keep_float32_masters(gradients_.owned());
 }
 
 std::vector<TokenBatch> GptTrainer::shards_of(const std::vector<TokenBatch>& batches) const {
@@ -172,9 +173,17 @@ StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double
   optimizer_->set_lr(lr);
   optimizer_->step();
   result.phases.optimizer = clock.lap();
-  gradients_.all_gather_parameters();
+  gradients_.all_gather_parameters(options_.bf16 ? comm::Wire::bf16 : comm::Wire::native);
   result.phases.parameter_all_gather = clock.lap();
   return result;
+}
+
+std::vector<Tensor> GptTrainer::master_weights() {
+  if (optimizer_->has_masters()) return gradients_.all_gather_shards(optimizer_->masters());
+  std::vector<Tensor> weights;
+  for (const Parameter& p : parameters_)
+    weights.push_back(p.tensor);
+  return weights;
 }
 
 double GptTrainer::evaluate(const std::vector<TokenBatch>& windows) {

@@ -51,6 +51,10 @@ struct GptTrainOptions {
   /// reduce the DP gradients in bfloat16 (Megatron-LM's --grad-reduce-in-bf16; float32
   /// gradients only): comm::Wire::bf16 in DataParallelGradients
   bool grad_reduce_in_bf16 = false;
+  /// train --bf16's parameters: the optimizer keeps float32 masters and after each step rounds
+  /// them to bfloat16 into the parameters (Optimizer::keep_float32_masters), which the
+  /// distributed optimizer then all-gathers as bfloat16 (comm::Wire::bf16). float32 only.
+  bool bf16 = false;
   DType dtype = DType::f32;
   Device device = Device::cpu;
 };
@@ -114,6 +118,11 @@ class GptTrainer {
   /// owns and the all-gather of sharded state (checkpoints gather AdamW's moments with it).
   DataParallelGradients& gradients() { return gradients_; }
   const Parameters& parameters() const { return parameters_; }
+  /// The float32 weights the optimizer updates, one per parameter, whole (the parameter's
+  /// shape): under `bf16` the masters (the distributed optimizer's shards all-gathered), else
+  /// the parameters themselves. What checkpoints save. Collective over DP under `bf16` with the
+  /// distributed optimizer at dp > 1.
+  std::vector<Tensor> master_weights();
 
  private:
   // The pipeline's run over this rank's shards of `batches` (training when `train`), returning

@@ -33,7 +33,7 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   // Of a block's set, what only GEMMs keep: the LayerNorms' outputs, the attention output's
   // reshape and llama's SwiGLU output, bfloat16 under --bf16.
   const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + (c.llama() ? sbf / t : 0);
-  const std::int64_t gemm_input_bytes = in.bf16_gemm_inputs ? 2 : in.element_bytes;
+  const std::int64_t gemm_input_bytes = in.bf16 ? 2 : in.element_bytes;
   const std::int64_t block_bytes =
       (block - block_gemm_inputs) * in.element_bytes + block_gemm_inputs * gemm_input_bytes;
   const std::int64_t blocks_in_flight =
@@ -69,7 +69,8 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
                        shards
                  : 0;
   const std::int64_t flat = in.rank_parameters + padding;
-  const std::int64_t states = 2 * flat + (in.optimizer_states * flat + shards - 1) / shards;
+  const std::int64_t sharded_states = in.optimizer_states + (in.bf16 ? 1 : 0);
+  const std::int64_t states = 2 * flat + (sharded_states * flat + shards - 1) / shards;
   estimate.parameter_states = states * in.element_bytes;
   estimate.activations = activations;
   estimate.optimizer_workspace =

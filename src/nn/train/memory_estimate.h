@@ -36,8 +36,9 @@ struct MemoryEstimateInput {
   /// the context-parallel degree: a rank keeps activations for its seq / cp tokens
   int cp = 1;
   /// train --bf16 (kernels::GemmOperands::bfloat16): the activations only GEMMs keep are
-  /// bfloat16, 2 bytes each (autograd::gemm_operand)
-  bool bf16_gemm_inputs = false;
+  /// bfloat16, 2 bytes each (autograd::gemm_operand), and the optimizer keeps float32 masters
+  /// of its state shard (Optimizer::keep_float32_masters)
+  bool bf16 = false;
 };
 
 /// The estimate, in bytes.
@@ -70,7 +71,7 @@ struct MemoryEstimate {
 ///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
 /// Of these, LayerNorm 1's and 2's outputs, the attention output's reshape (sbh / t) and
 /// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp): with
-/// bf16_gemm_inputs they count 2 bytes an element, the rest (and backward's workspace below, which
+/// bf16 they count 2 bytes an element, the rest (and backward's workspace below, which
 /// holds gradients) element_bytes.
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
@@ -84,7 +85,8 @@ struct MemoryEstimate {
 /// The last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh; with
 /// sequence parallelism sbh / t + sbh, the output all-gathered; the output is the head GEMM's)
 /// and the logits with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
-/// optimizer_states / state_shards) elements (with state_shards > 1, plus each flat buffer's
+/// (optimizer_states + 1 with bf16's masters) / state_shards) elements (with state_shards > 1,
+/// plus each flat buffer's
 /// padding: under state_shards elements per bucket), and the update's temporaries of the largest
 /// tensor (the embedding's shard, Vp h / t, or an MLP weight's, f h / t). Start-up: the whole
 /// model's parameters beside this rank's weights, or, from a file, twice the whole model (the file
