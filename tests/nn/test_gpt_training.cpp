@@ -415,6 +415,36 @@ TEST(GptTraining, Bf16PipelineSendsCarryBfloat16) {
   }
 }
 
+// bf16 with the distributed optimizer at dp = world: the parameters hold bfloat16 values, so the
+// all-gather after each update carries them as bfloat16 (comm::Wire::bf16), exactly. Each rank
+// hands the all-gather its block of every bucket, flat / dp elements per step (flat: the padded
+// flat buffer, the buckets' sum), so its dp payload over the run falls by exactly 2 bytes for
+// each of them; the gradients' reduce-scatter and the loss and norm sums carry the same bytes
+// in both runs.
+TEST(GptTraining, Bf16DistributedOptimizerAllGathersBfloat16) {
+  const int dp = test::world().size();
+  if (dp == 1) GTEST_SKIP() << "no all-gather at dp 1";
+  Recipe bf16{.distributed_optimizer = true};
+  bf16.bf16 = true;
+  Recipe float32 = bf16;
+  float32.bf16 = false;
+  const comm::ParallelTopology topology(test::world(), 1, 1, dp);
+  GptTrainOptions options;
+  options.distributed_optimizer = true;
+  GptTrainer layout(kConfig, gpt2_init(3, kConfig.layers, DType::f32, Device::cpu), topology,
+                    options);
+  std::uint64_t flat = 0;
+  for (std::size_t i = 0; i < layout.gradients().bucket_count(); ++i)
+    flat += layout.gradients().bucket_elements(i);
+  const comm::Traffic start = comm::traffic();
+  loss_curve(test::world(), 1, 1, dp, bf16);
+  const comm::Traffic middle = comm::traffic();
+  loss_curve(test::world(), 1, 1, dp, float32);
+  const std::uint64_t bf16_bytes = comm::traffic_since(start, middle)["dp"];
+  const std::uint64_t float32_bytes = comm::traffic_since(middle, comm::traffic())["dp"];
+  EXPECT_EQ(float32_bytes - bf16_bytes, 2 * kSteps * flat / static_cast<std::uint64_t>(dp));
+}
+
 // --grad-reduce-in-bf16: the DP gradients are rounded to bfloat16 and summed in it (at most
 // dp - 1 further roundings of 2^-8 relative each), so the curve leaves the float32-reduction
 // bf16 curve of the same topology, and stays within 1e-3 relative of it over 20 steps: AdamW

@@ -1,0 +1,81 @@
+// train --bf16's float32 masters (Optimizer::keep_float32_masters): the masters start as the
+// parameters, every parameter is rounded to bfloat16 at once, each step updates the masters and
+// writes them rounded into the elements they hold, and bad ranges are refused. The expected
+// values are computed here in double from the update rule and the rounding of kernels/bf16.h.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "kernels/bf16.h"
+#include "nn/optim/adamw.h"
+#include "nn/optim/sgd.h"
+
+namespace mpitron::nn {
+namespace {
+
+double rounded(double x) {
+  return kernels::bf16_to_float(kernels::to_bf16(static_cast<float>(x)));
+}
+
+// w [2, 4] holds 1 + k / 1000 (none of them a bfloat16 value), its gradient 2^-9 everywhere:
+// an SGD step of lr 1 moves each element by 2e-3, a quarter of a bfloat16 ulp at 1 (2^-7).
+struct Model {
+  Tensor w = Tensor::from_vector({1.001, 1.002, 1.003, 1.004, 1.005, 1.006, 1.007, 1.008}, {2, 4},
+                                 DType::f32)
+                 .set_requires_grad();
+  Model() { w.set_grad(Tensor::full({2, 4}, 1.0 / 512, DType::f32)); }
+  Parameters parameters() const { return {{"w", w}}; }
+};
+
+TEST(Float32Masters, StepsUpdateTheMastersAndRoundThemIntoTheParameters) {
+  const Model model;
+  const std::vector<double> initial = model.w.to_vector();
+  Sgd sgd(model.parameters(), 1.0);
+  sgd.keep_float32_masters({{2, 6}});  // the elements a distributed optimizer's rank owns
+  ASSERT_TRUE(sgd.has_masters());
+  std::vector<double> master(initial.begin() + 2, initial.begin() + 6);
+  EXPECT_EQ(sgd.masters().at(0).to_vector(), master);
+  std::vector<double> parameter;
+  for (const double v : initial)
+    parameter.push_back(rounded(v));
+  EXPECT_EQ(model.w.to_vector(), parameter);  // every element, owned or not
+  for (int step = 0; step < 8; ++step) {
+    sgd.step();
+    for (std::size_t i = 0; i < master.size(); ++i) {
+      master[i] = static_cast<float>(master[i] - 1.0 / 512);
+      parameter[i + 2] = rounded(master[i]);
+    }
+    EXPECT_EQ(sgd.masters().at(0).to_vector(), master) << "step " << step + 1;
+    EXPECT_EQ(model.w.to_vector(), parameter) << "step " << step + 1;
+  }
+  // Eight quarter-ulp steps moved every master by 2 ulps of bfloat16 at 1, so the parameters
+  // they round into moved too, while the elements no master holds kept their first rounding.
+  EXPECT_NE(parameter[2], rounded(initial[2]));
+  EXPECT_EQ(parameter[0], rounded(initial[0]));
+}
+
+TEST(Float32Masters, BadRangesAreRefused) {
+  const Model model;
+  Sgd sgd(model.parameters(), 1.0);
+  EXPECT_THROW(sgd.keep_float32_masters({}), std::invalid_argument);
+  EXPECT_THROW(sgd.keep_float32_masters({{4, 9}}), std::invalid_argument);
+  EXPECT_THROW(sgd.keep_float32_masters({{5, 4}}), std::invalid_argument);
+  const Tensor f64 = Tensor::full({2}, 1.0, DType::f64).set_requires_grad();
+  Sgd float64({{"b", f64}}, 1.0);
+  EXPECT_THROW(float64.keep_float32_masters({{0, 2}}), std::invalid_argument);
+  sgd.keep_float32_masters({{0, 8}});
+  EXPECT_THROW(sgd.keep_float32_masters({{0, 8}}), std::logic_error);
+}
+
+// AdamW updates its own shards; masters over other ranges are a programming error the step
+// names instead of updating the wrong elements.
+TEST(Float32Masters, AdamWRefusesMastersOfOtherElementsThanItsShards) {
+  const Model model;
+  AdamW adamw(model.parameters(), 1e-3, {}, {{0, 4}});
+  adamw.keep_float32_masters({{4, 8}});
+  EXPECT_THROW(adamw.step(), std::logic_error);
+}
+
+}  // namespace
+}  // namespace mpitron::nn
