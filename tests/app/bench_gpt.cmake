@@ -7,3 +7,9 @@ add_test(NAME bench_gpt_cp2_json
          COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/bench_gpt_json.py
                  ${CMAKE_CURRENT_BINARY_DIR}/bench_gpt_cp2.jsonl -- ${bench_gpt_launch})
 set_tests_properties(bench_gpt_cp2_json PROPERTIES TIMEOUT 120 PROCESSORS 2)
+# --bf16: train --bf16's step (bfloat16 GEMMs and parameters, float32 masters, the bfloat16
+# pipeline wire at pp 2), named in the header line.
+mpitron_add_expect_test(bench_gpt_bf16_pp2 TARGET mpitron NP 2 TIMEOUT 120 MAX_SECONDS 60
+  ARGS bench gpt --bf16 --pp 2 --layers 2 --hidden 32 --heads 2 --vocab 64 --seq 16 --steps 2
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_bench_bf16
+  EXPECT_EXIT 0 EXPECT_OUTPUT "1 micro-batch of 1 sequence, bf16; cp-comm ring\nbench gpt: [0-9.]+ ms/step")

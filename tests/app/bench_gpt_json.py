@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-KEYS = ("config", "cp_comm", "cp_prefetch", "ms_per_step", "tokens_per_s", "peak_rss_mib_by_rank",
+KEYS = ("config", "cp_comm", "cp_prefetch", "bf16", "ms_per_step", "tokens_per_s", "peak_rss_mib_by_rank",
         "memory_estimate_activations_mib_by_rank",
         "memory_estimate_mib_by_rank", "allocator_peak_in_use_mib_by_rank",
         "allocator_peak_held_mib_by_rank", "attention_compute_s_by_rank", "cp_wait_s_by_rank",

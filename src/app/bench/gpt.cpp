@@ -54,6 +54,8 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options) {
   size("--warmup", options.warmup, "Untimed warm-up steps", 0);
   command.add_flag("--recompute", options.recompute,
                    "Keep only each block's input and recompute its activations in backward");
+  command.add_flag("--bf16", options.bf16,
+                   "train --bf16's step: bfloat16 GEMMs and parameters, float32 masters");
   add_example(command, "mpirun -np 2 mpitron bench gpt --cp 2 --seq 8192 --layers 2 --hidden 128");
   return command;
 }
@@ -139,14 +141,17 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
     prepare_run(o.common, world);
     return fmt::format(
         "bench gpt {} tp={} cp={} pp={} dp={} seq={} micro_batch={} "
-        "micro_batches={} steps={} warmup={} recompute={} cp_comm={} prefetch={} "
+        "micro_batches={} steps={} warmup={} recompute={} bf16={} cp_comm={} prefetch={} "
         "seed={}",
         o.arch, sizes.tp, sizes.cp, sizes.pp, sizes.dp, o.seq, o.micro_batch, o.micro_batches,
-        o.steps, o.warmup, o.recompute, o.common.cp_comm, !o.no_cp_prefetch, o.common.seed);
+        o.steps, o.warmup, o.recompute, o.bf16, o.common.cp_comm, !o.no_cp_prefetch, o.common.seed);
   });
+  const kernels::GemmOperandsScope operands(o.bf16 ? kernels::GemmOperands::bfloat16
+                                                   : kernels::GemmOperands::float32);
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp, sizes.cp);
   nn::GptTrainOptions train;
   train.recompute = o.recompute;
+  train.bf16 = o.bf16;
   train.cp_comm = cp_comm_of(o.common);
   train.cp_prefetch = !o.no_cp_prefetch;
   train.device = device;
@@ -155,7 +160,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
                          train);
   const std::vector<nn::TokenBatch> batches =
       bench_gpt_batches(o, seed + 1000 + static_cast<std::uint64_t>(topology.dp_rank()), device);
-  // AdamW's two states per parameter, float32, from a seed, neither sharded nor SP.
+  // AdamW's two states per parameter (and --bf16's masters), from a seed, neither sharded nor SP.
   const nn::MemoryEstimateInput sizes_for_estimate{
       .config = config,
       .rank_parameters = nn::parameter_count(trainer.parameters()),
@@ -167,7 +172,8 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       .stage = topology.pp_rank(),
       .schedule = train.schedule,
       .recompute = o.recompute,
-      .cp = sizes.cp};
+      .cp = sizes.cp,
+      .bf16 = o.bf16};
   const nn::MemoryEstimate predicted = nn::estimate_gpt_memory(sizes_for_estimate);
   const std::vector<double> estimate =
       comm::all_gather_scalar(world, mib(static_cast<double>(predicted.peak())));
@@ -208,7 +214,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
   const double tokens_per_s = tokens / (ms_per_step / 1e3);
   fmt::print(
       "bench gpt: world {} = tp {} x cp {} x pp {} x dp {}, {} | {} layers {} hidden {} heads {} "
-      "vocab {} seq {}, {} of {}{}; cp-comm {}{}\n"
+      "vocab {} seq {}, {} of {}{}{}; cp-comm {}{}\n"
       "bench gpt: {:.1f} ms/step, {:.0f} tokens/s\n"
       "bench gpt: peak RSS {:.0f} MiB/rank (max), by rank: {}; estimate {:.0f} MiB (max), by "
       "rank: {}, of which activations {}\n"
@@ -222,12 +228,13 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       o.hidden, o.heads, o.vocab, o.seq,
       nn::counted(o.micro_batches, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.recompute ? ", recomputing activations" : "",
-      o.common.cp_comm, o.no_cp_prefetch ? " without prefetch" : "", ms_per_step, tokens_per_s,
-      bench_gpt_largest(rss), bench_gpt_numbers(rss, 0), bench_gpt_largest(estimate),
-      bench_gpt_numbers(estimate, 0), bench_gpt_numbers(estimate_activations, 0),
-      kernels::to_string(device), bench_gpt_largest(in_use), bench_gpt_largest(held),
-      bench_gpt_numbers(compute, 3), balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1",
-      bench_gpt_numbers(cp_wait, 3), percentages(wait_share), percentages(cp_wait_share));
+      o.bf16 ? ", bf16" : "", o.common.cp_comm, o.no_cp_prefetch ? " without prefetch" : "",
+      ms_per_step, tokens_per_s, bench_gpt_largest(rss), bench_gpt_numbers(rss, 0),
+      bench_gpt_largest(estimate), bench_gpt_numbers(estimate, 0),
+      bench_gpt_numbers(estimate_activations, 0), kernels::to_string(device),
+      bench_gpt_largest(in_use), bench_gpt_largest(held), bench_gpt_numbers(compute, 3),
+      balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1", bench_gpt_numbers(cp_wait, 3),
+      percentages(wait_share), percentages(cp_wait_share));
   if (!o.common.json.empty()) {
     write_json(o.common.json,
                {{"tool", "mpitron"},
@@ -253,6 +260,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
                 {"cp_comm", o.common.cp_comm},
                 {"cp_prefetch", !o.no_cp_prefetch},
                 {"recompute", o.recompute},
+                {"bf16", o.bf16},
                 {"ms_per_step", ms_per_step},
                 {"tokens_per_s", tokens_per_s},
                 {"peak_rss_mib_by_rank", rss},

@@ -28,12 +28,13 @@ struct BenchGptOptions {
   int steps = 3;
   int warmup = 1;
   bool recompute = false;       ///< recompute each block's activations in backward
+  bool bf16 = false;            ///< train --bf16's step (GptTrainOptions::bf16, bfloat16 GEMMs)
   bool no_cp_prefetch = false;  ///< the ring waits for each transfer before computing
 };
 
 /// Adds the `gpt` subcommand and its flags (the common ones, --cp --cp-comm --no-cp-prefetch,
 /// --arch --layers --hidden --heads --kv-heads --vocab --seq --micro-batch --micro-batches,
-/// --steps --warmup --recompute) to `bench`.
+/// --steps --warmup --recompute --bf16) to `bench`.
 CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 
 /// Runs warm-up and timed GptTrainer steps on every rank (each replica's micro-batches of random
@@ -41,7 +42,8 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 /// prints:
 /// - ms/step and tokens/s (dp x micro-batches x micro-batch x seq tokens per step);
 /// - the peak RSS per rank (MiB) beside nn::estimate_gpt_memory's peak and its activations
-///   (seq/cp tokens, the schedule's micro-batches in flight; AdamW, float32, not sharded), and
+///   (seq/cp tokens, the schedule's micro-batches in flight; AdamW, float32 or --bf16, not
+///   sharded), and
 ///   the compute device's allocator peaks: bytes in use, and with its cache;
 /// - per rank, the seconds per timed step that context-parallel attention spent computing blocks
 ///   and waiting for key/value transfers (nn::cp_attention_times, reset after warm-up; zero at
@@ -51,7 +53,7 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 ///   cp transfers included) and in the cp waits (timed around the ring's or all-gather's wait
 ///   calls, so a little above their part of the former).
 /// With --json it appends one line {"tool", "bench": "gpt", "config", "cp_comm", "cp_prefetch",
-/// "recompute", "ms_per_step", "tokens_per_s", "peak_rss_mib_by_rank",
+/// "recompute", "bf16", "ms_per_step", "tokens_per_s", "peak_rss_mib_by_rank",
 /// "memory_estimate_mib_by_rank", "memory_estimate_activations_mib_by_rank",
 /// "allocator_peak_in_use_mib_by_rank", "allocator_peak_held_mib_by_rank",
 /// "attention_compute_s_by_rank", "cp_wait_s_by_rank" (seconds per step), "cp_balance" (null at
