@@ -329,7 +329,10 @@ std::vector<LocalCheck> check_gpt_ignored_targets(const ValidateContext& ctx) {
 }
 
 std::vector<LocalCheck> check_gpt_bf16(const ValidateContext& ctx) {
-  return {gpt_check(ctx, ctx.topology.tp() > 1, true), main_gradient_check(ctx)};
+  std::vector<LocalCheck> checks{gpt_check(ctx, ctx.topology.tp() > 1, true)};
+  if (ctx.topology.tp() > 1) checks.push_back(gpt_check(ctx, false, true));
+  checks.push_back(main_gradient_check(ctx));
+  return checks;
 }
 
 std::vector<LocalCheck> check_distributed_optimizer(const ValidateContext& ctx) {
