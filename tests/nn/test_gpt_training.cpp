@@ -348,8 +348,10 @@ TEST(GptTraining, ContextParallelFollowsTheOneRankLossCurve) {
 // for its bf16 trainer against float32), and differs from it (the operands were rounded: the
 // curves measured 4e-4 apart at most). The bf16 topologies follow the bf16 one-rank curve
 // within 1e-3 relative: they round the same float32 values except where a float32 summation
-// order moves one across a bfloat16 rounding boundary (validate's bf16 GPT check), measured at
-// most 1e-5 relative over 10 steps at (2, 2, 2), where float32 topologies agree within 1e-7.
+// order moves one across a bfloat16 rounding boundary (validate's bf16 GPT check), and at tp > 1
+// where the TP mappings carry bfloat16 (each rank's partial sum rounded before the sum): over the
+// 20 steps measured at most 4.5e-5 relative (GPT-2 at (2, 1, 2)), 2.4e-5 at (2, 2, 2), 2.6e-5 at
+// pp 2 and dp > 1 without TP, where float32 topologies agree within 1e-7.
 TEST(GptTraining, Bf16FollowsTheFloat32LossCurve) {
   for (const bool llama : {false, true}) {
     const Recipe fp32{.distributed_optimizer = true, .llama = llama};
@@ -491,6 +493,9 @@ struct GoldenSteps {
   /// Under bf16 the golden of pp 2, whose stages exchange bfloat16 (PipelineSpec::bf16_wire):
   /// PyTorch's run rounds the activation between its two blocks and that gradient.
   const char* pp2_file = nullptr;
+  /// Under bf16 at tp > 1, where the TP mappings round each rank's partial sum, which PyTorch's
+  /// run does not have: the first, later and final bounds there (0: the bounds above).
+  double tp_first_rtol = 0.0, tp_step_rtol = 0.0, tp_final_rtol = 0.0;
 };
 
 // The golden's five steps on every topology of the test world, each step's loss and norm and the
@@ -502,6 +507,10 @@ void expect_golden_steps(const GoldenSteps& run) {
   for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size())) {
     if (config.layers % pp != 0) continue;
     const char* file = run.bf16 && pp > 1 ? run.pp2_file : run.file;
+    const bool tp_bounds = tp > 1 && run.tp_first_rtol > 0.0;
+    const double first_rtol = tp_bounds ? run.tp_first_rtol : run.first_rtol;
+    const double step_rtol = tp_bounds ? run.tp_step_rtol : run.step_rtol;
+    const double final_rtol = tp_bounds ? run.tp_final_rtol : run.final_rtol;
     const test::GoldenFile golden(file);
     SCOPED_TRACE(fmt::format("{}: tp {} pp {} dp {}", file, tp, pp, dp));
     const comm::ParallelTopology topology(test::world(), tp, pp, dp);
@@ -520,7 +529,7 @@ void expect_golden_steps(const GoldenSteps& run) {
           trainer.step(replica_micro_batches(batch, dp, topology.dp_rank(), 1), schedule.at(step));
       const double loss = golden.scalar(fmt::format("loss.{}", step));
       const double norm = golden.scalar(fmt::format("grad_norm.{}", step));
-      const double rtol = step == 1 ? run.first_rtol : run.step_rtol;
+      const double rtol = step == 1 ? first_rtol : step_rtol;
       EXPECT_LE(std::abs(result.loss - loss), rtol * loss) << "step " << step;
       EXPECT_LE(std::abs(result.grad_norm - norm), rtol * norm) << "step " << step;
     }
@@ -532,7 +541,8 @@ void expect_golden_steps(const GoldenSteps& run) {
       // activation between the blocks, put block 0's q bias 4.6e-2 of its scale apart (the
       // largest of any tensor); mpitron at tp 2 pp 2 measured 5.4e-2, so it is bounded at 1e-1.
       if (run.bf16 && p.name.ends_with("attn.k.bias")) continue;
-      const double rtol = run.bf16 && p.name.ends_with("attn.q.bias") ? 1e-1 : run.final_rtol;
+      const double rtol =
+          run.bf16 && p.name.ends_with("attn.q.bias") ? std::max(1e-1, final_rtol) : final_rtol;
       SCOPED_TRACE(p.name);
       const Tensor expected =
           test::slice_of(golden.tensor("final." + p.name), p, topology.tp_rank(), tp);
@@ -558,10 +568,16 @@ TEST(GptTraining, FiveAdamWStepsMatchPyTorch) {
 // normalised update spreads those differences, measured up to 9e-4, bounded at 2e-3. Final
 // tensors: measured up to 1.1e-2 of a tensor's scale (the k weight), bounded at 2e-2. At pp 2
 // the golden rounds between the stages as the bfloat16 pipeline wire does (without that rounding
-// the first stage's final tensors measured 2.6e-2 to 4.6e-2 off).
+// the first stage's final tensors measured 2.6e-2 to 4.6e-2 off). At tp > 1 the TP mappings carry
+// bfloat16, rounding each rank's partial sum, which PyTorch's run has no counterpart of: step 1
+// measured up to 6.9e-4 (the gradient norm at (2, 1, dp)), later steps 3.8e-3, final tensors
+// 5.5e-2 (the attention output projection's bias; the q bias 6.1e-2) at tp 2 and 4, so there the
+// bounds are 2e-3, 1e-2 and 1e-1 (1.6x to 2.9x margins). They no longer tell a run without the
+// operand rounding apart; the tp 1 topologies do, and TpMappingsBf16 checks the TP wire bit for
+// bit.
 TEST(GptTraining, FiveBf16AdamWStepsMatchPyTorch) {
-  expect_golden_steps(
-      {"gpt_train_bf16.json", 1.0, true, 1e-4, 2e-3, 2e-2, "gpt_train_bf16_pp2.json"});
+  expect_golden_steps({"gpt_train_bf16.json", 1.0, true, 1e-4, 2e-3, 2e-2,
+                       "gpt_train_bf16_pp2.json", 2e-3, 1e-2, 1e-1});
 }
 
 }  // namespace
