@@ -40,9 +40,9 @@ constexpr Tolerance kBf16Tolerance{2e-2, 1e-3, 2e-2};
 // roundings are large beside the sum, and gradients that are themselves sums with cancellation
 // (the attention q and k weights) carry that furthest: max_rel_error 2.08e-2 at (2,1,1) with
 // and without SP, 2.26e-2 at (2,2,2) (2.73e-2 against a dense model that does not round there),
-// 2.10e-2 at 8 layers x 256 on (2,2,2), the same with mpitron's GEMM and OpenBLAS's. 5e-2 keeps
-// a 2.2x margin and is 20x below a whole gradient missing or doubled; the TP wire itself is
-// checked bit for bit by test_nn_mpi's TpMappingsBf16.
+// 2.10e-2 at 8 layers x 256 on (2,2,2) (1.94e-2 with OpenBLAS's GEMM, the others the same with
+// either). 5e-2 keeps a 2.2x margin and is 20x below a whole gradient missing or doubled; the TP
+// wire itself is checked bit for bit by test_nn_mpi's TpMappingsBf16.
 constexpr Tolerance kBf16TpTolerance{5e-2, 1e-3, 5e-2};
 // The main-gradient check's tolerance: the same bfloat16 products on both sides, summed over
 // the micro-batches in float32 (trainer) or float64 (check), so only float32 rounding of m
