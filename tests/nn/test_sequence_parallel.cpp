@@ -7,9 +7,6 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
-#include "comm/traffic.h"
-#include "kernels/bf16.h"
-#include "kernels/ops.h"
 #include "nn/layers/tp_mappings.h"
 #include "nn_test_support.h"
 
@@ -89,64 +86,6 @@ TEST(SequenceParallel, ScatterKeepsThisRanksRowsAndGathersTheGradient) {
   for (std::int64_t b = 0; b < kBatch; ++b)
     for (std::int64_t s = 0; s < seq; ++s)
       EXPECT_EQ(grad[at(b, s, 2, seq)], s / kRows + 1.0);
-}
-
-// A float32 value that bfloat16 does not hold, different on each rank and row.
-double unrounded(std::int64_t rank, std::size_t i) {
-  return static_cast<double>(static_cast<float>(1.0 / 3.0 + 0.01 * static_cast<double>(i) +
-                                                0.1 * static_cast<double>(rank)));
-}
-
-double bf16_rounded(double x) {
-  return kernels::bf16_to_float(kernels::to_bf16(static_cast<float>(x)));
-}
-
-// With bfloat16 GEMM operands (train --bf16) the gathers whose result only GEMMs read travel as
-// bfloat16: the gathered input of a column-parallel layer holds every rank's rows rounded to
-// bfloat16, so a GEMM on it gives exactly the bits of the same GEMM on the unrounded rows; and
-// the gradient gathered for a row-parallel layer is rounded alike. With float32 operands nothing
-// is rounded. The traffic count shows the halved payload.
-TEST(SequenceParallel, WithBfloat16OperandsTheGathersForGemmsCarryBfloat16) {
-  const comm::Communicator& tp = test::world();
-  const int n = tp.size();
-  const std::int64_t seq = kRows * n;
-  const std::size_t shard_numel = kBatch * kRows * kHidden;
-  // Rank r's shard and, built locally, the whole unrounded [kBatch, seq, kHidden] input.
-  const auto shard_of = [&](std::int64_t rank) {
-    std::vector<double> values(shard_numel);
-    for (std::size_t i = 0; i < shard_numel; ++i)
-      values[i] = unrounded(rank, i);
-    return Tensor::from_vector(values, {kBatch, kRows, kHidden});
-  };
-  std::vector<Tensor> shards;
-  for (int r = 0; r < n; ++r)
-    shards.push_back(shard_of(r));
-  const Tensor dense = autograd::concat(shards, 1);
-  const Tensor weight =
-      autograd::reshape(autograd::scale(autograd::arange(5 * kHidden), 1.0 / 7.0), {5, kHidden});
-  for (const auto operands : {kernels::GemmOperands::float32, kernels::GemmOperands::bfloat16}) {
-    const bool bf16 = operands == kernels::GemmOperands::bfloat16;
-    SCOPED_TRACE(bf16 ? "bfloat16 operands" : "float32 operands");
-    const kernels::GemmOperandsScope scope(operands);
-    Tensor shard = shard_of(tp.rank()).set_requires_grad();
-    const comm::Traffic before = comm::traffic();
-    const Tensor full = gather_from_sequence_parallel_region(shard, tp);
-    // The payload counted for the gather: this rank's shard, 2 bytes an element in bfloat16.
-    const std::uint64_t sent = comm::traffic_since(before, comm::traffic())[tp.name()];
-    EXPECT_EQ(sent, n == 1 ? 0u : shard_numel * (bf16 ? 2u : 4u));
-    const std::vector<double> got = full.to_vector(), want = dense.to_vector();
-    for (std::size_t i = 0; i < got.size(); ++i)
-      EXPECT_EQ(got[i], bf16 && n > 1 ? bf16_rounded(want[i]) : want[i]) << "element " << i;
-    EXPECT_EQ(autograd::linear(full, weight).to_vector(),
-              autograd::linear(dense, weight).to_vector());
-
-    Tensor partial = Tensor::zeros({kBatch, seq, kHidden}).set_requires_grad();
-    const Tensor rows = reduce_scatter_to_sequence_parallel_region(partial, tp);
-    autograd::sum(autograd::mul(rows, shard_of(tp.rank()))).backward();
-    const std::vector<double> grad = partial.grad().to_vector();
-    for (std::size_t i = 0; i < grad.size(); ++i)
-      EXPECT_EQ(grad[i], bf16 && n > 1 ? bf16_rounded(want[i]) : want[i]) << "gradient " << i;
-  }
 }
 
 TEST(SequenceParallel, RejectsASequenceNotDivisibleByTp) {

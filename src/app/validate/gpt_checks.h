@@ -62,7 +62,8 @@ std::vector<LocalCheck> check_gpt_llama(const ValidateContext& ctx);
 std::vector<LocalCheck> check_gpt_ignored_targets(const ValidateContext& ctx);
 
 /// "COMBINED(+SP) bf16 (M micro-batches, S): GPT loss and gradients match dense bf16 reference":
-/// check_gpt (with sequence parallelism when tp > 1) where both the parallel GPT and the dense
+/// check_gpt (at tp > 1 twice: with sequence parallelism and without, whose TP all-reduces
+/// carry bfloat16 where SP's reduce-scatters do) where both the parallel GPT and the dense
 /// one multiply bfloat16 operands in every linear layer (kernels::GemmOperands::bfloat16: float32
 /// master weights, float32 main gradients accumulated by the GEMM). The two sides round the same
 /// float32 values to bfloat16 except where a float32 summation order moves a value across a

@@ -14,12 +14,42 @@ namespace mpitron::nn {
 
 namespace {
 
-// x summed over `tp` into a new tensor (the all-reduce runs in place), or x itself on one rank.
+// True when x crosses `tp` as bfloat16: a float32 tensor on more than one rank under bfloat16 GEMM
+// operands (train --bf16), as Megatron-LM's bfloat16 activations and their gradients do. A
+// reduction of a CUDA tensor that MPI reads directly stays float32: comm reduces bfloat16 on host
+// memory only (docs/comm.md, "bfloat16 reductions").
+bool crosses_as_bf16(const Tensor& x, const comm::Communicator& tp, bool reduces) {
+  return kernels::gemm_operands() == kernels::GemmOperands::bfloat16 &&
+         x.dtype() == autograd::DType::f32 && tp.size() > 1 &&
+         !(reduces && x.device() == autograd::Device::cuda && tp.direct_transfers());
+}
+
+// A new tensor of `shape` (x's dtype and device) that `collective(in, out)` fills from x: from x's
+// own elements, or, when x crosses as bfloat16, from x rounded to bfloat16 (round to nearest
+// even) into a bfloat16 result that is widened exactly.
+template <class Collective>
+Tensor collected(const Tensor& x, const comm::Communicator& tp, const autograd::Shape& shape,
+                 bool reduces, Collective collective) {
+  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
+  if (!crosses_as_bf16(x, tp, reduces)) {
+    collective(x.buffer(), y.buffer());
+    return y;
+  }
+  kernels::Buffer sent(x.numel(), kernels::DType::bf16, x.device());
+  kernels::convert(x.buffer(), sent);
+  kernels::Buffer received(y.numel(), kernels::DType::bf16, x.device());
+  collective(sent, received);
+  kernels::convert(received, y.buffer());
+  return y;
+}
+
+// x summed over `tp` into a new tensor, or x itself on one rank.
 Tensor all_reduced_copy(const Tensor& x, const comm::Communicator& tp) {
   if (tp.size() == 1) return x.detach();
-  Tensor y = x.clone();
-  comm::all_reduce(tp, y.buffer(), comm::ReduceOp::sum);
-  return y;
+  return collected(x, tp, x.shape(), true, [&](const kernels::Buffer& in, kernels::Buffer& out) {
+    kernels::copy(in, out);
+    comm::all_reduce(tp, out, comm::ReduceOp::sum);
+  });
 }
 
 // The product of x's dims before `dim`: all_gather's and reduce_scatter's `outer`.
@@ -42,9 +72,9 @@ void check_sequence_dim(const char* what, const Tensor& x, int divisor) {
 Tensor all_gathered(const Tensor& x, const comm::Communicator& tp, int dim) {
   autograd::Shape shape = x.shape();
   shape[static_cast<std::size_t>(dim)] *= tp.size();
-  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
-  comm::all_gather(tp, x.buffer(), y.buffer(), outer_of(x, dim));
-  return y;
+  return collected(x, tp, shape, false, [&](const kernels::Buffer& in, kernels::Buffer& out) {
+    comm::all_gather(tp, in, out, outer_of(x, dim));
+  });
 }
 
 Tensor all_gathered_last_dim(const Tensor& x, const comm::Communicator& tp) {
@@ -56,35 +86,13 @@ Tensor all_gathered_sequence(const Tensor& x, const comm::Communicator& tp) {
   return all_gathered(x, tp, 1);
 }
 
-// all_gathered_sequence for a tensor that only GEMMs read (the input of column-parallel layers,
-// the output gradient of row-parallel ones). With bfloat16 GEMM operands (train --bf16) every
-// GEMM rounds a float32 operand to bfloat16 (kernels::gemm), so the shards travel as bfloat16:
-// the same bits reach the GEMMs in half the bytes.
-Tensor all_gathered_sequence_for_gemms(const Tensor& x, const comm::Communicator& tp) {
-  if (kernels::gemm_operands() != kernels::GemmOperands::bfloat16 ||
-      x.dtype() != autograd::DType::f32 || tp.size() == 1) {
-    return all_gathered_sequence(x, tp);
-  }
-  check_sequence_dim("gather_from_sequence_parallel_region", x, 1);
-  kernels::Buffer shard(x.numel(), kernels::DType::bf16, x.device());
-  kernels::convert(x.buffer(), shard);
-  kernels::Buffer gathered(shard.numel() * static_cast<std::size_t>(tp.size()),
-                           kernels::DType::bf16, x.device());
-  comm::all_gather(tp, shard, gathered, outer_of(x, 1));
-  autograd::Shape shape = x.shape();
-  shape[1] *= tp.size();
-  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
-  kernels::convert(gathered, y.buffer());
-  return y;
-}
-
 Tensor reduce_scattered_sequence(const Tensor& x, const comm::Communicator& tp) {
   check_sequence_dim("reduce_scatter_to_sequence_parallel_region", x, tp.size());
   autograd::Shape shape = x.shape();
   shape[1] /= tp.size();
-  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
-  comm::reduce_scatter(tp, x.buffer(), y.buffer(), outer_of(x, 1));
-  return y;
+  return collected(x, tp, shape, true, [&](const kernels::Buffer& in, kernels::Buffer& out) {
+    comm::reduce_scatter(tp, in, out, outer_of(x, 1));
+  });
 }
 
 Tensor own_rows_of_sequence(const Tensor& x, const comm::Communicator& tp) {
@@ -158,13 +166,13 @@ Tensor scatter_to_tp(const Tensor& x, const comm::Communicator& tp) {
 }
 
 Tensor gather_from_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {
-  return apply("gather_from_sequence_parallel_region", all_gathered_sequence_for_gemms,
+  return apply("gather_from_sequence_parallel_region", all_gathered_sequence,
                reduce_scattered_sequence, x, tp);
 }
 
 Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {
   return apply("reduce_scatter_to_sequence_parallel_region", reduce_scattered_sequence,
-               all_gathered_sequence_for_gemms, x, tp);
+               all_gathered_sequence, x, tp);
 }
 
 Tensor scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp) {

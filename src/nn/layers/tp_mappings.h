@@ -5,6 +5,18 @@
 // arXiv:2205.05198, sec. 4.2.2 (the g and g-bar operators; Megatron-LM's names). Each rank of the
 // TP communicator calls them collectively, in the same order.
 //
+// They move activations and their gradients. Under kernels::GemmOperands::bfloat16 (train
+// --bf16) every collective here carries a float32 tensor as bfloat16 on more than one rank,
+// forward and backward, as Megatron-LM's bfloat16 activations and gradients travel: each rank's
+// tensor is rounded to bfloat16 at the send (round to nearest even, kernels/bf16.h), a sum
+// combines the ranks' values in float32 and rounds each combination once (comm::combine_bf16;
+// log2(tp) roundings for comm's recursive doubling all-reduce and recursive halving
+// reduce-scatter, docs/comm.md "bfloat16 reductions"), and the result is widened exactly to
+// float32, the same on every rank for an all-reduce. Half the bytes of float32. A reduction of a
+// CUDA tensor that MPI reads directly stays float32 (comm reduces bfloat16 on host memory only).
+// float64 tensors, and float32 ones under float32 operands, travel as they are. So reduce a loss
+// or another statistic with comm/, not with these.
+//
 // Errors: communication failures and deadline expiry are raised by comm/ (see comm/collectives.h).
 #pragma once
 
@@ -34,17 +46,14 @@ Tensor scatter_to_tp(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward all-gathers the sequence: x [batch, seq/tp, hidden] -> [batch, seq, hidden], rank r's
 /// rows at [r seq/tp, (r+1) seq/tp); backward reduce-scatters (sums) the gradient back to this
-/// rank's rows. Put in front of column-parallel layers under sequence parallelism ("g"): only
-/// GEMMs may read the result, because with kernels::GemmOperands::bfloat16 (train --bf16) a
-/// float32 x travels as bfloat16 and the result holds x rounded to bfloat16 (the same bits the
-/// GEMMs would round it to; half the bytes). Throws std::invalid_argument when x is not 3-D.
+/// rank's rows. Put in front of column-parallel layers under sequence parallelism ("g"). Throws
+/// std::invalid_argument when x is not 3-D.
 Tensor gather_from_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward reduce-scatters (sums) the partial outputs of a row-parallel layer along the
 /// sequence: x [batch, seq, hidden] -> this rank's rows [batch, seq/tp, hidden]; backward
-/// all-gathers the gradient ("g-bar"), as bfloat16 under kernels::GemmOperands::bfloat16 (the
-/// gradient reaches only the row-parallel layer's GEMMs). Throws std::invalid_argument when x is
-/// not 3-D or seq is not divisible by tp.
+/// all-gathers the gradient ("g-bar"). Throws std::invalid_argument when x is not 3-D or seq is
+/// not divisible by tp.
 Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward keeps this rank's rows of the sequence: x [batch, seq, hidden] (the same on every TP

@@ -20,6 +20,20 @@ Tensor linear(const TensorMap& p, const std::string& name, const Tensor& x) {
   return autograd::linear(x, p.at(name + ".weight"), p.at(name + ".bias"));
 }
 
+// x through autograd::round_through_bf16 where `round`, else x.
+Tensor rounded_if(bool round, const Tensor& x) {
+  return round ? autograd::round_through_bf16(x) : x;
+}
+
+// An output projection: its product rounded where `round_tp` (where the TP group sums the
+// row-parallel partial products in bfloat16), then its bias, if it has one.
+Tensor output_projection(const TensorMap& p, const std::string& name, const Tensor& x,
+                         bool round_tp) {
+  const Tensor product = rounded_if(round_tp, autograd::linear(x, p.at(name + ".weight")));
+  const auto bias = p.find(name + ".bias");
+  return bias == p.end() ? product : autograd::add(product, bias->second);
+}
+
 }  // namespace
 
 TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init) {
@@ -31,44 +45,47 @@ TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init) 
 }
 
 Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t heads,
-                       const Tensor& input, GeluForm gelu) {
+                       const Tensor& input, GeluForm gelu, bool round_tp) {
   const std::string h = fmt::format("transformer.h.{}.", layer);
-  const Tensor a = layer_norm(p, h + "ln_1", input);
+  const Tensor a = rounded_if(round_tp, layer_norm(p, h + "ln_1", input));
   const Tensor context =
       unfused_attention_core(linear(p, h + "attn.q", a), linear(p, h + "attn.k", a),
                              linear(p, h + "attn.v", a), heads, /*causal=*/true);
-  const Tensor x = autograd::add(input, linear(p, h + "attn.c_proj", context));
-  const Tensor m = autograd::gelu(linear(p, h + "mlp.c_fc", layer_norm(p, h + "ln_2", x)), gelu);
-  return autograd::add(x, linear(p, h + "mlp.c_proj", m));
+  const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
+  const Tensor normed = rounded_if(round_tp, layer_norm(p, h + "ln_2", x));
+  const Tensor m = autograd::gelu(linear(p, h + "mlp.c_fc", normed), gelu);
+  return autograd::add(x, output_projection(p, h + "mlp.c_proj", m, round_tp));
 }
 
 Tensor dense_llama_block(const GptConfig& c, const TensorMap& p, std::int64_t layer,
-                         const Tensor& input) {
+                         const Tensor& input, bool round_tp) {
   const std::string h = fmt::format("transformer.h.{}.", layer);
   const auto weight = [&p, &h](const std::string& name) { return p.at(h + name + ".weight"); };
   const std::int64_t kv = c.kv_head_count();
-  const Tensor a = autograd::rms_norm(input, weight("ln_1"), c.norm_eps);
+  const Tensor a = rounded_if(round_tp, autograd::rms_norm(input, weight("ln_1"), c.norm_eps));
   const Tensor q = rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope());
   const Tensor k = rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope());
   const Tensor v = autograd::linear(a, weight("attn.v"));
   const Tensor context =
       unfused_attention_core(q, repeat_kv_heads(k, kv, c.heads / kv),
                              repeat_kv_heads(v, kv, c.heads / kv), c.heads, /*causal=*/true);
-  const Tensor x = autograd::add(input, autograd::linear(context, weight("attn.c_proj")));
-  const Tensor m = autograd::rms_norm(x, weight("ln_2"), c.norm_eps);
+  const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
+  const Tensor m = rounded_if(round_tp, autograd::rms_norm(x, weight("ln_2"), c.norm_eps));
   const Tensor gated = autograd::swiglu(autograd::linear(m, weight("mlp.gate")),
                                         autograd::linear(m, weight("mlp.up")));
-  return autograd::add(x, autograd::linear(gated, weight("mlp.c_proj")));
+  return autograd::add(x, output_projection(p, h + "mlp.c_proj", gated, round_tp));
 }
 
 Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor& tokens,
-                      const Tensor& targets, std::int64_t bf16_wire_blocks) {
-  if (bf16_wire_blocks < 0) {
+                      const Tensor& targets, const DenseBf16Rounding& bf16) {
+  const std::int64_t wire_blocks = bf16.wire_blocks;
+  if (wire_blocks < 0) {
     throw std::invalid_argument(
-        fmt::format("dense_gpt_loss: bf16_wire_blocks {} is negative", bf16_wire_blocks));
+        fmt::format("dense_gpt_loss: bf16 wire_blocks {} is negative", wire_blocks));
   }
   const std::int64_t batch = tokens.size(0), seq = tokens.size(1);
-  Tensor x = autograd::embedding(p.at("transformer.wte.weight"), tokens);
+  Tensor x =
+      rounded_if(bf16.tp_collectives, autograd::embedding(p.at("transformer.wte.weight"), tokens));
   if (!config.llama()) {
     std::vector<std::int64_t> positions(static_cast<std::size_t>(batch * seq));
     for (std::size_t i = 0; i < positions.size(); ++i)
@@ -78,15 +95,17 @@ Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor&
                                Tensor::from_indices(positions, {batch, seq}, tokens.device())));
   }
   for (std::int64_t layer = 0; layer < config.layers; ++layer) {
-    x = config.llama() ? dense_llama_block(config, p, layer, x)
-                       : dense_gpt_block(p, layer, config.heads, x, config.gelu);
+    x = config.llama()
+            ? dense_llama_block(config, p, layer, x, bf16.tp_collectives)
+            : dense_gpt_block(p, layer, config.heads, x, config.gelu, bf16.tp_collectives);
     const bool stage_boundary =
-        bf16_wire_blocks > 0 && (layer + 1) % bf16_wire_blocks == 0 && layer + 1 < config.layers;
-    if (stage_boundary) x = autograd::round_through_bf16(x);
+        wire_blocks > 0 && (layer + 1) % wire_blocks == 0 && layer + 1 < config.layers;
+    x = rounded_if(stage_boundary, x);
   }
-  const Tensor normed =
+  const Tensor normed = rounded_if(
+      bf16.tp_collectives,
       config.llama() ? autograd::rms_norm(x, p.at("transformer.ln_f.weight"), config.norm_eps)
-                     : layer_norm(p, "transformer.ln_f", x);
+                     : layer_norm(p, "transformer.ln_f", x));
   // Only the vocabulary's rows of a padded embedding make logits.
   const Tensor& head = p.at(config.tied_embeddings ? "transformer.wte.weight" : kUntiedHead);
   const Tensor logits = autograd::linear(normed, autograd::narrow(head, 0, 0, config.vocab));
