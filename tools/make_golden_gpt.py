@@ -20,7 +20,8 @@ Files (tools/make_golden.py's format):
 - tests/data/gpt_train_bf16.json: gpt_train.json's five steps in float32 with `train --bf16`'s
   linear layers (Bf16Linear: bfloat16 operands, float32 sums) and parameters: the forward reads
   every parameter rounded to bfloat16 (Bf16Parameter), whose gradient the float32 master weights
-  take, which AdamW updates with float32 moments; "final.<name>" are the masters.
+  take, which AdamW updates with float32 moments; "final.<name>" are the masters. The tied head
+  writes bfloat16 logits, and their gradient is bfloat16 (bf16_head).
 - tests/data/gpt_train_bf16_pp2.json: the same bf16 steps as two pipeline stages of one block
   each run them: the activation between the blocks, and its gradient, rounded to bfloat16 (the
   bfloat16 pipeline wire, Bf16Wire).
@@ -133,7 +134,13 @@ def wire_after_block_0(x, block):
     return Bf16Wire.apply(x) if block == 0 else x
 
 
-def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire):
+def bf16_head(x, weight):
+    """The tied head of a `train --bf16` run: bfloat16 logits (the bfloat16 product rounded once),
+    whose gradient is bfloat16 as well."""
+    return Bf16Wire.apply(bf16_linear(x, weight))
+
+
+def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None):
     b, t = tokens.shape
     x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][torch.arange(t)]
     d = HIDDEN // HEADS
@@ -152,7 +159,7 @@ def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire):
         x = x + linear(m, p[h + "mlp.c_proj.weight"], p[h + "mlp.c_proj.bias"])
         x = wire(x, i)
     x = F.layer_norm(x, (HIDDEN,), p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], 1e-5)
-    logits = linear(x, p["transformer.wte.weight"])
+    logits = (head or linear)(x, p["transformer.wte.weight"])
     return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
 
@@ -180,16 +187,17 @@ def main():
     write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
     initial32 = {n: t.float() for n, t in initial.items()}
     write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear,
-                                             read=Bf16Parameter.apply))
+                                             read=Bf16Parameter.apply, head=bf16_head))
     write("gpt_train_bf16_pp2.json",
           train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0,
-                      read=Bf16Parameter.apply))
+                      read=Bf16Parameter.apply, head=bf16_head))
 
 
-def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lambda t: t):
+def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lambda t: t,
+                head=None):
     """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`, with
-    `linear` for every linear layer and the tied head, `wire` after each block, and the forward
-    reading each parameter through `read`."""
+    `linear` for every linear layer, `head` for the tied head (`linear` when None), `wire` after
+    each block, and the forward reading each parameter through `read`."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -201,7 +209,8 @@ def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lamb
         for group in opt.param_groups:
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
-        loss = loss_of({n: read(t) for n, t in params.items()}, tokens, targets, linear, wire)
+        loss = loss_of({n: read(t) for n, t in params.items()}, tokens, targets, linear, wire,
+                       head)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()

@@ -58,6 +58,36 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
   });
 }
 
+Tensor linear_bf16_output(const Tensor& x, const Tensor& weight) {
+  detail::check_compatible("linear_bf16_output", {x, weight});
+  if (x.dtype() != DType::f32 || weight.ndim() != 2 || x.ndim() < 1 ||
+      x.size(-1) != weight.size(1)) {
+    throw std::invalid_argument(fmt::format(
+        "linear_bf16_output: input {} {} does not fit weight {} (float32 x W^T)",
+        to_string(x.shape()), kernels::to_string(x.dtype()), to_string(weight.shape())));
+  }
+  const auto in = static_cast<std::size_t>(weight.size(1));
+  const auto out = static_cast<std::size_t>(weight.size(0));
+  const auto rows = static_cast<std::size_t>(x.numel()) / in;
+  Shape y_shape = x.shape();
+  y_shape.back() = weight.size(0);
+  Tensor x_operand = Tensor::empty(x.shape(), DType::bf16, x.device());
+  kernels::convert(x.buffer(), x_operand.buffer());
+  Tensor y = Tensor::empty(y_shape, DType::bf16, x.device());
+  {
+    kernels::Buffer w_operand(weight.buffer().numel(), DType::bf16, weight.device());
+    kernels::convert(weight.buffer(), w_operand);
+    kernels::gemm_bf16(false, true, rows, out, in, 1.0, x_operand.buffer(), w_operand, 0.0,
+                       y.buffer());
+  }
+  const detail::SavedGemmInput saved = detail::save_gemm_input(x, x_operand);
+  return detail::record("linear_bf16_output", y, {x, weight}, [saved, weight](const Tensor& dy) {
+    std::vector<Tensor> grads = detail::linear_backward(dy, saved, weight, Tensor());
+    grads.pop_back();  // no bias
+    return grads;
+  });
+}
+
 Tensor detail::weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& weight) {
   const auto in = static_cast<std::size_t>(weight.size(1));
   const auto out = static_cast<std::size_t>(weight.size(0));
@@ -81,12 +111,16 @@ std::vector<Tensor> detail::linear_backward(const Tensor& dy, const SavedGemmInp
   const auto out = static_cast<std::size_t>(weight.size(0));
   const Tensor& x_operand = x.operand;
   const std::size_t rows = detail::extent_product(x_operand.shape(), 0, x_operand.ndim() - 1);
+  // Both GEMMs multiply dy; under bfloat16 operands it is rounded once for the two (the bits
+  // each GEMM would round it to), and the bias gradient sums the float32 dy.
+  const Tensor dy_operand = needs_grad(weight) && x.needs_grad ? gemm_operand(dy) : dy;
   Tensor dx, dw, db;
   if (x.needs_grad) {
     dx = Tensor::empty(x_operand.shape(), x.dtype, x_operand.device());
-    kernels::gemm(false, false, rows, in, out, 1.0, dy.buffer(), weight.buffer(), 0.0, dx.buffer());
+    kernels::gemm(false, false, rows, in, out, 1.0, dy_operand.buffer(), weight.buffer(), 0.0,
+                  dx.buffer());
   }
-  if (needs_grad(weight)) dw = weight_gradient(dy, x_operand, weight);
+  if (needs_grad(weight)) dw = weight_gradient(dy_operand, x_operand, weight);
   if (needs_grad(bias)) {
     db = empty_like(bias);
     kernels::sum_rows(dy.buffer(), out, db.buffer());

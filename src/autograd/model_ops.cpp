@@ -171,7 +171,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double divisor
   return detail::record(
       "cross_entropy", loss, {logits},
       [logits, saved_targets, row_max, sum_exp, cols, used_divisor](const Tensor& dloss) {
-        Tensor dlogits = empty_like(logits);
+        // The logits' last reader: the gradient overwrites them unless another tensor holds them.
+        Tensor dlogits = storage_is_exclusive(logits) ? logits.detach() : empty_like(logits);
         kernels::cross_entropy_backward(logits.buffer(), cols, cols, saved_targets.buffer(), 0,
                                         row_max.buffer(), sum_exp.buffer(), dloss.buffer(),
                                         used_divisor, dlogits.buffer());

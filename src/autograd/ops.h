@@ -35,6 +35,16 @@ Tensor gemm_operand(const Tensor& x);
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(),
               const Tensor& x_operand = Tensor());
 
+/// y = x W^T as a bfloat16 tensor, for a float32 x [..., in] and weight [out, in]: both rounded
+/// to bfloat16 and multiplied by kernels::gemm_bf16 into a bfloat16 y [..., out] (each element
+/// the float32 sum rounded once), as a bfloat16 run's linear layer writes its output (Megatron-LM
+/// --bf16). The LM head's logits under train --bf16 (nn::VocabParallelEmbedding::logits). Keeps
+/// x's bfloat16 copy for backward, which takes a bfloat16 or float32 dy and returns float32
+/// gradients: exactly linear's under kernels::GemmOperands::bfloat16 for that dy. Throws
+/// std::invalid_argument when x or weight is not float32, on a device mismatch, or when the
+/// shapes do not fit.
+Tensor linear_bf16_output(const Tensor& x, const Tensor& weight);
+
 /// The most bytes of fused_mlp's backward scratch ([chunk, mid] rows; at least one row).
 inline constexpr std::size_t kFusedMlpScratchBytes = std::size_t{1} << 20;
 
@@ -161,9 +171,11 @@ Tensor embedding_slice(const Tensor& weight, const Tensor& indices, std::int64_t
 /// ignored position adds nothing and gets a zero gradient row; when every target is ignored and
 /// divisor is 0, the loss and the gradient are 0 (never NaN). Stable for logits of any magnitude
 /// (subtracts the row max). The gradient, (softmax - onehot) dloss / divisor, reaches logits
-/// only. Throws std::invalid_argument naming the first position whose target is neither in
-/// [0, V) nor kIgnoreTarget and its value, when divisor is negative or not finite, when the
-/// shapes do not fit, or when targets is not an integer tensor.
+/// only; it is written over the logits' storage when the loss holds the only handle on them
+/// (storage_is_exclusive), so a head's logits and their gradient are never held at once. Throws
+/// std::invalid_argument naming the first position whose target is neither in [0, V) nor
+/// kIgnoreTarget and its value, when divisor is negative or not finite, when the shapes do not fit,
+/// or when targets is not an integer tensor.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, double divisor = 0.0);
 
 /// The divisor cross_entropy (and nn::vocab_parallel_cross_entropy) divides by: `divisor` when

@@ -168,6 +168,11 @@ void Tensor::backward(const Tensor& grad_output) const {
   run_backward(*this, grad_output);
 }
 
+bool storage_is_exclusive(const Tensor& t) {
+  return t.defined() && t.impl().use_count() == 1 && t.impl()->storage.use_count() == 1 &&
+         t.buffer().owns_storage();
+}
+
 Tensor Tensor::detach() const {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = checked(impl_).storage;
@@ -215,7 +220,12 @@ Tensor Tensor::to(Device device) const {
 }
 
 std::vector<double> Tensor::to_vector() const {
-  const kernels::Buffer host = buffer().to(Device::cpu);
+  kernels::Buffer host = buffer().to(Device::cpu);
+  if (host.dtype() == DType::bf16) {
+    kernels::Buffer widened(host.numel(), DType::f32, Device::cpu);
+    kernels::convert(host, widened);
+    host = std::move(widened);
+  }
   return kernels::dispatch_any(host.dtype(), [&]<class T>(T) {
     const T* p = host.data_as<T>();
     std::vector<double> values(host.numel());

@@ -116,7 +116,7 @@ class Tensor {
   /// A deep copy on the same device as a leaf (not differentiable).
   Tensor clone() const { return to(device()); }
 
-  /// Host copy of the elements, widened to double (int64 values above 2^53 round).
+  /// Host copy of the elements, widened to double (exactly, but int64 values above 2^53 round).
   std::vector<double> to_vector() const;
   /// The single element of a one-element tensor; throws std::logic_error otherwise.
   double item() const;
@@ -138,6 +138,13 @@ struct TensorImpl {
   std::shared_ptr<Function> grad_fn;
   std::function<void()> post_accumulate_hook;  ///< see Tensor::set_post_accumulate_hook
 };
+
+/// Whether `t` is the only handle to its state and the only tensor on its storage, which is its
+/// own (no other handle, `detach` copy, `reshape` or `flat_view` shares it, and it is not a view
+/// of a flat buffer): a backward that reads a saved tensor for the last time may then write a
+/// gradient of the same shape and dtype over it (the cross-entropy's logits). False for an
+/// undefined tensor.
+bool storage_is_exclusive(const Tensor& t);
 
 /// Throws std::invalid_argument "<op>: <what> shape [..] does not match [..]" unless a == b.
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b);

@@ -134,6 +134,8 @@ class Buffer {
   Device device() const { return device_; }
   bool pinned() const { return pinned_; }
   bool empty() const { return numel_ == 0; }
+  /// False for a `view`, whose elements belong to another buffer.
+  bool owns_storage() const { return owner_; }
 
   /// A deep copy on `device` (also when it is already there).
   Buffer to(Device device) const;

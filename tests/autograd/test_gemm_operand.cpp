@@ -92,6 +92,42 @@ TEST(GemmOperand, LinearHasTheBitsOfGemmsOnTheFloat32Input) {
   }
 }
 
+// A float32 tensor's values as a bfloat16 tensor (rounded to nearest even).
+Tensor to_bf16_tensor(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), DType::bf16, x.device());
+  kernels::convert(x.buffer(), out.buffer());
+  return out;
+}
+
+// linear_bf16_output is linear under bfloat16 operands with each output element rounded once,
+// and its backward from a bfloat16 dy is linear's from that dy widened, bit for bit.
+TEST(GemmOperand, LinearBf16OutputIsLinearsProductRoundedOnce) {
+  constexpr std::int64_t kInOut = 40, kOutOut = 7;
+  const GemmOperandsScope operands(GemmOperands::bfloat16);
+  const Tensor x = randn({2, 3, kInOut}, 21).set_requires_grad();
+  const Tensor w = randn({kOutOut, kInOut}, 22).set_requires_grad();
+  const Tensor y = linear_bf16_output(x, w);
+  EXPECT_EQ(y.dtype(), DType::bf16);
+  EXPECT_EQ(y.shape(), (Shape{2, 3, kOutOut}));
+  const Tensor x32 = x.detach().set_requires_grad(), w32 = w.detach().set_requires_grad();
+  const Tensor y32 = linear(x32, w32);
+  EXPECT_EQ(y.to_vector(), to_bf16_tensor(y32).to_vector());
+
+  const Tensor dy = to_bf16_tensor(randn({2, 3, kOutOut}, 23));
+  y.backward(dy);
+  Tensor dy32 = Tensor::empty(dy.shape());
+  kernels::convert(dy.buffer(), dy32.buffer());
+  y32.backward(dy32);
+  EXPECT_EQ(x.grad().dtype(), DType::f32);
+  EXPECT_EQ(x.grad().to_vector(), x32.grad().to_vector());
+  EXPECT_EQ(w.grad().to_vector(), w32.grad().to_vector());
+
+  EXPECT_THROW(
+      linear_bf16_output(randn({3, 5}, 24, 1.0, DType::f64), randn({4, 5}, 25, 1.0, DType::f64)),
+      std::invalid_argument);
+  EXPECT_THROW(linear_bf16_output(randn({3, 5}, 26), randn({4, 6}, 27)), std::invalid_argument);
+}
+
 // What an op keeps for backward, measured as the in-use bytes it adds beyond its output once the
 // caller has dropped its input (the allocator's counters; CPU, float32 input [512, 1024]). The
 // input does not require a gradient (a leaf that does is held by the graph to receive it).

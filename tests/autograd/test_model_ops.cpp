@@ -15,6 +15,7 @@
 #include "kernels/allocator.h"
 #include "support/compare.h"
 #include "support/cross_entropy_reference.h"
+#include "support/loss_backward_memory.h"
 
 namespace mpitron::test {
 using namespace ::mpitron::autograd;
@@ -248,6 +249,21 @@ TEST(ModelOpsBadInput, MessagesNameTheOpAndTheValues) {
             "cross_entropy: targets [2] do not match the leading dims of logits [2, 3, 4]");
   EXPECT_EQ(message_of([&] { softmax(logits, true); }),
             "softmax: causal needs square [..., n, n] scores, got [2, 3, 4]");
+}
+
+// The backward writes the logit gradient over logits that only the loss still holds (the same
+// gradients as when the caller holds them, and one [rows, vocab] buffer less at the peak), and
+// leaves held logits as they were.
+TEST(CrossEntropyBackward, OverwritesLogitsNoOtherTensorHolds) {
+  constexpr std::size_t kRows = 6, kIn = 8, kVocab = 50;
+  const Tensor targets = Tensor::from_indices({3, 49, kernels::kIgnoreTarget, 0, 17, 8}, {6});
+  const auto loss = [&](const Tensor& logits) { return cross_entropy(logits, targets); };
+  const LossBackward held = loss_backward(kRows, kIn, kVocab, loss, /*hold_logits=*/true);
+  const LossBackward alone = loss_backward(kRows, kIn, kVocab, loss, /*hold_logits=*/false);
+  EXPECT_TRUE(held.logits_unchanged);
+  EXPECT_EQ(alone.grad_x, held.grad_x);
+  EXPECT_EQ(alone.grad_w, held.grad_w);
+  EXPECT_GE(held.peak_above_start, alone.peak_above_start + kRows * kVocab * sizeof(float));
 }
 
 }  // namespace

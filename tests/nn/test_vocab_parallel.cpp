@@ -15,6 +15,7 @@
 #include "nn/parameter.h"
 #include "nn_test_support.h"
 #include "support/cross_entropy_reference.h"
+#include "support/loss_backward_memory.h"
 
 namespace mpitron::nn {
 namespace {
@@ -129,6 +130,61 @@ TEST(VocabParallelCrossEntropy, RejectsOtherTargetsNegativeDivisorsAndFloatTarge
             "targets not ignored), got -1");
   EXPECT_EQ(message(Tensor::zeros({2, 3}), 0.0),
             "vocab_parallel_cross_entropy: targets must be int32 or int64, got float32");
+}
+
+// The backward writes this rank's logit gradient over its logits when only the loss still holds
+// them: the same gradients as when the caller holds them, one [rows, Vp/tp] buffer less at the
+// peak, and held logits left as they were.
+TEST(VocabParallelCrossEntropy, OverwritesLogitsNoOtherTensorHolds) {
+  const comm::Communicator& tp = test::world();
+  const auto cols = static_cast<std::size_t>(kPadded / tp.size());
+  const Tensor targets = Tensor::from_indices(kTargets, {6});
+  const auto loss = [&](const Tensor& logits) {
+    return vocab_parallel_cross_entropy(logits, targets, kVocab, tp);
+  };
+  const test::LossBackward held = test::loss_backward(6, 5, cols, loss, /*hold_logits=*/true);
+  const test::LossBackward alone = test::loss_backward(6, 5, cols, loss, /*hold_logits=*/false);
+  EXPECT_TRUE(held.logits_unchanged);
+  EXPECT_EQ(alone.grad_x, held.grad_x);
+  EXPECT_EQ(alone.grad_w, held.grad_w);
+  EXPECT_GE(held.peak_above_start, alone.peak_above_start + 6 * cols * sizeof(float));
+}
+
+// A tensor's values as a new tensor of `dtype` (float32 <-> bfloat16, kernels::convert).
+Tensor converted(const Tensor& t, autograd::DType dtype) {
+  Tensor out = Tensor::empty(t.shape(), dtype, t.device());
+  kernels::convert(t.buffer(), out.buffer());
+  return out;
+}
+
+// bfloat16 logits (a --bf16 run's head, autograd::linear_bf16_output) are read widened, in row
+// chunks (120 rows of 48000 columns at np 1 take two 16 MiB chunks): the loss is, bit for bit,
+// that of their float32 values, and the head's gradients are those of that loss's logit
+// gradient rounded to bfloat16 (which overwrites the logits: the loss holds them alone).
+TEST(VocabParallelCrossEntropy, Bfloat16LogitsGiveTheLossOfTheirFloat32Values) {
+  const comm::Communicator& tp = test::world();
+  constexpr std::int64_t kRows = 120, kIn = 8, kWide = 48000, kWideVocab = 47990;
+  const std::int64_t cols = kWide / tp.size();
+  std::vector<std::int64_t> ids(kRows);
+  for (std::int64_t r = 0; r < kRows; ++r)
+    ids[static_cast<std::size_t>(r)] = r == 5 ? kernels::kIgnoreTarget : (r * 7919) % kWideVocab;
+  const Tensor targets = Tensor::from_indices(ids, {kRows});
+  const Tensor x = autograd::randn({kRows, kIn}, 83, 2.0).set_requires_grad();
+  const Tensor w = autograd::randn({cols, kIn}, 84 + tp.rank()).set_requires_grad();
+  Tensor logits16 = autograd::linear_bf16_output(x, w);
+  const Tensor logits32 = converted(logits16, autograd::DType::f32).set_requires_grad();
+  const Tensor loss16 = vocab_parallel_cross_entropy(logits16, targets, kWideVocab, tp);
+  logits16 = Tensor();
+  const Tensor loss32 = vocab_parallel_cross_entropy(logits32, targets, kWideVocab, tp);
+  EXPECT_EQ(loss16.dtype(), autograd::DType::f32);
+  EXPECT_EQ(loss16.item(), loss32.item());
+  loss16.backward();
+  loss32.backward();
+  const Tensor x_want = x.detach().set_requires_grad(), w_want = w.detach().set_requires_grad();
+  autograd::linear_bf16_output(x_want, w_want)
+      .backward(converted(logits32.grad(), autograd::DType::bf16));
+  EXPECT_EQ(x.grad().to_vector(), x_want.grad().to_vector());
+  EXPECT_EQ(w.grad().to_vector(), w_want.grad().to_vector());
 }
 
 }  // namespace

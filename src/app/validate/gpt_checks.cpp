@@ -204,7 +204,7 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
       if (bf16) kernels::round_to_bf16(tensor.buffer(), tensor.buffer());
     }
     const Tensor loss = nn::dense_gpt_loss(config, dense, batch.inputs, batch.targets,
-                                           {wire_blocks, bf16 && topo.tp() > 1});
+                                           {wire_blocks, bf16 && topo.tp() > 1, bf16});
     loss.backward();
     return DenseGptReferences::Reference{std::move(dense), loss.detach()};
   });

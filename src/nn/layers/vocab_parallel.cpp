@@ -28,6 +28,32 @@ void check_ids(const char* op, const Tensor& ids, std::int64_t vocab) {
   }
 }
 
+// Rows [first, first + n) of a buffer of [rows, cols] elements, as a view.
+kernels::Buffer logit_rows(kernels::Buffer& rows, std::size_t first, std::size_t n,
+                           std::size_t cols) {
+  return kernels::Buffer::view(rows, first * cols, n * cols);
+}
+
+// Runs body(first, n, rows) over the logits [rows, cols] as float32 or float64 row chunks: the
+// logits' own rows when they are float32 or float64 (one chunk), otherwise (bfloat16) chunks of
+// widened_logits_rows(rows, cols) rows widened, exactly, into one float32 scratch.
+template <class Body>
+void for_each_float_rows(Tensor logits, std::size_t cols, Body body) {
+  const std::size_t rows = cols == 0 ? 0 : static_cast<std::size_t>(logits.numel()) / cols;
+  if (logits.dtype() != autograd::DType::bf16) {
+    body(std::size_t{0}, rows, logits.buffer());
+    return;
+  }
+  const std::size_t chunk = widened_logits_rows(rows, cols);
+  kernels::Buffer scratch(chunk * cols, autograd::DType::f32, logits.device());
+  for (std::size_t first = 0; first < rows; first += chunk) {
+    const std::size_t n = std::min(chunk, rows - first);
+    kernels::Buffer widened = logit_rows(scratch, 0, n, cols);
+    kernels::convert(logit_rows(logits.buffer(), first, n, cols), widened);
+    body(first, n, widened);
+  }
+}
+
 class VocabParallelCrossEntropy final : public autograd::Function {
  public:
   VocabParallelCrossEntropy(Tensor logits, Tensor targets, std::int64_t first_col,
@@ -42,10 +68,26 @@ class VocabParallelCrossEntropy final : public autograd::Function {
         sum_exp_(std::move(sum_exp)) {}
   std::string name() const override { return "vocab_parallel_cross_entropy"; }
   std::vector<Tensor> backward(const Tensor& grad_output) override {
-    Tensor dlogits = Tensor::empty(logits_.shape(), logits_.dtype(), logits_.device());
-    kernels::cross_entropy_backward(logits_.buffer(), static_cast<std::size_t>(logits_.size(-1)),
-                                    used_cols_, targets_.buffer(), first_col_, row_max_, sum_exp_,
-                                    grad_output.buffer(), divisor_, dlogits.buffer());
+    // The logits' last reader: the gradient overwrites them unless another tensor still holds
+    // them, so [rows, Vp/tp] is held once, not twice, from here to the head's backward.
+    Tensor dlogits = autograd::storage_is_exclusive(logits_)
+                         ? logits_.detach()
+                         : Tensor::empty(logits_.shape(), logits_.dtype(), logits_.device());
+    const auto cols = static_cast<std::size_t>(logits_.size(-1));
+    const bool widened = logits_.dtype() == autograd::DType::bf16;
+    for_each_float_rows(
+        logits_, cols, [&](std::size_t first, std::size_t n, kernels::Buffer& rows) {
+          kernels::Buffer out =
+              widened ? logit_rows(rows, 0, n, cols) : logit_rows(dlogits.buffer(), first, n, cols);
+          kernels::cross_entropy_backward(
+              rows, cols, used_cols_, logit_rows(targets_.buffer(), first, n, 1), first_col_,
+              logit_rows(row_max_, first, n, 1), logit_rows(sum_exp_, first, n, 1),
+              grad_output.buffer(), divisor_, out);
+          if (widened) {
+            kernels::Buffer dst = logit_rows(dlogits.buffer(), first, n, cols);
+            kernels::convert(out, dst);
+          }
+        });
     return {dlogits};
   }
   void release_saved() override {
@@ -83,8 +125,14 @@ Tensor VocabParallelEmbedding::forward(const Tensor& tokens) const {
   return reduce_from_tp(autograd::embedding_slice(weight_, tokens, first_row_), tp_);
 }
 
-Tensor VocabParallelEmbedding::logits(const Tensor& x, bool sequence_parallel) const {
-  return autograd::linear(enter_tp_region(x, tp_, sequence_parallel), weight_);
+Tensor VocabParallelEmbedding::logits(const Tensor& x, bool sequence_parallel, bool bf16) const {
+  const Tensor input = enter_tp_region(x, tp_, sequence_parallel);
+  return bf16 ? autograd::linear_bf16_output(input, weight_) : autograd::linear(input, weight_);
+}
+
+std::size_t widened_logits_rows(std::size_t rows, std::size_t cols) {
+  const std::size_t fit = kWidenedLogitsBytes / (std::max<std::size_t>(cols, 1) * sizeof(float));
+  return std::clamp<std::size_t>(std::min(fit, (rows + 7) / 8), 1, std::max<std::size_t>(rows, 1));
 }
 
 Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t vocab,
@@ -106,17 +154,30 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   const std::int64_t first_col = cols * tp.rank();
   const auto used_cols =
       static_cast<std::size_t>(std::clamp<std::int64_t>(vocab - first_col, 0, cols));
-  const auto buffer = [&](std::size_t n) {
-    return kernels::Buffer(n, logits.dtype(), logits.device());
-  };
+  // bfloat16 logits (a --bf16 run's head) are read widened, and their statistics are float32.
+  const autograd::DType stats =
+      logits.dtype() == autograd::DType::bf16 ? autograd::DType::f32 : logits.dtype();
+  const auto buffer = [&](std::size_t n) { return kernels::Buffer(n, stats, logits.device()); };
   kernels::Buffer row_max = buffer(rows), sum_exp = buffer(rows), target_logit = buffer(rows);
-  kernels::row_max(logits.buffer(), static_cast<std::size_t>(cols), used_cols, row_max);
+  const auto row_cols = static_cast<std::size_t>(cols);
+  Tensor ids = targets;
+  for_each_float_rows(logits, row_cols,
+                      [&](std::size_t first, std::size_t n, kernels::Buffer& chunk) {
+                        kernels::Buffer max_rows = logit_rows(row_max, first, n, 1);
+                        kernels::row_max(chunk, row_cols, used_cols, max_rows);
+                      });
   if (!fault_active(Fault::vocab_ce_local_max)) comm::all_reduce(tp, row_max, comm::ReduceOp::max);
-  kernels::cross_entropy_stats(logits.buffer(), static_cast<std::size_t>(cols), used_cols,
-                               targets.buffer(), first_col, row_max, sum_exp, target_logit);
+  for_each_float_rows(
+      logits, row_cols, [&](std::size_t first, std::size_t n, kernels::Buffer& chunk) {
+        kernels::Buffer sum_rows = logit_rows(sum_exp, first, n, 1);
+        kernels::Buffer target_rows = logit_rows(target_logit, first, n, 1);
+        kernels::cross_entropy_stats(chunk, row_cols, used_cols,
+                                     logit_rows(ids.buffer(), first, n, 1), first_col,
+                                     logit_rows(row_max, first, n, 1), sum_rows, target_rows);
+      });
   comm::all_reduce(tp, sum_exp, comm::ReduceOp::sum);
   comm::all_reduce(tp, target_logit, comm::ReduceOp::sum);
-  Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
+  Tensor loss = Tensor::empty({}, stats, logits.device());
   kernels::cross_entropy_loss(row_max, sum_exp, target_logit, targets.buffer(), used_divisor,
                               loss.buffer());
   return autograd::attach(loss,

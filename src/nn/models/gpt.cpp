@@ -7,6 +7,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/recompute.h"
+#include "kernels/ops.h"
 #include "nn/data/zigzag.h"
 #include "nn/fault_injection.h"
 #include "nn/layers/tp_mappings.h"
@@ -112,8 +113,8 @@ Tensor GptStage::forward(const Tensor& input, int chunk) const {
   return x;
 }
 
-Tensor GptStage::logits(const Tensor& hidden) const {
-  return head().logits(ln_f_->forward(hidden), sequence_parallel_);
+Tensor GptStage::logits(const Tensor& hidden, bool bf16) const {
+  return head().logits(ln_f_->forward(hidden), sequence_parallel_, bf16);
 }
 
 void GptStage::check_sequence_split(std::int64_t seq) const {
@@ -129,7 +130,10 @@ Shape GptStage::activation_shape(std::int64_t rows, std::int64_t seq) const {
 }
 
 Tensor GptStage::loss(const Tensor& hidden, const Tensor& targets, double divisor) const {
-  return vocab_parallel_cross_entropy(logits(hidden), targets, config_.vocab, tp_, divisor);
+  // A --bf16 run's head writes bfloat16 logits, as Megatron-LM's output layer does.
+  const bool bf16 = kernels::gemm_operands() == kernels::GemmOperands::bfloat16 &&
+                    hidden.dtype() == autograd::DType::f32;
+  return vocab_parallel_cross_entropy(logits(hidden, bf16), targets, config_.vocab, tp_, divisor);
 }
 
 Parameters GptStage::parameters() const {

@@ -53,13 +53,15 @@ class GptStage {
 
   /// Last stage: activations [batch, seq, hidden] (with sequence parallelism [batch, seq/tp,
   /// hidden], all-gathered after ln_f) -> this rank's logits [batch, seq, Vp/tp] (ln_f, then the
-  /// tied head x wte_shard^T; columns >= vocab are padding).
-  Tensor logits(const Tensor& hidden) const;
+  /// tied head x wte_shard^T; columns >= vocab are padding), float32 for a float32 model, or
+  /// with `bf16` bfloat16 (VocabParallelEmbedding::logits).
+  Tensor logits(const Tensor& hidden, bool bf16 = false) const;
 
   /// Last stage: cross-entropy (nats per token) of logits(hidden) against targets (int32/int64)
   /// [batch, seq], summed over the targets that are not kernels::kIgnoreTarget and divided by
-  /// `divisor` (0: their count, the mean); the same scalar on every TP rank. Errors as
-  /// vocab_parallel_cross_entropy.
+  /// `divisor` (0: their count, the mean); the same scalar on every TP rank. Under
+  /// kernels::GemmOperands::bfloat16 (train --bf16) a float32 model's logits are bfloat16, the
+  /// statistics and the loss float32. Errors as vocab_parallel_cross_entropy.
   Tensor loss(const Tensor& hidden, const Tensor& targets, double divisor = 0.0) const;
 
   /// This rank's parameters with names and layouts: wte and wpe (first stage), its blocks (chunk

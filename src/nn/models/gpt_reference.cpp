@@ -108,7 +108,8 @@ Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor&
                      : layer_norm(p, "transformer.ln_f", x));
   // Only the vocabulary's rows of a padded embedding make logits.
   const Tensor& head = p.at(config.tied_embeddings ? "transformer.wte.weight" : kUntiedHead);
-  const Tensor logits = autograd::linear(normed, autograd::narrow(head, 0, 0, config.vocab));
+  const Tensor logits =
+      rounded_if(bf16.logits, autograd::linear(normed, autograd::narrow(head, 0, 0, config.vocab)));
   return autograd::cross_entropy(logits, targets);
 }
 

@@ -33,6 +33,9 @@ struct DenseBf16Rounding {
   /// the token embedding's gradient, which the parallel model sums in bfloat16 only with
   /// sequence parallelism (there with the position embedding's), differs as well.
   bool tp_collectives = false;
+  /// The logits, forward and gradient: a --bf16 run's head writes them as bfloat16
+  /// (GptStage::loss), and their gradient overwrites them as bfloat16.
+  bool logits = false;
 };
 
 /// Dense block `layer` of `parameters` (names transformer.h.{layer}.*): x [batch, seq, hidden] ->

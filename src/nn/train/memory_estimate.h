@@ -80,11 +80,13 @@ struct MemoryEstimate {
 /// 1 + 1 / virtual_stages times 1F1B's on the first stage; with recompute, each block keeps only
 /// its input (sbh, or sbh / t with sequence parallelism) and one block's full set is rebuilt at
 /// a time. Backward adds one block's set as workspace (the gradients beside the activations),
-/// and at cp > 1 ring attention's buffers, 16 sbh / t (the key/value shards and their gradients
+/// and at cp > 1 ring attention's buffers, 20 sbh / t (the key/value shards and their gradients
 /// in flight and arriving, the blocks' gradients and their copies; context_parallel_attention).
 /// The last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh; with
 /// sequence parallelism sbh / t + sbh, the output all-gathered; the output is the head GEMM's)
-/// and the logits with their gradient (2 s b Vp / t). Parameter states: rank_parameters x (2 +
+/// and the logits, s b Vp / t, which their gradient overwrites (vocab_parallel_cross_entropy;
+/// with bf16 bfloat16, 2 bytes each, plus the float32 scratch of widened_logits_rows rows that
+/// reads them). Parameter states: rank_parameters x (2 +
 /// (optimizer_states + 1 with bf16's masters) / state_shards) elements (with state_shards > 1,
 /// plus each flat buffer's
 /// padding: under state_shards elements per bucket), and the update's temporaries of the largest
