@@ -36,7 +36,7 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& options);
 /// shards, TokenCorpus::from_shards), or with --tokenizer the text file encoded on the fly as
 /// `mpitron tokenize` would (end-of-text, then the text's ids). With --bf16 the model computes as
 /// `train --bf16` does (EvalOptions::bf16), so the loss of a bf16 run's checkpoint over its
-/// validation windows, on its topology, is the run's own val_loss bit for bit. --json writes
+/// validation windows, on its (tp, pp, cp), is the run's own val_loss bit for bit. --json writes
 /// {"loss", "bits_per_byte" or "bits_per_token", "windows", "bf16", "step" or "init_from", ...}.
 /// Throws comm::ConfigError (agreed) for both or neither of --load and --init-from, a
 /// missing/damaged checkpoint or file, unreadable data or a bad shard, a tokenizer that is not
