@@ -9,6 +9,7 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "kernels/ops.h"
 
 namespace mpitron::nn {
 
@@ -50,6 +51,20 @@ Tensor tp_slice(const Tensor& full, int split_dim, int index, int parts) {
 
 Tensor replicate(const Tensor& master) {
   return master.clone().set_requires_grad();
+}
+
+void round_parameters_to_bf16(const Parameters& parameters) {
+  for (const Parameter& p : parameters) {
+    if (p.tensor.dtype() != DType::f32) {
+      throw std::invalid_argument(
+          fmt::format("bfloat16 rounding of parameter {}: it is {}, not float32", p.name,
+                      kernels::to_string(p.tensor.dtype())));
+    }
+  }
+  for (const Parameter& p : parameters) {
+    Tensor values = p.tensor;  // a handle: the same storage
+    if (values.numel() > 0) kernels::round_to_bf16(values.buffer(), values.buffer());
+  }
 }
 
 }  // namespace mpitron::nn

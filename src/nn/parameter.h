@@ -80,4 +80,12 @@ Tensor tp_slice(const Tensor& full, int split_dim, int index, int parts);
 /// A new parameter holding a copy of `master`.
 Tensor replicate(const Tensor& master);
 
+/// Rounds every element of every parameter in `parameters` to bfloat16 (to nearest, ties to
+/// even) in place, keeping the float32 storage: the values `train --bf16`'s parameters hold
+/// (Optimizer::keep_float32_masters rounds them with the same kernels::round_to_bf16). The
+/// tensors are shared handles, so the layers that hold them see the rounded values. A value
+/// beyond bfloat16's largest finite one becomes infinite. Throws std::invalid_argument (naming
+/// the parameter) for a parameter that is not float32.
+void round_parameters_to_bf16(const Parameters& parameters);
+
 }  // namespace mpitron::nn

@@ -26,6 +26,16 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
       `mpitron eval` on each --at topology; all agree with the first within R, and with the
       golden's PyTorch peer loss for this --seq within R. --train-at first trains 2 steps on that
       topology with --save into DIR and evaluates that checkpoint instead of --load's.
+  eval-bf16 --data FILE --train-at T,P,D[,C] [--at T,P,D[,C] ...] --rtol R --work DIR
+      `train --bf16 --gelu tanh` of 300 steps on --train-at over text FILE with --save; FILE's
+      validation bytes (from 9/10 of its length on: TokenCorpus::from_file's split) written to
+      a file; then `eval --bf16` of the checkpoint over them on --train-at must give the run's
+      final val_loss bit for bit (the same trainer, windows and topology), `eval` without --bf16
+      must differ from it, and `eval --bf16` on each --at topology must agree within R. The
+      checkpoint exported with --dtype bfloat16 and read back with --init-from must give the
+      --load loss bit for bit under --bf16 (the parameters are the masters rounded to nearest
+      even either way). `generate --bf16 --temperature 0` at the training tp (pp 1, dp 1): the
+      same text twice and from the bfloat16 export, "bf16": true in --json.
   generate --load DIR --work DIR
       The same prompt and seed on tp 1, 2 and 4 gives the same text (temperature 0.8 with top-k,
       and greedy), the same text twice, and another text for another seed.
@@ -175,6 +185,74 @@ def evaluate(args):
                 [(x, want[0]["loss"]) for x in losses], args.rtol)
 
 
+def eval_bf16(args):
+    def path(name):
+        return os.path.join(args.work, name)
+
+    checkpoint = path("checkpoint")
+    # The tanh GELU: what a GPT-2 file read with --init-from means (the export below). 300 steps
+    # at lr 3e-2 (about 2 s): a model whose greedy text is not all spaces.
+    mpitron(args, args.train_at, "train", *TRAIN, "--data", args.data, "--micro-batch", "2",
+            "--steps", "300", "--lr", "3e-2", "--gelu", "tanh", "--bf16", "--save", checkpoint,
+            "--metrics", path("train.jsonl"))
+    _, val_loss = metrics(path("train.jsonl"))
+    with open(args.data, "rb") as f:
+        text = f.read()
+    val = path("validation.txt")
+    with open(val, "wb") as f:
+        f.write(text[len(text) * 9 // 10:])
+
+    def eval_report(sizes, name, *flags):
+        report = path(f"eval_{name}.json")
+        mpitron(args, sizes, "eval", *flags, "--data", val, "--json", report)
+        with open(report) as f:
+            got = json.load(f)
+        if got.get("bf16") != ("--bf16" in flags):
+            fail(f"eval {' '.join(flags)}: --json's bf16 is {got.get('bf16')!r}")
+        return got["loss"]
+
+    load = ["--load", checkpoint]
+    bf16 = eval_report(args.train_at, "bf16", *load, "--bf16")
+    plain = eval_report(args.train_at, "float32", *load)
+    print(f"train --bf16 val_loss {val_loss!r}, eval --bf16 {bf16!r}, eval {plain!r}")
+    compare("eval --bf16 vs train --bf16's val_loss on its topology", [(bf16, val_loss)], 0)
+    if plain == val_loss:
+        fail(f"eval without --bf16 gives the bf16 run's val_loss {val_loss!r} exactly")
+    others = [eval_report(sizes, "bf16_{}_{}_{}_{}".format(*sizes), *load, "--bf16")
+              for sizes in args.at or []]
+    if others:
+        compare(f"eval --bf16 on {len(others)} other topologies", [(x, bf16) for x in others],
+                args.rtol)
+    exported = path("bf16.safetensors")
+    mpitron(args, [1, 1, 1], "export", *load, "--dtype", "bfloat16", "--out", exported)
+    init_from = ["--init-from", exported, "--heads", TRAIN[TRAIN.index("--heads") + 1]]
+    compare("eval --bf16 of the bfloat16 export vs of the checkpoint",
+            [(eval_report(args.train_at, "export_bf16", *init_from, "--bf16"), bf16)], 0)
+
+    prompt = "The loss of "
+    sizes = [args.train_at[0], 1, 1]
+    texts = set()
+    for run, source in enumerate([load, load, init_from]):
+        report = path(f"generate_{run}.json")
+        out, _ = mpitron(args, sizes, "generate", *source, "--bf16", "--prompt", prompt,
+                         "--tokens", "40", "--temperature", "0", "--json", report)
+        text = out[out.index(prompt.encode()):].split(b"\n")[0]
+        if len(text) != len(prompt) + 40:
+            fail(f"generate --bf16 printed {len(text)} bytes, not prompt + 40")
+        with open(report) as f:
+            if json.load(f).get("bf16") is not True:
+                fail("generate --bf16 --json does not record \"bf16\": true")
+        texts.add(text)
+    if len(texts) != 1:
+        fail(f"generate --bf16's greedy texts differ between runs or sources: {texts}")
+    print(f"generate --bf16: the same greedy text twice and from the bfloat16 export: {texts}")
+    out, _ = mpitron(args, sizes, "generate", *load, "--prompt", prompt, "--tokens", "40",
+                     "--temperature", "0")
+    plain = out[out.index(prompt.encode()):].split(b"\n")[0]
+    print(f"generate without --bf16 (not compared: float32 may or may not pick other ids): "
+          f"{plain}")
+
+
 def generate(args):
     prompt = "The loss of "
     texts = {}
@@ -283,7 +361,7 @@ def damage(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("action", choices=["resume", "eval", "generate", "damage"])
+    p.add_argument("action", choices=["resume", "eval", "eval-bf16", "generate", "damage"])
     p.add_argument("--work", required=True)
     p.add_argument("--from", dest="source", type=topology)
     p.add_argument("--to", dest="target", type=topology)
@@ -308,7 +386,8 @@ def main():
     args.launch = sys.argv[split + 1:]
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
-    {"resume": resume, "eval": evaluate, "generate": generate, "damage": damage}[args.action](args)
+    {"resume": resume, "eval": evaluate, "eval-bf16": eval_bf16, "generate": generate,
+     "damage": damage}[args.action](args)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/bf16.h"
 #include "nn/optim/adamw.h"
 #include "nn/optim/sgd.h"
+#include "nn/parameter.h"
 
 namespace mpitron::nn {
 namespace {
@@ -75,6 +77,27 @@ TEST(Float32Masters, AdamWRefusesMastersOfOtherElementsThanItsShards) {
   AdamW adamw(model.parameters(), 1e-3, {}, {{0, 4}});
   adamw.keep_float32_masters({{4, 8}});
   EXPECT_THROW(adamw.step(), std::logic_error);
+}
+
+// eval --bf16 and generate --bf16 round the loaded weights as the masters' first rounding does:
+// round_parameters_to_bf16 leaves the same values as keep_float32_masters, through the shared
+// tensor handles, and refuses a float64 parameter.
+TEST(Float32Masters, RoundParametersToBf16GivesTheMastersFirstRounding) {
+  const Model rounded_here;
+  const Model by_masters;
+  round_parameters_to_bf16(rounded_here.parameters());
+  Sgd sgd(by_masters.parameters(), 1.0);
+  sgd.keep_float32_masters({{0, 8}});
+  EXPECT_EQ(rounded_here.w.to_vector(), by_masters.w.to_vector());
+  EXPECT_NE(rounded_here.w.to_vector(), sgd.masters().at(0).to_vector());  // 1.001 ... moved
+  const Tensor wide = Tensor::from_vector({1.001}, {1}, DType::f64);
+  try {
+    round_parameters_to_bf16({{"wide", wide}});
+    FAIL() << "a float64 parameter was rounded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("wide"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(wide.to_vector(), std::vector<double>{1.001});
 }
 
 }  // namespace

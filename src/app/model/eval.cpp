@@ -14,6 +14,7 @@
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
+#include "kernels/ops.h"
 #include "nn/train/gpt_trainer.h"
 #include "nn/wording.h"
 
@@ -34,6 +35,9 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
                "--data is text to encode");
   c.add_option("--seq", o.seq, "Window length (default: the model's block size)")
       ->check(size_at_most_max());
+  c.add_flag("--bf16", o.bf16,
+             "Compute as train --bf16 does: the weights rounded to bfloat16, bfloat16 GEMMs and "
+             "TP/PP transfers (a bf16 run's checkpoint then gives its val_loss)");
   add_example(
       c, "mpirun -np 2 mpitron eval --tp 2 --load ckpt --data /usr/share/common-licenses/GPL-3");
   return c;
@@ -96,8 +100,8 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
           throw comm::ConfigError(fmt::format("--data {} holds {} {}, outside the model's vocab {}",
                                               o.data, corpus->unit(), top, config.vocab));
         }
-        return fmt::format("seq={} data_tokens={} data_fnv={:016x}", seq, corpus->tokens().size(),
-                           corpus->fingerprint());
+        return fmt::format("seq={} bf16={} data_tokens={} data_fnv={:016x}", seq, o.bf16,
+                           corpus->tokens().size(), corpus->fingerprint());
       });
   if (std::string_view(corpus->unit()) == "byte" && run.config.vocab > 256) {
     // A byte-level model may have a larger vocabulary (train --vocab), so this only warns.
@@ -108,9 +112,15 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   }
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp,
                                         run.sizes.cp);
+  // --bf16: train --bf16's trainer (the parameters rounded from the loaded weights, which it
+  // keeps as float32 masters) under its GEMM operands, which also make the TP collectives and
+  // the pipeline sends carry bfloat16: the same code as that run's validation.
+  const kernels::GemmOperandsScope operands(o.bf16 ? kernels::GemmOperands::bfloat16
+                                                   : kernels::GemmOperands::float32);
   nn::GptTrainOptions options;
   options.device = run.device;
   options.cp_comm = cp_comm_of(o.common);
+  options.bf16 = o.bf16;
   nn::GptTrainer model(run.config, model_init(run, options.dtype), topology, options);
   std::vector<nn::TokenBatch> windows;
   const auto length = static_cast<std::int64_t>(corpus->tokens().size());
@@ -128,15 +138,14 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   }
   const std::int64_t count = (length - 1) / seq;
   const std::string unit = corpus->unit();
-  run.log->info("eval: {} on {} ({} of {}): loss {:.6f} nats per {}, {:.6f} bits per {}", run.label,
-                o.data, nn::counted(count, "window"), nn::counted(seq, unit), loss, unit,
+  run.log->info("eval: {} on {} ({} of {}{}): loss {:.6f} nats per {}, {:.6f} bits per {}",
+                run.label, o.data, nn::counted(count, "window"), nn::counted(seq, unit),
+                o.bf16 ? ", bf16: bfloat16 parameters and GEMMs" : "", loss, unit,
                 loss / std::log(2.0), unit);
   if (!o.common.json.empty() && world.rank() == 0) {
-    nlohmann::json report = {{"loss", loss},
-                             {"bits_per_" + unit, loss / std::log(2.0)},
-                             {"windows", count},
-                             {"seq", seq},
-                             {"data", o.data}};
+    nlohmann::json report = {{"loss", loss},     {"bits_per_" + unit, loss / std::log(2.0)},
+                             {"windows", count}, {"seq", seq},
+                             {"bf16", o.bf16},   {"data", o.data}};
     if (run.pretrained) {
       report["init_from"] = o.model.init_from;
     } else {

@@ -19,6 +19,10 @@ struct EvalOptions {
   std::string data;                 ///< a text file, or llm.c token shards
   std::string tokenizer;            ///< GPT-2 tokenizer files: --data is text to encode
   std::optional<std::int64_t> seq;  ///< window length; not given: the model's block size
+  /// --bf16: evaluate as a `train --bf16` run's validation does: the loaded float32 weights
+  /// rounded to bfloat16 (nearest even) as the parameters, bfloat16 GEMM operands, bfloat16 TP
+  /// collectives and pipeline sends (nn::GptTrainOptions::bf16, kernels::GemmOperands::bfloat16)
+  bool bf16 = false;
 };
 
 /// Adds the `eval` subcommand and its flags to `app`.
@@ -30,12 +34,14 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& options);
 /// window whose targets fit (torch_peer_gpt.py --eval computes the same), on any topology. The
 /// tokens are a text file's bytes (the unit is then "byte"), llm.c shards (train then val
 /// shards, TokenCorpus::from_shards), or with --tokenizer the text file encoded on the fly as
-/// `mpitron tokenize` would (end-of-text, then the text's ids). --json writes {"loss",
-/// "bits_per_byte" or "bits_per_token", "windows", "step" or "init_from", ...}. Throws
-/// comm::ConfigError (agreed) for both or neither of --load and --init-from, a missing/damaged
-/// checkpoint or file, unreadable data or a bad shard, a tokenizer that is not one, has
-/// more ids than the model's vocabulary or meets shards (already tokens), data shorter than
-/// one window, or --seq outside [1, block size] (the model's position table).
+/// `mpitron tokenize` would (end-of-text, then the text's ids). With --bf16 the model computes as
+/// `train --bf16` does (EvalOptions::bf16), so the loss of a bf16 run's checkpoint over its
+/// validation windows, on its (tp, pp, cp), is the run's own val_loss bit for bit. --json writes
+/// {"loss", "bits_per_byte" or "bits_per_token", "windows", "bf16", "step" or "init_from", ...}.
+/// Throws comm::ConfigError (agreed) for both or neither of --load and --init-from, a
+/// missing/damaged checkpoint or file, unreadable data or a bad shard, a tokenizer that is not
+/// one, has more ids than the model's vocabulary or meets shards (already tokens), data shorter
+/// than one window, or --seq outside [1, block size] (the model's position table).
 int run_eval(const EvalOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app

@@ -13,7 +13,9 @@
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
+#include "kernels/ops.h"
 #include "nn/models/generate.h"
+#include "nn/parameter.h"
 
 namespace mpitron::app {
 
@@ -33,6 +35,9 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
   c.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str();
   add_size_option(c, "--top-k", o.top_k, "Sample among the k most likely tokens (0: all)");
+  c.add_flag("--bf16", o.bf16,
+             "Compute as train --bf16 does: the weights rounded to bfloat16, bfloat16 GEMMs and "
+             "TP transfers");
   add_example(c, "mpitron generate --load ckpt --prompt \"The GNU General\" --tokens 200");
   return c;
 }
@@ -94,12 +99,18 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
                             static_cast<unsigned char>(ch), config.vocab));
           }
         }
-        return fmt::format("tokens={} temperature={} top_k={} seed={} tokenizer={} prompt=\"{}\"",
-                           o.tokens, o.temperature, o.top_k, o.common.seed,
-                           tokenizer ? tokenizer->vocab_size() : 0, o.prompt);
+        return fmt::format(
+            "tokens={} temperature={} top_k={} seed={} bf16={} tokenizer={} prompt=\"{}\"",
+            o.tokens, o.temperature, o.top_k, o.common.seed, o.bf16,
+            tokenizer ? tokenizer->vocab_size() : 0, o.prompt);
       });
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
   const nn::GptStage stage(run.config, model_init(run, autograd::DType::f32), topology);
+  // --bf16: train --bf16's parameters (its masters, here the loaded weights, rounded) and GEMM
+  // operands, which also make the TP collectives carry bfloat16.
+  if (o.bf16) nn::round_parameters_to_bf16(stage.parameters());
+  const kernels::GemmOperandsScope operands(o.bf16 ? kernels::GemmOperands::bfloat16
+                                                   : kernels::GemmOperands::float32);
   std::vector<std::int64_t> prompt;
   nn::SamplingOptions sampling{
       o.temperature, o.top_k, o.common.seed, tokenizer ? tokenizer->vocab_size() : 0, {}};
@@ -134,11 +145,10 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
     // The ids as numbers: a sample need not be valid UTF-8, which JSON text must be.
     if (!o.common.json.empty()) {
       const std::string unit = tokenizer ? "tokens" : "bytes";
-      nlohmann::json report = {{"prompt_" + unit, prompt.size()},
-                               {tokenizer ? "ids" : "bytes", ids},
-                               {"temperature", o.temperature},
-                               {"top_k", o.top_k},
-                               {"seed", o.common.seed}};
+      nlohmann::json report = {
+          {"prompt_" + unit, prompt.size()}, {tokenizer ? "ids" : "bytes", ids},
+          {"temperature", o.temperature},    {"top_k", o.top_k},
+          {"seed", o.common.seed},           {"bf16", o.bf16}};
       if (run.pretrained) {
         report["init_from"] = o.model.init_from;
       } else {

@@ -23,6 +23,10 @@ struct GenerateOptions {
   std::int64_t tokens = 200;
   double temperature = 1.0;
   std::int64_t top_k = 0;
+  /// --bf16: compute as `train --bf16` does: the loaded float32 weights rounded to bfloat16
+  /// (nearest even) as the parameters (nn::round_parameters_to_bf16), bfloat16 GEMM operands and
+  /// bfloat16 TP collectives (kernels::GemmOperands::bfloat16)
+  bool bf16 = false;
 };
 
 /// Adds the `generate` subcommand and its flags to `app`.
@@ -33,11 +37,12 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& options);
 /// --temperature 0, else softmax sampling over the --top-k most likely tokens (0: all), drawn
 /// from --seed so that every topology prints the same text. The tokens are bytes, or with
 /// --tokenizer GPT-2 ids: the prompt is encoded, ids outside the tokenizer are never drawn and
-/// the ids are decoded. pp must be 1 (any tp and dp). --json writes the prompt's and sampled
-/// ids ("prompt_bytes"/"bytes" or "prompt_tokens"/"ids": a sample need not be valid UTF-8).
-/// "load" and "step", or "init_from", name the model. Throws comm::ConfigError (agreed) for
-/// both or neither of --load and --init-from, a missing/damaged checkpoint or file, pp > 1, an
-/// empty prompt,
+/// the ids are decoded. pp must be 1 (any tp and dp). With --bf16 the logits are computed as a
+/// `train --bf16` run computes them (GenerateOptions::bf16). --json writes the prompt's and
+/// sampled ids ("prompt_bytes"/"bytes" or "prompt_tokens"/"ids": a sample need not be valid
+/// UTF-8) and "bf16"; "load" and "step", or "init_from", name the model. Throws comm::ConfigError
+/// (agreed) for both or neither of --load and --init-from, a missing/damaged checkpoint or file, pp
+/// > 1, an empty prompt,
 /// --tokens outside [0, kMaxGenerateTokens], a negative --top-k, a --temperature that is
 /// negative or not finite (one message per option, e.g. "--top-k must be >= 0, got -1"), a
 /// --tokenizer that is not one or has more ids than the model's vocabulary, or a
