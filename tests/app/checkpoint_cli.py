@@ -35,7 +35,8 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
       checkpoint exported with --dtype bfloat16 and read back with --init-from must give the
       --load loss bit for bit under --bf16 (the parameters are the masters rounded to nearest
       even either way). `generate --bf16 --temperature 0` at the training tp (pp 1, dp 1): the
-      same text twice and from the bfloat16 export, "bf16": true in --json.
+      same text twice and from the bfloat16 export, "bf16": true in --json. `eval` and
+      `generate` of the checkpoint without --bf16 warn that it was trained with --bf16.
   generate --load DIR --work DIR
       The same prompt and seed on tp 1, 2 and 4 gives the same text (temperature 0.8 with top-k,
       and greedy), the same text twice, and another text for another seed.
@@ -202,9 +203,17 @@ def eval_bf16(args):
     with open(val, "wb") as f:
         f.write(text[len(text) * 9 // 10:])
 
+    def expect_bf16_warning(command, flags, out, err):
+        """Without --bf16, a subcommand that --load's a bf16 run's checkpoint warns."""
+        want = "--bf16" not in flags and "--load" in flags
+        if (b"was trained with --bf16" in out + err) != want:
+            fail(f"{command} {' '.join(flags)}: {'no' if want else 'a'} warning that the "
+                 "checkpoint was trained with --bf16")
+
     def eval_report(sizes, name, *flags):
         report = path(f"eval_{name}.json")
-        mpitron(args, sizes, "eval", *flags, "--data", val, "--json", report)
+        out, err = mpitron(args, sizes, "eval", *flags, "--data", val, "--json", report)
+        expect_bf16_warning("eval", flags, out, err)
         with open(report) as f:
             got = json.load(f)
         if got.get("bf16") != ("--bf16" in flags):
@@ -246,8 +255,9 @@ def eval_bf16(args):
     if len(texts) != 1:
         fail(f"generate --bf16's greedy texts differ between runs or sources: {texts}")
     print(f"generate --bf16: the same greedy text twice and from the bfloat16 export: {texts}")
-    out, _ = mpitron(args, sizes, "generate", *load, "--prompt", prompt, "--tokens", "40",
-                     "--temperature", "0")
+    out, err = mpitron(args, sizes, "generate", *load, "--prompt", prompt, "--tokens", "40",
+                       "--temperature", "0")
+    expect_bf16_warning("generate", load, out, err)
     plain = out[out.index(prompt.encode()):].split(b"\n")[0]
     print(f"generate without --bf16 (not compared: float32 may or may not pick other ids): "
           f"{plain}")

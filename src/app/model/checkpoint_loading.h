@@ -62,4 +62,9 @@ LoadedRun load_model_agreed(
     comm::Communicator& world,
     const std::function<std::string(const nn::GptConfig&, const ParallelSizes&)>& extra_checks);
 
+/// Warns in `run`'s log (one line, rank 0) when --load's checkpoint was trained with --bf16 (its
+/// meta.json's "bf16") and the subcommand `what` runs without `bf16` (its --bf16): it then
+/// computes the checkpoint's float32 masters in float32, not what the run computed.
+void warn_if_trained_with_bf16(const LoadedRun& run, bool bf16, const std::string& what);
+
 }  // namespace mpitron::app
