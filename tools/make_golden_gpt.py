@@ -21,7 +21,8 @@ Files (tools/make_golden.py's format):
   linear layers (Bf16Linear: bfloat16 operands, float32 sums) and parameters: the forward reads
   every parameter rounded to bfloat16 (Bf16Parameter), whose gradient the float32 master weights
   take, which AdamW updates with float32 moments; "final.<name>" are the masters. The tied head
-  writes bfloat16 logits, and their gradient is bfloat16 (bf16_head).
+  writes bfloat16 logits, and their gradient is bfloat16 (bf16_head); the MLP's first layer
+  rounds its product to bfloat16 before its bias (bf16_fc1).
 - tests/data/gpt_train_bf16_pp2.json: the same bf16 steps as two pipeline stages of one block
   each run them: the activation between the blocks, and its gradient, rounded to bfloat16 (the
   bfloat16 pipeline wire, Bf16Wire).
@@ -140,7 +141,13 @@ def bf16_head(x, weight):
     return Bf16Wire.apply(bf16_linear(x, weight))
 
 
-def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None):
+def bf16_fc1(x, weight, bias):
+    """GPT-2's fc1 in a `train --bf16` run: its product rounded to bfloat16 before its bias
+    (fused_mlp keeps that product as bfloat16), the gradient rounded as the GEMMs round it."""
+    return Bf16Wire.apply(bf16_linear(x, weight)) + bias
+
+
+def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None, fc1=None):
     b, t = tokens.shape
     x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][torch.arange(t)]
     d = HIDDEN // HEADS
@@ -155,7 +162,7 @@ def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None):
         y = (att @ v).transpose(1, 2).reshape(b, t, HIDDEN)
         x = x + linear(y, p[h + "attn.c_proj.weight"], p[h + "attn.c_proj.bias"])
         m = F.layer_norm(x, (HIDDEN,), p[h + "ln_2.weight"], p[h + "ln_2.bias"], 1e-5)
-        m = F.gelu(linear(m, p[h + "mlp.c_fc.weight"], p[h + "mlp.c_fc.bias"]))
+        m = F.gelu((fc1 or linear)(m, p[h + "mlp.c_fc.weight"], p[h + "mlp.c_fc.bias"]))
         x = x + linear(m, p[h + "mlp.c_proj.weight"], p[h + "mlp.c_proj.bias"])
         x = wire(x, i)
     x = F.layer_norm(x, (HIDDEN,), p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], 1e-5)
@@ -187,17 +194,19 @@ def main():
     write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
     initial32 = {n: t.float() for n, t in initial.items()}
     write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear,
-                                             read=Bf16Parameter.apply, head=bf16_head))
+                                             read=Bf16Parameter.apply, head=bf16_head,
+                                             fc1=bf16_fc1))
     write("gpt_train_bf16_pp2.json",
           train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0,
-                      read=Bf16Parameter.apply, head=bf16_head))
+                      read=Bf16Parameter.apply, head=bf16_head, fc1=bf16_fc1))
 
 
 def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lambda t: t,
-                head=None):
+                head=None, fc1=None):
     """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`, with
-    `linear` for every linear layer, `head` for the tied head (`linear` when None), `wire` after
-    each block, and the forward reading each parameter through `read`."""
+    `linear` for every linear layer, `head` for the tied head and `fc1` for the MLP's first layer
+    (`linear` when None), `wire` after each block, and the forward reading each parameter
+    through `read`."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -210,7 +219,7 @@ def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lamb
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
         loss = loss_of({n: read(t) for n, t in params.items()}, tokens, targets, linear, wire,
-                       head)
+                       head, fc1)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()

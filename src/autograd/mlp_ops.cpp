@@ -1,6 +1,7 @@
 // fused_mlp: gelu(x W1^T + b1) W2^T as one differentiable op that keeps only x (as its GEMM
 // operand, autograd::gemm_operand) and the pre-activation for backward (the activation is
-// recomputed there).
+// recomputed there); under bfloat16 operands the pre-activation is the product rounded to
+// bfloat16, kept at 2 bytes an element.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,13 +23,18 @@ Tensor rows_of(const Tensor& t, std::size_t first, std::size_t n, std::size_t co
                      {static_cast<std::int64_t>(n), static_cast<std::int64_t>(cols)});
 }
 
+// The rows of a [chunk, mid] scratch of `like`'s dtype that fit kFusedMlpScratchBytes (at least
+// one, at most rows).
+std::size_t chunk_rows(const Tensor& like, std::size_t rows, std::size_t mid) {
+  const std::size_t element = kernels::dtype_size(like.dtype());
+  return std::clamp<std::size_t>(kFusedMlpScratchBytes / (mid * element), 1, rows);
+}
+
 // Visits the rows of a [rows, mid] activation in chunks that fit one [chunk, mid] scratch of at
 // most kFusedMlpScratchBytes (at least one row): body(first, n, scratch rows [n, mid]).
 template <class Body>
 void for_each_row_chunk(const Tensor& like, std::size_t rows, std::size_t mid, Body body) {
-  const std::size_t element = kernels::dtype_size(like.dtype());
-  const std::size_t chunk =
-      std::clamp<std::size_t>(kFusedMlpScratchBytes / (mid * element), 1, rows);
+  const std::size_t chunk = chunk_rows(like, rows, mid);
   const Tensor scratch =
       empty_like(like, {static_cast<std::int64_t>(chunk), static_cast<std::int64_t>(mid)});
   for (std::size_t first = 0; first < rows; first += chunk) {
@@ -38,18 +44,43 @@ void for_each_row_chunk(const Tensor& like, std::size_t rows, std::size_t mid, B
   }
 }
 
+// Rows [first, first + n) of the pre-activation as float32 [n, mid]: pre's own rows, or for a
+// bfloat16 pre (the product x W1^T rounded, under bfloat16 operands) those rows widened into
+// `widened` (a [chunk, mid] float32 scratch) plus the bias b1, which a float32 pre already holds.
+Tensor float_pre_rows(const Tensor& pre, const Tensor& fc1_bias, std::size_t first, std::size_t n,
+                      std::size_t mid, const Tensor& widened) {
+  Tensor rows = rows_of(pre, first, n, mid);
+  if (pre.dtype() != DType::bf16) return rows;
+  Tensor y = rows_of(widened, 0, n, mid);
+  kernels::convert(rows.buffer(), y.buffer());
+  kernels::bias_add(y.buffer(), fc1_bias.buffer(), mid, y.buffer());
+  return y;
+}
+
 // fc2's backward and GELU's, chunk by chunk. When fc1 needs gradients, dG = dz W2 goes into the
 // scratch, then one pass turns the scratch into G = gelu(Y) and Y's own rows into
 // dY = dG * gelu'(Y) (Y is spent after this: a node runs backward once); otherwise G alone is
-// recomputed into the scratch. Then dW2 += dz^T G. Returns dW2 when fc2_weight needs one and has
-// no gradient yet (otherwise the GEMMs accumulate into its gradient, or there is none).
-Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor& fc2_weight,
-                              GeluForm form, std::size_t rows, std::size_t mid, std::size_t out,
-                              bool fc1_grads) {
+// recomputed into the scratch. Then dW2 += dz^T G. A bfloat16 pre is widened chunk by chunk
+// (float_pre_rows) and takes dY rounded to bfloat16 (the bits fc1's GEMMs round it to), while
+// db1 (when fc1's bias needs one) sums the float32 dY of each chunk. Returns dW2 when fc2_weight
+// needs one and has no gradient yet (otherwise the GEMMs accumulate into its gradient, or there
+// is none).
+Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor& fc1_bias,
+                              const Tensor& fc2_weight, GeluForm form, std::size_t rows,
+                              std::size_t mid, std::size_t out, bool fc1_grads, Tensor& db1) {
   const bool fc2_grads = needs_grad(fc2_weight);
+  const bool bf16_pre = pre.dtype() == DType::bf16;
+  const Tensor widened = bf16_pre
+                             ? empty_like(dz, {static_cast<std::int64_t>(chunk_rows(dz, rows, mid)),
+                                               static_cast<std::int64_t>(mid)})
+                             : Tensor();
+  const bool bias_grads = bf16_pre && fc1_grads && needs_grad(fc1_bias);
+  Tensor chunk_db = bias_grads ? empty_like(dz, {static_cast<std::int64_t>(mid)}) : Tensor();
+  if (bias_grads) db1 = Tensor::zeros({static_cast<std::int64_t>(mid)}, dz.dtype(), dz.device());
   Tensor dw2;
-  for_each_row_chunk(pre, rows, mid, [&](std::size_t first, std::size_t n, Tensor& s) {
-    Tensor y = rows_of(pre, first, n, mid), dz_rows = rows_of(dz, first, n, out);
+  for_each_row_chunk(dz, rows, mid, [&](std::size_t first, std::size_t n, Tensor& s) {
+    Tensor y = float_pre_rows(pre, fc1_bias, first, n, mid, widened);
+    Tensor dz_rows = rows_of(dz, first, n, out);
     if (fc1_grads) {
       kernels::gemm(false, false, n, mid, out, 1.0, dz_rows.buffer(), fc2_weight.buffer(), 0.0,
                     s.buffer());
@@ -57,6 +88,14 @@ Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor&
         kernels::gelu_forward_backward(y.buffer(), s.buffer(), s.buffer(), y.buffer(), form);
       } else {
         kernels::gelu_backward(y.buffer(), s.buffer(), y.buffer(), form);
+      }
+      if (bias_grads) {
+        kernels::sum_rows(y.buffer(), mid, chunk_db.buffer());
+        kernels::axpy(1.0, chunk_db.buffer(), db1.buffer());
+      }
+      if (bf16_pre) {
+        Tensor kept = rows_of(pre, first, n, mid);
+        kernels::convert(y.buffer(), kept.buffer());
       }
     } else if (fc2_grads) {
       kernels::gelu_forward(y.buffer(), s.buffer(), form);
@@ -93,14 +132,34 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
   out_shape.back() = fc2_weight.size(0);
 
   const detail::SavedGemmInput saved_x = detail::save_gemm_input(x, gemm_operand(x));
-  Tensor pre = empty_like(x, mid_shape);  // Y = x W1^T + b1, kept for backward
-  kernels::gemm(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(), fc1_weight.buffer(), 0.0,
-                pre.buffer());
+  // Kept for backward: Y = x W1^T + b1, or under bfloat16 operands (a float32 x) the product
+  // x W1^T as bfloat16, rounded once, as a bfloat16 run's fc1 writes it before its bias.
+  const bool bf16_pre = saved_x.operand.dtype() == DType::bf16 && x.dtype() == DType::f32;
+  Tensor pre = Tensor::empty(mid_shape, bf16_pre ? DType::bf16 : x.dtype(), x.device());
+  if (bf16_pre) {
+    kernels::Buffer w1(fc1_weight.buffer().numel(), DType::bf16, fc1_weight.device());
+    kernels::convert(fc1_weight.buffer(), w1);
+    kernels::gemm_bf16(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(), w1, 0.0,
+                       pre.buffer());
+  } else {
+    kernels::gemm(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(), fc1_weight.buffer(),
+                  0.0, pre.buffer());
+  }
   // z = gelu(Y) W2^T chunk by chunk: G never exists for more rows than the scratch holds.
   Tensor z = empty_like(x, out_shape);
-  for_each_row_chunk(pre, rows, mid, [&](std::size_t first, std::size_t n, Tensor& g) {
-    Tensor y = rows_of(pre, first, n, mid), z_rows = rows_of(z, first, n, out);
-    kernels::bias_gelu(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
+  const Tensor widened = bf16_pre
+                             ? empty_like(x, {static_cast<std::int64_t>(chunk_rows(x, rows, mid)),
+                                              static_cast<std::int64_t>(mid)})
+                             : Tensor();
+  for_each_row_chunk(x, rows, mid, [&](std::size_t first, std::size_t n, Tensor& g) {
+    Tensor z_rows = rows_of(z, first, n, out);
+    if (bf16_pre) {
+      kernels::gelu_forward(float_pre_rows(pre, fc1_bias, first, n, mid, widened).buffer(),
+                            g.buffer(), form);
+    } else {
+      Tensor y = rows_of(pre, first, n, mid);
+      kernels::bias_gelu(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
+    }
     kernels::gemm(false, true, n, out, mid, 1.0, g.buffer(), fc2_weight.buffer(), 0.0,
                   z_rows.buffer());
   });
@@ -110,9 +169,14 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
       [saved_x, fc1_weight, fc1_bias, fc2_weight, pre, form, rows, mid,
        out](const Tensor& dz) mutable {
         const bool fc1_grads = saved_x.needs_grad || needs_grad(fc1_weight) || needs_grad(fc1_bias);
-        Tensor dw2 = mlp_backward_in_chunks(pre, dz, fc2_weight, form, rows, mid, out, fc1_grads);
+        Tensor db1;  // a bfloat16 pre's bias gradient, summed from float32 dY chunk by chunk
+        Tensor dw2 = mlp_backward_in_chunks(pre, dz, fc1_bias, fc2_weight, form, rows, mid, out,
+                                            fc1_grads, db1);
         if (!fc1_grads) return std::vector<Tensor>{Tensor(), Tensor(), Tensor(), dw2};
-        std::vector<Tensor> grads = detail::linear_backward(pre, saved_x, fc1_weight, fc1_bias);
+        const bool bf16 = pre.dtype() == DType::bf16;
+        std::vector<Tensor> grads =
+            detail::linear_backward(pre, saved_x, fc1_weight, bf16 ? Tensor() : fc1_bias);
+        if (bf16) grads[2] = db1;
         grads.push_back(dw2);
         return grads;
       });

@@ -56,10 +56,14 @@ inline constexpr std::size_t kFusedMlpScratchBytes = std::size_t{1} << 20;
 /// Y = x W1^T + b1 ([..., mid]), so a layer saves one [..., mid] tensor instead of two. Backward
 /// runs row chunks through one scratch of at most kFusedMlpScratchBytes: gelu(Y) is recomputed
 /// there for dW2, then dG = dz W2, and dY = dG * gelu'(Y) overwrites Y's rows. Bias and GELU are
-/// one pass (kernels::bias_gelu); leaf weights that already have gradients get them accumulated by
-/// the GEMMs, as in `linear`. Throws std::invalid_argument "fused_mlp: input .. does not fit fc1
-/// weight .., fc1 bias .. and fc2 weight .." when the shapes do not fit or fc1_bias is undefined,
-/// and on a device/dtype mismatch.
+/// one pass (kernels::bias_gelu). Under kernels::GemmOperands::bfloat16 with a float32 x, Y is
+/// bfloat16(x W1^T) + b1, as a bfloat16 run's fc1 writes its product (Megatron-LM --bf16): the
+/// product is rounded once and kept as bfloat16 (2 bytes an element), widened and biased row
+/// chunk by chunk in forward and backward; dY overwrites it rounded to bfloat16 (what fc1's
+/// GEMMs multiply) and b1's gradient sums the float32 dY. Leaf weights that already have gradients
+/// get them accumulated by the GEMMs, as in `linear`. Throws std::invalid_argument "fused_mlp:
+/// input .. does not fit fc1 weight .., fc1 bias .. and fc2 weight .." when the shapes do not fit
+/// or fc1_bias is undefined, and on a device/dtype mismatch.
 Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias,
                  const Tensor& fc2_weight, GeluForm form = GeluForm::exact);
 

@@ -1,6 +1,7 @@
 // fused_mlp = gelu(x W1^T + b1) W2^T: central-difference gradients (float64), the value and every
 // gradient against the unfused linear -> gelu -> linear (both dtypes), and the bytes it keeps
-// for backward against the unfused composition's (the allocator's counters).
+// for backward against the unfused composition's (the allocator's counters); under bfloat16
+// operands, against the composition that rounds fc1's product.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include "autograd/random.h"
 #include "autograd_test_support.h"
 #include "kernels/allocator.h"
+#include "kernels/ops.h"
 #include "support/compare.h"
 
 namespace mpitron::test {
@@ -186,6 +188,34 @@ MemoryUse measure(const Op& op) {
   const std::size_t after_forward = kernels::allocator_stats(Device::cpu).in_use_bytes;
   z.backward(dz);
   return {after_forward - start, kernels::allocator_stats(Device::cpu).peak_in_use_bytes - start};
+}
+
+// Under bfloat16 operands the pre-activation is fc1's product rounded to bfloat16 before its
+// bias (Megatron-LM's bfloat16 fc1 output), over row chunks (21 rows of 32768: 8 per chunk):
+// the unfused composition that rounds there through round_through_bf16 (forward, and dY in
+// backward, which fc1's GEMMs round anyway) gives the same bits for the output and for x's and
+// W1's gradients; W2's and b1's gradients sum their 21 rows chunk by chunk instead of in one
+// pass (21 terms of magnitude <~ 15 each: 21 * 15 * eps/2 relative to max(1, |value|), 2e-5).
+TEST(FusedMlpBf16, RoundsTheProductBeforeTheBiasAsTheComposition) {
+  const kernels::GemmOperandsScope operands(kernels::GemmOperands::bfloat16);
+  constexpr std::int64_t kRows = 21, kChunkedMid = 1 << 15;
+  const auto leaf32 = [](const Shape& shape, std::uint64_t seed) {
+    return randn(shape, seed).set_requires_grad();
+  };
+  const auto copy = [](const Tensor& t) { return t.detach().clone().set_requires_grad(); };
+  const Tensor x = leaf32({kRows, kIn}, 31), w1 = leaf32({kChunkedMid, kIn}, 32);
+  const Tensor b1 = leaf32({kChunkedMid}, 33), w2 = leaf32({kOut, kChunkedMid}, 34);
+  const Tensor dz = randn({kRows, kOut}, 35);
+  const Tensor unfused = linear(gelu(add(round_through_bf16(linear(x, w1)), b1)), w2);
+  unfused.backward(dz);
+  const Tensor fx = copy(x), fw1 = copy(w1), fb1 = copy(b1), fw2 = copy(w2);
+  const Tensor fused = fused_mlp(fx, fw1, fb1, fw2);
+  fused.backward(dz);
+  EXPECT_EQ(fused.to_vector(), unfused.to_vector());
+  EXPECT_EQ(fx.grad().to_vector(), x.grad().to_vector());
+  EXPECT_EQ(fw1.grad().to_vector(), w1.grad().to_vector());
+  expect_close(fw2.grad(), w2.grad(), 2e-5);
+  expect_close(fb1.grad(), b1.grad(), 2e-5);
 }
 
 TEST(FusedMlpMemory, KeepsOneRowsByMidTensorLessThanTheUnfusedComposition) {

@@ -47,11 +47,15 @@ constexpr Tolerance kBf16Tolerance{2e-2, 1e-3, 2e-2};
 // and 2.01e-2 at (2,2,1) with and without SP, 2.81e-2 at (2,2,2) (mpitron's and OpenBLAS's GEMM
 // alike), 2.08e-2 at 8 layers x 256 on (2,2,2) (2.13e-2 with OpenBLAS's GEMM); at tp 4 and 8:
 // 3.58e-2 with SP and 6.54e-2 without at (4,1,1), 4.64e-2 at (4,2,1), 3.0e-2 at (4,1,2), 6.41e-2
-// at (8,1,1), 3.26e-2 at (4,1,1) with 4 layers x 256. 5e-2 at tp 2 and 1e-1 above keep a 1.5x
-// to 1.8x margin and stay 10x below a whole gradient missing or doubled; the TP wire itself is
-// checked bit for bit by test_nn_mpi's TpMappingsBf16.
+// at (8,1,1), 3.26e-2 at (4,1,1) with 4 layers x 256. Since the head writes bfloat16 logits and
+// GPT-2's fc1 a bfloat16 product, which both models round where their inputs may differ by the
+// partial sums' roundings (2026-12-06): 2.0e-2 to 2.5e-2 at tp 2; 5.5e-2 and 7.8e-2 with SP at
+// (4,1,1) (any GEMM provider), 6.0e-2 and 8.8e-2 at (4,2,1), 2.1e-2 and 2.8e-2 at (4,1,2),
+// 5.3e-2 and 5.0e-2 at (8,1,1). 5e-2 at tp 2 and 1.5e-1 above keep a 1.7x to 2x margin and stay
+// 6x below a whole gradient missing or doubled; the TP wire itself is checked bit for bit by
+// test_nn_mpi's TpMappingsBf16.
 Tolerance bf16_tp_tolerance(int tp) {
-  const double bound = tp == 2 ? 5e-2 : 1e-1;
+  const double bound = tp == 2 ? 5e-2 : 1.5e-1;
   return {bound, 1e-3, bound};
 }
 // The main-gradient check's tolerance: the same bfloat16 products on both sides, summed over

@@ -25,8 +25,9 @@ Tensor rounded_if(bool round, const Tensor& x) {
   return round ? autograd::round_through_bf16(x) : x;
 }
 
-// An output projection: its product rounded where `round_tp` (where the TP group sums the
-// row-parallel partial products in bfloat16), then its bias, if it has one.
+// A linear layer whose product is rounded where `round_tp` says (an output projection where the
+// TP group sums the row-parallel partial products in bfloat16; GPT-2's fc1 under --bf16), then
+// its bias, if it has one.
 Tensor output_projection(const TensorMap& p, const std::string& name, const Tensor& x,
                          bool round_tp) {
   const Tensor product = rounded_if(round_tp, autograd::linear(x, p.at(name + ".weight")));
@@ -45,7 +46,7 @@ TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init) 
 }
 
 Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t heads,
-                       const Tensor& input, GeluForm gelu, bool round_tp) {
+                       const Tensor& input, GeluForm gelu, bool round_tp, bool round_mlp) {
   const std::string h = fmt::format("transformer.h.{}.", layer);
   const Tensor a = rounded_if(round_tp, layer_norm(p, h + "ln_1", input));
   const Tensor context =
@@ -53,7 +54,7 @@ Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t head
                              linear(p, h + "attn.v", a), heads, /*causal=*/true);
   const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
   const Tensor normed = rounded_if(round_tp, layer_norm(p, h + "ln_2", x));
-  const Tensor m = autograd::gelu(linear(p, h + "mlp.c_fc", normed), gelu);
+  const Tensor m = autograd::gelu(output_projection(p, h + "mlp.c_fc", normed, round_mlp), gelu);
   return autograd::add(x, output_projection(p, h + "mlp.c_proj", m, round_tp));
 }
 
@@ -95,9 +96,9 @@ Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor&
                                Tensor::from_indices(positions, {batch, seq}, tokens.device())));
   }
   for (std::int64_t layer = 0; layer < config.layers; ++layer) {
-    x = config.llama()
-            ? dense_llama_block(config, p, layer, x, bf16.tp_collectives)
-            : dense_gpt_block(p, layer, config.heads, x, config.gelu, bf16.tp_collectives);
+    x = config.llama() ? dense_llama_block(config, p, layer, x, bf16.tp_collectives)
+                       : dense_gpt_block(p, layer, config.heads, x, config.gelu,
+                                         bf16.tp_collectives, bf16.stored_activations);
     const bool stage_boundary =
         wire_blocks > 0 && (layer + 1) % wire_blocks == 0 && layer + 1 < config.layers;
     x = rounded_if(stage_boundary, x);
@@ -109,7 +110,8 @@ Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor&
   // Only the vocabulary's rows of a padded embedding make logits.
   const Tensor& head = p.at(config.tied_embeddings ? "transformer.wte.weight" : kUntiedHead);
   const Tensor logits =
-      rounded_if(bf16.logits, autograd::linear(normed, autograd::narrow(head, 0, 0, config.vocab)));
+      rounded_if(bf16.stored_activations,
+                 autograd::linear(normed, autograd::narrow(head, 0, 0, config.vocab)));
   return autograd::cross_entropy(logits, targets);
 }
 

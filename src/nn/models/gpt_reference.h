@@ -33,17 +33,20 @@ struct DenseBf16Rounding {
   /// the token embedding's gradient, which the parallel model sums in bfloat16 only with
   /// sequence parallelism (there with the position embedding's), differs as well.
   bool tp_collectives = false;
-  /// The logits, forward and gradient: a --bf16 run's head writes them as bfloat16
-  /// (GptStage::loss), and their gradient overwrites them as bfloat16.
-  bool logits = false;
+  /// What a --bf16 run writes as bfloat16, forward and gradient: the logits (GptStage::loss;
+  /// their gradient overwrites them as bfloat16) and GPT-2's MLP product x W1^T before its bias
+  /// (autograd::fused_mlp; dY rounded as fc1's GEMMs round it).
+  bool stored_activations = false;
 };
 
 /// Dense block `layer` of `parameters` (names transformer.h.{layer}.*): x [batch, seq, hidden] ->
 /// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads
 /// (unfused_attention_core, independent of the fused kernel the model runs), GELU of form
-/// `gelu`; `round_tp` rounds as DenseBf16Rounding::tp_collectives says.
+/// `gelu`; `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_mlp` the MLP's
+/// product before its bias as DenseBf16Rounding::stored_activations does.
 Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int64_t heads,
-                       const Tensor& x, GeluForm gelu = GeluForm::exact, bool round_tp = false);
+                       const Tensor& x, GeluForm gelu = GeluForm::exact, bool round_tp = false,
+                       bool round_mlp = false);
 
 /// Dense block `layer` of a llama `config`: x + attn(rms_norm_1(x)) with RoPE on q and k and
 /// each key/value head repeated for its query heads (unfused_attention_core), then

@@ -31,9 +31,10 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t sbf = s * b * c.ffn_size();
   const std::int64_t mlp = (c.llama() ? 3 : 2) * sbf / t;
   const std::int64_t block = 2 * block_input + 2 * sbh + 8 * sbh / t + mlp + a * s * b / t;
-  // Of a block's set, what only GEMMs keep: the LayerNorms' outputs, the attention output's
-  // reshape and llama's SwiGLU output, bfloat16 under --bf16.
-  const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + (c.llama() ? sbf / t : 0);
+  // Of a block's set, what is bfloat16 under --bf16: what only GEMMs keep (the LayerNorms'
+  // outputs, the attention output's reshape and llama's SwiGLU output) and GPT-2's MLP
+  // pre-activation (fused_mlp keeps fc1's product as bfloat16).
+  const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + sbf / t;
   const std::int64_t gemm_input_bytes = in.bf16 ? 2 : in.element_bytes;
   const std::int64_t block_bytes =
       (block - block_gemm_inputs) * in.element_bytes + block_gemm_inputs * gemm_input_bytes;

@@ -70,9 +70,10 @@ struct MemoryEstimate {
 /// - a s b / t: the fused attention's log-sum-exp per query row and head. Its [s, s] scores and
 ///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
 /// Of these, LayerNorm 1's and 2's outputs, the attention output's reshape (sbh / t) and
-/// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp): with
-/// bf16 they count 2 bytes an element, the rest (and backward's workspace below, which
-/// holds gradients) element_bytes.
+/// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp), and GPT-2's
+/// pre-activation (sbf / t) is fc1's bfloat16 product under bf16 (fused_mlp): with bf16 they
+/// count 2 bytes an element, the rest (and backward's workspace below, which holds gradients)
+/// element_bytes.
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
 /// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.
