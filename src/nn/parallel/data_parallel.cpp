@@ -77,16 +77,18 @@ DataParallelGradients::DataParallelGradients(const Parameters& parameters,
   const Tensor& first = parameters_.front().tensor;
   const auto total = static_cast<std::int64_t>(offset);
   if (sharded_) {
-    // The parameters move first, and their former storage goes back to the system (not to the
-    // allocator's cache) before the gradient buffer is made: only one extra copy of them is
-    // alive at any time.
+    // The parameters move first: only one extra copy of them is alive at any time.
     flat_parameters_ = Tensor::zeros({total}, first.dtype(), first.device());
     for (std::size_t i = 0; i < parameters_.size(); ++i) {
       Tensor& tensor = parameters_[i].tensor;
       tensor.move_storage_to(flat_parameters_.flat_view(offset_of_[i], tensor.shape()));
     }
-    kernels::release_cached_blocks();
   }
+  // What was freed so far (the master weights the model was sharded from, and sharded, the
+  // parameters' former storage) goes back to the system, not to the allocator's cache, before
+  // the gradient buffer and the optimizer's states are made: at tp > 1 the whole vocabulary's
+  // table is larger than anything the steps allocate, so the cache would keep it for nothing.
+  kernels::release_cached_blocks();
   flat_ = Tensor::zeros({total}, first.dtype(), first.device());
   for (const auto& [begin, end] : bounds) {
     Bucket bucket;
