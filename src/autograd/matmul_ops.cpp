@@ -66,26 +66,27 @@ Tensor linear_bf16_output(const Tensor& x, const Tensor& weight) {
         "linear_bf16_output: input {} {} does not fit weight {} (float32 x W^T)",
         to_string(x.shape()), kernels::to_string(x.dtype()), to_string(weight.shape())));
   }
-  const auto in = static_cast<std::size_t>(weight.size(1));
-  const auto out = static_cast<std::size_t>(weight.size(0));
-  const auto rows = static_cast<std::size_t>(x.numel()) / in;
   Shape y_shape = x.shape();
   y_shape.back() = weight.size(0);
   Tensor x_operand = Tensor::empty(x.shape(), DType::bf16, x.device());
   kernels::convert(x.buffer(), x_operand.buffer());
   Tensor y = Tensor::empty(y_shape, DType::bf16, x.device());
-  {
-    kernels::Buffer w_operand(weight.buffer().numel(), DType::bf16, weight.device());
-    kernels::convert(weight.buffer(), w_operand);
-    kernels::gemm_bf16(false, true, rows, out, in, 1.0, x_operand.buffer(), w_operand, 0.0,
-                       y.buffer());
-  }
+  detail::bf16_product(x_operand, weight, y);
   const detail::SavedGemmInput saved = detail::save_gemm_input(x, x_operand);
   return detail::record("linear_bf16_output", y, {x, weight}, [saved, weight](const Tensor& dy) {
     std::vector<Tensor> grads = detail::linear_backward(dy, saved, weight, Tensor());
     grads.pop_back();  // no bias
     return grads;
   });
+}
+
+void detail::bf16_product(const Tensor& x_operand, const Tensor& weight, Tensor& y) {
+  const auto in = static_cast<std::size_t>(weight.size(1));
+  const auto out = static_cast<std::size_t>(weight.size(0));
+  kernels::Buffer w_operand(weight.buffer().numel(), DType::bf16, weight.device());
+  kernels::convert(weight.buffer(), w_operand);
+  kernels::gemm_bf16(false, true, static_cast<std::size_t>(x_operand.numel()) / in, out, in, 1.0,
+                     x_operand.buffer(), w_operand, 0.0, y.buffer());
 }
 
 Tensor detail::weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& weight) {

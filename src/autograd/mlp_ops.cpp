@@ -137,10 +137,7 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
   const bool bf16_pre = saved_x.operand.dtype() == DType::bf16 && x.dtype() == DType::f32;
   Tensor pre = Tensor::empty(mid_shape, bf16_pre ? DType::bf16 : x.dtype(), x.device());
   if (bf16_pre) {
-    kernels::Buffer w1(fc1_weight.buffer().numel(), DType::bf16, fc1_weight.device());
-    kernels::convert(fc1_weight.buffer(), w1);
-    kernels::gemm_bf16(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(), w1, 0.0,
-                       pre.buffer());
+    detail::bf16_product(saved_x.operand, fc1_weight, pre);
   } else {
     kernels::gemm(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(), fc1_weight.buffer(),
                   0.0, pre.buffer());

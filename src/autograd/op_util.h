@@ -40,6 +40,12 @@ Tensor existing_leaf_grad(const Tensor& weight);
 /// add); otherwise a new [out, in] tensor of weight's dtype.
 Tensor weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& weight);
 
+/// y [rows, out] (bfloat16) = x_operand W^T for a bfloat16 x_operand [rows, in] and a float32
+/// weight W [out, in], rounded to bfloat16 for the product: kernels::gemm_bf16 into a bfloat16
+/// C, each element the float32 sum rounded once (linear_bf16_output, fused_mlp's bfloat16
+/// pre-activation).
+void bf16_product(const Tensor& x_operand, const Tensor& weight, Tensor& y);
+
 /// What a GEMM-backed op keeps of its input x [..., in] for backward: the operand its weight
 /// gradient multiplies (gemm_operand(x): under GemmOperands::bfloat16 x's bfloat16 copy, so the
 /// float32 x itself need not outlive the forward), x's dtype, and whether x needed a gradient

@@ -28,9 +28,10 @@ void check_ids(const char* op, const Tensor& ids, std::int64_t vocab) {
   }
 }
 
-// Rows [first, first + n) of a buffer of [rows, cols] elements, as a view.
-kernels::Buffer logit_rows(kernels::Buffer& rows, std::size_t first, std::size_t n,
-                           std::size_t cols) {
+// Rows [first, first + n) of a buffer of [rows, cols] elements (cols 1: per-row values), as a
+// view.
+kernels::Buffer row_view(kernels::Buffer& rows, std::size_t first, std::size_t n,
+                         std::size_t cols) {
   return kernels::Buffer::view(rows, first * cols, n * cols);
 }
 
@@ -48,8 +49,8 @@ void for_each_float_rows(Tensor logits, std::size_t cols, Body body) {
   kernels::Buffer scratch(chunk * cols, autograd::DType::f32, logits.device());
   for (std::size_t first = 0; first < rows; first += chunk) {
     const std::size_t n = std::min(chunk, rows - first);
-    kernels::Buffer widened = logit_rows(scratch, 0, n, cols);
-    kernels::convert(logit_rows(logits.buffer(), first, n, cols), widened);
+    kernels::Buffer widened = row_view(scratch, 0, n, cols);
+    kernels::convert(row_view(logits.buffer(), first, n, cols), widened);
     body(first, n, widened);
   }
 }
@@ -78,13 +79,13 @@ class VocabParallelCrossEntropy final : public autograd::Function {
     for_each_float_rows(
         logits_, cols, [&](std::size_t first, std::size_t n, kernels::Buffer& rows) {
           kernels::Buffer out =
-              widened ? logit_rows(rows, 0, n, cols) : logit_rows(dlogits.buffer(), first, n, cols);
+              widened ? row_view(rows, 0, n, cols) : row_view(dlogits.buffer(), first, n, cols);
           kernels::cross_entropy_backward(
-              rows, cols, used_cols_, logit_rows(targets_.buffer(), first, n, 1), first_col_,
-              logit_rows(row_max_, first, n, 1), logit_rows(sum_exp_, first, n, 1),
+              rows, cols, used_cols_, row_view(targets_.buffer(), first, n, 1), first_col_,
+              row_view(row_max_, first, n, 1), row_view(sum_exp_, first, n, 1),
               grad_output.buffer(), divisor_, out);
           if (widened) {
-            kernels::Buffer dst = logit_rows(dlogits.buffer(), first, n, cols);
+            kernels::Buffer dst = row_view(dlogits.buffer(), first, n, cols);
             kernels::convert(out, dst);
           }
         });
@@ -163,17 +164,17 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
   Tensor ids = targets;
   for_each_float_rows(logits, row_cols,
                       [&](std::size_t first, std::size_t n, kernels::Buffer& chunk) {
-                        kernels::Buffer max_rows = logit_rows(row_max, first, n, 1);
+                        kernels::Buffer max_rows = row_view(row_max, first, n, 1);
                         kernels::row_max(chunk, row_cols, used_cols, max_rows);
                       });
   if (!fault_active(Fault::vocab_ce_local_max)) comm::all_reduce(tp, row_max, comm::ReduceOp::max);
   for_each_float_rows(
       logits, row_cols, [&](std::size_t first, std::size_t n, kernels::Buffer& chunk) {
-        kernels::Buffer sum_rows = logit_rows(sum_exp, first, n, 1);
-        kernels::Buffer target_rows = logit_rows(target_logit, first, n, 1);
+        kernels::Buffer sum_rows = row_view(sum_exp, first, n, 1);
+        kernels::Buffer target_rows = row_view(target_logit, first, n, 1);
         kernels::cross_entropy_stats(chunk, row_cols, used_cols,
-                                     logit_rows(ids.buffer(), first, n, 1), first_col,
-                                     logit_rows(row_max, first, n, 1), sum_rows, target_rows);
+                                     row_view(ids.buffer(), first, n, 1), first_col,
+                                     row_view(row_max, first, n, 1), sum_rows, target_rows);
       });
   comm::all_reduce(tp, sum_exp, comm::ReduceOp::sum);
   comm::all_reduce(tp, target_logit, comm::ReduceOp::sum);
