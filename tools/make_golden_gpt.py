@@ -19,10 +19,11 @@ Files (tools/make_golden.py's format):
   clipping at 10.0, above every step's norm, so that it must leave every gradient as it is.
 - tests/data/gpt_train_bf16.json: gpt_train.json's five steps in float32 with `train --bf16`'s
   linear layers (Bf16Linear: bfloat16 operands, float32 sums) and parameters: the forward reads
-  every parameter rounded to bfloat16 (Bf16Parameter), whose gradient the float32 master weights
+  every parameter rounded to bfloat16 (Bf16Read), whose gradient the float32 master weights
   take, which AdamW updates with float32 moments; "final.<name>" are the masters. The tied head
   writes bfloat16 logits, and their gradient is bfloat16 (bf16_head); the MLP's first layer
-  rounds its product to bfloat16 before its bias (bf16_fc1).
+  rounds its product to bfloat16 before its bias (bf16_fc1); attention reads q, k and v rounded
+  to bfloat16, their gradients float32 (Bf16Read, as the fused attention keeps them).
 - tests/data/gpt_train_bf16_pp2.json: the same bf16 steps as two pipeline stages of one block
   each run them: the activation between the blocks, and its gradient, rounded to bfloat16 (the
   bfloat16 pipeline wire, Bf16Wire).
@@ -101,9 +102,9 @@ def bf16_linear(x, weight, bias=None):
     return Bf16Linear.apply(x, weight, bias)
 
 
-class Bf16Parameter(torch.autograd.Function):
-    """A float32 master weight as the forward reads it under `train --bf16`: rounded to bfloat16;
-    its gradient goes to the master unchanged."""
+class Bf16Read(torch.autograd.Function):
+    """A float32 tensor as `train --bf16` reads it: rounded to bfloat16, its gradient passed on
+    unchanged (a master weight the forward reads; attention's q, k and v)."""
 
     @staticmethod
     def forward(ctx, master):
@@ -147,7 +148,8 @@ def bf16_fc1(x, weight, bias):
     return Bf16Wire.apply(bf16_linear(x, weight)) + bias
 
 
-def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None, fc1=None):
+def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None, fc1=None,
+            qkv=lambda t: t):
     b, t = tokens.shape
     x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][torch.arange(t)]
     d = HIDDEN // HEADS
@@ -155,7 +157,7 @@ def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None, fc1=No
     for i in range(LAYERS):
         h = f"transformer.h.{i}."
         a = F.layer_norm(x, (HIDDEN,), p[h + "ln_1.weight"], p[h + "ln_1.bias"], 1e-5)
-        q, k, v = (linear(a, p[h + f"attn.{n}.weight"], p[h + f"attn.{n}.bias"])
+        q, k, v = (qkv(linear(a, p[h + f"attn.{n}.weight"], p[h + f"attn.{n}.bias"]))
                    .view(b, t, HEADS, d).transpose(1, 2) for n in ("q", "k", "v"))
         att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
         att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
@@ -193,20 +195,18 @@ def main():
     write("gpt_train.json", train_steps(initial, batches, CLIP))
     write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
     initial32 = {n: t.float() for n, t in initial.items()}
-    write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear,
-                                             read=Bf16Parameter.apply, head=bf16_head,
-                                             fc1=bf16_fc1))
+    bf16 = dict(read=Bf16Read.apply, head=bf16_head, fc1=bf16_fc1, qkv=Bf16Read.apply)
+    write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear, **bf16))
     write("gpt_train_bf16_pp2.json",
-          train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0,
-                      read=Bf16Parameter.apply, head=bf16_head, fc1=bf16_fc1))
+          train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0, **bf16))
 
 
 def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lambda t: t,
-                head=None, fc1=None):
+                head=None, fc1=None, qkv=lambda t: t):
     """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`, with
     `linear` for every linear layer, `head` for the tied head and `fc1` for the MLP's first layer
-    (`linear` when None), `wire` after each block, and the forward reading each parameter
-    through `read`."""
+    (`linear` when None), `wire` after each block, the forward reading each parameter through
+    `read` and attention reading q, k and v through `qkv`."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -219,7 +219,7 @@ def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lamb
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
         loss = loss_of({n: read(t) for n, t in params.items()}, tokens, targets, linear, wire,
-                       head, fc1)
+                       head, fc1, qkv)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()

@@ -93,14 +93,28 @@ Tensor bf16_round_trip_copy(const Tensor& x) {
 
 }  // namespace
 
-Tensor round_through_bf16(const Tensor& x) {
+namespace {
+
+void expect_float32(const char* op, const Tensor& x) {
   if (x.dtype() != DType::f32) {
     throw std::invalid_argument(
-        fmt::format("round_through_bf16: input is {}, not float32", kernels::to_string(x.dtype())));
+        fmt::format("{}: input is {}, not float32", op, kernels::to_string(x.dtype())));
   }
+}
+
+}  // namespace
+
+Tensor round_through_bf16(const Tensor& x) {
+  expect_float32("round_through_bf16", x);
   return detail::record("round_through_bf16", bf16_round_trip_copy(x), {x}, [](const Tensor& dy) {
     return std::vector<Tensor>{bf16_round_trip_copy(dy)};
   });
+}
+
+Tensor read_as_bf16(const Tensor& x) {
+  expect_float32("read_as_bf16", x);
+  return detail::record("read_as_bf16", bf16_round_trip_copy(x), {x},
+                        [](const Tensor& dy) { return std::vector<Tensor>{dy}; });
 }
 
 Tensor gelu(const Tensor& x, GeluForm form) {

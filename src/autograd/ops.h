@@ -91,6 +91,14 @@ Tensor scale(const Tensor& x, double alpha);
 /// std::invalid_argument "round_through_bf16: ..." for a dtype other than float32.
 Tensor round_through_bf16(const Tensor& x);
 
+/// x (float32) as a bfloat16 computation reads it: a new float32 tensor of x's values rounded
+/// to bfloat16 (kernels::round_to_bf16's rule), whose gradient passes to x unchanged (the reader
+/// computes in float32 and its gradient stays float32; the `Bf16Parameter` read of
+/// tools/make_golden_gpt.py). Used where train --bf16 reads attention's q, k and v as bfloat16
+/// but the op keeps float32 storage (ring attention) and by the dense references that model it.
+/// Throws std::invalid_argument for a dtype other than float32.
+Tensor read_as_bf16(const Tensor& x);
+
 /// GELU, exact (erf) by default or the tanh approximation; see kernels::GeluForm.
 Tensor gelu(const Tensor& x, GeluForm form = GeluForm::exact);
 
@@ -111,10 +119,24 @@ Tensor softmax(const Tensor& x, bool causal = false, double scale = 1.0);
 /// log-sum-exp per query row and recomputes the probabilities block by block. Equal to
 /// matmul(softmax(matmul(q, k, false, true), causal, scale), v) up to rounding. Throws
 /// std::invalid_argument "scaled_dot_product_attention: ..." when the shapes differ, q has fewer
-/// than 2 dims or an empty seq or head_dim, and on a device/dtype mismatch.
+/// than 2 dims or an empty seq or head_dim, on a device/dtype mismatch, and for bfloat16 inputs.
+///
+/// Under kernels::GemmOperands::bfloat16 (train --bf16) float32 q, k and v are read as
+/// bfloat16 (gemm_operand: rounded to nearest even, as a bfloat16 run's q, k and v projections
+/// write them; Megatron-LM --bf16) and backward keeps those bfloat16 copies, 2 bytes an element,
+/// widened exactly in chunks of widened_attention_slices slices; the output, the log-sum-exps
+/// and the gradients stay float32, and the gradients pass to q, k and v unrounded.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false,
                                     std::optional<double> scale = std::nullopt);
+
+/// The most bytes of float32 scratch scaled_dot_product_attention widens bfloat16 q, k and v into.
+inline constexpr std::size_t kWidenedAttentionBytes = std::size_t{16} << 20;
+
+/// The [seq, head_dim] slices of bfloat16 q, k and v (slice_elements each) that
+/// scaled_dot_product_attention widens at once: as many of the three as kWidenedAttentionBytes
+/// of float32 hold, at most `slices`, at least one.
+std::size_t widened_attention_slices(std::size_t slices, std::size_t slice_elements);
 
 /// Layer normalization over the last dim (Ba, Kiros & Hinton, arXiv:1607.06450;
 /// torch.nn.functional.layer_norm with normalized_shape [C]): x [..., C], weight and bias [C];

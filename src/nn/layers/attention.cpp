@@ -163,8 +163,15 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
 Tensor context_parallel_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
                                        std::int64_t heads, const ContextParallel& cp) {
   if (cp.size() == 1) return multi_head_attention_core(q, k, v, heads, /*causal=*/true);
+  // Ring attention keeps float32 storage; under bfloat16 operands (train --bf16) it reads q, k
+  // and v as bfloat16, as scaled_dot_product_attention does.
+  const auto read = [](const Tensor& x) {
+    const bool bf16 = kernels::gemm_operands() == kernels::GemmOperands::bfloat16 &&
+                      x.dtype() == autograd::DType::f32;
+    return bf16 ? autograd::read_as_bf16(x) : x;
+  };
   return attention_over_heads(
-      "context_parallel_attention_core", q, k, v, heads,
+      "context_parallel_attention_core", read(q), read(k), read(v), heads,
       [&cp](const Tensor& qh, const Tensor& kh, const Tensor& vh, double scale) {
         return context_parallel_attention(qh, kh, vh, cp.group, cp.how, scale, cp.prefetch);
       });

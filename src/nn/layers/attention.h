@@ -70,8 +70,10 @@ Tensor rotary_heads(const Tensor& x, std::int64_t heads, const kernels::RopeFreq
 /// [batch, seq/cp, heads head_dim] are rank cp.rank()'s zigzag shards, and the result
 /// [batch, seq/cp, heads head_dim] holds the dense causal attention's rows at the shard's
 /// positions (context_parallel_attention, by cp.how). At cp size 1 it is
-/// multi_head_attention_core(q, k, v, heads, true). Collective over cp.group. Throws as
-/// multi_head_attention_core and context_parallel_attention do.
+/// multi_head_attention_core(q, k, v, heads, true). Under kernels::GemmOperands::bfloat16 it
+/// reads float32 q, k and v as bfloat16 (autograd::read_as_bf16), the values the fused core reads
+/// there. Collective over cp.group. Throws as multi_head_attention_core and
+/// context_parallel_attention do.
 Tensor context_parallel_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
                                        std::int64_t heads, const ContextParallel& cp);
 

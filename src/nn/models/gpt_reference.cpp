@@ -35,6 +35,11 @@ Tensor output_projection(const TensorMap& p, const std::string& name, const Tens
   return bias == p.end() ? product : autograd::add(product, bias->second);
 }
 
+// x read as bfloat16 (autograd::read_as_bf16) where `round`, else x.
+Tensor read_as_bf16_if(bool round, const Tensor& x) {
+  return round ? autograd::read_as_bf16(x) : x;
+}
+
 }  // namespace
 
 TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init) {
@@ -46,27 +51,30 @@ TensorMap dense_gpt_parameters(const GptConfig& config, const MasterInit& init) 
 }
 
 Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t heads,
-                       const Tensor& input, GeluForm gelu, bool round_tp, bool round_mlp) {
+                       const Tensor& input, GeluForm gelu, bool round_tp, bool round_stored) {
   const std::string h = fmt::format("transformer.h.{}.", layer);
   const Tensor a = rounded_if(round_tp, layer_norm(p, h + "ln_1", input));
-  const Tensor context =
-      unfused_attention_core(linear(p, h + "attn.q", a), linear(p, h + "attn.k", a),
-                             linear(p, h + "attn.v", a), heads, /*causal=*/true);
+  const auto project = [&](const char* name) {
+    return read_as_bf16_if(round_stored, linear(p, h + name, a));
+  };
+  const Tensor context = unfused_attention_core(project("attn.q"), project("attn.k"),
+                                                project("attn.v"), heads, /*causal=*/true);
   const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
   const Tensor normed = rounded_if(round_tp, layer_norm(p, h + "ln_2", x));
-  const Tensor m = autograd::gelu(output_projection(p, h + "mlp.c_fc", normed, round_mlp), gelu);
+  const Tensor m = autograd::gelu(output_projection(p, h + "mlp.c_fc", normed, round_stored), gelu);
   return autograd::add(x, output_projection(p, h + "mlp.c_proj", m, round_tp));
 }
 
 Tensor dense_llama_block(const GptConfig& c, const TensorMap& p, std::int64_t layer,
-                         const Tensor& input, bool round_tp) {
+                         const Tensor& input, bool round_tp, bool round_stored) {
   const std::string h = fmt::format("transformer.h.{}.", layer);
   const auto weight = [&p, &h](const std::string& name) { return p.at(h + name + ".weight"); };
   const std::int64_t kv = c.kv_head_count();
   const Tensor a = rounded_if(round_tp, autograd::rms_norm(input, weight("ln_1"), c.norm_eps));
-  const Tensor q = rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope());
-  const Tensor k = rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope());
-  const Tensor v = autograd::linear(a, weight("attn.v"));
+  const auto read = [round_stored](const Tensor& x) { return read_as_bf16_if(round_stored, x); };
+  const Tensor q = read(rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope()));
+  const Tensor k = read(rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope()));
+  const Tensor v = read(autograd::linear(a, weight("attn.v")));
   const Tensor context =
       unfused_attention_core(q, repeat_kv_heads(k, kv, c.heads / kv),
                              repeat_kv_heads(v, kv, c.heads / kv), c.heads, /*causal=*/true);
@@ -96,9 +104,10 @@ Tensor dense_gpt_loss(const GptConfig& config, const TensorMap& p, const Tensor&
                                Tensor::from_indices(positions, {batch, seq}, tokens.device())));
   }
   for (std::int64_t layer = 0; layer < config.layers; ++layer) {
-    x = config.llama() ? dense_llama_block(config, p, layer, x, bf16.tp_collectives)
-                       : dense_gpt_block(p, layer, config.heads, x, config.gelu,
-                                         bf16.tp_collectives, bf16.stored_activations);
+    x = config.llama()
+            ? dense_llama_block(config, p, layer, x, bf16.tp_collectives, bf16.stored_activations)
+            : dense_gpt_block(p, layer, config.heads, x, config.gelu, bf16.tp_collectives,
+                              bf16.stored_activations);
     const bool stage_boundary =
         wire_blocks > 0 && (layer + 1) % wire_blocks == 0 && layer + 1 < config.layers;
     x = rounded_if(stage_boundary, x);

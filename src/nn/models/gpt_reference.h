@@ -35,25 +35,29 @@ struct DenseBf16Rounding {
   bool tp_collectives = false;
   /// What a --bf16 run writes as bfloat16, forward and gradient: the logits (GptStage::loss;
   /// their gradient overwrites them as bfloat16) and GPT-2's MLP product x W1^T before its bias
-  /// (autograd::fused_mlp; dY rounded as fc1's GEMMs round it).
+  /// (autograd::fused_mlp; dY rounded as fc1's GEMMs round it); and what it reads as bfloat16
+  /// with a float32 gradient: attention's q, k and v (after RoPE; autograd::read_as_bf16, as
+  /// scaled_dot_product_attention and ring attention read them).
   bool stored_activations = false;
 };
 
 /// Dense block `layer` of `parameters` (names transformer.h.{layer}.*): x [batch, seq, hidden] ->
 /// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads
 /// (unfused_attention_core, independent of the fused kernel the model runs), GELU of form
-/// `gelu`; `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_mlp` the MLP's
-/// product before its bias as DenseBf16Rounding::stored_activations does.
+/// `gelu`; `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_stored` attention's
+/// q, k and v and the MLP's product before its bias as DenseBf16Rounding::stored_activations
+/// does.
 Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int64_t heads,
                        const Tensor& x, GeluForm gelu = GeluForm::exact, bool round_tp = false,
-                       bool round_mlp = false);
+                       bool round_stored = false);
 
 /// Dense block `layer` of a llama `config`: x + attn(rms_norm_1(x)) with RoPE on q and k and
 /// each key/value head repeated for its query heads (unfused_attention_core), then
 /// + c_proj(swiglu(gate(.), up(.))) of rms_norm_2; no biases. x [batch, seq, hidden];
-/// `round_tp` rounds as DenseBf16Rounding::tp_collectives says.
+/// `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_stored` q, k and v as its
+/// stored_activations does.
 Tensor dense_llama_block(const GptConfig& config, const TensorMap& parameters, std::int64_t layer,
-                         const Tensor& input, bool round_tp = false);
+                         const Tensor& input, bool round_tp = false, bool round_stored = false);
 
 /// Mean cross-entropy (nats per token) of the dense model (either family): tokens and targets
 /// (int32/int64) [batch, seq] -> scalar; the logits are those of wte's first config.vocab rows only

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "autograd/ops.h"
 #include "nn/layers/vocab_parallel.h"
 #include "nn/parallel/data_parallel.h"
 
@@ -32,9 +33,12 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t mlp = (c.llama() ? 3 : 2) * sbf / t;
   const std::int64_t block = 2 * block_input + 2 * sbh + 8 * sbh / t + mlp + a * s * b / t;
   // Of a block's set, what is bfloat16 under --bf16: what only GEMMs keep (the LayerNorms'
-  // outputs, the attention output's reshape and llama's SwiGLU output) and GPT-2's MLP
-  // pre-activation (fused_mlp keeps fc1's product as bfloat16).
-  const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + sbf / t;
+  // outputs, the attention output's reshape and llama's SwiGLU output), GPT-2's MLP
+  // pre-activation (fused_mlp keeps fc1's product as bfloat16) and, without context
+  // parallelism, attention's q, k and v (scaled_dot_product_attention; ring attention keeps
+  // float32).
+  const std::int64_t fused_qkv = in.cp == 1 ? 3 * sbh / t : 0;
+  const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + sbf / t + fused_qkv;
   const std::int64_t gemm_input_bytes = in.bf16 ? 2 : in.element_bytes;
   const std::int64_t block_bytes =
       (block - block_gemm_inputs) * in.element_bytes + block_gemm_inputs * gemm_input_bytes;
@@ -48,12 +52,17 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   // allocator's peak at tp 4, cp 2 of test_memory_estimate's model needs 19 once the logits'
   // gradient no longer takes a buffer of its own.
   const std::int64_t ring_workspace = in.cp > 1 ? 20 * sbh / t : 0;
+  // Attention's backward widens bfloat16 q, k and v into float32 scratch.
+  const std::int64_t widened_qkv =
+      in.bf16 ? std::min<std::int64_t>(
+                    fused_qkv, static_cast<std::int64_t>(autograd::kWidenedAttentionBytes / 4))
+              : 0;
   // Backward's workspace (one block's set, as gradients) and the ring's count element_bytes an
   // element; a recomputed block keeps only its input.
   std::int64_t activations =
       (in.recompute ? blocks_in_flight * block_input * in.element_bytes + block_bytes
                     : blocks_in_flight * block_bytes) +
-      (block + ring_workspace) * in.element_bytes;
+      (block + ring_workspace + widened_qkv) * in.element_bytes;
   if (in.stage == in.pp - 1) {
     // The logits, which their gradient overwrites (vocab_parallel_cross_entropy); bfloat16
     // under --bf16 (the head's output, GptStage::loss), read through a float32 scratch of

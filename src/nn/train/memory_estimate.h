@@ -71,8 +71,11 @@ struct MemoryEstimate {
 ///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
 /// Of these, LayerNorm 1's and 2's outputs, the attention output's reshape (sbh / t) and
 /// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp), and GPT-2's
-/// pre-activation (sbf / t) is fc1's bfloat16 product under bf16 (fused_mlp): with bf16 they
-/// count 2 bytes an element, the rest (and backward's workspace below, which holds gradients)
+/// pre-activation (sbf / t) is fc1's bfloat16 product under bf16 (fused_mlp), and at cp 1 the
+/// fused attention keeps q, k and v (3 sbh / t) as read in bfloat16 under bf16
+/// (scaled_dot_product_attention): with bf16 they count 2 bytes an element, the rest (and
+/// backward's workspace below, which holds gradients, plus under bf16 the float32 scratch that
+/// q, k and v are widened into, at most 3 sbh / t and autograd::kWidenedAttentionBytes)
 /// element_bytes.
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
