@@ -19,7 +19,9 @@ torch.set_num_threads and OPENBLAS_NUM_THREADS / OMP_NUM_THREADS (set to T). The
 Debian's python3-torch and libopenblas0-pthread.
 
     /usr/bin/python3 tools/compare_with_torch.py --workload gpt --peak-gflops 243 \\
-        [--topologies "1,1,1;2,1,1"] [--threads 2]
+        [--topologies "1,1,1;2,1,1"] [--threads 2] [--bf16]
+
+--bf16 (gpt, llama) runs `train --bf16` beside the peer's --bf16 (CPU autocast to bfloat16).
 """
 from __future__ import annotations
 
@@ -89,7 +91,8 @@ def gpt_row(args, topology, env, peer_cache, model=GPT_MODEL,
             args.mpitron, "train", "--tp", str(tp), "--pp", str(pp), "--dp", str(dp), "--data",
             args.data, *model, "--global-batch", str(batch), "--micro-batch", str(micro),
             "--steps", str(args.steps + args.skip), "--eval-interval", "0", "--eval-iters", "1",
-            "--threads", str(args.threads), "--metrics", metrics, "--log-dir", scratch], env)
+            "--threads", str(args.threads), "--metrics", metrics, "--log-dir", scratch,
+            *(["--bf16"] if args.bf16 else [])], env)
         with open(metrics) as f:
             ms = [line["ms"] for line in map(json.loads, f) if "ms" in line][args.skip:]
         if ranks not in peer_cache:
@@ -97,7 +100,7 @@ def gpt_row(args, topology, env, peer_cache, model=GPT_MODEL,
             run(peer("torch_peer_gpt.py", ranks, args.threads, report) + [
                 "--data", args.data, *model, "--batch", str(batch // ranks), "--steps",
                 str(args.steps + args.skip), "--skip", str(args.skip), "--threads",
-                str(args.threads)], env)
+                str(args.threads), *(["--bf16"] if args.bf16 else [])], env)
             peer_cache[ranks] = last_json(report)["ms_per_step"]
     return sum(ms) / len(ms), peer_cache[ranks], []
 
@@ -141,6 +144,8 @@ def main() -> None:
     p.add_argument("--peak-gflops", type=float, default=0.0, help="one core's peak, for MFU")
     p.add_argument("--threads", type=int, default=1, help="threads per rank, both sides")
     p.add_argument("--topologies", help="'tp,pp,dp;...' (default: the workload's list above)")
+    p.add_argument("--bf16", action="store_true",
+                   help="gpt and llama: `train --bf16` beside the peer's --bf16 (autocast)")
     args = p.parse_args()
     topologies = ([tuple(int(x) for x in t.split(",")) for t in args.topologies.split(";")]
                   if args.topologies else TOPOLOGIES[args.workload])
@@ -148,6 +153,8 @@ def main() -> None:
         p.error(f"--topologies {args.topologies}: expected 'tp,pp,dp;...' of positive integers")
     if not os.access(args.mpitron, os.X_OK):
         p.error(f"--mpitron {args.mpitron}: no such executable (build it: bash scripts/build.sh)")
+    if args.bf16 and args.workload == "mlp":
+        p.error("--bf16 is for the gpt and llama workloads")
     if args.steps < 1 or args.skip < 0 or args.threads < 1:
         p.error(f"--steps and --threads must be >= 1 and --skip >= 0, got {args.steps}, "
                 f"{args.threads} and {args.skip}")
@@ -163,7 +170,8 @@ def main() -> None:
         tokens, flop = 8 * 128, 12 * 512 * 2048 * 4 * 8 * 128
         row, extra = mlp_row, (" mpitron peak RSS MiB/rank | PyTorch peak RSS MiB/rank |"
                                " mpitron --recompute ms/step | its peak RSS MiB/rank |")
-    print(f"{platform.node()}, {os.cpu_count()} CPUs, {datetime.date.today()}; {args.workload}; "
+    print(f"{platform.node()}, {os.cpu_count()} CPUs, {datetime.date.today()}; {args.workload}"
+          f"{' --bf16' if args.bf16 else ''}; "
           f"{args.steps} timed steps after {args.skip}; {tokens} tokens per replica step; "
           f"{args.threads} thread(s) per rank\n")
     print("| (tp, pp, dp) | ranks | mpitron ms/step | MFU | PyTorch ms/step | MFU |" + extra)

@@ -59,6 +59,12 @@ SmolLM-135M shape at 4 layers:
     /usr/bin/python3 tools/torch_peer_gpt.py --arch llama --layers 4 --hidden 576 --heads 9 \
         --kv-heads 3 --ffn-hidden 1536 --vocab 49152 --seq 256 --batch 8 --steps 5
 
+--bf16 runs each step's forward under torch.autocast("cpu", dtype=torch.bfloat16), the nearest
+thing PyTorch 1.13 has to `train --bf16`: the float32 parameters act as the masters, linear
+layers and matmuls multiply bfloat16 copies (oneDNN's bfloat16 GEMM, VDPBF16PS where the CPU has
+AVX512-BF16) and autocast keeps LayerNorm and the loss in float32; AdamW updates the float32
+parameters.
+
 Needs Debian's python3-torch (numpy comes with it) and libopenblas0-pthread; OpenBLAS runs one
 thread per rank unless OPENBLAS_NUM_THREADS says otherwise.
 """
@@ -426,7 +432,8 @@ def train(args):
             group["lr"] = lr
         begin = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss = ddp(inputs, targets)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss = ddp(inputs, targets)
         loss.backward()
         grad_norm = nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip).item()
         optimizer.step()
@@ -448,6 +455,7 @@ def train(args):
     val_loss = windows_loss(model, data[split:], args.seq)
     ms = sum(times) / max(1, len(times))
     report = {"tool": "pytorch", "torch": torch.__version__, "arch": args.arch, "world_size": world,
+              "bf16": args.bf16,
               "layers": args.layers, "hidden": args.hidden, "heads": args.heads, "seq": args.seq,
               "batch_per_rank": args.batch, "steps": args.steps, "timed_steps": len(times),
               "loss": loss.item(), "val_loss": val_loss, "ms_per_step": ms,
@@ -499,6 +507,8 @@ def main():
                         help="intra-op threads per rank (torch.set_num_threads; also set "
                              "OPENBLAS_NUM_THREADS and OMP_NUM_THREADS to it)")
     parser.add_argument("--json", help="append the run's figures as one JSON line (rank 0)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="the forward under CPU autocast to bfloat16 (float32 parameters)")
     args = parser.parse_args()
     if not args.eval and args.steps <= args.skip:
         parser.error(f"--steps {args.steps} leaves no timed step after --skip {args.skip}")

@@ -15,4 +15,10 @@ std::string cpu_vector_extensions();
 /// AVX-512, 8 with AVX2, 4 otherwise). Other ranks or threads on the core lower it.
 double cpu_fma_peak_gflops(double seconds);
 
+/// One core's bfloat16 dot-product peak in GFLOP/s (VDPBF16PS: per float32 lane, two bfloat16
+/// products added to the lane, 4 FLOP), measured for `seconds` as cpu_fma_peak_gflops is, with
+/// 16 independent chains; 0 on a CPU without AVX512-BF16. Other ranks or threads on the core
+/// lower it.
+double cpu_bf16_dot_peak_gflops(double seconds);
+
 }  // namespace mpitron::kernels

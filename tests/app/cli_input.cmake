@@ -152,12 +152,12 @@ mpitron_add_expect_test(bench_gemm_bad_given_rates TARGET mpitron NP 2 TIMEOUT 6
   EXPECT_OUTPUT "rank 0: error: --gemm auto: MPITRON_GEMM_RATES: GEMM rates 'eigen=x'"
                 "rank 1: error: --gemm auto: rank 0 could not choose")
 set_tests_properties(bench_gemm_bad_given_rates PROPERTIES ENVIRONMENT "MPITRON_GEMM_RATES=eigen=x")
-# --dtype bfloat16: the bfloat16 GEMM's path named, mpitron's float32 GEMM and the bfloat16 one
-# into float32 and bfloat16 C on every product.
+# --dtype bfloat16: the bfloat16 GEMM's path named (the VDPBF16PS path with that instruction's
+# peak), mpitron's float32 GEMM and the bfloat16 one into float32 and bfloat16 C on every product.
 mpitron_add_expect_test(bench_gemm_bfloat16_names_its_path TARGET mpitron NP 1 TIMEOUT 120
   ARGS bench gemm --dtype bfloat16 --seconds 0.01 ${cli_logs}
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "bench gemm: bfloat16 .path: (avx512bf16|convert-at-pack fp32). beside mpitron's float32[^\n]*FMA peak"
+  EXPECT_OUTPUT "bench gemm: bfloat16 .path: (avx512bf16. beside mpitron's float32[^\n]*FMA peak[^\n]*VDPBF16PS peak [0-9.]+ GFLOP/s|convert-at-pack fp32. beside mpitron's float32[^\n]*FMA peak)"
                 "mpitron +bf16>f32 +bf16>bf16 +% peak\n"
                 "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ +[0-9.]+ +[0-9.]+ ")
 mpitron_add_expect_test(bench_gemm_bad_seconds TARGET mpitron NP 1 TIMEOUT 60

@@ -27,6 +27,7 @@
 
 #include "gemm_test_support.h"
 #include "kernels/bf16.h"
+#include "kernels/build_info.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/cpu/packed_gemm_bf16.h"
 #include "kernels/device.h"
@@ -54,7 +55,7 @@ double value(bf16 x) {
 
 // Sizes around the pair kernel's 12 x 32 tile and the float32 kernel's (6 or 12 rows, 16 or 32
 // columns), a pass of k (256) with an odd k past it, more than one block of rows (192) and
-// panel of columns (512), and k = 0.
+// panel of columns (the float32 kernel's 512, the pair kernel's 2048), and k = 0.
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const bool ta : {false, true}) {
@@ -68,6 +69,7 @@ std::vector<Case> cases() {
     }
   }
   out.push_back({3, 20, 1025, false, false});
+  out.push_back({14, 2100, 9, false, true});
   return out;
 }
 
@@ -275,6 +277,16 @@ TEST(Bf16Gemm, TheRealKernelIsRefusedWithoutTheInstruction) {
                                               &one, 1, &one, 1, 0.0f, &c, 1),
                std::logic_error);
   EXPECT_EQ(kernels::bf16_gemm_path(), kernels::Bf16GemmPath::convert_at_pack);
+}
+
+// The VDPBF16PS peak is measured only where the instruction is (bench gemm --dtype bfloat16).
+TEST(Bf16Gemm, TheDotPeakIsMeasuredWhereTheInstructionIs) {
+  const double peak = kernels::cpu_bf16_dot_peak_gflops(0.01);
+  if (kernels::cpu::cpu_has_avx512_bf16()) {
+    EXPECT_GT(peak, 0.0);
+  } else {
+    EXPECT_EQ(peak, 0.0);
+  }
 }
 
 // Any block of rows and columns computed as a product of its own has the whole call's bits
