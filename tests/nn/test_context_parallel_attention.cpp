@@ -7,6 +7,8 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "comm/traffic.h"
+#include "kernels/ops.h"
 #include "nn/data/zigzag.h"
 #include "nn/fault_injection.h"
 #include "nn/layers/context_parallel_attention.h"
@@ -117,6 +119,45 @@ TEST(ContextParallelAttention, PlantedBugsAreSeen) {
     inject_fault(Fault::none);
     EXPECT_GT(ring_error, 1e-3) << static_cast<int>(fault);
     EXPECT_GT(gather_error, 1e-3) << static_cast<int>(fault);
+  }
+}
+
+// Under bfloat16 GEMM operands (train --bf16) the keys and values cross the wire as bfloat16: on
+// inputs that hold bfloat16 values (what context_parallel_attention_core passes there) the output
+// and the gradients are the float32 wire's bit for bit, and the cp group counts 2 bytes fewer for
+// every key/value element sent (the ring sends a rank's shard cp - 1 times in forward and again
+// in backward, the all-gather once each; the key/value gradients travel in float32 either way).
+TEST(ContextParallelAttention, Bf16OperandsSendKeysAndValuesAsBfloat16) {
+  const comm::Communicator& cp = test::world();
+  const int rank = cp.rank(), size = cp.size();
+  constexpr std::int64_t kChunk = 3;
+  const autograd::Shape shape{kBatch, 2 * size * kChunk, kHeads, kHeadDim};
+  const auto rounded_shard = [&](std::uint64_t seed) {
+    return zigzag_shard(autograd::read_as_bf16(autograd::randn(shape, seed)).detach(), size, rank);
+  };
+  const Tensor q = rounded_shard(21), k = rounded_shard(22), v = rounded_shard(23),
+               w = zigzag_shard(autograd::randn(shape, 24), size, rank);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(kHeadDim));
+  const auto kv_elements = static_cast<std::uint64_t>(2 * k.numel());
+  for (const CpComm how : {CpComm::ring, CpComm::all_gather}) {
+    SCOPED_TRACE(cp_comm_name(how));
+    Result results[2];
+    std::uint64_t bytes[2];
+    for (const int bf16 : {0, 1}) {
+      const kernels::GemmOperandsScope operands(bf16 ? kernels::GemmOperands::bfloat16
+                                                     : kernels::GemmOperands::float32);
+      const comm::Traffic before = comm::traffic();
+      results[bf16] = run(q, k, v, w, [&](const Tensor& qh, const Tensor& kh, const Tensor& vh) {
+        return context_parallel_attention(qh, kh, vh, cp, how, scale, true);
+      });
+      bytes[bf16] = comm::traffic_since(before, comm::traffic())[cp.name()];
+    }
+    EXPECT_EQ(results[1].out.to_vector(), results[0].out.to_vector());
+    EXPECT_EQ(results[1].dq.to_vector(), results[0].dq.to_vector());
+    EXPECT_EQ(results[1].dk.to_vector(), results[0].dk.to_vector());
+    EXPECT_EQ(results[1].dv.to_vector(), results[0].dv.to_vector());
+    const std::uint64_t sends = how == CpComm::ring ? 2 * (size - 1) : (size > 1 ? 2 : 0);
+    EXPECT_EQ(bytes[0] - bytes[1], sends * kv_elements * 2);
   }
 }
 

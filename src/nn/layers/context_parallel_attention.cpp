@@ -80,6 +80,27 @@ Tensor packed_parts(const Tensor& k, const Tensor& v) {
   return pack({k0, k1, v0, v1});
 }
 
+// What crosses the wire of a packed key/value shard: under bfloat16 GEMM operands (train --bf16),
+// where attention reads k and v as bfloat16, the shard rounded to bfloat16 (exact for the values
+// context_parallel_attention_core passes, which are bfloat16 already); otherwise itself.
+Tensor wire_of(const Tensor& packed) {
+  if (kernels::gemm_operands() != kernels::GemmOperands::bfloat16 ||
+      packed.dtype() != autograd::DType::f32) {
+    return packed;
+  }
+  Tensor wire = Tensor::empty(packed.shape(), autograd::DType::bf16, packed.device());
+  kernels::convert(packed.buffer(), wire.buffer());
+  return wire;
+}
+
+// A received shard as the attention kernels read it: a bfloat16 one widened (exactly).
+Tensor readable(const Tensor& shard) {
+  if (shard.dtype() != autograd::DType::bf16) return shard;
+  Tensor widened = Tensor::empty(shard.shape(), autograd::DType::f32, shard.device());
+  kernels::convert(shard.buffer(), widened.buffer());
+  return widened;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -104,7 +125,8 @@ struct Setup {
   Shapes shapes;
 };
 
-// The key/value shards of every cp rank in turn, as `visit(src, parts)`: around the ring (the
+// The key/value shards of every cp rank in turn (`own` is this rank's, wire_of's), as
+// `visit(src, parts)` with the parts float32 or float64: around the ring (the
 // next shard's transfer started before `visit` runs on the current one, unless !prefetch) or
 // from one all-gather. `after_step(src)` runs after each shard's visit and its transfer (the
 // ring's backward passes the key/value gradients there).
@@ -120,7 +142,7 @@ void for_each_shard(const Setup& setup, const Tensor& own, int tag, Visit visit,
     const auto start = std::chrono::steady_clock::now();
     comm::all_gather(cp, own.buffer(), gathered.buffer(), 1);
     cp_attention_times().wait_s += seconds_since(start);
-    const std::vector<Tensor> parts = unpack(gathered);
+    const std::vector<Tensor> parts = unpack(readable(gathered));
     for (int src = 0; src < size; ++src) {
       visit(src, parts_of(parts, static_cast<std::size_t>(src) * kParts));
       after_step(src);
@@ -146,7 +168,7 @@ void for_each_shard(const Setup& setup, const Tensor& own, int tag, Visit visit,
       send = comm::isend(cp, current.buffer(), shape, (rank + 1) % size, tag);
       if (!setup.prefetch) finish();
     }
-    visit(src, parts_of(unpack(current), 0));
+    visit(src, parts_of(unpack(readable(current)), 0));
     finish();
     after_step(src);
     if (step + 1 < size) current = incoming;
@@ -200,12 +222,11 @@ Parts zero_parts(const Shapes& s, const Tensor& like) {
 
 class ContextParallelAttention final : public autograd::Function {
  public:
-  ContextParallelAttention(Setup setup, std::array<Tensor, 2> q, Tensor k, Tensor v,
+  ContextParallelAttention(Setup setup, std::array<Tensor, 2> q, Tensor own,
                            std::array<Partial, 2> partials)
       : setup_(std::move(setup)),
         q_(std::move(q)),
-        k_(std::move(k)),
-        v_(std::move(v)),
+        own_(std::move(own)),
         partials_(std::move(partials)) {}
 
   std::string name() const override { return "context_parallel_attention"; }
@@ -218,7 +239,7 @@ class ContextParallelAttention final : public autograd::Function {
     const int rank = setup_.cp.rank(), size = setup_.cp.size();
     const bool returned = !fault_active(Fault::ring_attention_dkv_not_returned);
     Parts own_dkv;  // the gradients of this rank's keys and values, once they are complete
-    const Tensor own = packed_parts(k_, v_);
+    const Tensor& own = own_;
     if (setup_.how == CpComm::all_gather && size > 1) {
       std::vector<Tensor> all;  // every shard's key/value gradients from this rank's queries
       for_each_shard(
@@ -232,7 +253,7 @@ class ContextParallelAttention final : public autograd::Function {
           [](int) {});
       const Tensor gathered = pack(all);
       if (returned) {
-        Tensor mine = Tensor::empty(own.shape(), own.dtype(), own.device());
+        Tensor mine = Tensor::empty(own.shape(), gathered.dtype(), own.device());
         comm::reduce_scatter(setup_.cp, gathered.buffer(), mine.buffer(), 1);
         own_dkv = parts_of(unpack(mine), 0);
       } else {
@@ -274,14 +295,14 @@ class ContextParallelAttention final : public autograd::Function {
 
   void release_saved() override {
     q_ = {};
-    k_ = v_ = Tensor();
+    own_ = Tensor();
     partials_ = {};
   }
 
  private:
   Setup setup_;
   std::array<Tensor, 2> q_;
-  Tensor k_, v_;
+  Tensor own_;  // this rank's packed keys and values, as they cross the wire (wire_of)
   std::array<Partial, 2> partials_;
 };
 
@@ -325,6 +346,7 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
       Shapes{chunk, static_cast<std::size_t>(chunk[2]), static_cast<std::size_t>(chunk[3])}};
   std::array<Tensor, 2> qh;
   std::array<Partial, 2> partials;
+  Tensor own;
   {
     autograd::NoGradGuard no_grad;
     qh = halves(q.detach());
@@ -336,8 +358,9 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
           Tensor::full(lse_shape, -std::numeric_limits<double>::infinity(), q.dtype(), q.device())};
     }
     const int rank = cp.rank();
+    own = wire_of(packed_parts(k.detach(), v.detach()));
     for_each_shard(
-        setup, packed_parts(k.detach(), v.detach()), kForwardTag,
+        setup, own, kForwardTag,
         [&](int src, const Parts& kv) {
           for (const Block& b : visible_blocks(rank, src))
             attend(setup, qh, b, kv, partials);
@@ -345,9 +368,8 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
         [](int) {});
   }
   const Tensor out = autograd::concat({partials[0].o, partials[1].o}, 2).detach();
-  return autograd::attach(
-      out, std::make_shared<ContextParallelAttention>(setup, qh, k.detach(), v.detach(), partials),
-      {q, k, v});
+  return autograd::attach(out, std::make_shared<ContextParallelAttention>(setup, qh, own, partials),
+                          {q, k, v});
 }
 
 }  // namespace mpitron::nn

@@ -71,7 +71,11 @@ CpAttentionTimes& cp_attention_times();
 /// at its global position. Differentiable in q, k and v. `prefetch` false waits for each ring
 /// transfer before computing (the measurement of what the overlap hides). Collective over `cp`:
 /// every rank must call it with the same shapes. cp of size 1 is the fused causal attention in
-/// two chunks. Throws std::invalid_argument when the shapes differ, are not 4-D or seq/cp is odd;
+/// two chunks. Under kernels::GemmOperands::bfloat16 (train --bf16) float32 keys and values cross
+/// the wire, and are kept for backward, as bfloat16 (half the bytes; rounded, which is exact for
+/// the bfloat16 values context_parallel_attention_core passes) and are widened for the kernels;
+/// their gradients travel in float32. Throws std::invalid_argument when the shapes differ, are
+/// not 4-D or seq/cp is odd;
 /// transfers fail as comm's point-to-point and collectives do (shape mismatches between ranks
 /// name both ranks, a missing rank ends at the deadline).
 Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor& v,

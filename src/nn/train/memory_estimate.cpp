@@ -35,8 +35,8 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   // Of a block's set, what is bfloat16 under --bf16: what only GEMMs keep (the LayerNorms'
   // outputs, the attention output's reshape and llama's SwiGLU output), GPT-2's MLP
   // pre-activation (fused_mlp keeps fc1's product as bfloat16) and, without context
-  // parallelism, attention's q, k and v (scaled_dot_product_attention; ring attention keeps
-  // float32).
+  // parallelism, attention's q, k and v (scaled_dot_product_attention; ring attention keeps q
+  // as float32, and its bfloat16 keys and values count at element_bytes, an upper bound).
   const std::int64_t fused_qkv = in.cp == 1 ? 3 * sbh / t : 0;
   const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + sbf / t + fused_qkv;
   const std::int64_t gemm_input_bytes = in.bf16 ? 2 : in.element_bytes;
