@@ -80,19 +80,6 @@ Tensor packed_parts(const Tensor& k, const Tensor& v) {
   return pack({k0, k1, v0, v1});
 }
 
-// What crosses the wire of a packed key/value shard: under bfloat16 GEMM operands (train --bf16),
-// where attention reads k and v as bfloat16, the shard rounded to bfloat16 (exact for the values
-// context_parallel_attention_core passes, which are bfloat16 already); otherwise itself.
-Tensor wire_of(const Tensor& packed) {
-  if (kernels::gemm_operands() != kernels::GemmOperands::bfloat16 ||
-      packed.dtype() != autograd::DType::f32) {
-    return packed;
-  }
-  Tensor wire = Tensor::empty(packed.shape(), autograd::DType::bf16, packed.device());
-  kernels::convert(packed.buffer(), wire.buffer());
-  return wire;
-}
-
 // A received shard as the attention kernels read it: a bfloat16 one widened (exactly).
 Tensor readable(const Tensor& shard) {
   if (shard.dtype() != autograd::DType::bf16) return shard;
@@ -125,7 +112,7 @@ struct Setup {
   Shapes shapes;
 };
 
-// The key/value shards of every cp rank in turn (`own` is this rank's, wire_of's), as
+// The key/value shards of every cp rank in turn (`own` is this rank's, as it crosses the wire), as
 // `visit(src, parts)` with the parts float32 or float64: around the ring (the
 // next shard's transfer started before `visit` runs on the current one, unless !prefetch) or
 // from one all-gather. `after_step(src)` runs after each shard's visit and its transfer (the
@@ -302,7 +289,7 @@ class ContextParallelAttention final : public autograd::Function {
  private:
   Setup setup_;
   std::array<Tensor, 2> q_;
-  Tensor own_;  // this rank's packed keys and values, as they cross the wire (wire_of)
+  Tensor own_;  // this rank's packed keys and values, as they cross the wire
   std::array<Partial, 2> partials_;
 };
 
@@ -358,7 +345,10 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
           Tensor::full(lse_shape, -std::numeric_limits<double>::infinity(), q.dtype(), q.device())};
     }
     const int rank = cp.rank();
-    own = wire_of(packed_parts(k.detach(), v.detach()));
+    // Under bfloat16 GEMM operands (train --bf16), where attention reads k and v as bfloat16,
+    // the shard crosses the wire as its bfloat16 copy (exact for the bfloat16 values
+    // context_parallel_attention_core passes); otherwise as it is.
+    own = autograd::gemm_operand(packed_parts(k.detach(), v.detach()));
     for_each_shard(
         setup, own, kForwardTag,
         [&](int src, const Parts& kv) {
