@@ -70,7 +70,8 @@ void pack_pairs(const Operand& x, std::size_t first, std::size_t count, std::siz
   const std::size_t pairs = (depth + 1) / 2, whole = depth / 2;  // whole: pairs of two terms
   for (std::size_t s = 0; s < count; s += width, out += pairs * width) {
     const std::size_t used = std::min(width, count - s);
-    std::fill(out, out + pairs * width, 0u);
+    for (std::size_t q = 0; used < width && q < pairs; ++q)  // the rows or columns past `count`
+      std::fill(out + q * width + used, out + (q + 1) * width, 0u);
     if (x.k_slow) {
       for (std::size_t q = 0; q < pairs; ++q) {
         const bf16* low = x.at(first + s, first_k + 2 * q);
