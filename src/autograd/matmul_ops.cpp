@@ -5,6 +5,7 @@
 
 #include "autograd/op_util.h"
 #include "autograd/ops.h"
+#include "autograd/weight_operands.h"
 
 namespace mpitron::autograd {
 
@@ -49,8 +50,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const T
   Tensor y = empty_like(x, y_shape);
   const detail::SavedGemmInput saved =
       detail::save_gemm_input(x, x_operand.defined() ? x_operand : gemm_operand(x));
-  kernels::gemm(false, true, rows, out, in, 1.0, saved.operand.buffer(), weight.buffer(), 0.0,
-                y.buffer());
+  kernels::gemm(false, true, rows, out, in, 1.0, saved.operand.buffer(),
+                weight_operand(weight).buffer(), 0.0, y.buffer());
   if (bias.defined()) kernels::bias_add(y.buffer(), bias.buffer(), out, y.buffer());
 
   return detail::record("linear", y, {x, weight, bias}, [saved, weight, bias](const Tensor& dy) {
@@ -83,10 +84,13 @@ Tensor linear_bf16_output(const Tensor& x, const Tensor& weight) {
 void detail::bf16_product(const Tensor& x_operand, const Tensor& weight, Tensor& y) {
   const auto in = static_cast<std::size_t>(weight.size(1));
   const auto out = static_cast<std::size_t>(weight.size(0));
-  kernels::Buffer w_operand(weight.buffer().numel(), DType::bf16, weight.device());
-  kernels::convert(weight.buffer(), w_operand);
+  Tensor w_operand = weight_operand(weight);
+  if (w_operand.dtype() != DType::bf16) {
+    w_operand = Tensor::empty(weight.shape(), DType::bf16, weight.device());
+    kernels::convert(weight.buffer(), w_operand.buffer());
+  }
   kernels::gemm_bf16(false, true, static_cast<std::size_t>(x_operand.numel()) / in, out, in, 1.0,
-                     x_operand.buffer(), w_operand, 0.0, y.buffer());
+                     x_operand.buffer(), w_operand.buffer(), 0.0, y.buffer());
 }
 
 Tensor detail::weight_gradient(const Tensor& dy, const Tensor& x, const Tensor& weight) {
@@ -118,8 +122,8 @@ std::vector<Tensor> detail::linear_backward(const Tensor& dy, const SavedGemmInp
   Tensor dx, dw, db;
   if (x.needs_grad) {
     dx = Tensor::empty(x_operand.shape(), x.dtype, x_operand.device());
-    kernels::gemm(false, false, rows, in, out, 1.0, dy_operand.buffer(), weight.buffer(), 0.0,
-                  dx.buffer());
+    kernels::gemm(false, false, rows, in, out, 1.0, dy_operand.buffer(),
+                  weight_operand(weight).buffer(), 0.0, dx.buffer());
   }
   if (needs_grad(weight)) dw = weight_gradient(dy_operand, x_operand, weight);
   if (needs_grad(bias)) {

@@ -9,6 +9,7 @@
 
 #include "autograd/op_util.h"
 #include "autograd/ops.h"
+#include "autograd/weight_operands.h"
 
 namespace mpitron::autograd {
 
@@ -77,12 +78,15 @@ Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor&
   const bool bias_grads = bf16_pre && fc1_grads && needs_grad(fc1_bias);
   Tensor chunk_db = bias_grads ? empty_like(dz, {static_cast<std::int64_t>(mid)}) : Tensor();
   if (bias_grads) db1 = Tensor::zeros({static_cast<std::int64_t>(mid)}, dz.dtype(), dz.device());
+  // Rounded once for all chunks' GEMMs (the bits each would round them to).
+  const Tensor dz_operand = gemm_operand(dz);
+  const Tensor w2_operand = fc1_grads ? weight_operand(fc2_weight) : Tensor();
   Tensor dw2;
   for_each_row_chunk(dz, rows, mid, [&](std::size_t first, std::size_t n, Tensor& s) {
     Tensor y = float_pre_rows(pre, fc1_bias, first, n, mid, widened);
-    Tensor dz_rows = rows_of(dz, first, n, out);
+    Tensor dz_rows = rows_of(dz_operand, first, n, out);
     if (fc1_grads) {
-      kernels::gemm(false, false, n, mid, out, 1.0, dz_rows.buffer(), fc2_weight.buffer(), 0.0,
+      kernels::gemm(false, false, n, mid, out, 1.0, dz_rows.buffer(), w2_operand.buffer(), 0.0,
                     s.buffer());
       if (fc2_grads) {
         kernels::gelu_forward_backward(y.buffer(), s.buffer(), s.buffer(), y.buffer(), form);
@@ -139,8 +143,8 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
   if (bf16_pre) {
     detail::bf16_product(saved_x.operand, fc1_weight, pre);
   } else {
-    kernels::gemm(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(), fc1_weight.buffer(),
-                  0.0, pre.buffer());
+    kernels::gemm(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(),
+                  weight_operand(fc1_weight).buffer(), 0.0, pre.buffer());
   }
   // z = gelu(Y) W2^T chunk by chunk: G never exists for more rows than the scratch holds.
   Tensor z = empty_like(x, out_shape);
@@ -148,6 +152,7 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
                              ? empty_like(x, {static_cast<std::int64_t>(chunk_rows(x, rows, mid)),
                                               static_cast<std::int64_t>(mid)})
                              : Tensor();
+  const Tensor w2_operand = weight_operand(fc2_weight);
   for_each_row_chunk(x, rows, mid, [&](std::size_t first, std::size_t n, Tensor& g) {
     Tensor z_rows = rows_of(z, first, n, out);
     if (bf16_pre) {
@@ -157,7 +162,7 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
       Tensor y = rows_of(pre, first, n, mid);
       kernels::bias_gelu(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
     }
-    kernels::gemm(false, true, n, out, mid, 1.0, g.buffer(), fc2_weight.buffer(), 0.0,
+    kernels::gemm(false, true, n, out, mid, 1.0, g.buffer(), w2_operand.buffer(), 0.0,
                   z_rows.buffer());
   });
 

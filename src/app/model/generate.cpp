@@ -11,6 +11,7 @@
 #include "app/common/help.h"
 #include "app/common/tokenizer_option.h"
 #include "app/model/checkpoint_loading.h"
+#include "autograd/weight_operands.h"
 #include "comm/errors.h"
 #include "comm/topology.h"
 #include "kernels/ops.h"
@@ -112,6 +113,7 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
   if (o.bf16) nn::round_parameters_to_bf16(stage.parameters());
   const kernels::GemmOperandsScope operands(o.bf16 ? kernels::GemmOperands::bfloat16
                                                    : kernels::GemmOperands::float32);
+  const autograd::Bf16WeightScope weight_copies;  // each token's forward reads the same copies
   std::vector<std::int64_t> prompt;
   nn::SamplingOptions sampling{
       o.temperature, o.top_k, o.common.seed, tokenizer ? tokenizer->vocab_size() : 0, {}};

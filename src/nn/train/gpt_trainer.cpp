@@ -8,6 +8,7 @@
 
 #include "autograd/function.h"
 #include "autograd/ops.h"
+#include "autograd/weight_operands.h"
 #include "comm/collectives.h"
 #include "kernels/ops.h"
 #include "nn/data/zigzag.h"
@@ -153,7 +154,11 @@ StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_bat
   PhaseClock clock;
   gradients_.zero();
   gradients_.set_backward_passes(static_cast<int>(micro_batches.size()));
-  std::vector<double> loss = {run_pipeline(micro_batches, /*train=*/true)};
+  std::vector<double> loss;
+  {
+    const autograd::Bf16WeightScope weight_copies;  // the optimizer runs after it closes
+    loss = {run_pipeline(micro_batches, /*train=*/true)};
+  }
   result.phases.forward_backward = clock.lap();
   sum_over(topology_.dp_cp_comm(), loss);
   result.loss = loss[0] / (topology_.dp() * topology_.cp());
@@ -188,6 +193,7 @@ std::vector<Tensor> GptTrainer::master_weights() {
 
 double GptTrainer::evaluate(const std::vector<TokenBatch>& windows) {
   autograd::NoGradGuard no_grad;
+  const autograd::Bf16WeightScope weight_copies;
   std::vector<double> totals = {run_pipeline(windows, /*train=*/false),
                                 static_cast<double>(windows.size())};
   sum_over(topology_.dp_cp_comm(), totals);  // every cp rank counts its replica's windows

@@ -36,8 +36,9 @@ struct MemoryEstimateInput {
   /// the context-parallel degree: a rank keeps activations for its seq / cp tokens
   int cp = 1;
   /// train --bf16 (kernels::GemmOperands::bfloat16): the activations only GEMMs keep are
-  /// bfloat16, 2 bytes each (autograd::gemm_operand), and the optimizer keeps float32 masters
-  /// of its state shard (Optimizer::keep_float32_masters)
+  /// bfloat16, 2 bytes each (autograd::gemm_operand), the optimizer keeps float32 masters
+  /// of its state shard (Optimizer::keep_float32_masters), and a step's forward and backward
+  /// hold a bfloat16 copy of each weight (autograd::Bf16WeightScope)
   bool bf16 = false;
 };
 
@@ -93,7 +94,8 @@ struct MemoryEstimate {
 /// reads them). Parameter states: rank_parameters x (2 +
 /// (optimizer_states + 1 with bf16's masters) / state_shards) elements (with state_shards > 1,
 /// plus each flat buffer's
-/// padding: under state_shards elements per bucket), and the update's temporaries of the largest
+/// padding: under state_shards elements per bucket), with bf16 plus rank_parameters x 2 bytes
+/// (the weights' bfloat16 copies of a step), and the update's temporaries of the largest
 /// tensor (the embedding's shard, Vp h / t, or an MLP weight's, f h / t). Start-up: the whole
 /// model's parameters beside this rank's weights, or, from a file, twice the whole model (the file
 /// read and its tensors, which live until the trainer is built) beside all of this rank's parameter
