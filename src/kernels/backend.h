@@ -104,6 +104,9 @@ class Backend {
   /// float32 -> bfloat16 (bf16.h's rule) or bfloat16 -> float32 (exact); the pair and equal
   /// numel > 0 checked by ops.cpp.
   virtual void convert(const Buffer& src, Buffer& dst) = 0;
+  /// float32 -> float32 through bfloat16 in one pass (dst may be src); equal numel > 0 and the
+  /// dtypes checked by ops.cpp.
+  virtual void round_through_bf16(const Buffer& src, Buffer& dst) = 0;
   virtual void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride,
                          Buffer& dst, std::size_t dst_offset, std::size_t dst_stride,
                          std::size_t rows, std::size_t row_len) = 0;

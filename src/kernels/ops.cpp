@@ -325,9 +325,9 @@ void round_to_bf16(const Buffer& src, Buffer& dst) {
     fail("round_to_bf16", "src is " + to_string(src.dtype()) + " and dst " +
                               to_string(dst.dtype()) + ", not float32");
   }
-  Buffer narrow(src.numel(), DType::bf16, src.device());
-  convert(src, narrow);
-  convert(narrow, dst);
+  Backend& be = same_place_any("round_to_bf16", {{"src", src}, {"dst", dst}});
+  expect_numel("round_to_bf16", {"dst", dst}, src.numel(), "numel of src");
+  if (!dst.empty()) be.round_through_bf16(src, dst);
 }
 
 void transpose(const Buffer& x, std::size_t outer, std::size_t d1, std::size_t mid, std::size_t d2,

@@ -239,9 +239,9 @@ void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride
 /// included: that is kernels::copy).
 void convert(const Buffer& src, Buffer& dst);
 
-/// dst = src rounded to bfloat16 and widened back, both float32 (convert there and back through
-/// a temporary): float32 values that bfloat16 holds exactly. dst may be src. Throws
-/// std::invalid_argument unless both are float32 of equal numel on one device.
+/// dst = src rounded to bfloat16 and widened back, both float32 (convert's rounding, in one pass
+/// without a bfloat16 temporary): float32 values that bfloat16 holds exactly. dst may be src.
+/// Throws std::invalid_argument unless both are float32 of equal numel on one device.
 void round_to_bf16(const Buffer& src, Buffer& dst);
 
 /// Layer normalization over the last dim (Ba, Kiros & Hinton, "Layer Normalization",

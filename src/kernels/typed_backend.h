@@ -269,6 +269,10 @@ class TypedBackend : public Backend {
     }
   }
 
+  void round_through_bf16(const Buffer& src, Buffer& dst) override {
+    K::round_through_bf16(in<float>(src), out<float>(dst), dst.numel());
+  }
+
   void copy_rows(const Buffer& src, std::size_t src_offset, std::size_t src_stride, Buffer& dst,
                  std::size_t dst_offset, std::size_t dst_stride, std::size_t rows,
                  std::size_t row_len) override {

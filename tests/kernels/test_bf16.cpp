@@ -154,14 +154,16 @@ TEST(Bf16Convert, RoundsToTheNearestValueTiesToEvenForEveryUpperHalf) {
   }
 }
 
-// Every float32 bit pattern, in blocks that stay in L2: the vector loop and the scalar function
-// against the bit rule (written without branches, so that it vectorizes too). About 6 s in a
+// Every float32 bit pattern, in blocks that stay in L2: the vector loop, the scalar function and
+// the float32-to-float32 rounding (round_to_bf16_values: the rule's bits in the upper half, zeros
+// below) against the bit rule (written without branches, so that it vectorizes too). About 6 s in a
 // Release build on a Zen 3 core shared with two other builds.
 TEST(Bf16Convert, AllFloat32BitPatternsFollowTheBitRuleInTheVectorLoopAndTheScalarFunction) {
   constexpr std::uint32_t kBlock = 1u << 14;
   std::vector<float> in(kBlock);
   std::vector<std::uint16_t> want(kBlock), scalar(kBlock);
   std::vector<bf16> vector(kBlock);
+  std::vector<std::uint32_t> values(kBlock), want_values(kBlock);
   float* const in_data = in.data();  // plain pointers: the rule's loop vectorizes
   std::uint16_t* const want_data = want.data();
   for (std::uint64_t first = 0; first < (std::uint64_t{1} << 32); first += kBlock) {
@@ -176,15 +178,19 @@ TEST(Bf16Convert, AllFloat32BitPatternsFollowTheBitRuleInTheVectorLoopAndTheScal
           static_cast<std::uint16_t>(((high + (up & 1u)) & ~nan) | ((high | 0x0040u) & nan));
     }
     kernels::cpu::round_to_bf16(in.data(), vector.data(), kBlock);
-    for (std::uint32_t i = 0; i < kBlock; ++i)
+    kernels::cpu::round_to_bf16_values(in.data(), reinterpret_cast<float*>(values.data()), kBlock);
+    for (std::uint32_t i = 0; i < kBlock; ++i) {
       scalar[i] = kernels::float_to_bf16_bits(in[i]);
-    if (std::memcmp(vector.data(), want.data(), kBlock * sizeof(bf16)) == 0 && scalar == want) {
+      want_values[i] = std::uint32_t{want[i]} << 16;
+    }
+    if (std::memcmp(vector.data(), want.data(), kBlock * sizeof(bf16)) == 0 && scalar == want &&
+        values == want_values) {
       continue;
     }
     for (std::uint32_t i = 0; i < kBlock; ++i) {
-      ASSERT_TRUE(vector[i].bits == want[i] && scalar[i] == want[i])
+      ASSERT_TRUE(vector[i].bits == want[i] && scalar[i] == want[i] && values[i] == want_values[i])
           << std::hex << "float32 0x" << base + i << ": vector 0x" << vector[i].bits
-          << ", scalar 0x" << scalar[i] << ", rule 0x" << want[i];
+          << ", scalar 0x" << scalar[i] << ", float32 0x" << values[i] << ", rule 0x" << want[i];
     }
   }
 }
@@ -212,10 +218,14 @@ TEST(Bf16Convert, ConvertRoundTripsThroughBuffersOnEveryThreadCount) {
     Buffer h(n, DType::bf16, Device::cpu);
     kernels::convert(f, h);
     kernels::convert(h, back);
+    Buffer in_place = f.clone();
+    kernels::round_to_bf16(in_place, in_place);
     for (std::size_t i = 0; i < n; ++i) {
       ASSERT_EQ(h.data_as<bf16>()[i].bits, want[i]) << i << " at " << threads << " threads";
       ASSERT_EQ(kernels::float_bits(back.data_as<float>()[i]), static_cast<std::uint32_t>(want[i])
                                                                    << 16);
+      ASSERT_EQ(kernels::float_bits(in_place.data_as<float>()[i]),
+                static_cast<std::uint32_t>(want[i]) << 16);
     }
   }
   kernels::set_cpu_threads(before);
@@ -233,10 +243,15 @@ TEST(Bf16Convert, CudaGivesTheCpuBits) {
   kernels::convert(on_gpu, h);
   Buffer widened(values.size(), DType::f32, Device::cuda);
   kernels::convert(h, widened);
-  const Buffer host = h.to(Device::cpu), host_widened = widened.to(Device::cpu);
+  Buffer rounded(values.size(), DType::f32, Device::cuda);
+  kernels::round_to_bf16(on_gpu, rounded);
+  const Buffer host = h.to(Device::cpu), host_widened = widened.to(Device::cpu),
+               host_rounded = rounded.to(Device::cpu);
   for (std::size_t i = 0; i < values.size(); ++i) {
     EXPECT_EQ(host.data_as<bf16>()[i].bits, kEdges[i].out) << kEdges[i].what;
     EXPECT_EQ(kernels::float_bits(host_widened.data_as<float>()[i]),
+              static_cast<std::uint32_t>(kEdges[i].out) << 16);
+    EXPECT_EQ(kernels::float_bits(host_rounded.data_as<float>()[i]),
               static_cast<std::uint32_t>(kEdges[i].out) << 16);
   }
 }

@@ -50,6 +50,23 @@ void round_to_bf16(const float* in, bf16* out, std::size_t n) {
     out[i] = to_bf16(in[i]);
 }
 
+void round_to_bf16_values(const float* in, float* out, std::size_t n) {
+  if (fault_active(Fault::bf16_round_truncates)) {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = bits_float(float_bits(in[i]) & 0xFFFF0000u);
+    return;
+  }
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Words u;
+    std::memcpy(&u, in + i, sizeof u);
+    const Words rounded = __builtin_convertvector(round_lanes(u), Words) << 16;
+    std::memcpy(out + i, &rounded, sizeof rounded);
+  }
+  for (; i < n; ++i)
+    out[i] = bf16_to_float(to_bf16(in[i]));
+}
+
 void widen_bf16(const bf16* in, float* out, std::size_t n) {
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
@@ -65,6 +82,12 @@ void widen_bf16(const bf16* in, float* out, std::size_t n) {
 void Bf16Convert::convert_to_bf16(const float* in, bf16* out, std::size_t n) {
   parallel_chunks(n, kElementChunk, [&](std::size_t begin, std::size_t end) {
     round_to_bf16(in + begin, out + begin, end - begin);
+  });
+}
+
+void Bf16Convert::round_through_bf16(const float* in, float* out, std::size_t n) {
+  parallel_chunks(n, kElementChunk, [&](std::size_t begin, std::size_t end) {
+    round_to_bf16_values(in + begin, out + begin, end - begin);
   });
 }
 

@@ -16,6 +16,10 @@ void round_to_bf16(const float* in, bf16* out, std::size_t n);
 /// vectors).
 void widen_bf16(const bf16* in, float* out, std::size_t n);
 
+/// out[i] = bf16_to_float(to_bf16(in[i])) for i < n on the calling thread (in may be out):
+/// round_to_bf16's lanes widened back in the same pass, without a bfloat16 buffer between.
+void round_to_bf16_values(const float* in, float* out, std::size_t n);
+
 struct Bf16Convert {
   /// round_to_bf16 (round to nearest even; NaN, inf, overflow and denormals as bf16.h states) on
   /// cpu_threads() threads in chunks of kElementChunk (parallel.h).
@@ -23,6 +27,9 @@ struct Bf16Convert {
 
   /// widen_bf16 (exact) on threads as convert_to_bf16.
   static void convert_to_float(const bf16* in, float* out, std::size_t n);
+
+  /// round_to_bf16_values on threads as convert_to_bf16 (in may be out).
+  static void round_through_bf16(const float* in, float* out, std::size_t n);
 };
 
 }  // namespace mpitron::kernels::cpu

@@ -141,10 +141,11 @@ struct Kernels {
   static void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
                               std::size_t n);
 
-  // bf16.cu: float32 <-> bfloat16, one thread per element through bf16.h's functions (the CPU
-  // loops' bits).
+  // bf16.cu: float32 <-> bfloat16 and float32 through bfloat16, one thread per element through
+  // bf16.h's functions (the CPU loops' bits).
   static void convert_to_bf16(const float* in, bf16* out, std::size_t n);
   static void convert_to_float(const bf16* in, float* out, std::size_t n);
+  static void round_through_bf16(const float* in, float* out, std::size_t n);
 
   // gemm.cpp: cuBLAS, row-major through the column-major transpose identity.
   template <class T>
