@@ -45,36 +45,24 @@ void for_each_row_chunk(const Tensor& like, std::size_t rows, std::size_t mid, B
   }
 }
 
-// Rows [first, first + n) of the pre-activation as float32 [n, mid]: pre's own rows, or for a
-// bfloat16 pre (the product x W1^T rounded, under bfloat16 operands) those rows widened into
-// `widened` (a [chunk, mid] float32 scratch) plus the bias b1, which a float32 pre already holds.
-Tensor float_pre_rows(const Tensor& pre, const Tensor& fc1_bias, std::size_t first, std::size_t n,
-                      std::size_t mid, const Tensor& widened) {
-  Tensor rows = rows_of(pre, first, n, mid);
-  if (pre.dtype() != DType::bf16) return rows;
-  Tensor y = rows_of(widened, 0, n, mid);
-  kernels::convert(rows.buffer(), y.buffer());
-  kernels::bias_add(y.buffer(), fc1_bias.buffer(), mid, y.buffer());
-  return y;
-}
-
 // fc2's backward and GELU's, chunk by chunk. When fc1 needs gradients, dG = dz W2 goes into the
-// scratch, then one pass turns the scratch into G = gelu(Y) and Y's own rows into
-// dY = dG * gelu'(Y) (Y is spent after this: a node runs backward once); otherwise G alone is
-// recomputed into the scratch. Then dW2 += dz^T G. A bfloat16 pre is widened chunk by chunk
-// (float_pre_rows) and takes dY rounded to bfloat16 (the bits fc1's GEMMs round it to), while
-// db1 (when fc1's bias needs one) sums the float32 dY of each chunk. Returns dW2 when fc2_weight
-// needs one and has no gradient yet (otherwise the GEMMs accumulate into its gradient, or there
-// is none).
+// float32 scratch. A float32 pre Y: one pass turns the scratch into G = gelu(Y) and Y's own rows
+// into dY = dG * gelu'(Y) (Y is spent after this: a node runs backward once); a bfloat16 pre
+// (fc1's product x W1^T, rounded, under bfloat16 operands): one pass of
+// kernels::bias_gelu_backward_bf16 turns the scratch into dY and writes G as bfloat16, db1 (when
+// fc1's bias needs one) sums the float32 dY, and dY rounded to bfloat16 (the bits fc1's GEMMs
+// round it to) overwrites pre's rows. Without fc1's gradients G alone is recomputed. Then
+// dW2 += dz^T G. Returns dW2 when fc2_weight needs one and has no gradient yet (otherwise the
+// GEMMs accumulate into its gradient, or there is none).
 Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor& fc1_bias,
                               const Tensor& fc2_weight, GeluForm form, std::size_t rows,
                               std::size_t mid, std::size_t out, bool fc1_grads, Tensor& db1) {
   const bool fc2_grads = needs_grad(fc2_weight);
   const bool bf16_pre = pre.dtype() == DType::bf16;
-  const Tensor widened = bf16_pre
-                             ? empty_like(dz, {static_cast<std::int64_t>(chunk_rows(dz, rows, mid)),
-                                               static_cast<std::int64_t>(mid)})
-                             : Tensor();
+  const Tensor g16 = bf16_pre ? Tensor::empty({static_cast<std::int64_t>(chunk_rows(dz, rows, mid)),
+                                               static_cast<std::int64_t>(mid)},
+                                              DType::bf16, dz.device())
+                              : Tensor();
   const bool bias_grads = bf16_pre && fc1_grads && needs_grad(fc1_bias);
   Tensor chunk_db = bias_grads ? empty_like(dz, {static_cast<std::int64_t>(mid)}) : Tensor();
   if (bias_grads) db1 = Tensor::zeros({static_cast<std::int64_t>(mid)}, dz.dtype(), dz.device());
@@ -83,32 +71,37 @@ Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor&
   const Tensor w2_operand = fc1_grads ? weight_operand(fc2_weight) : Tensor();
   Tensor dw2;
   for_each_row_chunk(dz, rows, mid, [&](std::size_t first, std::size_t n, Tensor& s) {
-    Tensor y = float_pre_rows(pre, fc1_bias, first, n, mid, widened);
+    Tensor y = rows_of(pre, first, n, mid);
     Tensor dz_rows = rows_of(dz_operand, first, n, out);
+    Tensor g = bf16_pre ? rows_of(g16, 0, n, mid) : s;  // G, what dW2 multiplies
     if (fc1_grads) {
       kernels::gemm(false, false, n, mid, out, 1.0, dz_rows.buffer(), w2_operand.buffer(), 0.0,
                     s.buffer());
-      if (fc2_grads) {
+      if (bf16_pre) {
+        kernels::bias_gelu_backward_bf16(y.buffer(), fc1_bias.buffer(), mid, s.buffer(), g.buffer(),
+                                         form);
+        if (bias_grads) {
+          kernels::sum_rows(s.buffer(), mid, chunk_db.buffer());
+          kernels::axpy(1.0, chunk_db.buffer(), db1.buffer());
+        }
+        kernels::convert(s.buffer(), y.buffer());
+      } else if (fc2_grads) {
         kernels::gelu_forward_backward(y.buffer(), s.buffer(), s.buffer(), y.buffer(), form);
       } else {
         kernels::gelu_backward(y.buffer(), s.buffer(), y.buffer(), form);
       }
-      if (bias_grads) {
-        kernels::sum_rows(y.buffer(), mid, chunk_db.buffer());
-        kernels::axpy(1.0, chunk_db.buffer(), db1.buffer());
-      }
-      if (bf16_pre) {
-        Tensor kept = rows_of(pre, first, n, mid);
-        kernels::convert(y.buffer(), kept.buffer());
-      }
     } else if (fc2_grads) {
-      kernels::gelu_forward(y.buffer(), s.buffer(), form);
+      if (bf16_pre) {
+        kernels::bias_gelu_bf16(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
+      } else {
+        kernels::gelu_forward(y.buffer(), s.buffer(), form);
+      }
     }
     if (!fc2_grads) return;
     if (dw2.defined()) {
-      kernels::gemm(true, false, out, mid, n, 1.0, dz_rows.buffer(), s.buffer(), 1.0, dw2.buffer());
+      kernels::gemm(true, false, out, mid, n, 1.0, dz_rows.buffer(), g.buffer(), 1.0, dw2.buffer());
     } else {
-      dw2 = detail::weight_gradient(dz_rows, s, fc2_weight);
+      dw2 = detail::weight_gradient(dz_rows, g, fc2_weight);
     }
   });
   return dw2;
@@ -146,20 +139,17 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
     kernels::gemm(false, true, rows, mid, in, 1.0, saved_x.operand.buffer(),
                   weight_operand(fc1_weight).buffer(), 0.0, pre.buffer());
   }
-  // z = gelu(Y) W2^T chunk by chunk: G never exists for more rows than the scratch holds.
+  // z = gelu(Y) W2^T chunk by chunk: G never exists for more rows than the scratch holds. A
+  // bfloat16 pre gives a bfloat16 G in one pass (kernels::bias_gelu_bf16: the bits of widening,
+  // the bias, GELU and the rounding fc2's GEMM would do).
   Tensor z = empty_like(x, out_shape);
-  const Tensor widened = bf16_pre
-                             ? empty_like(x, {static_cast<std::int64_t>(chunk_rows(x, rows, mid)),
-                                              static_cast<std::int64_t>(mid)})
-                             : Tensor();
   const Tensor w2_operand = weight_operand(fc2_weight);
-  for_each_row_chunk(x, rows, mid, [&](std::size_t first, std::size_t n, Tensor& g) {
+  for_each_row_chunk(pre, rows, mid, [&](std::size_t first, std::size_t n, Tensor& g) {
     Tensor z_rows = rows_of(z, first, n, out);
+    Tensor y = rows_of(pre, first, n, mid);
     if (bf16_pre) {
-      kernels::gelu_forward(float_pre_rows(pre, fc1_bias, first, n, mid, widened).buffer(),
-                            g.buffer(), form);
+      kernels::bias_gelu_bf16(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
     } else {
-      Tensor y = rows_of(pre, first, n, mid);
       kernels::bias_gelu(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
     }
     kernels::gemm(false, true, n, out, mid, 1.0, g.buffer(), w2_operand.buffer(), 0.0,

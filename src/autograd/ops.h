@@ -58,9 +58,11 @@ inline constexpr std::size_t kFusedMlpScratchBytes = std::size_t{1} << 20;
 /// there for dW2, then dG = dz W2, and dY = dG * gelu'(Y) overwrites Y's rows. Bias and GELU are
 /// one pass (kernels::bias_gelu). Under kernels::GemmOperands::bfloat16 with a float32 x, Y is
 /// bfloat16(x W1^T) + b1, as a bfloat16 run's fc1 writes its product (Megatron-LM --bf16): the
-/// product is rounded once and kept as bfloat16 (2 bytes an element), widened and biased row
-/// chunk by chunk in forward and backward; dY overwrites it rounded to bfloat16 (what fc1's
-/// GEMMs multiply) and b1's gradient sums the float32 dY. Leaf weights that already have gradients
+/// product is rounded once and kept as bfloat16 (2 bytes an element); forward and backward
+/// read it row chunk by chunk through kernels::bias_gelu_bf16 and bias_gelu_backward_bf16
+/// (widened, biased and passed through GELU in float32 in one pass, G written as the bfloat16
+/// fc2's GEMMs multiply); dY overwrites it rounded to bfloat16 (what fc1's GEMMs multiply) and
+/// b1's gradient sums the float32 dY. Leaf weights that already have gradients
 /// get them accumulated by the GEMMs, as in `linear`. Throws std::invalid_argument "fused_mlp:
 /// input .. does not fit fc1 weight .., fc1 bias .. and fc2 weight .." when the shapes do not fit
 /// or fc1_bias is undefined, and on a device/dtype mismatch.

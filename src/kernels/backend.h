@@ -46,6 +46,10 @@ class Backend {
                                      GeluForm form) = 0;
   virtual void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g,
                          GeluForm form) = 0;
+  virtual void bias_gelu_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols, Buffer& g,
+                              GeluForm form) = 0;
+  virtual void bias_gelu_backward_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols,
+                                       Buffer& dg, Buffer& g, GeluForm form) = 0;
   virtual void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal,
                                double scale) = 0;
   virtual void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffer& dx,

@@ -97,6 +97,48 @@ void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g, GeluF
   if (!g.empty()) be.bias_gelu(y, bias, cols, g, form);
 }
 
+namespace {
+
+// bias_gelu_bf16's and its backward's checks: pre and g bfloat16 [rows, cols], bias float32
+// [cols], dg (when given) float32 of pre's numel, all on one device.
+Backend& check_bias_gelu_bf16(const char* op, const Buffer& pre, const Buffer& bias,
+                              std::size_t cols, const Buffer& g, const Buffer* dg) {
+  const auto expect = [&](const char* name, const Buffer& b, DType dtype) {
+    if (b.dtype() != dtype) {
+      fail(op, std::string(name) + " is " + to_string(b.dtype()) + ", expected " +
+                   to_string(dtype));
+    }
+    if (b.device() != pre.device()) {
+      fail(op, std::string(name) + " is on " + to_string(b.device()) + " but pre on " +
+                   to_string(pre.device()));
+    }
+  };
+  expect("pre", pre, DType::bf16);
+  expect("g", g, DType::bf16);
+  expect("bias", bias, DType::f32);
+  if (dg != nullptr) expect("dg", *dg, DType::f32);
+  Backend& be = same_place_any_dtype(op, {{"pre", pre}, {"g", g}});
+  expect_rows_of(op, {"pre", pre}, cols);
+  expect_numel(op, {"bias", bias}, cols, "cols");
+  expect_numel(op, {"g", g}, pre.numel(), "numel of pre");
+  if (dg != nullptr) expect_numel(op, {"dg", *dg}, pre.numel(), "numel of pre");
+  return be;
+}
+
+}  // namespace
+
+void bias_gelu_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols, Buffer& g,
+                    GeluForm form) {
+  Backend& be = check_bias_gelu_bf16("bias_gelu_bf16", pre, bias, cols, g, nullptr);
+  if (!g.empty()) be.bias_gelu_bf16(pre, bias, cols, g, form);
+}
+
+void bias_gelu_backward_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols, Buffer& dg,
+                             Buffer& g, GeluForm form) {
+  Backend& be = check_bias_gelu_bf16("bias_gelu_backward_bf16", pre, bias, cols, g, &dg);
+  if (!g.empty()) be.bias_gelu_backward_bf16(pre, bias, cols, dg, g, form);
+}
+
 void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal, double scale) {
   Backend& be = same_place("softmax_forward", {{"x", x}, {"y", y}});
   expect_rows_of("softmax_forward", {"x", x}, cols);

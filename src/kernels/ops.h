@@ -78,6 +78,24 @@ void gelu_forward_backward(const Buffer& x, const Buffer& dy, Buffer& y, Buffer&
 /// those of bias_add(y, bias, cols, y) then gelu_forward(y, g, form).
 void bias_gelu(Buffer& y, const Buffer& bias, std::size_t cols, Buffer& g, GeluForm form);
 
+/// bias_gelu on a bfloat16 pre-activation, into a bfloat16 activation, in one pass: g[r, c] =
+/// bfloat16(gelu(pre[r, c] + bias[c])), pre and g bfloat16 [rows, cols], bias float32 [cols],
+/// computed in float32: the bits of widening pre (convert), bias_add, gelu_forward and rounding
+/// (convert). GPT-2's MLP under bfloat16 operands (autograd::fused_mlp: pre is fc1's product,
+/// rounded; g is what fc2 multiplies). Throws std::invalid_argument unless pre and g are
+/// bfloat16 and bias float32 on one device, bias has cols elements and g pre's numel, a
+/// multiple of cols.
+void bias_gelu_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols, Buffer& g,
+                    GeluForm form);
+
+/// bias_gelu_bf16's backward in one pass, recomputing the activation: with y = pre[r, c] +
+/// bias[c] in float32, g[r, c] = bfloat16(gelu(y)) (for fc2's weight gradient) and dg[r, c] =
+/// dg[r, c] * gelu'(y), dg float32 [rows, cols] in place (dG in, dY out): the bits of
+/// gelu_forward_backward on the widened, biased pre with G rounded. Throws as bias_gelu_bf16,
+/// and unless dg is float32 with pre's numel.
+void bias_gelu_backward_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols, Buffer& dg,
+                             Buffer& g, GeluForm form);
+
 /// Numerically stable, scaled and optionally causal softmax over the last dim: x and y are
 /// [rows, cols]; y[r, :] = softmax(scale * x[r, :]), i.e. y[r, c] = exp(scale x[r, c] - m) /
 /// sum_c' exp(scale x[r, c'] - m) with m the row max of scale * x. Finite for inputs such as

@@ -84,6 +84,17 @@ class TypedBackend : public Backend {
     });
   }
 
+  void bias_gelu_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols, Buffer& g,
+                      GeluForm form) override {
+    K::bias_gelu_bf16(in<bf16>(pre), in<float>(bias), pre.numel() / cols, cols, out<bf16>(g), form);
+  }
+
+  void bias_gelu_backward_bf16(const Buffer& pre, const Buffer& bias, std::size_t cols, Buffer& dg,
+                               Buffer& g, GeluForm form) override {
+    K::bias_gelu_backward_bf16(in<bf16>(pre), in<float>(bias), pre.numel() / cols, cols,
+                               out<float>(dg), out<bf16>(g), form);
+  }
+
   void softmax_forward(const Buffer& x, std::size_t cols, Buffer& y, bool causal,
                        double scale) override {
     dispatch(y.dtype(), [&]<class T>(T) {

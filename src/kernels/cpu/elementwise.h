@@ -3,10 +3,12 @@
 // element i.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <type_traits>
 
+#include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/erf_f32.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/tanh_f32.h"
@@ -86,6 +88,48 @@ struct Elementwise {
     });
   }
 
+  /// g[r, c] = bfloat16(gelu(float(pre[r, c]) + bias[c])) for a bfloat16 pre and g [rows, cols]:
+  /// each row in blocks of kBf16RowBlock widened, biased, passed through GELU and rounded while
+  /// the block stays in L1 (the bits of bias_add and gelu_forward on the widened rows).
+  static void bias_gelu_bf16(const bf16* pre, const float* bias, std::size_t rows, std::size_t cols,
+                             bf16* g, GeluForm form) {
+    with_gelu<float>(form, [=](auto gelu) {
+      parallel_rows(rows, cols, [=](std::size_t r) {
+        alignas(64) float y[kBf16RowBlock];
+        for (std::size_t c0 = 0; c0 < cols; c0 += kBf16RowBlock) {
+          const std::size_t n = std::min(kBf16RowBlock, cols - c0);
+          widen_bf16(pre + r * cols + c0, y, n);
+          for (std::size_t i = 0; i < n; ++i)
+            y[i] = gelu(y[i] + bias[c0 + i]);
+          round_to_bf16(y, g + r * cols + c0, n);
+        }
+      });
+    });
+  }
+
+  /// bias_gelu_bf16's backward: with y = float(pre[r, c]) + bias[c], g = bfloat16(gelu(y)) and
+  /// dg = dg * gelu'(y) in place (float32 [rows, cols]), block by block as bias_gelu_bf16 (the
+  /// bits of gelu_forward_backward on the widened, biased rows, G then rounded).
+  static void bias_gelu_backward_bf16(const bf16* pre, const float* bias, std::size_t rows,
+                                      std::size_t cols, float* dg, bf16* g, GeluForm form) {
+    with_gelu_value_and_grad<float>(form, [=](auto value_and_grad) {
+      parallel_rows(rows, cols, [=](std::size_t r) {
+        alignas(64) float y[kBf16RowBlock];
+        for (std::size_t c0 = 0; c0 < cols; c0 += kBf16RowBlock) {
+          const std::size_t n = std::min(kBf16RowBlock, cols - c0);
+          float* dg_block = dg + r * cols + c0;
+          widen_bf16(pre + r * cols + c0, y, n);
+          for (std::size_t i = 0; i < n; ++i) {
+            const math::GeluValueGrad<float> gelu = value_and_grad(y[i] + bias[c0 + i]);
+            y[i] = gelu.value;
+            dg_block[i] = dg_block[i] * gelu.grad;
+          }
+          round_to_bf16(y, g + r * cols + c0, n);
+        }
+      });
+    });
+  }
+
   template <class T>
   static void gelu_backward(const T* x, const T* dy, T* dx, std::size_t n, GeluForm form) {
     with_gelu_value_and_grad<T>(form, [=](auto value_and_grad) {
@@ -128,6 +172,9 @@ struct Elementwise {
   }
 
  private:
+  /// Elements of a row the bfloat16 GELU kernels widen at a time (1 KiB of float32).
+  static constexpr std::size_t kBf16RowBlock = 256;
+
   /// body(gelu) with `gelu` the scalar GELU of `form` (with_gelu_value_and_grad's value; the
   /// derivative's work is dropped once inlined).
   template <class T, class Body>

@@ -2,6 +2,7 @@
 // The CPU reference loops are cpu/elementwise.h; GELU's formulas are shared through math.h.
 #include <cstdint>
 
+#include "kernels/bf16.h"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/math.h"
@@ -76,6 +77,23 @@ void Kernels::bias_gelu(T* y, const T* bias, std::size_t rows, std::size_t cols,
     const T pre = y[i] + bias[i % cols];
     y[i] = pre;
     g[i] = math::gelu(pre, form);
+  });
+}
+
+void Kernels::bias_gelu_bf16(const bf16* pre, const float* bias, std::size_t rows, std::size_t cols,
+                             bf16* g, GeluForm form) {
+  for_each(rows * cols, [=] __device__(std::size_t i) {
+    g[i] = to_bf16(math::gelu(bf16_to_float(pre[i]) + bias[i % cols], form));
+  });
+}
+
+void Kernels::bias_gelu_backward_bf16(const bf16* pre, const float* bias, std::size_t rows,
+                                      std::size_t cols, float* dg, bf16* g, GeluForm form) {
+  for_each(rows * cols, [=] __device__(std::size_t i) {
+    const math::GeluValueGrad<float> gelu =
+        math::gelu_value_and_grad(bf16_to_float(pre[i]) + bias[i % cols], form);
+    g[i] = to_bf16(gelu.value);
+    dg[i] = dg[i] * gelu.grad;
   });
 }
 

@@ -39,6 +39,10 @@ struct Kernels {
   template <class T>
   static void gelu_forward_backward(const T* x, const T* dy, T* y, T* dx, std::size_t n,
                                     GeluForm form);
+  static void bias_gelu_bf16(const bf16* pre, const float* bias, std::size_t rows, std::size_t cols,
+                             bf16* g, GeluForm form);
+  static void bias_gelu_backward_bf16(const bf16* pre, const float* bias, std::size_t rows,
+                                      std::size_t cols, float* dg, bf16* g, GeluForm form);
   template <class T>
   static void bias_gelu(T* y, const T* bias, std::size_t rows, std::size_t cols, T* g,
                         GeluForm form);
