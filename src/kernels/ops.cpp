@@ -105,8 +105,8 @@ Backend& check_bias_gelu_bf16(const char* op, const Buffer& pre, const Buffer& b
                               std::size_t cols, const Buffer& g, const Buffer* dg) {
   const auto expect = [&](const char* name, const Buffer& b, DType dtype) {
     if (b.dtype() != dtype) {
-      fail(op, std::string(name) + " is " + to_string(b.dtype()) + ", expected " +
-                   to_string(dtype));
+      fail(op,
+           std::string(name) + " is " + to_string(b.dtype()) + ", expected " + to_string(dtype));
     }
     if (b.device() != pre.device()) {
       fail(op, std::string(name) + " is on " + to_string(b.device()) + " but pre on " +

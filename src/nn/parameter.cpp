@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <utility>
@@ -9,6 +10,8 @@
 #include "autograd/function.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "comm/agreement.h"
+#include "comm/errors.h"
 #include "kernels/ops.h"
 
 namespace mpitron::nn {
@@ -65,6 +68,37 @@ void round_parameters_to_bf16(const Parameters& parameters) {
     Tensor values = p.tensor;  // a handle: the same storage
     if (values.numel() > 0) kernels::round_to_bf16(values.buffer(), values.buffer());
   }
+}
+
+namespace {
+
+// Whether every element of a float32 buffer is finite (read on the host).
+bool all_finite(const kernels::Buffer& values) {
+  if (values.device() != Device::cpu) return all_finite(values.to(Device::cpu));
+  const float* v = values.data_as<float>();
+  return std::all_of(v, v + values.numel(), [](float x) { return std::isfinite(x); });
+}
+
+}  // namespace
+
+void refuse_infinite_bf16_parameters(const Parameters& parameters,
+                                     const comm::Communicator& world) {
+  std::string first;
+  double count = 0.0;
+  for (const Parameter& p : parameters) {
+    if (all_finite(p.tensor.buffer())) continue;
+    if (count == 0.0) first = p.name;
+    count += 1.0;
+  }
+  double total = 0.0;
+  for (const double c : comm::all_gather_scalar(world, count))
+    total += c;
+  if (total == 0.0) return;
+  throw comm::ConfigError(fmt::format(
+      "--bf16: {} of the model's parameters {} values beyond bfloat16's largest finite value "
+      "(3.3895e38), which round to infinity{}; the run would compute NaN",
+      total, total == 1.0 ? "holds" : "hold",
+      first.empty() ? "" : " (on this rank: " + first + ")"));
 }
 
 }  // namespace mpitron::nn

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "comm/communicator.h"
 
 namespace mpitron::nn {
 
@@ -87,5 +88,12 @@ Tensor replicate(const Tensor& master);
 /// beyond bfloat16's largest finite one becomes infinite. Throws std::invalid_argument (naming
 /// the parameter) for a parameter that is not float32.
 void round_parameters_to_bf16(const Parameters& parameters);
+
+/// After round_parameters_to_bf16 or Optimizer::keep_float32_masters under --bf16: throws
+/// comm::ConfigError on every rank of `world` when a parameter of any rank holds a value that is
+/// not finite, as a float32 weight beyond bfloat16's largest finite value (3.3895e38) is once
+/// rounded (the loaders refuse NaN and infinity in files, so the rounding made it): the forward
+/// would compute NaN. Names this rank's first such parameter. Collective over `world`.
+void refuse_infinite_bf16_parameters(const Parameters& parameters, const comm::Communicator& world);
 
 }  // namespace mpitron::nn

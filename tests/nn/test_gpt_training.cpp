@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/errors.h"
 #include "comm/traffic.h"
 #include "gpt_test_support.h"
 #include "kernels/bf16.h"
@@ -503,6 +504,30 @@ std::vector<Tensor> tensors_of(const Parameters& parameters) {
 // - the same step applied to the rounded parameters (a bf16 run without masters) leaves all but
 //   the elements within about 2^9 1e-6 of zero unchanged: 3.2 % of them measured, bounded at 5 %,
 //   so it would be lost.
+// A float32 weight beyond bfloat16's largest finite value rounds to infinity: a --bf16 trainer
+// refuses it when it is built, with comm::ConfigError on every rank naming the parameter; a
+// float32 trainer takes it.
+TEST(GptTraining, Bf16RefusesWeightsThatRoundToInfinity) {
+  const comm::ParallelTopology topology(test::world(), 1, 1, test::world().size());
+  const MasterInit base = gpt2_init(3, kConfig.layers, DType::f32, Device::cpu);
+  const MasterInit init = [&](const ParameterSpec& spec) {
+    Tensor t = base(spec);
+    if (spec.name.ends_with("attn.c_proj.weight")) t.buffer().data_as<float>()[5] = 3.4e38f;
+    return t;
+  };
+  GptTrainOptions options;
+  options.bf16 = true;
+  try {
+    const GptTrainer trainer(kConfig, init, topology, options);
+    ADD_FAILURE() << "no error";
+  } catch (const comm::ConfigError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("beyond bfloat16's largest finite value"), std::string::npos) << message;
+    EXPECT_NE(message.find("attn.c_proj.weight"), std::string::npos) << message;
+  }
+  EXPECT_NO_THROW(GptTrainer(kConfig, init, topology, GptTrainOptions{}));
+}
+
 TEST(GptTraining, Bf16MasterWeightsKeepUpdatesBelowBfloat16Resolution) {
   const comm::ParallelTopology topology(test::world(), 1, 1, test::world().size());
   GptTrainOptions options;

@@ -110,7 +110,10 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
   const nn::GptStage stage(run.config, model_init(run, autograd::DType::f32), topology);
   // --bf16: train --bf16's parameters (its masters, here the loaded weights, rounded) and GEMM
   // operands, which also make the TP collectives carry bfloat16.
-  if (o.bf16) nn::round_parameters_to_bf16(stage.parameters());
+  if (o.bf16) {
+    nn::round_parameters_to_bf16(stage.parameters());
+    nn::refuse_infinite_bf16_parameters(stage.parameters(), world);
+  }
   const kernels::GemmOperandsScope operands(o.bf16 ? kernels::GemmOperands::bfloat16
                                                    : kernels::GemmOperands::float32);
   const autograd::Bf16WeightScope weight_copies;  // each token's forward reads the same copies

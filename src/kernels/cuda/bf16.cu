@@ -1,5 +1,5 @@
-// float32 <-> bfloat16 (and float32 through bfloat16) on the GPU: one grid-stride pass through the functions of kernels/bf16.h,
-// so the GPU rounds as the CPU loops do, bit for bit.
+// float32 <-> bfloat16 (and float32 through bfloat16) on the GPU: one grid-stride pass through
+// the functions of kernels/bf16.h, so the GPU rounds as the CPU loops do, bit for bit.
 #include "kernels/bf16.h"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"

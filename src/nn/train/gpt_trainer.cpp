@@ -84,7 +84,10 @@ GptTrainer::GptTrainer(const GptConfig& config, const MasterInit& init,
                  options.grad_reduce_in_bf16 ? comm::Wire::bf16 : comm::Wire::native),
       optimizer_(make_optimizer(parameters_, options, gradients_)) {
   stage_.set_recompute(options.recompute);
-  if (options.bf16) optimizer_->keep_float32_masters(gradients_.owned());
+  if (options.bf16) {
+    optimizer_->keep_float32_masters(gradients_.owned());
+    refuse_infinite_bf16_parameters(parameters_, topology.world());
+  }
 }
 
 std::vector<TokenBatch> GptTrainer::shards_of(const std::vector<TokenBatch>& batches) const {
