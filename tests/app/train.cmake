@@ -57,6 +57,7 @@ set(train_bad_runs
   "kvheads|--arch llama --heads 4 --hidden 64 --kv-heads 3|heads 4 is not divisible by kv heads 3"
   "kvtp|--arch llama --heads 4 --hidden 64 --kv-heads 1 --tp 2 --dp 1|kv heads 1 is not divisible by tp 2 (each TP rank holds whole key/value heads)"
   "ffntp|--arch llama --heads 4 --hidden 64 --ffn-hidden 101 --tp 2 --dp 1|ffn hidden 101 is not divisible by tp 2"
+  "dtypebf16|--dtype bfloat16|--dtype bfloat16 is not a parameter dtype: --bf16 trains in bfloat16 with float32 master weights (--dtype float32)"
   "bf16float64|--bf16 --dtype float64|--bf16 needs --dtype float32 (its master weights), got --dtype float64"
   "gradreducefp32|--grad-reduce-in-bf16|--grad-reduce-in-bf16 needs --bf16 (a float32 run reduces its gradients in float32)"
   "virtualstages|--virtual-stages 0|--virtual-stages must be >= 1, got 0"

@@ -119,6 +119,11 @@ void read_flags(const TrainOptions& o, int world_size, TrainPlan& plan) {
   plan.data_order = parse_choice<nn::DataOrder>(
       "data-order", o.data_order,
       {{"random", nn::DataOrder::random}, {"sequential", nn::DataOrder::sequential}});
+  if (o.dtype == "bfloat16") {
+    throw comm::ConfigError(
+        "--dtype bfloat16 is not a parameter dtype: --bf16 trains in bfloat16 with float32 "
+        "master weights (--dtype float32)");
+  }
   train.dtype = parse_choice<kernels::DType>(
       "dtype", o.dtype, {{"float32", kernels::DType::f32}, {"float64", kernels::DType::f64}});
   if (o.bf16 && train.dtype != kernels::DType::f32) {
