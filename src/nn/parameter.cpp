@@ -70,23 +70,24 @@ void round_parameters_to_bf16(const Parameters& parameters) {
   }
 }
 
-namespace {
-
-// Whether every element of a float32 buffer is finite (read on the host).
-bool all_finite(const kernels::Buffer& values) {
-  if (values.device() != Device::cpu) return all_finite(values.to(Device::cpu));
-  const float* v = values.data_as<float>();
-  return std::all_of(v, v + values.numel(), [](float x) { return std::isfinite(x); });
+bool all_finite(const Tensor& tensor) {
+  if (tensor.device() != Device::cpu) return all_finite(tensor.to(Device::cpu));
+  const kernels::Buffer& values = tensor.buffer();
+  const auto finite = [&](const auto* v) {
+    return std::all_of(v, v + values.numel(), [](auto x) { return std::isfinite(x); });
+  };
+  if (values.dtype() == DType::f32) return finite(values.data_as<float>());
+  if (values.dtype() == DType::f64) return finite(values.data_as<double>());
+  const std::vector<double> widened = tensor.to_vector();
+  return finite(widened.data());
 }
-
-}  // namespace
 
 void refuse_infinite_bf16_parameters(const Parameters& parameters,
                                      const comm::Communicator& world) {
   std::string first;
   double count = 0.0;
   for (const Parameter& p : parameters) {
-    if (all_finite(p.tensor.buffer())) continue;
+    if (all_finite(p.tensor)) continue;
     if (count == 0.0) first = p.name;
     count += 1.0;
   }

@@ -89,6 +89,10 @@ Tensor replicate(const Tensor& master);
 /// the parameter) for a parameter that is not float32.
 void round_parameters_to_bf16(const Parameters& parameters);
 
+/// Whether every element of `tensor` is finite (no NaN, no infinity), read in place on the CPU
+/// (a float32 or float64 tensor elsewhere is copied to the host first; other dtypes are widened).
+bool all_finite(const Tensor& tensor);
+
 /// After round_parameters_to_bf16 or Optimizer::keep_float32_masters under --bf16: throws
 /// comm::ConfigError on every rank of `world` when a parameter of any rank holds a value that is
 /// not finite, as a float32 weight beyond bfloat16's largest finite value (3.3895e38) is once

@@ -57,11 +57,6 @@ bool writes_shard(const comm::ParallelTopology& topology) {
   return topology.dp_rank() == 0 && topology.cp_rank() == 0;
 }
 
-bool all_finite(const Tensor& tensor) {
-  const std::vector<double> values = tensor.to_vector();
-  return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
-}
-
 // Throws NonFiniteStateError on every rank when a tensor of the step (`tensors` of every rank,
 // each shard counted once: on its writer) holds a NaN or an infinity.
 void require_finite(const std::vector<ShardTensor>& tensors, std::int64_t step,
