@@ -136,6 +136,12 @@ mpitron_add_expect_test(train_grad_reduce_in_bf16_stated TARGET mpitron NP 2 TIM
   EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs and DP gradient reduction, float32 master"
                               "step 3/3 loss"
                               "communication per step \\(rank 0, payload it hands to each group, mean\\): dp [0-9.]+ MiB")
+# At dp 1 there is no reduction for it to act on, and the line says so.
+mpitron_add_expect_test(train_grad_reduce_in_bf16_dp1_stated TARGET mpitron NP 1 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS train ${train_small} --bf16 --grad-reduce-in-bf16
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_grad_reduce_bf16_dp1
+  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs, float32 master; --grad-reduce-in-bf16 has no DP gradient reduction to act on at dp 1")
 
 # --recompute is stated in the start-up line, as bench states it.
 mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

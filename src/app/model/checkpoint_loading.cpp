@@ -90,9 +90,10 @@ LoadedRun load_model_agreed(
   return run;
 }
 
-void warn_if_trained_with_bf16(const LoadedRun& run, bool bf16, const std::string& what) {
+void warn_if_trained_with_bf16(const LoadedRun& run, bool bf16, const std::string& what,
+                               const comm::Communicator& world) {
   const nlohmann::json& meta = run.checkpoint.meta;  // null with --init-from
-  if (bf16 || !meta.is_object() || !meta.value("bf16", false)) return;
+  if (world.rank() != 0 || bf16 || !meta.is_object() || !meta.value("bf16", false)) return;
   run.log->warn(
       "warning: {} was trained with --bf16; without --bf16 {} computes its float32 master "
       "weights in float32, not as the run did (give --bf16 for that)",

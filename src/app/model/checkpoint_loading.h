@@ -62,9 +62,10 @@ LoadedRun load_model_agreed(
     comm::Communicator& world,
     const std::function<std::string(const nn::GptConfig&, const ParallelSizes&)>& extra_checks);
 
-/// Warns in `run`'s log (one line, rank 0) when --load's checkpoint was trained with --bf16 (its
-/// meta.json's "bf16") and the subcommand `what` runs without `bf16` (its --bf16): it then
-/// computes the checkpoint's float32 masters in float32, not what the run computed.
-void warn_if_trained_with_bf16(const LoadedRun& run, bool bf16, const std::string& what);
+/// Warns in `run`'s log (one line, on `world`'s rank 0 only) when --load's checkpoint was trained
+/// with --bf16 (its meta.json's "bf16") and the subcommand `what` runs without `bf16` (its --bf16):
+/// it then computes the checkpoint's float32 masters in float32, not what the run computed.
+void warn_if_trained_with_bf16(const LoadedRun& run, bool bf16, const std::string& what,
+                               const comm::Communicator& world);
 
 }  // namespace mpitron::app

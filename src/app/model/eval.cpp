@@ -110,7 +110,7 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
         "on tokens, give the --tokenizer it was trained with, or its token shards",
         o.data, run.config.vocab);
   }
-  warn_if_trained_with_bf16(run, o.bf16, "eval");
+  warn_if_trained_with_bf16(run, o.bf16, "eval", world);
   const comm::ParallelTopology topology(world, run.sizes.tp, run.sizes.pp, run.sizes.dp,
                                         run.sizes.cp);
   // --bf16: train --bf16's trainer (the parameters rounded from the loaded weights, which it

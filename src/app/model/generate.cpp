@@ -105,7 +105,7 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
             o.tokens, o.temperature, o.top_k, o.common.seed, o.bf16,
             tokenizer ? tokenizer->vocab_size() : 0, o.prompt);
       });
-  warn_if_trained_with_bf16(run, o.bf16, "generate");
+  warn_if_trained_with_bf16(run, o.bf16, "generate", world);
   const comm::ParallelTopology topology(world, run.sizes.tp, 1, run.sizes.dp);
   const nn::GptStage stage(run.config, model_init(run, autograd::DType::f32), topology);
   // --bf16: train --bf16's parameters (its masters, here the loaded weights, rounded) and GEMM

@@ -46,11 +46,13 @@ std::string family_text(const nn::GptConfig& c) {
 }
 
 // The start-up line's words for the precision: the dtype, or what --bf16 rounds and where the
-// DP gradients are reduced.
-std::string precision_text(const TrainOptions& o) {
+// gradients are reduced across the `sharing` ranks of the DP x CP group.
+std::string precision_text(const TrainOptions& o, int sharing) {
   if (!o.bf16) return o.dtype;
-  return o.grad_reduce_in_bf16 ? "bfloat16 GEMMs and DP gradient reduction, float32 master"
-                               : "bfloat16 GEMMs, float32 master";
+  if (!o.grad_reduce_in_bf16) return "bfloat16 GEMMs, float32 master";
+  return sharing > 1 ? "bfloat16 GEMMs and DP gradient reduction, float32 master"
+                     : "bfloat16 GEMMs, float32 master; --grad-reduce-in-bf16 has no DP "
+                       "gradient reduction to act on at dp 1";
 }
 
 std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
@@ -96,9 +98,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       run.sizes.cp > 1
           ? fmt::format(" cp={} ({})", run.sizes.cp, nn::cp_comm_name(run.train.cp_comm))
           : std::string(),
-      nn::counted(world.size(), "rank"), device_text(run.device), precision_text(o),
-      nn::counted(run.config.layers, "layer"), run.config.hidden,
-      nn::counted(run.config.heads, "head"), o.seq,
+      nn::counted(world.size(), "rank"), device_text(run.device),
+      precision_text(o, run.sizes.dp * run.sizes.cp), nn::counted(run.config.layers, "layer"),
+      run.config.hidden, nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),
       run.config.vocab,

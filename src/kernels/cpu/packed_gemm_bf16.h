@@ -49,8 +49,8 @@ void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t
                       std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
                       std::size_t ldb, float beta, float* c, std::size_t ldc);
 
-/// The same with a bfloat16 C: each column panel of C (512 columns) is computed in float32 in a
-/// thread-local workspace of m x 512 floats (C widened into it first unless beta = 0) and rounded
+/// The same with a bfloat16 C: each column panel of C (2048 columns) is computed in float32 in a
+/// thread-local workspace of m x 2048 floats (C widened into it first unless beta = 0) and rounded
 /// once per element to bfloat16 (to_bf16), so an element's bits are its float32 result's rounded.
 void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                       std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
