@@ -42,6 +42,10 @@ cli_bad_test(eval_data_outside_vocab 2 "--data ${cli_text} holds byte 122, outsi
              eval --init-from ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin --data ${cli_text})
 cli_bad_test(eval_heads_with_load 2 "--heads goes with --init-from: a checkpoint records its heads"
              eval --load ${cli_ckpt} --heads 4 --data ${cli_text})
+cli_bad_test(eval_gelu_with_load 2 "--gelu goes with --init-from: a checkpoint records its GELU"
+             eval --load ${cli_ckpt} --gelu erf --data ${cli_text})
+cli_bad_test(generate_gelu_with_llama 2 "--gelu is GPT-2's MLP activation, and --init-from ${PROJECT_SOURCE_DIR}/tests/data/hf_llama_tied is a Llama folder (SwiGLU)"
+             generate --init-from ${PROJECT_SOURCE_DIR}/tests/data/hf_llama_tied --gelu tanh --prompt x)
 cli_bad_test(eval_seq_zero 2 "--seq must be in [1, 16] (the model's block size), got 0"
              eval --load ${cli_ckpt} --data ${cli_text} --seq 0)
 cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"

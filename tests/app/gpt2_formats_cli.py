@@ -27,7 +27,9 @@ made anew). Python standard library only.
       `eval` of the file (--init-from) and of the saved step (--load) on tp 2: the same text and
       the same loss. So do the step's Hugging Face export (--init-from with --heads 4, which a
       safetensors file does not record) and its bfloat16 llm.c export (version 5) against a
-      step saved from that file (its weights widened exactly).
+      step saved from that file (its weights widened exactly), and the llm.c export of a --gelu
+      erf step read with --gelu erf; without --gelu erf its loss differs. Losses are compared
+      to the last digit (eval --json).
 Prints what it compared; exits 1 on any failure.
 """
 import argparse
@@ -206,17 +208,17 @@ def roundtrip(args):
 
 
 def outputs(args, weights, data):
-    """Greedy `generate` text and `eval` loss line of the weights of `weights` (flags) on tp 2."""
+    """Greedy `generate` text and `eval` loss (its --json report's, every digit) of the weights
+    of `weights` (flags) on tp 2."""
     out, _ = mpitron(args, [2, 1, 1], "generate", *weights, "--prompt", "GNU", "--tokens", "12",
                      "--temperature", "0")
     text = out.split(b"\n")[0]
     if len(text) != len("GNU") + 12:
         fail(f"generate {' '.join(weights)} gives {text!r}, not the prompt and 12 bytes")
-    out, err = mpitron(args, [2, 1, 1], "eval", *weights, "--data", data, "--seq", "16")
-    loss = re.search(rb"loss ([0-9.]+) nats", out + err)
-    if not loss:
-        fail(f"eval {' '.join(weights)} printed no loss")
-    return text, loss.group(1)
+    report = os.path.join(args.work, "eval.json")
+    mpitron(args, [2, 1, 1], "eval", *weights, "--data", data, "--seq", "16", "--json", report)
+    with open(report) as f:
+        return text, repr(json.load(f)["loss"])
 
 
 def expect_same_outputs(args, file_flags, checkpoint, data):
@@ -225,7 +227,7 @@ def expect_same_outputs(args, file_flags, checkpoint, data):
     if got != want:
         fail(f"{' '.join(file_flags)} gives text and loss {got}, --load of its weights {want}")
     print(f"generate and eval: {' '.join(file_flags)} and --load of the same weights give "
-          f"{got[0]!r} and loss {got[1].decode()}", flush=True)
+          f"{got[0]!r} and loss {got[1]}", flush=True)
 
 
 def generate(args):
@@ -243,6 +245,14 @@ def generate(args):
             "bfloat16", "--out", bf16)
     widened = train_from(args, "bf16", bf16, [2, 1, 1], [], "vocab 256, tanh GELU;")
     expect_same_outputs(args, ["--init-from", bf16], widened, data)
+    # An erf-GELU run's export reads back with --gelu erf; without it, as GPT-2's tanh GELU, its
+    # loss moves.
+    erf = train_from(args, "erf", source, [2, 1, 1], ["--gelu", "erf"], "vocab 256;")
+    erf_file = export_to(args, erf, "llmc", "erf")
+    expect_same_outputs(args, ["--init-from", erf_file, "--gelu", "erf"], erf, data)
+    as_tanh = outputs(args, ["--init-from", erf_file], data)
+    if as_tanh[1] == outputs(args, ["--load", erf], data)[1]:
+        fail(f"--init-from {erf_file} without --gelu erf has the erf model's loss {as_tanh[1]}")
 
 
 def main():

@@ -5,6 +5,7 @@
 #include "app/common/init_from.h"
 #include "comm/configuration.h"
 #include "comm/errors.h"
+#include "nn/checkpoint/hf_llama.h"
 #include "nn/models/gpt_pretrained.h"
 
 namespace mpitron::app {
@@ -18,6 +19,10 @@ void add_model_source_options(CLI::App& c, ModelSource& source) {
   add_size_option(c, "--heads", source.heads,
                   "Attention heads of a --init-from safetensors GPT-2 file (it does not record "
                   "them)");
+  c.add_option("--gelu", source.gelu,
+               "MLP activation of a --init-from GPT-2 file: tanh (GPT-2's, the default) or erf "
+               "(what export says a --gelu erf run needs)")
+      ->check(CLI::IsMember({"erf", "tanh"}));
 }
 
 nn::MasterInit model_init(const LoadedRun& run, kernels::DType dtype) {
@@ -40,6 +45,15 @@ void read_model(const ModelSource& source, LoadedRun& run) {
     flags.init_from = source.init_from;
     flags.heads = source.heads;
     if (source.heads > 0) flags.typed.insert("heads");
+    if (!source.gelu.empty()) {
+      if (nn::is_hf_llama_path(source.init_from)) {
+        throw comm::ConfigError(fmt::format(
+            "--gelu is GPT-2's MLP activation, and --init-from {} is a Llama folder (SwiGLU)",
+            source.init_from));
+      }
+      flags.typed.insert("gelu");
+      run.config.gelu = nn::gelu_form_from_string(source.gelu);
+    }
     run.pretrained = load_init_from(flags, run.config);
     // A float32 model from bfloat16 values: said once, in every line that names the weights.
     run.label = source.init_from +
@@ -48,6 +62,9 @@ void read_model(const ModelSource& source, LoadedRun& run) {
   }
   if (source.heads > 0) {
     throw comm::ConfigError("--heads goes with --init-from: a checkpoint records its heads");
+  }
+  if (!source.gelu.empty()) {
+    throw comm::ConfigError("--gelu goes with --init-from: a checkpoint records its GELU");
   }
   try {
     run.checkpoint = nn::load_gpt_checkpoint(source.load, /*with_moments=*/false);

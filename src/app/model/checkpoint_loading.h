@@ -24,10 +24,11 @@ struct ModelSource {
   std::string load;        ///< --load: a checkpoint folder (its newest complete step)
   std::string init_from;   ///< --init-from: a file or folder load_init_from reads
   std::int64_t heads = 0;  ///< --heads: a safetensors GPT-2 file's head count; 0: not given
+  std::string gelu;        ///< --gelu: a GPT-2 file's MLP activation (erf or tanh); empty: tanh
 };
 
-/// Registers --load, --init-from and --heads on `command` (`eval` and `generate`); which of them
-/// is given is checked by load_model_agreed.
+/// Registers --load, --init-from, --heads and --gelu on `command` (`eval` and `generate`); which of
+/// them is given is checked by load_model_agreed.
 void add_model_source_options(CLI::App& command, ModelSource& source);
 
 /// What a model-reading subcommand has after its start-up agreement.

@@ -117,8 +117,8 @@ int run_export(const ExportOptions& o, comm::Communicator world) {
     const nn::GptConfig& model = run.checkpoint.config;
     if (!model.llama() && model.gelu != nn::GeluForm::tanh) {
       run.log->warn(
-          "export: the model uses the {} GELU; GPT-2's files mean tanh, so train --init-from {} "
-          "--gelu {} runs this model",
+          "export: the model uses the {} GELU; GPT-2's files mean tanh, so --init-from {} "
+          "--gelu {} (train, eval, generate) runs this model",
           nn::to_string(model.gelu), o.out, nn::to_string(model.gelu));
     }
     if (o.format == "safetensors" && model.vocab_rows() != model.vocab) {
