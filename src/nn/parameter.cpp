@@ -84,22 +84,15 @@ bool all_finite(const Tensor& tensor) {
 
 void refuse_infinite_bf16_parameters(const Parameters& parameters,
                                      const comm::Communicator& world) {
-  std::string first;
-  double count = 0.0;
-  for (const Parameter& p : parameters) {
-    if (all_finite(p.tensor)) continue;
-    if (count == 0.0) first = p.name;
-    count += 1.0;
-  }
-  double total = 0.0;
-  for (const double c : comm::all_gather_scalar(world, count))
-    total += c;
-  if (total == 0.0) return;
+  const auto bad = std::find_if(parameters.begin(), parameters.end(),
+                                [](const Parameter& p) { return !all_finite(p.tensor); });
+  // Ranks, not a count: a replicated parameter, or one each replica holds, is on several ranks.
+  const std::vector<int> ranks = comm::ranks_where(world, bad != parameters.end());
+  if (ranks.empty()) return;
   throw comm::ConfigError(fmt::format(
-      "--bf16: {} of the model's parameters {} values beyond bfloat16's largest finite value "
-      "(3.3895e38), which round to infinity{}; the run would compute NaN",
-      total, total == 1.0 ? "holds" : "hold",
-      first.empty() ? "" : " (on this rank: " + first + ")"));
+      "--bf16: parameters on {} hold values beyond bfloat16's largest finite value (3.3895e38), "
+      "which round to infinity{}; the run would compute NaN",
+      comm::ranks_phrase(ranks), bad == parameters.end() ? "" : " (here: " + bad->name + ")"));
 }
 
 }  // namespace mpitron::nn

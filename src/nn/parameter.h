@@ -97,7 +97,8 @@ bool all_finite(const Tensor& tensor);
 /// comm::ConfigError on every rank of `world` when a parameter of any rank holds a value that is
 /// not finite, as a float32 weight beyond bfloat16's largest finite value (3.3895e38) is once
 /// rounded (the loaders refuse NaN and infinity in files, so the rounding made it): the forward
-/// would compute NaN. Names this rank's first such parameter. Collective over `world`.
+/// would compute NaN. Names the world ranks that hold such a parameter and this rank's first
+/// one. Collective over `world`.
 void refuse_infinite_bf16_parameters(const Parameters& parameters, const comm::Communicator& world);
 
 }  // namespace mpitron::nn

@@ -101,3 +101,17 @@ mpitron_add_expect_test(gpt2_formats_eval_init_from_bf16 TARGET mpitron NP 1 TIM
   EXPECT_EXIT 0
   EXPECT_OUTPUT "eval: [^\n]*tiny_bf16.bin .bfloat16 weights, widened to float32. on [^\n]*loss")
 set_tests_properties(gpt2_formats_eval_init_from_bf16 PROPERTIES DEPENDS gpt2_formats_export_bf16)
+
+# eval and generate agree on the model as read: ranks given another --gelu (or --heads) for the
+# same --init-from file are refused at start-up, one line on every rank, exit code 2.
+set(differs "configuration differs between ranks: rank 0 runs [^\n]*\"gelu\":\"erf\"[^\n]*rank 1 runs [^\n]*\"gelu\":\"tanh\"")
+set(rank_args generate --init-from ${hf_sample} --heads 4 --prompt 0 --tp 2
+              --log-dir ${gpt2_work}/logs_gelu_agree)
+add_test(NAME gpt2_formats_generate_gelu_ranks_disagree
+         COMMAND ${CMAKE_COMMAND} -DEXPECT_EXIT=2
+                 "-DEXPECT_OUTPUT=rank 0: error: ${differs}\\;rank 1: error: ${differs}"
+                 -DMAX_SECONDS=30 -P ${PROJECT_SOURCE_DIR}/cmake/ExpectRun.cmake --
+                 ${MPIEXEC_EXECUTABLE} ${MPITRON_MPIEXEC_RESOLVED_PREFLAGS}
+                 -n 1 $<TARGET_FILE:mpitron> ${rank_args} --gelu erf :
+                 -n 1 $<TARGET_FILE:mpitron> ${rank_args} --gelu tanh)
+set_tests_properties(gpt2_formats_generate_gelu_ranks_disagree PROPERTIES TIMEOUT 60 PROCESSORS 2)

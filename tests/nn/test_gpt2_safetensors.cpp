@@ -4,7 +4,11 @@
 // each bad file's one-line error, and load_pretrained's sniffing of the format.
 #include "nn/checkpoint/gpt2_safetensors.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
 
 #include "autograd/ops.h"
 #include "gpt2_weights_test_support.h"
@@ -185,6 +189,15 @@ TEST_F(Gpt2Safetensors, LoadPretrainedSniffsTheFormat) {
   test::put_file_bytes(dir / "short.safetensors", bytes);
   EXPECT_THAT(message_of<CheckpointError>([&] { load_pretrained(dir / "short.safetensors", 2); }),
               names("short.safetensors: short data"));
+  // One cut inside its header is a truncated safetensors file, not an unknown format.
+  std::uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), sizeof(header));
+  bytes.resize(100);
+  test::put_file_bytes(dir / "cut.safetensors", bytes);
+  EXPECT_THAT(message_of<CheckpointError>([&] { load_pretrained(dir / "cut.safetensors", 2); }),
+              names(fmt::format("cut.safetensors: truncated safetensors file: its header is {} "
+                                "bytes, the file holds 92 after the 8-byte length",
+                                header)));
 }
 
 TEST(PretrainedInit, GivesEveryParameterWithTheEmbeddingRefitted) {

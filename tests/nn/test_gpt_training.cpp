@@ -8,6 +8,11 @@
 
 #include <fmt/format.h>
 
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "comm/agreement.h"
 #include "comm/errors.h"
 #include "comm/traffic.h"
 #include "gpt_test_support.h"
@@ -523,7 +528,13 @@ TEST(GptTraining, Bf16RefusesWeightsThatRoundToInfinity) {
   } catch (const comm::ConfigError& e) {
     const std::string message = e.what();
     EXPECT_NE(message.find("beyond bfloat16's largest finite value"), std::string::npos) << message;
+    EXPECT_NE(message.find("(here: "), std::string::npos) << message;
     EXPECT_NE(message.find("attn.c_proj.weight"), std::string::npos) << message;
+    // Every replica holds the weight: every rank is named, each once.
+    std::vector<int> all(static_cast<std::size_t>(test::world().size()));
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_NE(message.find("parameters on " + comm::ranks_phrase(all) + " hold"), std::string::npos)
+        << message;
   }
   EXPECT_NO_THROW(GptTrainer(kConfig, init, topology, GptTrainOptions{}));
 }

@@ -97,9 +97,14 @@ LoadedRun load_model_agreed(
         run.log->warn("warning: --load {}: skipped a newer step that does not load: {}",
                       source.load, why);
     }
-    const std::string weights =
+    // The model as read (so --heads and --gelu too) and a fingerprint of its values: ranks that
+    // read other files under the same name, or were given other flags, disagree.
+    const std::string weights = fmt::format(
+        "{} model={} weights_fnv={:016x}",
         source.load.empty() ? "init_from=" + source.init_from
-                            : fmt::format("load={} step={}", source.load, run.checkpoint.step);
+                            : fmt::format("load={} step={}", source.load, run.checkpoint.step),
+        nn::to_json(run.config).dump(),
+        nn::weights_fingerprint(run.pretrained ? run.pretrained->tensors : run.checkpoint.full));
     return fmt::format("mpitron {} {} tp={} pp={} dp={} cp={} cp_comm={} {} {}", MPITRON_VERSION,
                        what, run.sizes.tp, run.sizes.pp, run.sizes.dp, run.sizes.cp, common.cp_comm,
                        weights, settings);

@@ -61,9 +61,11 @@ CLI::App& add_export_command(CLI::App& app, ExportOptions& o) {
   add_common_options(c, o.common);
   c.add_option("--load", o.load, "Checkpoint folder (its newest complete step)")->required();
   c.add_option("--out", o.out, "The file to write (llama: the folder)")->required();
-  c.add_option("--format", o.format,
-               "safetensors: nanoGPT names; hf: Hugging Face's GPT-2 names and layout, or a llama "
-               "checkpoint's Hugging Face Llama folder; llmc: llm.c's model file (float32)")
+  c.add_option(
+       "--format", o.format,
+       "safetensors: nanoGPT names; hf: Hugging Face's GPT-2 names and layout, or a llama "
+       "checkpoint's Hugging Face Llama folder; llmc: llm.c's model file (version 3, or 5 with "
+       "--dtype bfloat16)")
       ->check(CLI::IsMember({"safetensors", "hf", "llmc"}))
       ->capture_default_str();
   c.add_option("--dtype", o.dtype, "Stored values: float32, or bfloat16 (rounded to nearest even)")

@@ -342,7 +342,7 @@ nlohmann::json describe_run(const TrainOptions& o, const TrainPlan& plan) {
   config["rope_scaling"] = nn::to_json(plan.config).value("rope_scaling", nlohmann::json());
   if (plan.start.pretrained) {  // files of the same sizes may hold other weights
     config["init_from_fnv"] =
-        fmt::format("{:016x}", nn::gpt2_weights_fingerprint(*plan.start.pretrained));
+        fmt::format("{:016x}", nn::weights_fingerprint(plan.start.pretrained->tensors));
   }
   return config;
 }

@@ -74,10 +74,10 @@ void check_gpt2_weights(const Gpt2Weights& weights, const std::string& context) 
   }
 }
 
-std::uint64_t gpt2_weights_fingerprint(const Gpt2Weights& weights) {
+std::uint64_t weights_fingerprint(const std::map<std::string, autograd::Tensor>& tensors) {
   constexpr std::uint64_t kPrime = 1099511628211ULL;
   std::uint64_t hash = 14695981039346656037ULL;
-  for (const auto& [name, tensor] : weights.tensors) {  // a std::map: name order
+  for (const auto& [name, tensor] : tensors) {  // a std::map: name order
     for (const char c : name)
       hash = (hash ^ static_cast<unsigned char>(c)) * kPrime;
     const kernels::Buffer& buffer = tensor.buffer();

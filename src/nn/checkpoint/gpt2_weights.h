@@ -53,11 +53,12 @@ std::string gpt2_sizes_error(const Gpt2Sizes& sizes);
 /// another shape ("tensor 'transformer.wpe.weight' has shape [16, 16], expected [32, 16]").
 void check_gpt2_weights(const Gpt2Weights& weights, const std::string& context);
 
-/// A 64-bit FNV-1a hash of `weights` (offset basis 14695981039346656037, prime 1099511628211),
-/// for ranks to prove that they start from the same values: the tensors in name order, each
-/// name's bytes one at a time, then its values' bytes 8 at a time as one native-endian word
-/// (the last bytes of a size not a multiple of 8 one at a time). The tensors must be on the CPU;
-/// a 500 MB model takes a fraction of a second.
-std::uint64_t gpt2_weights_fingerprint(const Gpt2Weights& weights);
+/// A 64-bit FNV-1a hash of named tensors (offset basis 14695981039346656037, prime
+/// 1099511628211), for ranks to prove that they start from the same values (--init-from's
+/// Gpt2Weights::tensors, a checkpoint's GptCheckpoint::full): the tensors in name order, each
+/// name's bytes one at a time, then its values' bytes 8 at a time as one native-endian word (the
+/// last bytes of a size not a multiple of 8 one at a time). The tensors must be on the CPU; a
+/// 500 MB model takes a fraction of a second.
+std::uint64_t weights_fingerprint(const std::map<std::string, autograd::Tensor>& tensors);
 
 }  // namespace mpitron::nn

@@ -53,9 +53,16 @@ Gpt2Weights load_pretrained(const std::filesystem::path& path, std::int64_t head
   std::memcpy(&header_length, start, sizeof(header_length));
   std::error_code error;
   const std::uint64_t size = std::filesystem::file_size(path, error);
-  const bool safetensors = !error && got == sizeof(start) && start[8] == '{' &&
-                           header_length <= size - sizeof(header_length);
-  if (safetensors) return finite(read_gpt2_safetensors(path, heads_if_needed), path);
+  const bool json_header = !error && got == sizeof(start) && start[8] == '{';
+  if (json_header && header_length <= size - sizeof(header_length)) {
+    return finite(read_gpt2_safetensors(path, heads_if_needed), path);
+  }
+  if (json_header && header_length < (std::uint64_t{1} << 32)) {  // a plausible header, cut short
+    throw CheckpointError(fmt::format(
+        "{}: truncated safetensors file: its header is {} bytes, the file holds {} after the "
+        "8-byte length",
+        path.string(), header_length, size - sizeof(header_length)));
+  }
   throw CheckpointError(
       fmt::format("{}: not an llm.c model file (magic {}, expected {}) or a safetensors file",
                   path.string(), magic, kLlmcMagic));
