@@ -116,8 +116,11 @@ std::string stall_summary(int self, const std::vector<int>& peers,
         ")";
   }
   std::sort(arrived.begin(), arrived.end());
-  return "arrived: " + ranks_phrase(arrived) +
-         "; not arrived: " + (absent.empty() ? "none" : absent);
+  // Every rank inside the call and it still did not complete: one of them stopped progressing.
+  return "arrived: " + ranks_phrase(arrived) + "; not arrived: " +
+         (absent.empty() ? "none (every rank is inside it: one stopped progressing, e.g. a "
+                           "stopped or starved process, or the network failed)"
+                         : absent);
 }
 
 }  // namespace mpitron::comm

@@ -39,7 +39,8 @@ std::vector<std::optional<std::string>> inspect_peers(const std::vector<int>& pe
 /// - a collective: "arrived: ranks 0, 2; not arrived: rank 1 (waiting in recv
 ///   from rank 3 on the pp communicator (8 bytes)), rank 3 (no answer: computing, stuck outside
 ///   mpitron's communication waits, or gone)" (`self`, this rank's world rank, counts as
-///   arrived; "not arrived: none" when every peer waits in `doing`);
+///   arrived; "not arrived: none (every rank is inside it: one stopped progressing, ...)" when
+///   every peer waits in `doing`);
 /// - a point-to-point peer (`collective` false): "rank 1 is waiting in barrier on the world
 ///   communicator (0 bytes)" or "rank 1 did not answer (computing, ...)".
 std::string stall_summary(int self, const std::vector<int>& peers,

@@ -96,6 +96,9 @@ mpitron_add_expect_test(cli_validate_tp_only_fills_dp TARGET mpitron NP 4 TIMEOU
 cli_bad_test(validate_tp_not_dividing 4
              "world size 4 is not divisible by tp*pp = 3 (tp 3, pp 1, --dp omitted)"
              validate --tp 3)
+cli_bad_test(validate_tp_not_dividing_vocab 3
+             "the GPT checks' vocab 256 is not divisible by tp 3 (give a tp that divides it)"
+             validate --tp 3 --hidden 48 --intermediate 96 --seq 18)
 cli_bad_test(validate_dp_only 4 "tp*pp*dp = 1*1*2 = 2, but the world size is 4" validate --dp 2)
 
 # --help, which describes the common flags, names the type of --seed once (its check adds no

@@ -83,7 +83,9 @@ TEST(StallSummary, CollectiveSortsPeersByWhatTheyAnswered) {
       "arrived: ranks 0, 2; not arrived: rank 1 (waiting in recv from rank 3 on the pp "
       "communicator (8 bytes)), rank 3 (no answer: computing, stuck outside mpitron's "
       "communication waits, or gone)");
-  EXPECT_EQ(stall_summary(1, {0}, {doing}, doing, true), "arrived: ranks 0, 1; not arrived: none");
+  EXPECT_EQ(stall_summary(1, {0}, {doing}, doing, true),
+            "arrived: ranks 0, 1; not arrived: none (every rank is inside it: one stopped "
+            "progressing, e.g. a stopped or starved process, or the network failed)");
 }
 
 TEST(StallSummary, PointToPointNamesThePeer) {

@@ -33,8 +33,9 @@ CLI::App& add_bench_comm_command(CLI::App& bench, BenchCommOptions& options) {
       ->capture_default_str();
   command
       .add_option("--max-bytes", options.max_bytes,
-                  "Largest message size (sizes grow 4x; at most 256 MiB; each rank holds at "
-                  "least one float, so a size may round up)")
+                  "Largest message size (sizes grow 4x; at most 256 MiB; all-gather and "
+                  "reduce-scatter sizes round down to a multiple of ranks x element size, and "
+                  "every size up to one element per rank)")
       ->check(integer_in(sizeof(float), kMaxCommBytes))
       ->capture_default_str();
   command.add_option("--dtype", options.dtype, "Buffer dtype: float32 or bfloat16")

@@ -16,7 +16,7 @@ using autograd::Tensor;
 
 namespace {
 
-constexpr std::int64_t kVocab = 256;
+constexpr std::int64_t kVocab = kValidateVocab;
 
 // The bf16 GPT check's tolerance. Both sides round the same float32 values to bfloat16 (the
 // parameters, the GEMM operands, and with pp > 1 the activations and gradients at the stage

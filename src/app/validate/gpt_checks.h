@@ -3,11 +3,16 @@
 // plain autograd ops (nn/models/gpt_reference.h).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "app/validate/context.h"
 
 namespace mpitron::app {
+
+/// The vocabulary of the GPT checks' models (byte ids), split over TP unpadded: a tp that does
+/// not divide it is refused at start-up (run_validate).
+inline constexpr std::int64_t kValidateVocab = 256;
 
 /// "TP: transformer block forward and gradients match dense reference": one causal GPT block
 /// (LayerNorms, attention with 2*tp or tp heads, MLP) over the TP group vs the dense block:

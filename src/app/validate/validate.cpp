@@ -86,6 +86,11 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
       run.micro_batches = m;
       check_divisibility(run, sizes.tp, sizes.pp);
     }
+    if (kValidateVocab % sizes.tp != 0) {
+      throw comm::ConfigError(fmt::format(
+          "the GPT checks' vocab {} is not divisible by tp {} (give a tp that divides it)",
+          kValidateVocab, sizes.tp));
+    }
     // The sequence-parallel GPT checks split each cp shard further over TP.
     check_context_parallel_sequence(options.sizes.seq, sizes, /*sequence_parallel=*/true);
     check_tolerance(options.tolerance);
