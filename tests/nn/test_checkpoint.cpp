@@ -4,6 +4,7 @@
 // iteration.
 #include "nn/checkpoint/checkpoint.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "nn/train/gpt_checkpoint.h"
@@ -300,6 +301,24 @@ TEST_F(Checkpoint, AFolderLoadsItsNewestStepThatLoads) {
   EXPECT_NE(message.find("step_2000"), std::string::npos) << message;
   EXPECT_NE(message.find("and the 1 older complete steps do not load either"), std::string::npos)
       << message;
+}
+
+// A latest that names a step without DONE (being saved again, or removed) is passed over for the
+// newest complete step below it, and named with why.
+TEST_F(Checkpoint, AFolderNamesTheIncompleteStepItsLatestNames) {
+  std::filesystem::copy(std::filesystem::path(MPITRON_TEST_DATA_DIR) / "checkpoint_tiny", dir,
+                        std::filesystem::copy_options::recursive);
+  test::put_file_bytes(dir / "latest", "step_99999\n");
+  const GptCheckpoint loaded = load_gpt_checkpoint(dir, /*with_moments=*/false);
+  EXPECT_EQ(loaded.step, 1000);
+  ASSERT_EQ(loaded.skipped.size(), 1u);
+  EXPECT_EQ(loaded.skipped[0],
+            fmt::format("{}, which {} names, is not complete (no DONE file: "
+                        "being saved, or removed)",
+                        (dir / "step_99999").string(), (dir / "latest").string()));
+  // A latest that names the step loaded adds nothing.
+  test::put_file_bytes(dir / "latest", "step_1000\n");
+  EXPECT_TRUE(load_gpt_checkpoint(dir, false).skipped.empty());
 }
 
 TEST_F(Checkpoint, MissingAndDamagedFilesAreNamed) {

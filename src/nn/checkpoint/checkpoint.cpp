@@ -242,6 +242,13 @@ std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
   return newest;
 }
 
+std::optional<std::string> incomplete_latest(const std::filesystem::path& dir) {
+  const std::optional<std::int64_t> latest = latest_named(dir);
+  if (!latest || step_complete(dir, *latest)) return std::nullopt;
+  return fmt::format("{}, which {} names, is not complete (no {} file: being saved, or removed)",
+                     step_directory(dir, *latest).string(), (dir / kLatest).string(), kDone);
+}
+
 std::vector<std::int64_t> complete_steps(const std::filesystem::path& dir) {
   const std::optional<std::int64_t> latest = latest_step(dir);
   if (!latest) return {};

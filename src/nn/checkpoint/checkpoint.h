@@ -115,6 +115,11 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 /// highest complete step_<k>; nullopt when there is none (or DIR does not exist).
 std::optional<std::int64_t> latest_step(const std::filesystem::path& dir);
 
+/// Why DIR/latest's step was passed over when it names a step that is not complete, one line
+/// ("ckpt/step_99, which ckpt/latest names, is not complete (no DONE file: being saved, or
+/// removed)"); nullopt when latest is missing, unreadable or names a complete step.
+std::optional<std::string> incomplete_latest(const std::filesystem::path& dir);
+
 /// The complete steps of DIR to try, newest first: latest_step, then the complete step_<k> below
 /// it from the highest k down; empty when there is none (or DIR does not exist). Steps above
 /// latest_step are left out: a run resumed from an earlier step leaves the abandoned run's later
