@@ -1,32 +1,52 @@
-// weight_operand's per-scope bfloat16 copies, keyed by the parameter's shared state.
+// weight_operand's bfloat16 copies, keyed by the parameter's shared state: a scope's own, or
+// those a Bf16WeightCopies keeps between scopes.
 #include "autograd/weight_operands.h"
 
-#include <memory>
 #include <unordered_map>
 
 #include "autograd/ops.h"
+#include "kernels/ops.h"
 
 namespace mpitron::autograd {
-namespace {
 
-struct Copy {
-  Tensor weight;  // keeps the parameter's state, the key, alive while the copy is kept
-  Tensor operand;
+struct Bf16WeightCopies::Entries {
+  struct Copy {
+    Tensor weight;  // keeps the parameter's state, the key, alive while the copy is kept
+    Tensor operand;
+    bool current = true;  // rounded in the open scope (false: a kept copy of an earlier one)
+  };
+  std::unordered_map<const TensorImpl*, Copy> copies;
 };
 
-using Copies = std::unordered_map<const TensorImpl*, Copy>;
+namespace {
 
 // The copies of the open Bf16WeightScope, or null outside one.
-std::unique_ptr<Copies> open_copies;
+Bf16WeightCopies::Entries* open_copies = nullptr;
 
 }  // namespace
 
-Bf16WeightScope::Bf16WeightScope() : owner_(open_copies == nullptr) {
-  if (owner_) open_copies = std::make_unique<Copies>();
+Bf16WeightCopies::Bf16WeightCopies() : entries_(std::make_unique<Entries>()) {}
+
+Bf16WeightCopies::~Bf16WeightCopies() = default;
+
+Bf16WeightCopies::Bf16WeightCopies(Bf16WeightCopies&&) noexcept = default;
+
+Bf16WeightCopies& Bf16WeightCopies::operator=(Bf16WeightCopies&&) noexcept = default;
+
+Bf16WeightScope::Bf16WeightScope()
+    : own_(std::make_unique<Bf16WeightCopies::Entries>()), owner_(open_copies == nullptr) {
+  if (owner_) open_copies = own_.get();
+}
+
+Bf16WeightScope::Bf16WeightScope(Bf16WeightCopies& keep) : owner_(open_copies == nullptr) {
+  if (!owner_) return;
+  for (auto& [key, copy] : keep.entries_->copies)
+    copy.current = false;
+  open_copies = keep.entries_.get();
 }
 
 Bf16WeightScope::~Bf16WeightScope() {
-  if (owner_) open_copies.reset();
+  if (owner_) open_copies = nullptr;
 }
 
 Tensor weight_operand(const Tensor& weight) {
@@ -34,11 +54,19 @@ Tensor weight_operand(const Tensor& weight) {
       weight.dtype() != DType::f32 || !weight.is_leaf() || !weight.requires_grad()) {
     return gemm_operand(weight);
   }
-  const auto found = open_copies->find(weight.impl().get());
-  if (found != open_copies->end()) return found->second.operand;
-  Tensor operand = gemm_operand(weight);
-  open_copies->emplace(weight.impl().get(), Copy{weight, operand});
-  return operand;
+  const auto found = open_copies->copies.find(weight.impl().get());
+  if (found == open_copies->copies.end()) {
+    Tensor operand = gemm_operand(weight);
+    open_copies->copies.emplace(weight.impl().get(),
+                                Bf16WeightCopies::Entries::Copy{weight, operand});
+    return operand;
+  }
+  Bf16WeightCopies::Entries::Copy& copy = found->second;
+  if (!copy.current) {  // the bits gemm_operand gives, into the kept buffer
+    kernels::convert(weight.buffer(), copy.operand.buffer());
+    copy.current = true;
+  }
+  return copy.operand;
 }
 
 }  // namespace mpitron::autograd

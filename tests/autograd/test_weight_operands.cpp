@@ -1,6 +1,7 @@
 // weight_operand and Bf16WeightScope: inside a scope, under bfloat16 operands, a parameter is
 // rounded to bfloat16 once and every later call hands out that copy without allocating; the
-// copies are freed when the scope ends; outside a scope, for tensors that are not parameters and
+// copies are freed when the scope ends, or kept in a Bf16WeightCopies and rounded again into the
+// same buffers by its next scope; outside a scope, for tensors that are not parameters and
 // under float32 operands nothing is kept. linear, linear_bf16_output and fused_mlp (over several
 // row chunks) read their weights through it with the same bits inside a scope as outside.
 #include <gtest/gtest.h>
@@ -54,6 +55,38 @@ TEST(WeightOperand, RoundsAParameterOnceInsideAScopeAndFreesItAfter) {
   }
   EXPECT_EQ(in_use(), before) << "the copy is freed with its scope";
   EXPECT_NE(weight_operand(w).impl(), weight_operand(w).impl()) << "nothing kept outside a scope";
+}
+
+// Scopes on a Bf16WeightCopies round each parameter again into the copy the last scope made:
+// the new values' bits, no allocation, and the copy kept between scopes until the storage goes.
+TEST(WeightOperand, KeptCopiesAreRoundedAgainIntoTheSameBufferByTheNextScope) {
+  const GemmOperandsScope operands(GemmOperands::bfloat16);
+  Tensor w = randn({64, 48}, 3).set_requires_grad();
+  const std::size_t before = in_use();
+  {
+    Bf16WeightCopies copies;
+    Tensor first;
+    {
+      const Bf16WeightScope scope(copies);
+      first = weight_operand(w);
+      EXPECT_TRUE(same_bits(first, gemm_operand(w)));
+    }
+    EXPECT_GT(in_use(), before) << "the copy is kept between scopes";
+    kernels::scale(w.buffer(), -3.0, w.buffer());  // the optimizer's step between two scopes
+    const std::uint64_t made = requests();
+    {
+      const Bf16WeightScope scope(copies);
+      const Tensor again = weight_operand(w);
+      EXPECT_EQ(again.impl(), first.impl()) << "rounded into the same buffer";
+      EXPECT_EQ(requests(), made) << "without allocating";
+      EXPECT_TRUE(same_bits(again, gemm_operand(w))) << "the new values' bits";
+      {
+        const Bf16WeightScope inner;
+        EXPECT_EQ(weight_operand(w).impl(), first.impl()) << "an inner scope adds nothing";
+      }
+    }
+  }
+  EXPECT_EQ(in_use(), before) << "freed with the storage";
 }
 
 TEST(WeightOperand, KeepsNothingForTensorsThatAreNotParametersOrUnderFloat32Operands) {

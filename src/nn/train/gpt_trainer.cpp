@@ -159,7 +159,7 @@ StepResult GptTrainer::forward_backward(const std::vector<TokenBatch>& micro_bat
   gradients_.set_backward_passes(static_cast<int>(micro_batches.size()));
   std::vector<double> loss;
   {
-    const autograd::Bf16WeightScope weight_copies;  // the optimizer runs after it closes
+    const autograd::Bf16WeightScope scope(weight_copies_);  // the optimizer runs after it closes
     loss = {run_pipeline(micro_batches, /*train=*/true)};
   }
   result.phases.forward_backward = clock.lap();
@@ -196,7 +196,7 @@ std::vector<Tensor> GptTrainer::master_weights() {
 
 double GptTrainer::evaluate(const std::vector<TokenBatch>& windows) {
   autograd::NoGradGuard no_grad;
-  const autograd::Bf16WeightScope weight_copies;
+  const autograd::Bf16WeightScope scope(weight_copies_);
   std::vector<double> totals = {run_pipeline(windows, /*train=*/false),
                                 static_cast<double>(windows.size())};
   sum_over(topology_.dp_cp_comm(), totals);  // every cp rank counts its replica's windows

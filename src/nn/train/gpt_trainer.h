@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "autograd/weight_operands.h"
 #include "comm/topology.h"
 #include "nn/data/token_corpus.h"
 #include "nn/models/gpt.h"
@@ -139,6 +140,9 @@ class GptTrainer {
   Parameters parameters_;
   DataParallelGradients gradients_;  // before the optimizer: it may move the parameters
   std::unique_ptr<Optimizer> optimizer_;
+  // Under --bf16, the weights' bfloat16 copies, allocated once and rounded again each step and
+  // evaluation.
+  autograd::Bf16WeightCopies weight_copies_;
 };
 
 }  // namespace mpitron::nn

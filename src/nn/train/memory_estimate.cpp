@@ -91,8 +91,8 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t flat = in.rank_parameters + padding;
   const std::int64_t sharded_states = in.optimizer_states + (in.bf16 ? 1 : 0);
   const std::int64_t states = 2 * flat + (sharded_states * flat + shards - 1) / shards;
-  // Under --bf16 a step's forward and backward also hold a bfloat16 copy of each weight
-  // (autograd::Bf16WeightScope), 2 bytes a parameter.
+  // Under --bf16 the trainer also holds a bfloat16 copy of each weight (autograd::
+  // Bf16WeightCopies, rounded again each step), 2 bytes a parameter.
   estimate.parameter_states = states * in.element_bytes + (in.bf16 ? 2 * in.rank_parameters : 0);
   estimate.activations = activations;
   estimate.optimizer_workspace =

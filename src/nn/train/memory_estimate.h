@@ -37,8 +37,8 @@ struct MemoryEstimateInput {
   int cp = 1;
   /// train --bf16 (kernels::GemmOperands::bfloat16): the activations only GEMMs keep are
   /// bfloat16, 2 bytes each (autograd::gemm_operand), the optimizer keeps float32 masters
-  /// of its state shard (Optimizer::keep_float32_masters), and a step's forward and backward
-  /// hold a bfloat16 copy of each weight (autograd::Bf16WeightScope)
+  /// of its state shard (Optimizer::keep_float32_masters), and the trainer holds a bfloat16
+  /// copy of each weight (autograd::Bf16WeightCopies)
   bool bf16 = false;
 };
 
