@@ -33,9 +33,10 @@ Bf16WeightCopies::Bf16WeightCopies(Bf16WeightCopies&&) noexcept = default;
 
 Bf16WeightCopies& Bf16WeightCopies::operator=(Bf16WeightCopies&&) noexcept = default;
 
-Bf16WeightScope::Bf16WeightScope()
-    : own_(std::make_unique<Bf16WeightCopies::Entries>()), owner_(open_copies == nullptr) {
-  if (owner_) open_copies = own_.get();
+Bf16WeightScope::Bf16WeightScope() : owner_(open_copies == nullptr) {
+  if (!owner_) return;
+  own_ = std::make_unique<Bf16WeightCopies::Entries>();
+  open_copies = own_.get();
 }
 
 Bf16WeightScope::Bf16WeightScope(Bf16WeightCopies& keep) : owner_(open_copies == nullptr) {

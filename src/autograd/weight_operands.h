@@ -50,8 +50,8 @@ class Bf16WeightScope {
   Bf16WeightScope& operator=(const Bf16WeightScope&) = delete;
 
  private:
-  std::unique_ptr<Bf16WeightCopies::Entries>
-      own_;  // the copies when no Bf16WeightCopies keeps them
+  // The copies of an outermost scope that no Bf16WeightCopies keeps.
+  std::unique_ptr<Bf16WeightCopies::Entries> own_;
   bool owner_ = false;
 };
 

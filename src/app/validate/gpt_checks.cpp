@@ -16,8 +16,6 @@ using autograd::Tensor;
 
 namespace {
 
-constexpr std::int64_t kVocab = kValidateVocab;
-
 // The bf16 GPT check's tolerance. Both sides round the same float32 values to bfloat16 (the
 // parameters, the GEMM operands, and with pp > 1 the activations and gradients at the stage
 // boundaries, which the dense model rounds through autograd::round_through_bf16), except where
@@ -68,7 +66,7 @@ constexpr Tolerance kMainGradientTolerance{1e-5, 1e-7, 1e-5};
 nn::GptConfig gpt_config(const ValidateContext& ctx) {
   const std::int64_t hidden = ctx.sizes.hidden, tp = ctx.topology.tp();
   const std::int64_t heads = hidden % (2 * tp) == 0 ? 2 * tp : tp;
-  return {kVocab, ctx.sizes.seq, ctx.sizes.layers, hidden, heads};
+  return {kValidateVocab, ctx.sizes.seq, ctx.sizes.layers, hidden, heads};
 }
 
 // The llama family at validate's sizes: GPT's heads on half as many key/value heads where tp
@@ -82,14 +80,14 @@ nn::GptConfig llama_config(const ValidateContext& ctx) {
   return config;
 }
 
-// Seeded ids [rows, seq] in [0, kVocab).
+// Seeded ids [rows, seq] in [0, kValidateVocab).
 Tensor random_ids(const ValidateContext& ctx, std::int64_t rows, std::uint64_t seed_offset) {
   std::vector<std::int64_t> ids;
   const auto values = autograd::uniform({rows, ctx.sizes.seq}, ctx.seed + seed_offset, 0.0, 1.0,
                                         autograd::DType::f64)
                           .to_vector();
   for (const double u : values)
-    ids.push_back(static_cast<std::int64_t>(u * kVocab));
+    ids.push_back(static_cast<std::int64_t>(u * kValidateVocab));
   return Tensor::from_indices(ids, {rows, ctx.sizes.seq}, ctx.device);
 }
 
@@ -300,12 +298,12 @@ std::vector<LocalCheck> check_transformer_block(const ValidateContext& ctx) {
 
 std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx) {
   const comm::ParallelTopology& topo = ctx.topology;
-  // A padded table: rows [vocab, kVocab) are padding, random (not zero) so that any use of
+  // A padded table: rows [vocab, kValidateVocab) are padding, random (not zero) so that any use of
   // them shows; at tp 8 the last rank's slice is padding only.
-  const std::int64_t hidden = ctx.sizes.hidden, slice = kVocab / topo.tp();
-  const std::int64_t vocab = kVocab - 40;
-  const Tensor master =
-      autograd::randn({kVocab, hidden}, ctx.seed + 950, 0.5, autograd::DType::f32, ctx.device);
+  const std::int64_t hidden = ctx.sizes.hidden, slice = kValidateVocab / topo.tp();
+  const std::int64_t vocab = kValidateVocab - 40;
+  const Tensor master = autograd::randn({kValidateVocab, hidden}, ctx.seed + 950, 0.5,
+                                        autograd::DType::f32, ctx.device);
   const nn::VocabParallelEmbedding embedding(master, vocab, topo.tp_comm());
   const Tensor dense_weight = master.clone().set_requires_grad();
   // Tokens walk through every slice; targets sit on slice boundaries (first and last ids).
