@@ -81,18 +81,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor mean = empty_like(x, {rows}), rstd = empty_like(x, {rows});
   kernels::layer_norm_forward(x.buffer(), weight.buffer(), bias.buffer(), cols, eps, y.buffer(),
                               mean.buffer(), rstd.buffer());
-  // Backward recomputes xhat from x as kept (bfloat16 under --bf16) and the float32 statistics.
-  const Tensor kept_x = detail::keep_activation(x);
-  const bool x_grad = needs_grad(x);
   return detail::record(
-      "layer_norm", y, {x, weight, bias},
-      [kept_x, x_grad, weight, bias, mean, rstd, cols](const Tensor& dy) {
-        const Tensor x = detail::kept_values(kept_x);
+      "layer_norm", y, {x, weight, bias}, [x, weight, bias, mean, rstd, cols](const Tensor& dy) {
         Tensor dx = empty_like(x), dweight = empty_like(weight), dbias = empty_like(bias);
         kernels::layer_norm_backward(x.buffer(), weight.buffer(), mean.buffer(), rstd.buffer(),
                                      dy.buffer(), cols, dx.buffer(), dweight.buffer(),
                                      dbias.buffer());
-        return std::vector<Tensor>{x_grad ? dx : Tensor(), needs_grad(weight) ? dweight : Tensor(),
+        return std::vector<Tensor>{needs_grad(x) ? dx : Tensor(),
+                                   needs_grad(weight) ? dweight : Tensor(),
                                    needs_grad(bias) ? dbias : Tensor()};
       });
 }
