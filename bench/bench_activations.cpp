@@ -70,16 +70,17 @@ void layer_norm(benchmark::State& state, Device device) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const std::size_t rows = n / kLayerNormCols, elements = rows * kLayerNormCols;
   Buffer x(elements, DType::f32, device), y(elements, DType::f32, device);
+  Buffer xhat(elements, DType::f32, device);
   Buffer dx(elements, DType::f32, device);
   Buffer weight(kLayerNormCols, DType::f32, device), bias(kLayerNormCols, DType::f32, device);
   Buffer dweight(kLayerNormCols, DType::f32, device), dbias(kLayerNormCols, DType::f32, device);
-  Buffer mean(rows, DType::f32, device), rstd(rows, DType::f32, device);
+  Buffer rstd(rows, DType::f32, device);
   mpitron::kernels::fill(x, 0.3);
   mpitron::kernels::fill(weight, 1.0);
   mpitron::kernels::fill(bias, 0.1);
   for (auto _ : state) {
-    mpitron::kernels::layer_norm_forward(x, weight, bias, kLayerNormCols, 1e-5, y, mean, rstd);
-    mpitron::kernels::layer_norm_backward(x, weight, mean, rstd, y, kLayerNormCols, dx, dweight,
+    mpitron::kernels::layer_norm_forward(x, weight, bias, kLayerNormCols, 1e-5, y, xhat, rstd);
+    mpitron::kernels::layer_norm_backward(xhat, weight, rstd, y, kLayerNormCols, dx, dweight,
                                           dbias);
     mpitron::kernels::synchronize(device);
   }

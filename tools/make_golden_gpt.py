@@ -23,7 +23,9 @@ Files (tools/make_golden.py's format):
   take, which AdamW updates with float32 moments; "final.<name>" are the masters. The tied head
   writes bfloat16 logits, and their gradient is bfloat16 (bf16_head); the MLP's first layer
   rounds its product to bfloat16 before its bias (bf16_fc1); attention reads q, k and v rounded
-  to bfloat16, their gradients float32 (Bf16Read, as the fused attention keeps them).
+  to bfloat16, their gradients float32 (Bf16Read, as the fused attention keeps them), its
+  backward reads its output, and the LayerNorms' backward their xhat, as kept, rounded to
+  bfloat16 (Bf16KeptAttention, Bf16KeptLayerNorm).
 - tests/data/gpt_train_bf16_pp2.json: the same bf16 steps as two pipeline stages of one block
   each run them: the activation between the blocks, and its gradient, rounded to bfloat16 (the
   bfloat16 pipeline wire, Bf16Wire).
@@ -148,26 +150,78 @@ def bf16_fc1(x, weight, bias):
     return Bf16Wire.apply(bf16_linear(x, weight)) + bias
 
 
+def layer_norm(x, weight, bias):
+    return F.layer_norm(x, (HIDDEN,), weight, bias, 1e-5)
+
+
+class Bf16KeptLayerNorm(torch.autograd.Function):
+    """layer_norm as `train --bf16` differentiates it: the forward on the float32 input, the
+    backward from xhat = (x - mean) rstd as kept, rounded to bfloat16, with the forward's
+    float32 rstd (autograd::keep_activation)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        mean = x.mean(-1, keepdim=True)
+        rstd = torch.rsqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
+        ctx.save_for_backward(bf16((x - mean) * rstd), weight, rstd)
+        return layer_norm(x, weight, bias)
+
+    @staticmethod
+    def backward(ctx, dy):
+        xhat, weight, rstd = ctx.saved_tensors
+        g = dy * weight
+        dx = rstd * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))
+        rows = tuple(range(dy.dim() - 1))
+        return dx, (dy * xhat).sum(rows), dy.sum(rows)
+
+
+def probabilities(q, k):
+    t = q.shape[-2]
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    att = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    return att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+
+
+def attention(q, k, v):
+    return probabilities(q, k) @ v
+
+
+class Bf16KeptAttention(torch.autograd.Function):
+    """Causal attention as `train --bf16`'s fused kernel differentiates it: backward's
+    D = rowsum(dO * O) from the output as kept, rounded to bfloat16."""
+
+    @staticmethod
+    def forward(ctx, q, k, v):
+        p = probabilities(q, k)
+        o = p @ v
+        ctx.save_for_backward(q, k, v, p, bf16(o))
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, p, o = ctx.saved_tensors
+        ds = p * (do @ v.transpose(-2, -1) - (do * o).sum(-1, keepdim=True))
+        ds = ds / math.sqrt(q.shape[-1])
+        return ds @ k, ds.transpose(-2, -1) @ q, p.transpose(-2, -1) @ do
+
+
 def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None, fc1=None,
-            qkv=lambda t: t):
+            qkv=lambda t: t, norm=layer_norm, attend=attention):
     b, t = tokens.shape
     x = p["transformer.wte.weight"][tokens] + p["transformer.wpe.weight"][torch.arange(t)]
     d = HIDDEN // HEADS
-    causal = torch.ones(t, t, dtype=torch.bool).tril()
     for i in range(LAYERS):
         h = f"transformer.h.{i}."
-        a = F.layer_norm(x, (HIDDEN,), p[h + "ln_1.weight"], p[h + "ln_1.bias"], 1e-5)
+        a = norm(x, p[h + "ln_1.weight"], p[h + "ln_1.bias"])
         q, k, v = (qkv(linear(a, p[h + f"attn.{n}.weight"], p[h + f"attn.{n}.bias"]))
                    .view(b, t, HEADS, d).transpose(1, 2) for n in ("q", "k", "v"))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(d)
-        att = att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).reshape(b, t, HIDDEN)
+        y = attend(q, k, v).transpose(1, 2).reshape(b, t, HIDDEN)
         x = x + linear(y, p[h + "attn.c_proj.weight"], p[h + "attn.c_proj.bias"])
-        m = F.layer_norm(x, (HIDDEN,), p[h + "ln_2.weight"], p[h + "ln_2.bias"], 1e-5)
+        m = norm(x, p[h + "ln_2.weight"], p[h + "ln_2.bias"])
         m = F.gelu((fc1 or linear)(m, p[h + "mlp.c_fc.weight"], p[h + "mlp.c_fc.bias"]))
         x = x + linear(m, p[h + "mlp.c_proj.weight"], p[h + "mlp.c_proj.bias"])
         x = wire(x, i)
-    x = F.layer_norm(x, (HIDDEN,), p["transformer.ln_f.weight"], p["transformer.ln_f.bias"], 1e-5)
+    x = norm(x, p["transformer.ln_f.weight"], p["transformer.ln_f.bias"])
     logits = (head or linear)(x, p["transformer.wte.weight"])
     return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
@@ -195,18 +249,20 @@ def main():
     write("gpt_train.json", train_steps(initial, batches, CLIP))
     write("gpt_train_clip_inactive.json", train_steps(initial, batches, CLIP_INACTIVE))
     initial32 = {n: t.float() for n, t in initial.items()}
-    bf16 = dict(read=Bf16Read.apply, head=bf16_head, fc1=bf16_fc1, qkv=Bf16Read.apply)
+    bf16 = dict(read=Bf16Read.apply, head=bf16_head, fc1=bf16_fc1, qkv=Bf16Read.apply,
+                norm=Bf16KeptLayerNorm.apply, attend=Bf16KeptAttention.apply)
     write("gpt_train_bf16.json", train_steps(initial32, batches, CLIP, bf16_linear, **bf16))
     write("gpt_train_bf16_pp2.json",
           train_steps(initial32, batches, CLIP, bf16_linear, wire_after_block_0, **bf16))
 
 
 def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lambda t: t,
-                head=None, fc1=None, qkv=lambda t: t):
+                head=None, fc1=None, qkv=lambda t: t, norm=layer_norm, attend=attention):
     """Five AdamW steps from `initial` on `batches`, clipping the global norm at `clip`, with
     `linear` for every linear layer, `head` for the tied head and `fc1` for the MLP's first layer
     (`linear` when None), `wire` after each block, the forward reading each parameter through
-    `read` and attention reading q, k and v through `qkv`."""
+    `read`, attention reading q, k and v through `qkv`, `norm` for every LayerNorm and `attend`
+    for attention's core."""
     params = {n: t.clone().requires_grad_(True) for n, t in initial.items()}
     decay = [t for t in params.values() if t.dim() >= 2]
     no_decay = [t for t in params.values() if t.dim() < 2]
@@ -219,12 +275,12 @@ def train_steps(initial, batches, clip, linear=F.linear, wire=no_wire, read=lamb
             group["lr"] = learning_rate(step)
         opt.zero_grad(set_to_none=True)
         loss = loss_of({n: read(t) for n, t in params.items()}, tokens, targets, linear, wire,
-                       head, fc1, qkv)
+                       head, fc1, qkv, norm, attend)
         loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(list(params.values()), clip)
         opt.step()
         train.update({f"tokens.{step}": tokens, f"targets.{step}": targets,
-                      f"loss.{step}": loss, f"grad_norm.{step}": norm})
+                      f"loss.{step}": loss, f"grad_norm.{step}": grad_norm})
     train.update({f"final.{n}": t for n, t in params.items()})
     return train
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -12,8 +13,9 @@ namespace mpitron::autograd {
 
 using detail::empty_like;
 
-std::size_t widened_attention_slices(std::size_t slices, std::size_t slice_elements) {
-  const std::size_t per_slice = 3 * slice_elements * sizeof(float);
+std::size_t widened_attention_slices(std::size_t slices, std::size_t slice_elements,
+                                     std::size_t tensors) {
+  const std::size_t per_slice = tensors * slice_elements * sizeof(float);
   return std::max<std::size_t>(1, std::min(slices, kWidenedAttentionBytes / per_slice));
 }
 
@@ -24,27 +26,29 @@ kernels::Buffer elements(Tensor x, std::size_t first, std::size_t n) {
   return kernels::Buffer::view(x.buffer(), first, n);
 }
 
-// Runs body(first, n, q, k, v) over the `slices` slices of slice_elements each of q, k and v:
-// float32 ones in one piece, bfloat16 ones (train --bf16's kept copies) in chunks of
-// widened_attention_slices slices widened, exactly, into float32 scratch.
-template <class Body>
-void for_each_float_slices(const Tensor& q, const Tensor& k, const Tensor& v, std::size_t slices,
+// Runs body(first, n, views) over the `slices` slices of slice_elements each of `tensors` (of one
+// dtype), views[i] holding slices [first, first + n) of tensors[i]: float32 ones in one piece,
+// bfloat16 ones (train --bf16's kept copies) in chunks of widened_attention_slices slices
+// widened, exactly, into float32 scratch.
+template <std::size_t kCount, class Body>
+void for_each_float_slices(const std::array<Tensor, kCount>& tensors, std::size_t slices,
                            std::size_t slice_elements, Body body) {
-  if (q.dtype() != DType::bf16) {
-    body(std::size_t{0}, slices, q.buffer(), k.buffer(), v.buffer());
+  std::array<kernels::Buffer, kCount> views;
+  if (tensors[0].dtype() != DType::bf16) {
+    for (std::size_t i = 0; i < kCount; ++i)
+      views[i] = elements(tensors[i], 0, slices * slice_elements);
+    body(std::size_t{0}, slices, views);
     return;
   }
-  const std::size_t chunk = widened_attention_slices(slices, slice_elements);
-  kernels::Buffer scratch(3 * chunk * slice_elements, DType::f32, q.device());
+  const std::size_t chunk = widened_attention_slices(slices, slice_elements, kCount);
+  kernels::Buffer scratch(kCount * chunk * slice_elements, DType::f32, tensors[0].device());
   for (std::size_t first = 0; first < slices; first += chunk) {
     const std::size_t n = std::min(chunk, slices - first), count = n * slice_elements;
-    kernels::Buffer widened[3] = {kernels::Buffer::view(scratch, 0, count),
-                                  kernels::Buffer::view(scratch, count, count),
-                                  kernels::Buffer::view(scratch, 2 * count, count)};
-    const Tensor* inputs[3] = {&q, &k, &v};
-    for (std::size_t i = 0; i < 3; ++i)
-      kernels::convert(elements(*inputs[i], first * slice_elements, count), widened[i]);
-    body(first, n, widened[0], widened[1], widened[2]);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      views[i] = kernels::Buffer::view(scratch, i * count, count);
+      kernels::convert(elements(tensors[i], first * slice_elements, count), views[i]);
+    }
+    body(first, n, views);
   }
 }
 
@@ -74,35 +78,34 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   lse_shape.pop_back();
   Tensor lse = empty_like(q, lse_shape);
   // Under bfloat16 GEMM operands (train --bf16) attention reads q, k and v as bfloat16, as a
-  // bfloat16 run's q, k and v projections write them, and keeps those copies for backward.
-  const Tensor saved_q = gemm_operand(q).detach(), saved_k = gemm_operand(k).detach(),
-               saved_v = gemm_operand(v).detach();
-  for_each_float_slices(saved_q, saved_k, saved_v, slices, slice,
-                        [&](std::size_t first, std::size_t n, const kernels::Buffer& qf,
-                            const kernels::Buffer& kf, const kernels::Buffer& vf) {
-                          kernels::Buffer o_slices = elements(o, first * slice, n * slice);
-                          kernels::Buffer lse_slices = elements(lse, first * seq, n * seq);
-                          kernels::attention_forward(qf, kf, vf, seq, head_dim, causal, s, o_slices,
-                                                     lse_slices);
-                        });
-  const Tensor saved_o = o.detach();
+  // bfloat16 run's q, k and v projections write them, and keeps those copies for backward, and
+  // its output rounded to bfloat16 (keep_activation) for backward's D = rowsum(dO * O).
+  const std::array<Tensor, 3> inputs = {gemm_operand(q).detach(), gemm_operand(k).detach(),
+                                        gemm_operand(v).detach()};
+  for_each_float_slices(
+      inputs, slices, slice,
+      [&](std::size_t first, std::size_t n, const std::array<kernels::Buffer, 3>& qkv) {
+        kernels::Buffer o_slices = elements(o, first * slice, n * slice);
+        kernels::Buffer lse_slices = elements(lse, first * seq, n * seq);
+        kernels::attention_forward(qkv[0], qkv[1], qkv[2], seq, head_dim, causal, s, o_slices,
+                                   lse_slices);
+      });
+  const std::array<Tensor, 4> kept = {inputs[0], inputs[1], inputs[2], detail::keep_activation(o)};
   return detail::record(
-      op, o, {q, k, v},
-      [saved_q, saved_k, saved_v, saved_o, lse, seq, slice, slices, head_dim, causal,
-       s](const Tensor& dout) {
-        Tensor dq = empty_like(saved_o), dk = empty_like(saved_o), dv = empty_like(saved_o);
-        for_each_float_slices(saved_q, saved_k, saved_v, slices, slice,
-                              [&](std::size_t first, std::size_t n, const kernels::Buffer& qf,
-                                  const kernels::Buffer& kf, const kernels::Buffer& vf) {
-                                const std::size_t at = first * slice, count = n * slice;
-                                kernels::Buffer dq_slices = elements(dq, at, count),
-                                                dk_slices = elements(dk, at, count),
-                                                dv_slices = elements(dv, at, count);
-                                kernels::attention_backward(
-                                    qf, kf, vf, elements(saved_o, at, count),
-                                    elements(lse, first * seq, n * seq), elements(dout, at, count),
-                                    seq, head_dim, causal, s, dq_slices, dk_slices, dv_slices);
-                              });
+      op, o, {q, k, v}, [kept, lse, seq, slice, slices, head_dim, causal, s](const Tensor& dout) {
+        Tensor dq = empty_like(dout), dk = empty_like(dout), dv = empty_like(dout);
+        for_each_float_slices(
+            kept, slices, slice,
+            [&](std::size_t first, std::size_t n, const std::array<kernels::Buffer, 4>& qkvo) {
+              const std::size_t at = first * slice, count = n * slice;
+              kernels::Buffer dq_slices = elements(dq, at, count),
+                              dk_slices = elements(dk, at, count),
+                              dv_slices = elements(dv, at, count);
+              kernels::attention_backward(qkvo[0], qkvo[1], qkvo[2], qkvo[3],
+                                          elements(lse, first * seq, n * seq),
+                                          elements(dout, at, count), seq, head_dim, causal, s,
+                                          dq_slices, dk_slices, dv_slices);
+            });
         return std::vector<Tensor>{dq, dk, dv};
       });
 }

@@ -26,13 +26,16 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   Tensor y = empty_like(x);
   Tensor rstd = empty_like(x, {rows});
   kernels::rms_norm_forward(x.buffer(), weight.buffer(), cols, eps, y.buffer(), rstd.buffer());
-  return detail::record("rms_norm", y, {x, weight}, [x, weight, rstd, cols](const Tensor& dy) {
-    Tensor dx = empty_like(x), dweight = empty_like(weight);
-    kernels::rms_norm_backward(x.buffer(), weight.buffer(), rstd.buffer(), dy.buffer(), cols,
-                               dx.buffer(), dweight.buffer());
-    return std::vector<Tensor>{needs_grad(x) ? dx : Tensor(),
-                               needs_grad(weight) ? dweight : Tensor()};
-  });
+  const Tensor kept_x = detail::keep_activation(x);  // bfloat16 under --bf16
+  const bool x_grad = needs_grad(x);
+  return detail::record(
+      "rms_norm", y, {x, weight}, [kept_x, x_grad, weight, rstd, cols](const Tensor& dy) {
+        const Tensor x = detail::kept_values(kept_x);
+        Tensor dx = empty_like(x), dweight = empty_like(weight);
+        kernels::rms_norm_backward(x.buffer(), weight.buffer(), rstd.buffer(), dy.buffer(), cols,
+                                   dx.buffer(), dweight.buffer());
+        return std::vector<Tensor>{x_grad ? dx : Tensor(), needs_grad(weight) ? dweight : Tensor()};
+      });
 }
 
 Tensor rotary_embedding(const Tensor& x, const kernels::RopeFrequencies& rope,
@@ -62,12 +65,17 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
   check_same_shape("swiglu", gate, up);
   Tensor y = empty_like(gate);
   kernels::swiglu_forward(gate.buffer(), up.buffer(), y.buffer());
-  return detail::record("swiglu", y, {gate, up}, [gate, up](const Tensor& dy) {
-    Tensor dgate = empty_like(gate), dup = empty_like(up);
-    kernels::swiglu_backward(gate.buffer(), up.buffer(), dy.buffer(), dgate.buffer(), dup.buffer());
-    return std::vector<Tensor>{needs_grad(gate) ? dgate : Tensor(),
-                               needs_grad(up) ? dup : Tensor()};
-  });
+  // bfloat16 under --bf16, as the gate and up projections of a bfloat16 run write them.
+  const Tensor kept_gate = detail::keep_activation(gate), kept_up = detail::keep_activation(up);
+  const bool gate_grad = needs_grad(gate), up_grad = needs_grad(up);
+  return detail::record(
+      "swiglu", y, {gate, up}, [kept_gate, kept_up, gate_grad, up_grad](const Tensor& dy) {
+        const Tensor gate = detail::kept_values(kept_gate), up = detail::kept_values(kept_up);
+        Tensor dgate = empty_like(gate), dup = empty_like(up);
+        kernels::swiglu_backward(gate.buffer(), up.buffer(), dy.buffer(), dgate.buffer(),
+                                 dup.buffer());
+        return std::vector<Tensor>{gate_grad ? dgate : Tensor(), up_grad ? dup : Tensor()};
+      });
 }
 
 }  // namespace mpitron::autograd

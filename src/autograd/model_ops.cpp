@@ -77,18 +77,20 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   }
   const auto cols = static_cast<std::size_t>(x.size(-1));
   const auto rows = static_cast<std::int64_t>(cols == 0 ? 0 : x.numel() / x.size(-1));
-  Tensor y = empty_like(x);
-  Tensor mean = empty_like(x, {rows}), rstd = empty_like(x, {rows});
+  Tensor y = empty_like(x), xhat = empty_like(x), rstd = empty_like(x, {rows});
   kernels::layer_norm_forward(x.buffer(), weight.buffer(), bias.buffer(), cols, eps, y.buffer(),
-                              mean.buffer(), rstd.buffer());
+                              xhat.buffer(), rstd.buffer());
+  // Backward starts from xhat as kept (bfloat16 under --bf16: 2^-9 relative per element).
+  const Tensor kept_xhat = detail::keep_activation(xhat);
+  const bool x_grad = needs_grad(x);
   return detail::record(
-      "layer_norm", y, {x, weight, bias}, [x, weight, bias, mean, rstd, cols](const Tensor& dy) {
-        Tensor dx = empty_like(x), dweight = empty_like(weight), dbias = empty_like(bias);
-        kernels::layer_norm_backward(x.buffer(), weight.buffer(), mean.buffer(), rstd.buffer(),
-                                     dy.buffer(), cols, dx.buffer(), dweight.buffer(),
-                                     dbias.buffer());
-        return std::vector<Tensor>{needs_grad(x) ? dx : Tensor(),
-                                   needs_grad(weight) ? dweight : Tensor(),
+      "layer_norm", y, {x, weight, bias},
+      [kept_xhat, x_grad, weight, bias, rstd, cols](const Tensor& dy) {
+        const Tensor xhat = detail::kept_values(kept_xhat);
+        Tensor dx = empty_like(xhat), dweight = empty_like(weight), dbias = empty_like(bias);
+        kernels::layer_norm_backward(xhat.buffer(), weight.buffer(), rstd.buffer(), dy.buffer(),
+                                     cols, dx.buffer(), dweight.buffer(), dbias.buffer());
+        return std::vector<Tensor>{x_grad ? dx : Tensor(), needs_grad(weight) ? dweight : Tensor(),
                                    needs_grad(bias) ? dbias : Tensor()};
       });
 }

@@ -4,6 +4,9 @@
 
 #include <stdexcept>
 
+#include "autograd/ops.h"
+#include "kernels/ops.h"
+
 namespace mpitron::autograd::detail {
 
 void check_compatible(const char* op, const std::vector<Tensor>& tensors) {
@@ -22,6 +25,17 @@ void check_compatible(const char* op, const std::vector<Tensor>& tensors) {
                       to_string(first->shape()), to_string(t.shape())));
     }
   }
+}
+
+Tensor keep_activation(const Tensor& x) {
+  return grad_enabled() ? gemm_operand(x).detach() : Tensor();
+}
+
+Tensor kept_values(const Tensor& kept) {
+  if (kept.dtype() != DType::bf16) return kept;
+  Tensor values = Tensor::empty(kept.shape(), DType::f32, kept.device());
+  kernels::convert(kept.buffer(), values.buffer());
+  return values;
 }
 
 Tensor empty_like(const Tensor& x, const Shape& shape) {

@@ -66,6 +66,18 @@ SavedGemmInput save_gemm_input(const Tensor& x, const Tensor& operand);
 std::vector<Tensor> linear_backward(const Tensor& dy, const SavedGemmInput& x, const Tensor& weight,
                                     const Tensor& bias);
 
+/// What an op whose backward reads only the values of its activation x keeps of it: under
+/// kernels::GemmOperands::bfloat16 a float32 x rounded to bfloat16 (gemm_operand: 2 bytes an
+/// element, as Megatron-LM's --bf16 keeps its bfloat16 activations), otherwise x detached; and
+/// undefined when grad mode is off, since the op then records no backward (and rounds nothing).
+/// layer_norm (its xhat), rms_norm (its input), swiglu and scaled_dot_product_attention (its
+/// output) keep theirs so.
+Tensor keep_activation(const Tensor& x);
+
+/// The values of what keep_activation kept, in the dtype its op computes in: a bfloat16 copy of
+/// a float32 x widened exactly into a new float32 tensor, anything else as it is.
+Tensor kept_values(const Tensor& kept);
+
 /// A Function whose backward is a lambda: keeps small ops short.
 template <class Backward>
 class LambdaFunction final : public Function {

@@ -78,11 +78,11 @@ class Backend {
                          double alpha, const Buffer& a, const Buffer& b, double beta,
                          Buffer& c) = 0;
   virtual void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias,
-                                  std::size_t cols, double eps, Buffer& y, Buffer& mean,
+                                  std::size_t cols, double eps, Buffer& y, Buffer& xhat,
                                   Buffer& rstd) = 0;
-  virtual void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& mean,
-                                   const Buffer& rstd, const Buffer& dy, std::size_t cols,
-                                   Buffer& dx, Buffer& dweight, Buffer& dbias) = 0;
+  virtual void layer_norm_backward(const Buffer& xhat, const Buffer& weight, const Buffer& rstd,
+                                   const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight,
+                                   Buffer& dbias) = 0;
   virtual void embedding_forward(const Buffer& weight, std::size_t cols, const Buffer& indices,
                                  std::int64_t first_row, Buffer& out) = 0;
   virtual void embedding_backward(const Buffer& dout, const Buffer& indices, std::int64_t first_row,

@@ -263,22 +263,25 @@ void convert(const Buffer& src, Buffer& dst);
 void round_to_bf16(const Buffer& src, Buffer& dst);
 
 /// Layer normalization over the last dim (Ba, Kiros & Hinton, "Layer Normalization",
-/// arXiv:1607.06450; torch.nn.functional.layer_norm): x and y are [rows, cols], weight and bias
-/// [cols], mean and rstd [rows]. mean[r] = mean_c x[r, c]; rstd[r] = 1 / sqrt(var[r] + eps) with
-/// the biased variance var[r] = mean_c (x[r, c] - mean[r])^2 (both accumulated in double);
-/// y[r, c] = (x[r, c] - mean[r]) rstd[r] weight[c] + bias[c]. mean and rstd are saved for
-/// layer_norm_backward. Throws std::invalid_argument when eps < 0 or is NaN.
+/// arXiv:1607.06450; torch.nn.functional.layer_norm): x, y and xhat are [rows, cols], weight and
+/// bias [cols], rstd [rows]. With mean[r] = mean_c x[r, c] and the biased variance
+/// var[r] = mean_c (x[r, c] - mean[r])^2 (both accumulated in double), rstd[r] =
+/// 1 / sqrt(var[r] + eps), xhat[r, c] = (x[r, c] - mean[r]) rstd[r] and
+/// y[r, c] = xhat[r, c] weight[c] + bias[c]. xhat and rstd are what layer_norm_backward reads.
+/// Throws std::invalid_argument when eps < 0 or is NaN.
 void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias, std::size_t cols,
-                        double eps, Buffer& y, Buffer& mean, Buffer& rstd);
+                        double eps, Buffer& y, Buffer& xhat, Buffer& rstd);
 
-/// Gradients of layer_norm_forward from dy [rows, cols], with x, weight, and the saved mean and
-/// rstd: with xhat = (x - mean) rstd and g = dy weight,
+/// Gradients of layer_norm_forward from dy [rows, cols], with the saved xhat [rows, cols] and
+/// rstd [rows] and weight: with g = dy weight,
 /// dx[r, c] = rstd[r] (g[r, c] - mean_c' g[r, c'] - xhat[r, c] mean_c' g[r, c'] xhat[r, c']),
 /// dweight[c] = sum_r dy[r, c] xhat[r, c], dbias[c] = sum_r dy[r, c] (sums in double). dx is
-/// [rows, cols]; dweight and dbias [cols] are overwritten, not accumulated.
-void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& mean,
-                         const Buffer& rstd, const Buffer& dy, std::size_t cols, Buffer& dx,
-                         Buffer& dweight, Buffer& dbias);
+/// [rows, cols]; dweight and dbias [cols] are overwritten, not accumulated. Starting from xhat,
+/// not x, a rounded copy of xhat (autograd's bfloat16 keep) errs relatively per element, where
+/// xhat recomputed from a rounded x would err by |x| rstd times the rounding.
+void layer_norm_backward(const Buffer& xhat, const Buffer& weight, const Buffer& rstd,
+                         const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight,
+                         Buffer& dbias);
 
 /// Embedding lookup of a slice of a table: weight is [rows, cols] and holds rows
 /// [first_row, first_row + rows) of a larger table (first_row = 0 for a whole table); indices

@@ -11,40 +11,38 @@ namespace mpitron::kernels {
 using namespace checks;
 
 void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias, std::size_t cols,
-                        double eps, Buffer& y, Buffer& mean, Buffer& rstd) {
+                        double eps, Buffer& y, Buffer& xhat, Buffer& rstd) {
   constexpr const char* op = "layer_norm_forward";
   Backend& be = same_place(
-      op, {{"x", x}, {"weight", weight}, {"bias", bias}, {"y", y}, {"mean", mean}, {"rstd", rstd}});
+      op, {{"x", x}, {"weight", weight}, {"bias", bias}, {"y", y}, {"xhat", xhat}, {"rstd", rstd}});
   expect_rows_of(op, {"x", x}, cols);
   expect_numel(op, {"weight", weight}, cols, "cols");
   expect_numel(op, {"bias", bias}, cols, "cols");
   expect_numel(op, {"y", y}, x.numel(), "numel of x");
+  expect_numel(op, {"xhat", xhat}, x.numel(), "numel of x");
   const std::size_t rows = cols == 0 ? 0 : x.numel() / cols;
-  expect_numel(op, {"mean", mean}, rows, "rows of x");
   expect_numel(op, {"rstd", rstd}, rows, "rows of x");
   if (!(eps >= 0.0)) fail(op, "eps must be >= 0, got " + std::to_string(eps));
-  if (rows > 0) be.layer_norm_forward(x, weight, bias, cols, eps, y, mean, rstd);
+  if (rows > 0) be.layer_norm_forward(x, weight, bias, cols, eps, y, xhat, rstd);
 }
 
-void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& mean,
-                         const Buffer& rstd, const Buffer& dy, std::size_t cols, Buffer& dx,
-                         Buffer& dweight, Buffer& dbias) {
+void layer_norm_backward(const Buffer& xhat, const Buffer& weight, const Buffer& rstd,
+                         const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight,
+                         Buffer& dbias) {
   constexpr const char* op = "layer_norm_backward";
-  Backend& be = same_place(op, {{"x", x},
+  Backend& be = same_place(op, {{"xhat", xhat},
                                 {"weight", weight},
-                                {"mean", mean},
                                 {"rstd", rstd},
                                 {"dy", dy},
                                 {"dx", dx},
                                 {"dweight", dweight},
                                 {"dbias", dbias}});
-  expect_rows_of(op, {"x", x}, cols);
+  expect_rows_of(op, {"xhat", xhat}, cols);
   expect_numel(op, {"weight", weight}, cols, "cols");
-  const std::size_t rows = cols == 0 ? 0 : x.numel() / cols;
-  expect_numel(op, {"mean", mean}, rows, "rows of x");
-  expect_numel(op, {"rstd", rstd}, rows, "rows of x");
-  expect_numel(op, {"dy", dy}, x.numel(), "numel of x");
-  expect_numel(op, {"dx", dx}, x.numel(), "numel of x");
+  const std::size_t rows = cols == 0 ? 0 : xhat.numel() / cols;
+  expect_numel(op, {"rstd", rstd}, rows, "rows of xhat");
+  expect_numel(op, {"dy", dy}, xhat.numel(), "numel of xhat");
+  expect_numel(op, {"dx", dx}, xhat.numel(), "numel of xhat");
   expect_numel(op, {"dweight", dweight}, cols, "cols");
   expect_numel(op, {"dbias", dbias}, cols, "cols");
   if (rows == 0) {
@@ -52,7 +50,7 @@ void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& me
     fill(dbias, 0.0);
     return;
   }
-  be.layer_norm_backward(x, weight, mean, rstd, dy, cols, dx, dweight, dbias);
+  be.layer_norm_backward(xhat, weight, rstd, dy, cols, dx, dweight, dbias);
 }
 
 void embedding_forward(const Buffer& weight, std::size_t cols, const Buffer& indices,

@@ -176,20 +176,20 @@ class TypedBackend : public Backend {
   }
 
   void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias,
-                          std::size_t cols, double eps, Buffer& y, Buffer& mean,
+                          std::size_t cols, double eps, Buffer& y, Buffer& xhat,
                           Buffer& rstd) override {
     dispatch(y.dtype(), [&]<class T>(T) {
       K::layer_norm_forward(in<T>(x), in<T>(weight), in<T>(bias), x.numel() / cols, cols, eps,
-                            out<T>(y), out<T>(mean), out<T>(rstd));
+                            out<T>(y), out<T>(xhat), out<T>(rstd));
     });
   }
 
-  void layer_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& mean,
-                           const Buffer& rstd, const Buffer& dy, std::size_t cols, Buffer& dx,
-                           Buffer& dweight, Buffer& dbias) override {
+  void layer_norm_backward(const Buffer& xhat, const Buffer& weight, const Buffer& rstd,
+                           const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight,
+                           Buffer& dbias) override {
     dispatch(dx.dtype(), [&]<class T>(T) {
-      K::layer_norm_backward(in<T>(x), in<T>(weight), in<T>(mean), in<T>(rstd), in<T>(dy),
-                             x.numel() / cols, cols, out<T>(dx), out<T>(dweight), out<T>(dbias));
+      K::layer_norm_backward(in<T>(xhat), in<T>(weight), in<T>(rstd), in<T>(dy),
+                             xhat.numel() / cols, cols, out<T>(dx), out<T>(dweight), out<T>(dbias));
     });
   }
 

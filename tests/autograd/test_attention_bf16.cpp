@@ -1,10 +1,12 @@
 // The fused attention under bfloat16 GEMM operands (train --bf16): scaled_dot_product_attention
-// reads float32 q, k and v rounded to bfloat16 and keeps those bfloat16 copies for backward. Its
-// output and gradients equal, bit for bit, the float32 attention's on inputs rounded by
-// read_as_bf16 (whose gradient passes unchanged), over one widened chunk and several; what it
-// keeps is 2 bytes an element of q, k and v (the allocator's counters).
+// reads float32 q, k and v rounded to bfloat16 and keeps those bfloat16 copies, and its output
+// rounded, for backward. Its output equals, bit for bit, the float32 attention's on inputs
+// rounded by read_as_bf16, and its gradients the float32 backward's given that output rounded,
+// over one widened chunk and several; what it keeps is 2 bytes an element of q, k, v and the
+// output (the allocator's counters).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -37,13 +39,30 @@ TEST(ReadAsBf16, RoundsTheValuesAndPassesTheGradientUnchanged) {
 
 TEST(AttentionBf16, WidensAtMostTheScratchAndAtLeastOneSlice) {
   const std::size_t slice = 256 * 64;  // a [seq 256, head_dim 64] slice: 3 x 64 KiB of float32
-  EXPECT_EQ(widened_attention_slices(10, slice), 10u);
-  EXPECT_EQ(widened_attention_slices(1000, slice), kWidenedAttentionBytes / (3 * slice * 4));
-  EXPECT_EQ(widened_attention_slices(5, kWidenedAttentionBytes), 1u);
+  for (const std::size_t tensors : {3u, 4u}) {
+    EXPECT_EQ(widened_attention_slices(10, slice, tensors), 10u);
+    EXPECT_EQ(widened_attention_slices(1000, slice, tensors),
+              kWidenedAttentionBytes / (tensors * slice * 4));
+    EXPECT_EQ(widened_attention_slices(5, kWidenedAttentionBytes, tensors), 1u);
+  }
 }
 
-// sdpa under bfloat16 operands against sdpa under float32 operands on read_as_bf16(q, k, v):
-// the output and dq, dk, dv bit for bit (the same kernel on the same values, slice by slice).
+// dq, dk and dv of the float32 kernel from q, k, v rounded to bfloat16 and the output `o`.
+std::vector<Tensor> kernel_grads(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                                 const Tensor& lse, const Tensor& dout, bool causal) {
+  const auto seq = static_cast<std::size_t>(q.size(-2)), d = static_cast<std::size_t>(q.size(-1));
+  std::vector<Tensor> grads = {Tensor::empty(q.shape()), Tensor::empty(q.shape()),
+                               Tensor::empty(q.shape())};
+  kernels::attention_backward(q.buffer(), k.buffer(), v.buffer(), o.buffer(), lse.buffer(),
+                              dout.buffer(), seq, d, causal, 1.0 / std::sqrt(double(d)),
+                              grads[0].buffer(), grads[1].buffer(), grads[2].buffer());
+  return grads;
+}
+
+// sdpa under bfloat16 operands against the float32 kernels on read_as_bf16(q, k, v): the output
+// bit for bit (the same kernel on the same values, slice by slice), and dq, dk, dv bit for bit
+// those of the kernel's backward given that output rounded to bfloat16, which differ from the
+// unrounded output's.
 void expect_rounded_inputs_attention(const Shape& shape, bool causal) {
   const Tensor q = randn(shape, 11).set_requires_grad(), k = randn(shape, 12).set_requires_grad(),
                v = randn(shape, 13).set_requires_grad();
@@ -54,18 +73,26 @@ void expect_rounded_inputs_attention(const Shape& shape, bool causal) {
     o = scaled_dot_product_attention(q, k, v, causal);
   }
   o.backward(dout);
-  const Tensor q32 = q.detach().set_requires_grad(), k32 = k.detach().set_requires_grad(),
-               v32 = v.detach().set_requires_grad();
   const GemmOperandsScope operands(GemmOperands::float32);
-  const Tensor want =
-      scaled_dot_product_attention(read_as_bf16(q32), read_as_bf16(k32), read_as_bf16(v32), causal);
-  want.backward(dout);
+  const Tensor q16 = read_as_bf16(q.detach()), k16 = read_as_bf16(k.detach()),
+               v16 = read_as_bf16(v.detach());
+  const auto seq = static_cast<std::size_t>(q.size(-2)), d = static_cast<std::size_t>(q.size(-1));
+  Shape lse_shape = shape;
+  lse_shape.pop_back();
+  Tensor want = Tensor::empty(shape), lse = Tensor::empty(lse_shape);
+  kernels::attention_forward(q16.buffer(), k16.buffer(), v16.buffer(), seq, d, causal,
+                             1.0 / std::sqrt(double(d)), want.buffer(), lse.buffer());
   EXPECT_EQ(o.dtype(), DType::f32);
   EXPECT_EQ(o.to_vector(), want.to_vector());
-  EXPECT_EQ(q.grad().to_vector(), q32.grad().to_vector());
-  EXPECT_EQ(k.grad().to_vector(), k32.grad().to_vector());
-  EXPECT_EQ(v.grad().to_vector(), v32.grad().to_vector());
-  const Tensor unrounded = scaled_dot_product_attention(q32, k32, v32, causal);
+  const std::vector<Tensor> grads =
+      kernel_grads(q16, k16, v16, read_as_bf16(want), lse, dout, causal);
+  EXPECT_EQ(q.grad().to_vector(), grads[0].to_vector());
+  EXPECT_EQ(k.grad().to_vector(), grads[1].to_vector());
+  EXPECT_EQ(v.grad().to_vector(), grads[2].to_vector());
+  EXPECT_NE(q.grad().to_vector(),
+            kernel_grads(q16, k16, v16, want, lse, dout, causal)[0].to_vector())
+      << "the output's rounding changes dq";
+  const Tensor unrounded = scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), causal);
   EXPECT_NE(o.to_vector(), unrounded.to_vector()) << "the rounding changes the output";
 }
 
@@ -74,14 +101,16 @@ TEST(AttentionBf16, IsTheFloat32AttentionOfInputsRoundedToBfloat16) {
     SCOPED_TRACE(causal ? "causal" : "not causal");
     expect_rounded_inputs_attention({2, 3, 70, 16}, causal);  // one chunk; a partial key block
   }
-  // 96 slices of [256, 64]: more than widened_attention_slices (85), so two widened chunks.
+  // 96 slices of [256, 64]: more than widened_attention_slices (85 in forward, 64 in backward),
+  // so two widened chunks.
   const Shape large{2, 48, 256, 64};
-  ASSERT_LT(widened_attention_slices(96, 256 * 64), 96u);
+  ASSERT_LT(widened_attention_slices(96, 256 * 64, 4), 96u);
   expect_rounded_inputs_attention(large, true);
 }
 
 // The in-use bytes sdpa adds beyond its output once the caller has dropped q, k and v, which
-// are made from leaves (scale keeps nothing), so only what sdpa keeps holds them.
+// are made from leaves (scale keeps nothing), so only what sdpa keeps holds them: in float32 q,
+// k, v and the output itself; under bfloat16 operands bfloat16 copies of all four.
 std::size_t kept_by_attention(GemmOperands precision, const Tensor& leaf) {
   const GemmOperandsScope operands(precision);
   const std::size_t start = kernels::allocator_stats(Device::cpu).in_use_bytes;
@@ -94,7 +123,7 @@ std::size_t kept_by_attention(GemmOperands precision, const Tensor& leaf) {
   return kernels::allocator_stats(Device::cpu).in_use_bytes - start - output;
 }
 
-TEST(AttentionBf16, KeepsQKVAsBfloat16UnderBfloat16Operands) {
+TEST(AttentionBf16, KeepsQKVAndTheOutputAsBfloat16UnderBfloat16Operands) {
   const Shape shape{2, 4, 128, 32};
   const Tensor leaf = randn(shape, 21).set_requires_grad();
   const std::size_t elements = 2 * 4 * 128 * 32, rows = 2 * 4 * 128;
@@ -102,7 +131,7 @@ TEST(AttentionBf16, KeepsQKVAsBfloat16UnderBfloat16Operands) {
   EXPECT_EQ(kept_by_attention(GemmOperands::float32, leaf),
             3 * kernels::allocation_class(elements * 4) + lse);
   EXPECT_EQ(kept_by_attention(GemmOperands::bfloat16, leaf),
-            3 * kernels::allocation_class(elements * 2) + lse);
+            4 * kernels::allocation_class(elements * 2) + lse);
 }
 
 TEST(AttentionBf16, RefusesBfloat16Inputs) {

@@ -92,9 +92,11 @@ TEST(Errors, TransposeChecksTheShape) {
 
 TEST(Errors, ModelOpsCheckShapesIndicesAndHyperparameters) {
   Buffer x = cpu(12), w3 = cpu(3), w4 = cpu(4), rows3 = cpu(3), y = cpu(12);
-  expect_invalid([&] { layer_norm_forward(x, w3, w4, 4, 1e-5, y, rows3, rows3); },
+  expect_invalid([&] { layer_norm_forward(x, w3, w4, 4, 1e-5, y, y, rows3); },
                  {"kernels::layer_norm_forward", "weight has 3", "4"});
-  expect_invalid([&] { layer_norm_forward(x, w4, w4, 4, -1.0, y, rows3, rows3); },
+  expect_invalid([&] { layer_norm_forward(x, w4, w4, 4, 1e-5, y, rows3, rows3); },
+                 {"kernels::layer_norm_forward", "xhat has 3", "12"});
+  expect_invalid([&] { layer_norm_forward(x, w4, w4, 4, -1.0, y, y, rows3); },
                  {"kernels::layer_norm_forward", "eps must be >= 0"});
   Buffer float_ids = cpu(2), ids = cpu(2, DType::i64), out = cpu(8);
   expect_invalid([&] { embedding_forward(x, 4, float_ids, 0, out); },

@@ -14,7 +14,7 @@ using ModelKernelTest = KernelTest;
 MPITRON_KERNEL_TEST_SUITE(ModelKernelTest);
 
 struct LayerNormReference {
-  std::vector<double> y, mean, rstd, dx, dweight, dbias;
+  std::vector<double> y, xhat, rstd, dx, dweight, dbias;
 };
 
 // Straight from the definition, in long double (so float64 kernels are compared with a reference
@@ -26,7 +26,7 @@ LayerNormReference layer_norm_reference(const std::vector<double>& x, const std:
   using Wide = long double;
   const std::size_t cols = w.size(), rows = x.size() / cols;
   const Wide n = static_cast<Wide>(cols);
-  LayerNormReference ref{std::vector<double>(x.size()), std::vector<double>(rows),
+  LayerNormReference ref{std::vector<double>(x.size()), std::vector<double>(x.size()),
                          std::vector<double>(rows),     std::vector<double>(x.size()),
                          std::vector<double>(cols),     std::vector<double>(cols)};
   std::vector<Wide> dweight(cols, 0.0L), dbias(cols, 0.0L);
@@ -38,11 +38,11 @@ LayerNormReference layer_norm_reference(const std::vector<double>& x, const std:
     for (std::size_t c = 0; c < cols; ++c)
       var += (x[r * cols + c] - mean) * (x[r * cols + c] - mean);
     const Wide rstd = 1.0L / std::sqrt(var / n + eps);
-    ref.mean[r] = static_cast<double>(mean);
     ref.rstd[r] = static_cast<double>(rstd);
     std::vector<Wide> xhat(cols);
     for (std::size_t c = 0; c < cols; ++c) {
       xhat[c] = (x[r * cols + c] - mean) * rstd;
+      ref.xhat[r * cols + c] = static_cast<double>(xhat[c]);
       ref.y[r * cols + c] = static_cast<double>(xhat[c] * w[c] + b[c]);
       dweight[c] += dy[r * cols + c] * xhat[c];
       dbias[c] += dy[r * cols + c];
@@ -74,19 +74,19 @@ TEST_P(ModelKernelTest, LayerNormForwardAndBackwardMatchTheDefinition) {
     const std::vector<double> dy = random(rows * cols, 43);
     const LayerNormReference ref = layer_norm_reference(x, w, b, dy, ln_eps);
     const Buffer bx = make(x), bw = make(w);
-    Buffer y = empty(x.size()), mean = empty(rows), rstd = empty(rows);
-    layer_norm_forward(bx, bw, make(b), cols, ln_eps, y, mean, rstd);
+    Buffer y = empty(x.size()), xhat = empty(x.size()), rstd = empty(rows);
+    layer_norm_forward(bx, bw, make(b), cols, ln_eps, y, xhat, rstd);
     // |x| ~ 50 with a spread of ~1 (rstd ~ 0.9): storing the mean rounds it by 50 eps, which
     // shifts every xhat by ~45 eps; |w| < 2 doubles that in y and the gradients: 128 eps. In
     // float64 the kernel's double row sums add up to ~cols eps of |x| ~ 50 (the long double
     // reference does not); 2 cols eps covers them.
     const double tol = (128.0 + 2.0 * static_cast<double>(cols)) * eps();
     expect_close(host_values(y), ref.y, tol);
-    expect_close(host_values(mean), ref.mean, 2.0 * static_cast<double>(cols) * eps());
+    expect_close(host_values(xhat), ref.xhat, tol);
     expect_close(host_values(rstd), ref.rstd, tol);
     Buffer dx = make(std::vector<double>(x.size(), 9.0)), dw = make(std::vector<double>(cols, 9.0));
     Buffer db = make(std::vector<double>(cols, 9.0));  // overwritten, not accumulated
-    layer_norm_backward(bx, bw, mean, rstd, make(dy), cols, dx, dw, db);
+    layer_norm_backward(xhat, bw, rstd, make(dy), cols, dx, dw, db);
     expect_close(host_values(dx), ref.dx, tol);
     expect_close(host_values(dw), ref.dweight, tol);
     expect_close(host_values(db), ref.dbias, 4 * rows * eps());

@@ -153,12 +153,12 @@ TEST_P(ThreadsTest, FusedAttentionMatchesOneThread) {
 TEST_P(ThreadsTest, LayerNormMatchesOneThread) {
   const Buffer x = random(kRows * kCols, 1), weight = random(kCols, 2), bias = random(kCols, 3);
   const Buffer dy = random(kRows * kCols, 4);
-  Buffer y = empty(kRows * kCols), mean = empty(kRows), rstd = empty(kRows);
+  Buffer y = empty(kRows * kCols), xhat = empty(kRows * kCols), rstd = empty(kRows);
   Buffer dx = empty(kRows * kCols), dweight = empty(kCols), dbias = empty(kCols);
-  expect_same_bits("layer_norm forward and backward", {&y, &mean, &rstd, &dx, &dweight, &dbias},
+  expect_same_bits("layer_norm forward and backward", {&y, &xhat, &rstd, &dx, &dweight, &dbias},
                    [&] {
-                     layer_norm_forward(x, weight, bias, kCols, 1e-5, y, mean, rstd);
-                     layer_norm_backward(x, weight, mean, rstd, dy, kCols, dx, dweight, dbias);
+                     layer_norm_forward(x, weight, bias, kCols, 1e-5, y, xhat, rstd);
+                     layer_norm_backward(xhat, weight, rstd, dy, kCols, dx, dweight, dbias);
                    });
 }
 

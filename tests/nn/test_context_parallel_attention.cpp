@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "comm/traffic.h"
+#include "gpt_test_support.h"
 #include "kernels/ops.h"
 #include "nn/data/zigzag.h"
 #include "nn/fault_injection.h"
@@ -124,13 +125,18 @@ TEST(ContextParallelAttention, PlantedBugsAreSeen) {
 
 // Under bfloat16 GEMM operands (train --bf16) the keys and values cross the wire as bfloat16: on
 // inputs that hold bfloat16 values (what context_parallel_attention_core passes there) the output
-// and the gradients are the float32 wire's bit for bit, and the cp group counts 2 bytes fewer for
-// every key/value element sent (the ring sends a rank's shard cp - 1 times in forward and again
-// in backward, the all-gather once each; the key/value gradients travel in float32 either way).
+// is the float32 wire's bit for bit, and the cp group counts 2 bytes fewer for every key/value
+// element sent (the ring sends a rank's shard cp - 1 times in forward and again in backward, the
+// all-gather once each; the key/value gradients travel in float32 either way). Backward reads the
+// output rounded to bfloat16, as the fused attention keeps it, so the gradients differ from the
+// float32 run's by that rounding alone: up to 3.8e-3 of a tensor's scale at 1, 2 and 4 ranks
+// (2-core Zen 5, 2026-12-06), bounded at 1e-2; a wire that changed the keys or values would
+// move the output's bits.
 TEST(ContextParallelAttention, Bf16OperandsSendKeysAndValuesAsBfloat16) {
   const comm::Communicator& cp = test::world();
   const int rank = cp.rank(), size = cp.size();
   constexpr std::int64_t kChunk = 3;
+  constexpr double kRoundedOutputRtol = 1e-2;
   const autograd::Shape shape{kBatch, 2 * size * kChunk, kHeads, kHeadDim};
   const auto rounded_shard = [&](std::uint64_t seed) {
     return zigzag_shard(autograd::read_as_bf16(autograd::randn(shape, seed)).detach(), size, rank);
@@ -153,9 +159,12 @@ TEST(ContextParallelAttention, Bf16OperandsSendKeysAndValuesAsBfloat16) {
       bytes[bf16] = comm::traffic_since(before, comm::traffic())[cp.name()];
     }
     EXPECT_EQ(results[1].out.to_vector(), results[0].out.to_vector());
-    EXPECT_EQ(results[1].dq.to_vector(), results[0].dq.to_vector());
-    EXPECT_EQ(results[1].dk.to_vector(), results[0].dk.to_vector());
-    EXPECT_EQ(results[1].dv.to_vector(), results[0].dv.to_vector());
+    const std::pair<const Tensor*, const Tensor*> grads[] = {{&results[1].dq, &results[0].dq},
+                                                             {&results[1].dk, &results[0].dk},
+                                                             {&results[1].dv, &results[0].dv}};
+    for (const auto& [got, want] : grads)
+      EXPECT_LT(test::max_rel_error(*got, *want), kRoundedOutputRtol);
+    EXPECT_NE(results[1].dq.to_vector(), results[0].dq.to_vector()) << "the output is rounded";
     const std::uint64_t sends = how == CpComm::ring ? 2 * (size - 1) : (size > 1 ? 2 : 0);
     EXPECT_EQ(bytes[0] - bytes[1], sends * kv_elements * 2);
   }

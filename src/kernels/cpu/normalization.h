@@ -16,10 +16,10 @@ namespace mpitron::kernels::cpu {
 
 struct Normalization {
   /// Per row: mean, biased variance (two passes), rstd = 1 / sqrt(var + eps), then
-  /// y = (x - mean) rstd weight + bias.
+  /// xhat = (x - mean) rstd and y = xhat weight + bias.
   template <class T>
   static void layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
-                                 std::size_t cols, double eps, T* y, T* mean, T* rstd) {
+                                 std::size_t cols, double eps, T* y, T* xhat, T* rstd) {
     parallel_rows(rows, cols, [=](std::size_t r) {
       const T* xr = x + r * cols;
       const double mu =
@@ -31,46 +31,42 @@ struct Normalization {
       });
       const T row_mean = static_cast<T>(mu);
       const T row_rstd = static_cast<T>(1.0 / std::sqrt(squares / static_cast<double>(cols) + eps));
-      mean[r] = row_mean;
       rstd[r] = row_rstd;
-      T* yr = y + r * cols;
-      for (std::size_t c = 0; c < cols; ++c)
-        yr[c] = (xr[c] - row_mean) * row_rstd * weight[c] + bias[c];
+      T *yr = y + r * cols, *xhatr = xhat + r * cols;
+      for (std::size_t c = 0; c < cols; ++c) {
+        xhatr[c] = (xr[c] - row_mean) * row_rstd;
+        yr[c] = xhatr[c] * weight[c] + bias[c];
+      }
     });
   }
 
-  /// dx row by row from the two row means of g = dy weight and g xhat; dweight and dbias as
-  /// column sums over the rows, kColumnBlock columns at a time so the double accumulators stay
-  /// local.
+  /// dx row by row from xhat and the two row means of g = dy weight and g xhat; dweight and
+  /// dbias as column sums over the rows, kColumnBlock columns at a time so the double
+  /// accumulators stay local.
   template <class T>
-  static void layer_norm_backward(const T* x, const T* weight, const T* mean, const T* rstd,
-                                  const T* dy, std::size_t rows, std::size_t cols, T* dx,
-                                  T* dweight, T* dbias) {
+  static void layer_norm_backward(const T* xhat, const T* weight, const T* rstd, const T* dy,
+                                  std::size_t rows, std::size_t cols, T* dx, T* dweight, T* dbias) {
     const bool dx_no_mean = fault_active(Fault::layer_norm_dx_no_mean);
     parallel_rows(rows, cols, [=](std::size_t r) {
-      const T *xr = x + r * cols, *dyr = dy + r * cols;
-      const T row_mean = mean[r], row_rstd = rstd[r];
+      const T *xhatr = xhat + r * cols, *dyr = dy + r * cols;
+      const T row_rstd = rstd[r];
       double sum_g = math::lane_sum<double>(
           cols, [=](std::size_t c) { return static_cast<double>(dyr[c]) * weight[c]; });
-      const double sum_g_xhat = math::lane_sum<double>(cols, [=](std::size_t c) {
-        return static_cast<double>(dyr[c]) * weight[c] * ((xr[c] - row_mean) * row_rstd);
-      });
+      const double sum_g_xhat = math::lane_sum<double>(
+          cols, [=](std::size_t c) { return static_cast<double>(dyr[c]) * weight[c] * xhatr[c]; });
       if (dx_no_mean) sum_g = 0.0;
       const T mean_g = static_cast<T>(sum_g / static_cast<double>(cols));
       const T mean_g_xhat = static_cast<T>(sum_g_xhat / static_cast<double>(cols));
       T* dxr = dx + r * cols;
-      for (std::size_t c = 0; c < cols; ++c) {
-        const T xhat = (xr[c] - row_mean) * row_rstd;
-        dxr[c] = math::layer_norm_dx(dyr[c] * weight[c], xhat, row_rstd, mean_g, mean_g_xhat);
-      }
+      for (std::size_t c = 0; c < cols; ++c)
+        dxr[c] = math::layer_norm_dx(dyr[c] * weight[c], xhatr[c], row_rstd, mean_g, mean_g_xhat);
     });
     parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
       double dw[kColumnBlock] = {}, db[kColumnBlock] = {};
       for (std::size_t r = 0; r < rows; ++r) {
-        const T row_mean = mean[r], row_rstd = rstd[r];
         for (std::size_t j = 0; j < width; ++j) {
           const std::size_t i = r * cols + c0 + j;
-          dw[j] += static_cast<double>(dy[i]) * ((x[i] - row_mean) * row_rstd);
+          dw[j] += static_cast<double>(dy[i]) * xhat[i];
           db[j] += dy[i];
         }
       }

@@ -87,11 +87,10 @@ struct Kernels {
   // dbias).
   template <class T>
   static void layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
-                                 std::size_t cols, double eps, T* y, T* mean, T* rstd);
+                                 std::size_t cols, double eps, T* y, T* xhat, T* rstd);
   template <class T>
-  static void layer_norm_backward(const T* x, const T* weight, const T* mean, const T* rstd,
-                                  const T* dy, std::size_t rows, std::size_t cols, T* dx,
-                                  T* dweight, T* dbias);
+  static void layer_norm_backward(const T* xhat, const T* weight, const T* rstd, const T* dy,
+                                  std::size_t rows, std::size_t cols, T* dx, T* dweight, T* dbias);
 
   // embedding.cu: gather one thread per output element; scatter-add one thread per (column,
   // group of rows), in token order (the CPU loop's bits). I is the index type (std::int32_t or

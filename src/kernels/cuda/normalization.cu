@@ -12,7 +12,7 @@ namespace {
 
 template <class T>
 __global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, std::size_t cols,
-                                double eps, T* y, T* mean, T* rstd) {
+                                double eps, T* y, T* xhat, T* rstd) {
   const std::size_t r = blockIdx.x;
   const T* xr = x + r * cols;
   double sum = 0.0;
@@ -25,32 +25,31 @@ __global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, std:
   const double var = block_reduce(squares, Plus{}, 0.0) / static_cast<double>(cols);
   const T m = static_cast<T>(mu);
   const T s = static_cast<T>(1.0 / sqrt(var + eps));
-  if (threadIdx.x == 0) {
-    mean[r] = m;
-    rstd[r] = s;
+  if (threadIdx.x == 0) rstd[r] = s;
+  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const T h = (xr[c] - m) * s;
+    xhat[r * cols + c] = h;
+    y[r * cols + c] = h * weight[c] + bias[c];
   }
-  for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
-    y[r * cols + c] = (xr[c] - m) * s * weight[c] + bias[c];
 }
 
 template <class T>
-__global__ void layer_norm_dx_rows(const T* x, const T* weight, const T* mean, const T* rstd,
-                                   const T* dy, std::size_t cols, T* dx) {
+__global__ void layer_norm_dx_rows(const T* xhat, const T* weight, const T* rstd, const T* dy,
+                                   std::size_t cols, T* dx) {
   const std::size_t r = blockIdx.x;
   const std::size_t base = r * cols;
   double sum_g = 0.0, sum_g_xhat = 0.0;
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const double g = static_cast<double>(dy[base + c]) * weight[c];
     sum_g += g;
-    sum_g_xhat += g * ((x[base + c] - mean[r]) * rstd[r]);
+    sum_g_xhat += g * xhat[base + c];
   }
   const T mean_g = static_cast<T>(block_reduce(sum_g, Plus{}, 0.0) / static_cast<double>(cols));
   const T mean_g_xhat =
       static_cast<T>(block_reduce(sum_g_xhat, Plus{}, 0.0) / static_cast<double>(cols));
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const T xhat = (x[base + c] - mean[r]) * rstd[r];
     dx[base + c] =
-        math::layer_norm_dx(dy[base + c] * weight[c], xhat, rstd[r], mean_g, mean_g_xhat);
+        math::layer_norm_dx(dy[base + c] * weight[c], xhat[base + c], rstd[r], mean_g, mean_g_xhat);
   }
 }
 
@@ -58,22 +57,21 @@ __global__ void layer_norm_dx_rows(const T* x, const T* weight, const T* mean, c
 
 template <class T>
 void Kernels::layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
-                                 std::size_t cols, double eps, T* y, T* mean, T* rstd) {
-  layer_norm_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, bias, cols, eps, y, mean, rstd);
+                                 std::size_t cols, double eps, T* y, T* xhat, T* rstd) {
+  layer_norm_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, bias, cols, eps, y, xhat, rstd);
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T>
-void Kernels::layer_norm_backward(const T* x, const T* weight, const T* mean, const T* rstd,
-                                  const T* dy, std::size_t rows, std::size_t cols, T* dx,
-                                  T* dweight, T* dbias) {
-  layer_norm_dx_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, mean, rstd, dy, cols, dx);
+void Kernels::layer_norm_backward(const T* xhat, const T* weight, const T* rstd, const T* dy,
+                                  std::size_t rows, std::size_t cols, T* dx, T* dweight, T* dbias) {
+  layer_norm_dx_rows<<<row_blocks(rows), kRowThreads>>>(xhat, weight, rstd, dy, cols, dx);
   MPITRON_CUDA_CHECK(cudaGetLastError());
   for_each(cols, [=] __device__(std::size_t c) {
     double dw = 0.0, db = 0.0;
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = r * cols + c;
-      dw += static_cast<double>(dy[i]) * ((x[i] - mean[r]) * rstd[r]);
+      dw += static_cast<double>(dy[i]) * xhat[i];
       db += dy[i];
     }
     dweight[c] = static_cast<T>(dw);
@@ -81,10 +79,10 @@ void Kernels::layer_norm_backward(const T* x, const T* weight, const T* mean, co
   });
 }
 
-#define MPITRON_INSTANTIATE(T)                                                                    \
-  template void Kernels::layer_norm_forward<T>(const T*, const T*, const T*, std::size_t,         \
-                                               std::size_t, double, T*, T*, T*);                  \
-  template void Kernels::layer_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, \
+#define MPITRON_INSTANTIATE(T)                                                            \
+  template void Kernels::layer_norm_forward<T>(const T*, const T*, const T*, std::size_t, \
+                                               std::size_t, double, T*, T*, T*);          \
+  template void Kernels::layer_norm_backward<T>(const T*, const T*, const T*, const T*,   \
                                                 std::size_t, std::size_t, T*, T*, T*);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)

@@ -358,6 +358,13 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
         [](int) {});
   }
   const Tensor out = autograd::concat({partials[0].o, partials[1].o}, 2).detach();
+  // Under bfloat16 GEMM operands backward reads the output rounded to bfloat16, as the fused
+  // attention keeps it (autograd::scaled_dot_product_attention; here in float32 storage).
+  if (kernels::gemm_operands() == kernels::GemmOperands::bfloat16 &&
+      q.dtype() == autograd::DType::f32) {
+    for (Partial& partial : partials)
+      kernels::round_to_bf16(partial.o.buffer(), partial.o.buffer());
+  }
   return autograd::attach(out, std::make_shared<ContextParallelAttention>(setup, qh, own, partials),
                           {q, k, v});
 }

@@ -34,14 +34,16 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   const std::int64_t block = 2 * block_input + 2 * sbh + 8 * sbh / t + mlp + a * s * b / t;
   // Of a block's set, what is bfloat16 under --bf16: what only GEMMs keep (the LayerNorms'
   // outputs, the attention output's reshape and llama's SwiGLU output), GPT-2's MLP
-  // pre-activation (fused_mlp keeps fc1's product as bfloat16) and, without context
-  // parallelism, attention's q, k and v (scaled_dot_product_attention; ring attention keeps q
-  // as float32, and its bfloat16 keys and values count at element_bytes, an upper bound).
-  const std::int64_t fused_qkv = in.cp == 1 ? 3 * sbh / t : 0;
-  const std::int64_t block_gemm_inputs = 2 * sbh + sbh / t + sbf / t + fused_qkv;
-  const std::int64_t gemm_input_bytes = in.bf16 ? 2 : in.element_bytes;
+  // pre-activation (fused_mlp keeps fc1's product as bfloat16), what keep_activation keeps (the
+  // LayerNorms' xhat or RMSNorms' inputs, llama's gate and up) and, without context parallelism,
+  // attention's q, k, v and output (scaled_dot_product_attention; ring attention keeps q and its
+  // output as float32, and its bfloat16 keys and values count at element_bytes, an upper bound).
+  const std::int64_t fused_attention = in.cp == 1 ? 4 * sbh / t : 0;
+  const std::int64_t block_bf16 = 2 * block_input + 2 * sbh + sbh / t + sbf / t +
+                                  (c.llama() ? 2 * sbf / t : 0) + fused_attention;
+  const std::int64_t bf16_bytes = in.bf16 ? 2 : in.element_bytes;
   const std::int64_t block_bytes =
-      (block - block_gemm_inputs) * in.element_bytes + block_gemm_inputs * gemm_input_bytes;
+      (block - block_bf16) * in.element_bytes + block_bf16 * bf16_bytes;
   const std::int64_t blocks_in_flight =
       c.layers / (in.pp * in.virtual_stages) *
       chunks_in_flight(in.schedule, in.pp, in.stage, static_cast<int>(in.micro_batches),
@@ -52,27 +54,30 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   // allocator's peak at tp 4, cp 2 of test_memory_estimate's model needs 19 once the logits'
   // gradient no longer takes a buffer of its own.
   const std::int64_t ring_workspace = in.cp > 1 ? 20 * sbh / t : 0;
-  // Attention's backward widens bfloat16 q, k and v into float32 scratch.
-  const std::int64_t widened_qkv =
-      in.bf16 ? std::min<std::int64_t>(
-                    fused_qkv, static_cast<std::int64_t>(autograd::kWidenedAttentionBytes / 4))
-              : 0;
+  // Attention's backward widens bfloat16 q, k, v and its output into float32 scratch, and a
+  // normalization's backward its xhat or input.
+  const std::int64_t widened =
+      in.bf16
+          ? std::min<std::int64_t>(
+                fused_attention, static_cast<std::int64_t>(autograd::kWidenedAttentionBytes / 4)) +
+                block_input
+          : 0;
   // Backward's workspace (one block's set, as gradients) and the ring's count element_bytes an
   // element; a recomputed block keeps only its input.
   std::int64_t activations =
       (in.recompute ? blocks_in_flight * block_input * in.element_bytes + block_bytes
                     : blocks_in_flight * block_bytes) +
-      (block + ring_workspace + widened_qkv) * in.element_bytes;
+      (block + ring_workspace + widened) * in.element_bytes;
   if (in.stage == in.pp - 1) {
     // The logits, which their gradient overwrites (vocab_parallel_cross_entropy); bfloat16
     // under --bf16 (the head's output, GptStage::loss), read through a float32 scratch of
     // widened_logits_rows rows.
     const std::int64_t cols = c.vocab_rows() / t;
     const std::int64_t logits = s * b * cols;
-    const auto widened = static_cast<std::int64_t>(
+    const auto widened_rows = static_cast<std::int64_t>(
         widened_logits_rows(static_cast<std::size_t>(s * b), static_cast<std::size_t>(cols)));
-    activations += block_input * in.element_bytes + sbh * gemm_input_bytes +
-                   (in.bf16 ? logits * 2 + widened * cols * 4 : logits * in.element_bytes);
+    activations += (block_input + sbh) * bf16_bytes +
+                   (in.bf16 ? logits * 2 + widened_rows * cols * 4 : logits * in.element_bytes);
   }
   std::int64_t whole_model = 0;
   for (const ParameterSpec& spec : gpt_parameter_specs(c))

@@ -71,13 +71,15 @@ struct MemoryEstimate {
 /// - a s b / t: the fused attention's log-sum-exp per query row and head. Its [s, s] scores and
 ///   probabilities are recomputed block by block in backward, never kept (FlashAttention).
 /// Of these, LayerNorm 1's and 2's outputs, the attention output's reshape (sbh / t) and
-/// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp), and GPT-2's
-/// pre-activation (sbf / t) is fc1's bfloat16 product under bf16 (fused_mlp), and at cp 1 the
-/// fused attention keeps q, k and v (3 sbh / t) as read in bfloat16 under bf16
-/// (scaled_dot_product_attention): with bf16 they count 2 bytes an element, the rest (and
+/// llama's SwiGLU output (sbf / t) are kept by GEMMs only (linear, fused_mlp), GPT-2's
+/// pre-activation (sbf / t) is fc1's bfloat16 product under bf16 (fused_mlp), the LayerNorms'
+/// xhat (RMSNorms' inputs) and llama's gate and up (2 sbf / t) are kept rounded under bf16
+/// (keep_activation),
+/// and at cp 1 the fused attention keeps q, k, v and its output (4 sbh / t) as bfloat16 under
+/// bf16 (scaled_dot_product_attention): with bf16 they count 2 bytes an element, the rest (and
 /// backward's workspace below, which holds gradients, plus under bf16 the float32 scratch that
-/// q, k and v are widened into, at most 3 sbh / t and autograd::kWidenedAttentionBytes)
-/// element_bytes.
+/// attention's four and a normalization's xhat or input are widened into, at most 4 sbh / t within
+/// autograd::kWidenedAttentionBytes, and sbh) element_bytes.
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
 /// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.
@@ -88,7 +90,8 @@ struct MemoryEstimate {
 /// and at cp > 1 ring attention's buffers, 20 sbh / t (the key/value shards and their gradients
 /// in flight and arriving, the blocks' gradients and their copies; context_parallel_attention).
 /// The last stage adds, for one micro-batch, LayerNorm f's input and output (2 sbh; with
-/// sequence parallelism sbh / t + sbh, the output all-gathered; the output is the head GEMM's)
+/// sequence parallelism sbh / t + sbh, the output all-gathered; the output is the head GEMM's;
+/// both bfloat16 with bf16)
 /// and the logits, s b Vp / t, which their gradient overwrites (vocab_parallel_cross_entropy;
 /// with bf16 bfloat16, 2 bytes each, plus the float32 scratch of widened_logits_rows rows that
 /// reads them). Parameter states: rank_parameters x (2 +
