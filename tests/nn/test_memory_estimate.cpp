@@ -24,9 +24,10 @@ struct Case {
   bool distributed_optimizer = false;
   bool sequence_parallel = false;
   int virtual_stages = 1;
-  bool llama = false;  // 4 heads on 2 key/value heads, ffn 96, untied head
-  int cp = 1;          // context-parallel degree: (tp, pp, dp) share world / cp ranks
-  bool bf16 = false;   // kernels::GemmOperands::bfloat16 (train --bf16)
+  bool llama = false;           // 4 heads on 2 key/value heads, ffn 96, untied head
+  int cp = 1;                   // context-parallel degree: (tp, pp, dp) share world / cp ranks
+  bool bf16 = false;            // kernels::GemmOperands::bfloat16 (train --bf16)
+  std::int64_t llama_ffn = 96;  // llama's SwiGLU inner size (1024: 32 x hidden)
 };
 
 constexpr std::int64_t kSeq = 32, kMicroBatch = 4, kMicroBatches = 4, kLayers = 4;
@@ -49,7 +50,7 @@ Measured train_two_steps(const Case& c, int tp, int pp, int dp) {
   if (c.llama) {
     config.arch = Arch::llama;
     config.kv_heads = 2;
-    config.ffn_hidden = 96;
+    config.ffn_hidden = c.llama_ffn;
     config.tied_embeddings = false;
   }
   GptTrainOptions options;
@@ -102,8 +103,12 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
         Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, true, 1, true, 2},
         Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 1, false, 1,
              true},
-        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, true, 1, true, 1,
-             true}}) {
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, true, 1, true, 1, true},
+        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::adamw, false, false, 1, true, 1, true},
+        Case{ScheduleKind::one_f_one_b, false, OptimizerKind::adamw, false, false, 1, true, 1, true,
+             1024},
+        Case{ScheduleKind::one_f_one_b, true, OptimizerKind::adamw, false, false, 1, true, 1, true,
+             1024}}) {
     if (test::world().size() % c.cp != 0) continue;
     for (const auto& [tp, pp, dp] : test::topologies_of(test::world().size() / c.cp)) {
       if (!pipeline_layout_error(pp, c.virtual_stages, kMicroBatches).empty() ||
@@ -112,9 +117,9 @@ TEST(MemoryEstimate, BoundsTheAllocatorsPeakOnEveryTopology) {
       }
       SCOPED_TRACE(fmt::format(
           "tp {} pp {} dp {}, afab {}, recompute {}, distributed {}, sequence parallel {}, "
-          "virtual stages {}, llama {}, cp {}, bf16 {}",
+          "virtual stages {}, llama {} (ffn {}), cp {}, bf16 {}",
           tp, pp, dp, c.schedule == ScheduleKind::afab, c.recompute, c.distributed_optimizer,
-          c.sequence_parallel, c.virtual_stages, c.llama, c.cp, c.bf16));
+          c.sequence_parallel, c.virtual_stages, c.llama, c.llama_ffn, c.cp, c.bf16));
       const Measured m = train_two_steps(c, tp, pp, dp);
       const double predicted = static_cast<double>(m.estimate.peak() - kRuntimeBytes);
       EXPECT_LE(m.used, predicted);

@@ -33,7 +33,8 @@ namespace {
 // checked bit for bit by test_nn_mpi's PipelineBf16Wire. These measures predate the bfloat16
 // TP collectives (bf16_tp_tolerance) and the bfloat16 parameters; with both sides' parameters
 // rounded the tp 1 topologies measured 2.0e-3 to 3.8e-3 ((1,1,1), (1,1,2), (1,2,1), (1,4,1),
-// (1,2,2); 2026-12-05).
+// (1,2,2); 2026-12-05), and with attention's backward reading its output rounded (modelled by
+// the dense model) 1.1e-3 to 2.1e-3 (2026-12-06).
 constexpr Tolerance kBf16Tolerance{2e-2, 1e-3, 2e-2};
 // The bf16 GPT check's tolerance at tp > 1, where the TP mappings carry bfloat16: each rank's
 // partial sum is rounded before the sum is, which the dense model, having no partial sums, can
@@ -49,11 +50,17 @@ constexpr Tolerance kBf16Tolerance{2e-2, 1e-3, 2e-2};
 // GPT-2's fc1 a bfloat16 product, which both models round where their inputs may differ by the
 // partial sums' roundings (2026-12-06): 2.0e-2 to 2.5e-2 at tp 2; 5.5e-2 and 7.8e-2 with SP at
 // (4,1,1) (any GEMM provider), 6.0e-2 and 8.8e-2 at (4,2,1), 2.1e-2 and 2.8e-2 at (4,1,2),
-// 5.3e-2 and 5.0e-2 at (8,1,1). 5e-2 at tp 2 and 1.5e-1 above keep a 1.7x to 2x margin and stay
-// 6x below a whole gradient missing or doubled; the TP wire itself is checked bit for bit by
-// test_nn_mpi's TpMappingsBf16.
+// 5.3e-2 and 5.0e-2 at (8,1,1). Since attention's backward reads its output rounded (D =
+// rowsum(dO O), which the dense model's unfused_attention_core models; 2026-12-06, 2-core Zen 5):
+// 3.1e-2 to 4.1e-2 at tp 2 ((2,1,1), (2,2,1), (2,2,2)), 4.7e-2 at 8 layers x 256 on (2,2,2),
+// largest in the q and k weights' gradients, which D enters by the difference dP - D: where
+// the two models' outputs differ by the partial sums' roundings their rounded outputs land a
+// bfloat16 ulp apart; 3.3e-2 to 5.3e-2 at (4,1,1), (4,2,1), (4,1,2), 5.9e-2 and 7.0e-2 at
+// (8,1,1). 1e-1 at tp 2 and 1.5e-1 above keep a 2.1x margin and stay 10x and 6x below a whole
+// gradient missing or doubled; the TP wire itself is checked bit for bit by test_nn_mpi's
+// TpMappingsBf16.
 Tolerance bf16_tp_tolerance(int tp) {
-  const double bound = tp == 2 ? 5e-2 : 1.5e-1;
+  const double bound = tp == 2 ? 1e-1 : 1.5e-1;
   return {bound, 1e-3, bound};
 }
 // The main-gradient check's tolerance: the same bfloat16 products on both sides, summed over

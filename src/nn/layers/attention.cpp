@@ -9,6 +9,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "kernels/ops.h"
 #include "nn/fault_injection.h"
 #include "nn/layers/tp_mappings.h"
 
@@ -178,12 +179,26 @@ Tensor context_parallel_attention_core(const Tensor& q, const Tensor& k, const T
 }
 
 Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
-                              bool causal) {
+                              bool causal, bool rounded_output_backward) {
   return attention_over_heads(
       "unfused_attention_core", q, k, v, heads,
-      [causal](const Tensor& qh, const Tensor& kh, const Tensor& vh, double scale) {
+      [causal, rounded_output_backward](const Tensor& qh, const Tensor& kh, const Tensor& vh,
+                                        double scale) {
         const Tensor scores = autograd::matmul(qh, kh, false, /*trans_b=*/true);
-        return autograd::matmul(autograd::softmax(scores, causal, scale), vh);
+        const Tensor p = autograd::softmax(scores, causal, scale);
+        const Tensor o = autograd::matmul(p, vh);
+        if (!rounded_output_backward) return o;
+        const std::int64_t seq = scores.size(-1), head_dim = vh.size(-1);
+        // Row sums and their broadcast over head_dim columns as products with ones.
+        const Tensor ones_col = Tensor::full({seq, 1}, 1.0, o.dtype(), o.device());
+        const Tensor ones_row = Tensor::full({1, head_dim}, 1.0, o.dtype(), o.device());
+        const Tensor z =
+            autograd::scale(autograd::matmul(autograd::mul(p.detach(), scores), ones_col), scale);
+        Tensor rounded = Tensor::empty(o.shape(), o.dtype(), o.device());
+        kernels::round_to_bf16(o.buffer(), rounded.buffer());
+        const Tensor error = autograd::sub(rounded, o.detach()).detach();
+        const Tensor zero = autograd::matmul(autograd::sub(z.detach(), z), ones_row);
+        return autograd::add(o, autograd::mul(error, zero));
       });
 }
 

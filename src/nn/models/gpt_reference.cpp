@@ -57,8 +57,9 @@ Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t head
   const auto project = [&](const char* name) {
     return read_as_bf16_if(round_stored, linear(p, h + name, a));
   };
-  const Tensor context = unfused_attention_core(project("attn.q"), project("attn.k"),
-                                                project("attn.v"), heads, /*causal=*/true);
+  const Tensor context =
+      unfused_attention_core(project("attn.q"), project("attn.k"), project("attn.v"), heads,
+                             /*causal=*/true, round_stored);
   const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
   const Tensor normed = rounded_if(round_tp, layer_norm(p, h + "ln_2", x));
   const Tensor m = autograd::gelu(output_projection(p, h + "mlp.c_fc", normed, round_stored), gelu);
@@ -75,9 +76,9 @@ Tensor dense_llama_block(const GptConfig& c, const TensorMap& p, std::int64_t la
   const Tensor q = read(rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope()));
   const Tensor k = read(rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope()));
   const Tensor v = read(autograd::linear(a, weight("attn.v")));
-  const Tensor context =
-      unfused_attention_core(q, repeat_kv_heads(k, kv, c.heads / kv),
-                             repeat_kv_heads(v, kv, c.heads / kv), c.heads, /*causal=*/true);
+  const Tensor context = unfused_attention_core(q, repeat_kv_heads(k, kv, c.heads / kv),
+                                                repeat_kv_heads(v, kv, c.heads / kv), c.heads,
+                                                /*causal=*/true, round_stored);
   const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
   const Tensor m = rounded_if(round_tp, autograd::rms_norm(x, weight("ln_2"), c.norm_eps));
   const Tensor gated = autograd::swiglu(autograd::linear(m, weight("mlp.gate")),

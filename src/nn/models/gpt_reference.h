@@ -37,7 +37,9 @@ struct DenseBf16Rounding {
   /// their gradient overwrites them as bfloat16) and GPT-2's MLP product x W1^T before its bias
   /// (autograd::fused_mlp; dY rounded as fc1's GEMMs round it); and what it reads as bfloat16
   /// with a float32 gradient: attention's q, k and v (after RoPE; autograd::read_as_bf16, as
-  /// scaled_dot_product_attention and ring attention read them).
+  /// scaled_dot_product_attention and ring attention read them); and attention's backward from
+  /// its output rounded, as theirs keep it (unfused_attention_core's rounded_output_backward).
+  /// The normalizations and SwiGLU are the model's own ops, which keep theirs rounded already.
   bool stored_activations = false;
 };
 
@@ -45,8 +47,8 @@ struct DenseBf16Rounding {
 /// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads
 /// (unfused_attention_core, independent of the fused kernel the model runs), GELU of form
 /// `gelu`; `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_stored` attention's
-/// q, k and v and the MLP's product before its bias as DenseBf16Rounding::stored_activations
-/// does.
+/// q, k, v and output and the MLP's product before its bias as
+/// DenseBf16Rounding::stored_activations does.
 Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int64_t heads,
                        const Tensor& x, GeluForm gelu = GeluForm::exact, bool round_tp = false,
                        bool round_stored = false);
@@ -54,8 +56,8 @@ Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int
 /// Dense block `layer` of a llama `config`: x + attn(rms_norm_1(x)) with RoPE on q and k and
 /// each key/value head repeated for its query heads (unfused_attention_core), then
 /// + c_proj(swiglu(gate(.), up(.))) of rms_norm_2; no biases. x [batch, seq, hidden];
-/// `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_stored` q, k and v as its
-/// stored_activations does.
+/// `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_stored` q, k, v and the
+/// attention output as its stored_activations does.
 Tensor dense_llama_block(const GptConfig& config, const TensorMap& parameters, std::int64_t layer,
                          const Tensor& input, bool round_tp = false, bool round_stored = false);
 
