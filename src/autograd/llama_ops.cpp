@@ -70,9 +70,9 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
   const bool gate_grad = needs_grad(gate), up_grad = needs_grad(up);
   return detail::record(
       "swiglu", y, {gate, up}, [kept_gate, kept_up, gate_grad, up_grad](const Tensor& dy) {
-        const Tensor gate = detail::kept_values(kept_gate), up = detail::kept_values(kept_up);
-        Tensor dgate = empty_like(gate), dup = empty_like(up);
-        kernels::swiglu_backward(gate.buffer(), up.buffer(), dy.buffer(), dgate.buffer(),
+        // The kernel reads bfloat16 gate and up as they are kept, widening element by element.
+        Tensor dgate = empty_like(dy), dup = empty_like(dy);
+        kernels::swiglu_backward(kept_gate.buffer(), kept_up.buffer(), dy.buffer(), dgate.buffer(),
                                  dup.buffer());
         return std::vector<Tensor>{gate_grad ? dgate : Tensor(), up_grad ? dup : Tensor()};
       });

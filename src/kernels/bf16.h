@@ -85,4 +85,14 @@ MPITRON_HOST_DEVICE inline float bf16_to_float(bf16 x) {
   return bits_float(static_cast<std::uint32_t>(x.bits) << 16);
 }
 
+/// An input element in the dtype a kernel computes in: a bfloat16 widened exactly
+/// (bf16_to_float), any other value as it is. Lets one loop read float32 or bfloat16 inputs.
+MPITRON_HOST_DEVICE inline float widen(bf16 x) {
+  return bf16_to_float(x);
+}
+template <class T>
+MPITRON_HOST_DEVICE inline T widen(T x) {
+  return x;
+}
+
 }  // namespace mpitron::kernels

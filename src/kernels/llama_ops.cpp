@@ -121,8 +121,16 @@ void swiglu_forward(const Buffer& gate, const Buffer& up, Buffer& y) {
 void swiglu_backward(const Buffer& gate, const Buffer& up, const Buffer& dy, Buffer& dgate,
                      Buffer& dup) {
   constexpr const char* op = "swiglu_backward";
-  Backend& be =
-      same_place(op, {{"gate", gate}, {"up", up}, {"dy", dy}, {"dgate", dgate}, {"dup", dup}});
+  Backend& be = same_place(op, {{"dy", dy}, {"dgate", dgate}, {"dup", dup}});
+  if (gate.dtype() == DType::bf16 && dy.dtype() == DType::f32) {
+    same_place_any_dtype(op, {{"gate", gate}, {"up", up}});
+    if (gate.device() != dy.device()) {
+      fail(op,
+           "gate is on " + to_string(gate.device()) + " but dy is on " + to_string(dy.device()));
+    }
+  } else {
+    same_place(op, {{"gate", gate}, {"up", up}, {"dy", dy}});
+  }
   expect_distinct(op, {"dup", dup}, {"dgate", dgate});
   for (const Arg& arg : {Arg{"up", up}, Arg{"dy", dy}, Arg{"dgate", dgate}, Arg{"dup", dup}})
     expect_numel(op, arg, gate.numel(), "numel of gate");

@@ -58,8 +58,11 @@ void rotary_embedding_backward(const Buffer& dy, std::size_t seq, std::size_t he
 void swiglu_forward(const Buffer& gate, const Buffer& up, Buffer& y);
 
 /// Gradients of swiglu_forward from dy, element-wise over equal numel: with s = sigmoid(gate),
-/// dgate = dy up s (1 + gate (1 - s)) and dup = dy silu(gate). dgate and dup must be distinct
-/// buffers; either may alias dy (each element is read before it is written).
+/// dgate = dy up s (1 + gate (1 - s)) and dup = dy silu(gate). gate and up are dy's dtype, or
+/// both bfloat16 with dy, dgate and dup float32 (train --bf16's kept copies, widened exactly
+/// element by element: the bits of the float32 call on the widened values). dgate and dup must
+/// be distinct buffers; either may alias dy (each element is read before it is written). Throws
+/// std::invalid_argument on other dtypes, devices that differ or numels that differ.
 void swiglu_backward(const Buffer& gate, const Buffer& up, const Buffer& dy, Buffer& dgate,
                      Buffer& dup);
 

@@ -330,6 +330,11 @@ class TypedBackend : public Backend {
 
   void swiglu_backward(const Buffer& gate, const Buffer& up, const Buffer& dy, Buffer& dgate,
                        Buffer& dup) override {
+    if (gate.dtype() == DType::bf16) {
+      K::swiglu_backward(in<bf16>(gate), in<bf16>(up), in<float>(dy), out<float>(dgate),
+                         out<float>(dup), gate.numel());
+      return;
+    }
     dispatch(dgate.dtype(), [&]<class T>(T) {
       K::swiglu_backward(in<T>(gate), in<T>(up), in<T>(dy), out<T>(dgate), out<T>(dup),
                          gate.numel());

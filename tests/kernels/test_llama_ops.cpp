@@ -9,6 +9,7 @@
 
 #include "kernel_test_support.h"
 #include "kernels/llama_ops.h"
+#include "kernels/ops.h"
 #include "support/error_message.h"
 
 namespace mpitron::test {
@@ -195,6 +196,29 @@ TEST_P(LlamaKernelTest, SwigluForwardAndBackwardMatchTheDefinition) {
   expect_close(host_values(dup), want_dup, tol);
 }
 
+// train --bf16 keeps gate and up as bfloat16; the backward reads them so, widening each element
+// exactly: the float32 call's bits on the widened values, with no float32 copy of either.
+TEST_P(LlamaKernelTest, SwigluBackwardReadsBfloat16GateAndUp) {
+  if (dtype() != DType::f32) GTEST_SKIP() << "bfloat16 inputs go with float32 gradients";
+  constexpr std::size_t n = 300;
+  const Buffer gate32 = make(random(n, 78, -8.0, 8.0)), up32 = make(random(n, 79));
+  const Buffer dy = make(random(n, 80));
+  Buffer gate16(n, DType::bf16, device()), up16(n, DType::bf16, device());
+  convert(gate32, gate16);
+  convert(up32, up16);
+  Buffer gate_widened = empty(n), up_widened = empty(n);
+  convert(gate16, gate_widened);
+  convert(up16, up_widened);
+  Buffer want_dgate = empty(n), want_dup = empty(n), dgate = empty(n), dup = empty(n);
+  swiglu_backward(gate_widened, up_widened, dy, want_dgate, want_dup);
+  swiglu_backward(gate16, up16, dy, dgate, dup);
+  EXPECT_EQ(host_values(dgate), host_values(want_dgate));
+  EXPECT_EQ(host_values(dup), host_values(want_dup));
+  Buffer unrounded_dgate = empty(n), unrounded_dup = empty(n);
+  swiglu_backward(gate32, up32, dy, unrounded_dgate, unrounded_dup);
+  EXPECT_NE(host_values(dup), host_values(unrounded_dup)) << "the inputs are rounded";
+}
+
 TEST(LlamaKernelErrors, BadArgumentsThrowOneLineNamingTheOpAndTheValues) {
   const Buffer x(24, DType::f32, Device::cpu), w(6, DType::f32, Device::cpu);
   Buffer y(24, DType::f32, Device::cpu), rstd(4, DType::f32, Device::cpu);
@@ -225,6 +249,11 @@ TEST(LlamaKernelErrors, BadArgumentsThrowOneLineNamingTheOpAndTheValues) {
             "kernels::swiglu_forward: up has 6 elements, expected 24 (numel of gate)");
   EXPECT_EQ(message_of<std::invalid_argument>([&] { swiglu_backward(x, x, x, y, y); }),
             "kernels::swiglu_backward: dup may not alias dgate");
+  const Buffer half(24, DType::bf16, Device::cpu), wide(24, DType::f64, Device::cpu);
+  Buffer dgate(24, DType::f64, Device::cpu), dup(24, DType::f64, Device::cpu);
+  EXPECT_EQ(
+      message_of<std::invalid_argument>([&] { swiglu_backward(half, half, wide, dgate, dup); }),
+      "kernels::swiglu_backward: gate is cpu bfloat16 but dy is cpu float64");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu/erf_f32.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/fault_injection.h"
@@ -113,16 +114,17 @@ struct LlamaOps {
     });
   }
 
-  /// dgate and dup per element (math::swiglu_grads), each element read before it is written.
-  template <class T>
-  static void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
+  /// dgate and dup per element (math::swiglu_grads), each element read before it is written;
+  /// gate and up of T, or bfloat16 widened exactly (In = bf16, T = float).
+  template <class T, class In>
+  static void swiglu_backward(const In* gate, const In* up, const T* dy, T* dgate, T* dup,
                               std::size_t n) {
     const bool no_silu_term = fault_active(Fault::swiglu_grad_no_silu_term);
     parallel_chunks(n, kElementChunk, [=](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
-        const math::SwigluGrads<T> g = math::swiglu_grads(gate[i], up[i], dy[i], NonPositiveExp{});
-        dgate[i] =
-            no_silu_term ? dy[i] * up[i] * math::sigmoid(gate[i], NonPositiveExp{}) : g.dgate;
+        const T gi = widen(gate[i]), ui = widen(up[i]);
+        const math::SwigluGrads<T> g = math::swiglu_grads(gi, ui, dy[i], NonPositiveExp{});
+        dgate[i] = no_silu_term ? dy[i] * ui * math::sigmoid(gi, NonPositiveExp{}) : g.dgate;
         dup[i] = g.dup;
       }
     });

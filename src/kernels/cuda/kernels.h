@@ -140,8 +140,8 @@ struct Kernels {
                                std::int64_t position_offset, bool inverse, T* y);
   template <class T>
   static void swiglu_forward(const T* gate, const T* up, T* y, std::size_t n);
-  template <class T>
-  static void swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
+  template <class T, class In>
+  static void swiglu_backward(const In* gate, const In* up, const T* dy, T* dgate, T* dup,
                               std::size_t n);
 
   // bf16.cu: float32 <-> bfloat16 and float32 through bfloat16, one thread per element through

@@ -4,6 +4,7 @@
 // are cpu/llama_ops.h; the formulas are shared through llama_math.h.
 #include <cstdint>
 
+#include "kernels/bf16.h"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/llama_math.h"
@@ -87,11 +88,12 @@ void Kernels::swiglu_forward(const T* gate, const T* up, T* y, std::size_t n) {
   for_each(n, [=] __device__(std::size_t i) { y[i] = math::swiglu(gate[i], up[i]); });
 }
 
-template <class T>
-void Kernels::swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate, T* dup,
+template <class T, class In>
+void Kernels::swiglu_backward(const In* gate, const In* up, const T* dy, T* dgate, T* dup,
                               std::size_t n) {
   for_each(n, [=] __device__(std::size_t i) {
-    const math::SwigluGrads<T> g = math::swiglu_grads(gate[i], up[i], dy[i]);
+    const math::SwigluGrads<T> g =
+        math::swiglu_grads(static_cast<T>(widen(gate[i])), static_cast<T>(widen(up[i])), dy[i]);
     dgate[i] = g.dgate;
     dup[i] = g.dup;
   });
@@ -106,9 +108,11 @@ void Kernels::swiglu_backward(const T* gate, const T* up, const T* dy, T* dgate,
                                              std::size_t, const RopeFrequencies&, std::int64_t,    \
                                              bool, T*);                                            \
   template void Kernels::swiglu_forward<T>(const T*, const T*, T*, std::size_t);                   \
-  template void Kernels::swiglu_backward<T>(const T*, const T*, const T*, T*, T*, std::size_t);
+  template void Kernels::swiglu_backward<T, T>(const T*, const T*, const T*, T*, T*, std::size_t);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE
+template void Kernels::swiglu_backward<float, bf16>(const bf16*, const bf16*, const float*, float*,
+                                                    float*, std::size_t);
 
 }  // namespace mpitron::kernels::cuda
