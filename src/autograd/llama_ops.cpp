@@ -30,10 +30,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, double eps) {
   const bool x_grad = needs_grad(x);
   return detail::record(
       "rms_norm", y, {x, weight}, [kept_x, x_grad, weight, rstd, cols](const Tensor& dy) {
-        const Tensor x = detail::kept_values(kept_x);
-        Tensor dx = empty_like(x), dweight = empty_like(weight);
-        kernels::rms_norm_backward(x.buffer(), weight.buffer(), rstd.buffer(), dy.buffer(), cols,
-                                   dx.buffer(), dweight.buffer());
+        // The kernel widens a bfloat16 kept x element by element: no float32 copy.
+        Tensor dx = empty_like(dy), dweight = empty_like(weight);
+        kernels::rms_norm_backward(kept_x.buffer(), weight.buffer(), rstd.buffer(), dy.buffer(),
+                                   cols, dx.buffer(), dweight.buffer());
         return std::vector<Tensor>{x_grad ? dx : Tensor(), needs_grad(weight) ? dweight : Tensor()};
       });
 }

@@ -86,10 +86,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   return detail::record(
       "layer_norm", y, {x, weight, bias},
       [kept_xhat, x_grad, weight, bias, rstd, cols](const Tensor& dy) {
-        const Tensor xhat = detail::kept_values(kept_xhat);
-        Tensor dx = empty_like(xhat), dweight = empty_like(weight), dbias = empty_like(bias);
-        kernels::layer_norm_backward(xhat.buffer(), weight.buffer(), rstd.buffer(), dy.buffer(),
-                                     cols, dx.buffer(), dweight.buffer(), dbias.buffer());
+        // The kernel widens a bfloat16 kept xhat element by element: no float32 copy.
+        Tensor dx = empty_like(dy), dweight = empty_like(weight), dbias = empty_like(bias);
+        kernels::layer_norm_backward(kept_xhat.buffer(), weight.buffer(), rstd.buffer(),
+                                     dy.buffer(), cols, dx.buffer(), dweight.buffer(),
+                                     dbias.buffer());
         return std::vector<Tensor>{x_grad ? dx : Tensor(), needs_grad(weight) ? dweight : Tensor(),
                                    needs_grad(bias) ? dbias : Tensor()};
       });

@@ -31,13 +31,6 @@ Tensor keep_activation(const Tensor& x) {
   return grad_enabled() ? gemm_operand(x).detach() : Tensor();
 }
 
-Tensor kept_values(const Tensor& kept) {
-  if (kept.dtype() != DType::bf16) return kept;
-  Tensor values = Tensor::empty(kept.shape(), DType::f32, kept.device());
-  kernels::convert(kept.buffer(), values.buffer());
-  return values;
-}
-
 Tensor empty_like(const Tensor& x, const Shape& shape) {
   return Tensor::empty(shape, x.dtype(), x.device());
 }

@@ -74,10 +74,6 @@ std::vector<Tensor> linear_backward(const Tensor& dy, const SavedGemmInput& x, c
 /// output) keep theirs so.
 Tensor keep_activation(const Tensor& x);
 
-/// The values of what keep_activation kept, in the dtype its op computes in: a bfloat16 copy of
-/// a float32 x widened exactly into a new float32 tensor, anything else as it is.
-Tensor kept_values(const Tensor& kept);
-
 /// A Function whose backward is a lambda: keeps small ops short.
 template <class Backward>
 class LambdaFunction final : public Function {

@@ -45,6 +45,24 @@ Backend& same_place(const char* op, std::initializer_list<Arg> args) {
   return be;
 }
 
+Backend& same_place_kept(const char* op, std::initializer_list<Arg> kept,
+                         std::initializer_list<Arg> args) {
+  Backend& be = same_place(op, args);
+  const Arg& first = *args.begin();
+  const Arg& first_kept = *kept.begin();
+  if (first_kept.buffer.dtype() != DType::bf16 || first.buffer.dtype() != DType::f32) {
+    for (const Arg& arg : kept)
+      same_place(op, {arg, first});
+    return be;
+  }
+  same_place_any_dtype(op, kept);
+  if (first_kept.buffer.device() != first.buffer.device()) {
+    fail(op, std::string(first_kept.name) + " is on " + to_string(first_kept.buffer.device()) +
+                 " but " + first.name + " is on " + to_string(first.buffer.device()));
+  }
+  return be;
+}
+
 void expect_numel(const char* op, const Arg& arg, std::size_t expected, const char* what) {
   if (arg.buffer.numel() != expected) {
     fail(op, std::string(arg.name) + " has " + std::to_string(arg.buffer.numel()) +

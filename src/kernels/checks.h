@@ -32,6 +32,12 @@ void expect_not_bf16(const char* op, const Arg& arg);
 /// As same_place_any, and the dtype is float32 or float64 (every arithmetic op).
 Backend& same_place(const char* op, std::initializer_list<Arg> args);
 
+/// A backward op's arguments: `args` as same_place; `kept`, the activations its forward kept, the
+/// same, or all bfloat16 on their device beside float32 `args` (what train --bf16 keeps, which
+/// the kernel widens element by element). Returns the backend of `args`.
+Backend& same_place_kept(const char* op, std::initializer_list<Arg> kept,
+                         std::initializer_list<Arg> args);
+
 /// An index argument: on `device`, int32 or int64, `n` elements.
 void expect_indices(const char* op, const Arg& indices, Device device, std::size_t n);
 

@@ -27,9 +27,9 @@ void rms_norm_forward(const Buffer& x, const Buffer& weight, std::size_t cols, d
 void rms_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& rstd, const Buffer& dy,
                        std::size_t cols, Buffer& dx, Buffer& dweight) {
   constexpr const char* op = "rms_norm_backward";
-  Backend& be = same_place(
-      op,
-      {{"x", x}, {"weight", weight}, {"rstd", rstd}, {"dy", dy}, {"dx", dx}, {"dweight", dweight}});
+  Backend& be = same_place_kept(
+      op, {{"x", x}},
+      {{"dy", dy}, {"weight", weight}, {"rstd", rstd}, {"dx", dx}, {"dweight", dweight}});
   expect_rows_of(op, {"x", x}, cols);
   expect_numel(op, {"weight", weight}, cols, "cols");
   const std::size_t rows = cols == 0 ? 0 : x.numel() / cols;
@@ -121,16 +121,8 @@ void swiglu_forward(const Buffer& gate, const Buffer& up, Buffer& y) {
 void swiglu_backward(const Buffer& gate, const Buffer& up, const Buffer& dy, Buffer& dgate,
                      Buffer& dup) {
   constexpr const char* op = "swiglu_backward";
-  Backend& be = same_place(op, {{"dy", dy}, {"dgate", dgate}, {"dup", dup}});
-  if (gate.dtype() == DType::bf16 && dy.dtype() == DType::f32) {
-    same_place_any_dtype(op, {{"gate", gate}, {"up", up}});
-    if (gate.device() != dy.device()) {
-      fail(op,
-           "gate is on " + to_string(gate.device()) + " but dy is on " + to_string(dy.device()));
-    }
-  } else {
-    same_place(op, {{"gate", gate}, {"up", up}, {"dy", dy}});
-  }
+  Backend& be = same_place_kept(op, {{"gate", gate}, {"up", up}},
+                                {{"dy", dy}, {"dgate", dgate}, {"dup", dup}});
   expect_distinct(op, {"dup", dup}, {"dgate", dgate});
   for (const Arg& arg : {Arg{"up", up}, Arg{"dy", dy}, Arg{"dgate", dgate}, Arg{"dup", dup}})
     expect_numel(op, arg, gate.numel(), "numel of gate");

@@ -30,13 +30,13 @@ void layer_norm_backward(const Buffer& xhat, const Buffer& weight, const Buffer&
                          const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight,
                          Buffer& dbias) {
   constexpr const char* op = "layer_norm_backward";
-  Backend& be = same_place(op, {{"xhat", xhat},
-                                {"weight", weight},
-                                {"rstd", rstd},
-                                {"dy", dy},
-                                {"dx", dx},
-                                {"dweight", dweight},
-                                {"dbias", dbias}});
+  Backend& be = same_place_kept(op, {{"xhat", xhat}},
+                                {{"dy", dy},
+                                 {"weight", weight},
+                                 {"rstd", rstd},
+                                 {"dx", dx},
+                                 {"dweight", dweight},
+                                 {"dbias", dbias}});
   expect_rows_of(op, {"xhat", xhat}, cols);
   expect_numel(op, {"weight", weight}, cols, "cols");
   const std::size_t rows = cols == 0 ? 0 : xhat.numel() / cols;

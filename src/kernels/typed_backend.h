@@ -187,6 +187,12 @@ class TypedBackend : public Backend {
   void layer_norm_backward(const Buffer& xhat, const Buffer& weight, const Buffer& rstd,
                            const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight,
                            Buffer& dbias) override {
+    if (xhat.dtype() == DType::bf16) {
+      K::layer_norm_backward(in<bf16>(xhat), in<float>(weight), in<float>(rstd), in<float>(dy),
+                             xhat.numel() / cols, cols, out<float>(dx), out<float>(dweight),
+                             out<float>(dbias));
+      return;
+    }
     dispatch(dx.dtype(), [&]<class T>(T) {
       K::layer_norm_backward(in<T>(xhat), in<T>(weight), in<T>(rstd), in<T>(dy),
                              xhat.numel() / cols, cols, out<T>(dx), out<T>(dweight), out<T>(dbias));
@@ -308,6 +314,11 @@ class TypedBackend : public Backend {
 
   void rms_norm_backward(const Buffer& x, const Buffer& weight, const Buffer& rstd,
                          const Buffer& dy, std::size_t cols, Buffer& dx, Buffer& dweight) override {
+    if (x.dtype() == DType::bf16) {
+      K::rms_norm_backward(in<bf16>(x), in<float>(weight), in<float>(rstd), in<float>(dy),
+                           x.numel() / cols, cols, out<float>(dx), out<float>(dweight));
+      return;
+    }
     dispatch(dx.dtype(), [&]<class T>(T) {
       K::rms_norm_backward(in<T>(x), in<T>(weight), in<T>(rstd), in<T>(dy), x.numel() / cols, cols,
                            out<T>(dx), out<T>(dweight));

@@ -93,6 +93,30 @@ TEST_P(ModelKernelTest, LayerNormForwardAndBackwardMatchTheDefinition) {
   }
 }
 
+// Train --bf16 keeps LayerNorm's xhat as bfloat16: the backward reading it is the float32
+// backward's bits on the widened values.
+TEST_P(ModelKernelTest, LayerNormBackwardReadsBfloat16Xhat) {
+  if (dtype() != DType::f32) GTEST_SKIP() << "a bfloat16 xhat goes with float32 gradients";
+  constexpr std::size_t rows = 4, cols = 300;
+  const Buffer w = make(random(cols, 49)), b = make(random(cols, 50));
+  const Buffer dy = make(random(rows * cols, 51));
+  Buffer y = empty(rows * cols), xhat = empty(rows * cols), rstd = empty(rows);
+  layer_norm_forward(make(random(rows * cols, 52)), w, b, cols, 1e-5, y, xhat, rstd);
+  Buffer xhat16(rows * cols, DType::bf16, device()), xhat_widened = empty(rows * cols);
+  convert(xhat, xhat16);
+  convert(xhat16, xhat_widened);
+  Buffer want_dx = empty(rows * cols), want_dw = empty(cols), want_db = empty(cols);
+  Buffer dx = empty(rows * cols), dw = empty(cols), db = empty(cols);
+  layer_norm_backward(xhat_widened, w, rstd, dy, cols, want_dx, want_dw, want_db);
+  layer_norm_backward(xhat16, w, rstd, dy, cols, dx, dw, db);
+  EXPECT_EQ(host_values(dx), host_values(want_dx));
+  EXPECT_EQ(host_values(dw), host_values(want_dw));
+  EXPECT_EQ(host_values(db), host_values(want_db));
+  Buffer unrounded_dw = empty(cols);
+  layer_norm_backward(xhat, w, rstd, dy, cols, want_dx, unrounded_dw, want_db);
+  EXPECT_NE(host_values(dw), host_values(unrounded_dw)) << "xhat is rounded";
+}
+
 // A slice of 4 rows [first_row, first_row + 4) of a 10-row table.
 TEST_P(ModelKernelTest, EmbeddingGathersTheSliceAndZeroesOtherRows) {
   constexpr std::size_t cols = 3, rows = 4;

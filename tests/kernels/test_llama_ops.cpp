@@ -219,6 +219,29 @@ TEST_P(LlamaKernelTest, SwigluBackwardReadsBfloat16GateAndUp) {
   EXPECT_NE(host_values(dup), host_values(unrounded_dup)) << "the inputs are rounded";
 }
 
+// Train --bf16 keeps RMSNorm's input as bfloat16: the backward reading it is the float32
+// backward's bits on the widened values.
+TEST_P(LlamaKernelTest, RmsNormBackwardReadsBfloat16X) {
+  if (dtype() != DType::f32) GTEST_SKIP() << "a bfloat16 x goes with float32 gradients";
+  constexpr std::size_t rows = 4, cols = 300;
+  const Buffer x32 = make(random(rows * cols, 74)), w = make(random(cols, 75));
+  const Buffer dy = make(random(rows * cols, 76));
+  Buffer y = empty(rows * cols), rstd = empty(rows);
+  rms_norm_forward(x32, w, cols, 1e-5, y, rstd);
+  Buffer x16(rows * cols, DType::bf16, device()), x_widened = empty(rows * cols);
+  convert(x32, x16);
+  convert(x16, x_widened);
+  Buffer want_dx = empty(rows * cols), want_dw = empty(cols), dx = empty(rows * cols),
+         dw = empty(cols);
+  rms_norm_backward(x_widened, w, rstd, dy, cols, want_dx, want_dw);
+  rms_norm_backward(x16, w, rstd, dy, cols, dx, dw);
+  EXPECT_EQ(host_values(dx), host_values(want_dx));
+  EXPECT_EQ(host_values(dw), host_values(want_dw));
+  Buffer unrounded_dw = empty(cols);
+  rms_norm_backward(x32, w, rstd, dy, cols, want_dx, unrounded_dw);
+  EXPECT_NE(host_values(dw), host_values(unrounded_dw)) << "x is rounded";
+}
+
 TEST(LlamaKernelErrors, BadArgumentsThrowOneLineNamingTheOpAndTheValues) {
   const Buffer x(24, DType::f32, Device::cpu), w(6, DType::f32, Device::cpu);
   Buffer y(24, DType::f32, Device::cpu), rstd(4, DType::f32, Device::cpu);
@@ -254,6 +277,17 @@ TEST(LlamaKernelErrors, BadArgumentsThrowOneLineNamingTheOpAndTheValues) {
   EXPECT_EQ(
       message_of<std::invalid_argument>([&] { swiglu_backward(half, half, wide, dgate, dup); }),
       "kernels::swiglu_backward: gate is cpu bfloat16 but dy is cpu float64");
+  Buffer dx(24, DType::f64, Device::cpu), dw64(6, DType::f64, Device::cpu);
+  const Buffer w64(6, DType::f64, Device::cpu), rstd64(4, DType::f64, Device::cpu);
+  EXPECT_EQ(message_of<std::invalid_argument>(
+                [&] { rms_norm_backward(half, w64, rstd64, wide, 6, dx, dw64); }),
+            "kernels::rms_norm_backward: x is cpu bfloat16 but dy is cpu float64");
+  Buffer dx16(24, DType::bf16, Device::cpu), w16(6, DType::bf16, Device::cpu);
+  Buffer rstd16(4, DType::bf16, Device::cpu), dw16(6, DType::bf16, Device::cpu);
+  EXPECT_EQ(message_of<std::invalid_argument>(
+                [&] { rms_norm_backward(half, w16, rstd16, half, 6, dx16, dw16); }),
+            "kernels::rms_norm_backward: dy is bfloat16; this op takes float32, float64, int32 or "
+            "int64 buffers (convert bfloat16 to float32 with kernels::convert first)");
 }
 
 }  // namespace

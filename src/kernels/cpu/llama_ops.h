@@ -41,20 +41,24 @@ struct LlamaOps {
   }
 
   /// dx row by row from the row mean of g xhat (in double); dweight as column sums over the
-  /// rows, kColumnBlock columns at a time so the double accumulators stay local.
-  template <class T>
-  static void rms_norm_backward(const T* x, const T* weight, const T* rstd, const T* dy,
+  /// rows, kColumnBlock columns at a time so the double accumulators stay local. x of T, or
+  /// bfloat16 widened exactly (In = bf16, T = float).
+  template <class T, class In>
+  static void rms_norm_backward(const In* x, const T* weight, const T* rstd, const T* dy,
                                 std::size_t rows, std::size_t cols, T* dx, T* dweight) {
     parallel_rows(rows, cols, [=](std::size_t r) {
-      const T *xr = x + r * cols, *dyr = dy + r * cols;
+      const In* xr = x + r * cols;
+      const T* dyr = dy + r * cols;
       const T row_rstd = rstd[r];
       const double sum_g_xhat = math::lane_sum<double>(cols, [=](std::size_t c) {
-        return static_cast<double>(dyr[c]) * weight[c] * (xr[c] * row_rstd);
+        return static_cast<double>(dyr[c]) * weight[c] * (widen(xr[c]) * row_rstd);
       });
       const T mean_g_xhat = static_cast<T>(sum_g_xhat / static_cast<double>(cols));
       T* dxr = dx + r * cols;
-      for (std::size_t c = 0; c < cols; ++c)
-        dxr[c] = math::rms_norm_dx(dyr[c] * weight[c], xr[c] * row_rstd, row_rstd, mean_g_xhat);
+      for (std::size_t c = 0; c < cols; ++c) {
+        dxr[c] =
+            math::rms_norm_dx(dyr[c] * weight[c], widen(xr[c]) * row_rstd, row_rstd, mean_g_xhat);
+      }
     });
     parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
       double dw[kColumnBlock] = {};
@@ -62,7 +66,7 @@ struct LlamaOps {
         const T row_rstd = rstd[r];
         for (std::size_t j = 0; j < width; ++j) {
           const std::size_t i = r * cols + c0 + j;
-          dw[j] += static_cast<double>(dy[i]) * (x[i] * row_rstd);
+          dw[j] += static_cast<double>(dy[i]) * (widen(x[i]) * row_rstd);
         }
       }
       for (std::size_t j = 0; j < width; ++j)

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/bf16.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/fault_injection.h"
 #include "kernels/math.h"
@@ -42,31 +43,34 @@ struct Normalization {
 
   /// dx row by row from xhat and the two row means of g = dy weight and g xhat; dweight and
   /// dbias as column sums over the rows, kColumnBlock columns at a time so the double
-  /// accumulators stay local.
-  template <class T>
-  static void layer_norm_backward(const T* xhat, const T* weight, const T* rstd, const T* dy,
+  /// accumulators stay local. xhat of T, or bfloat16 widened exactly (In = bf16, T = float).
+  template <class T, class In>
+  static void layer_norm_backward(const In* xhat, const T* weight, const T* rstd, const T* dy,
                                   std::size_t rows, std::size_t cols, T* dx, T* dweight, T* dbias) {
     const bool dx_no_mean = fault_active(Fault::layer_norm_dx_no_mean);
     parallel_rows(rows, cols, [=](std::size_t r) {
-      const T *xhatr = xhat + r * cols, *dyr = dy + r * cols;
+      const In* xhatr = xhat + r * cols;
+      const T* dyr = dy + r * cols;
       const T row_rstd = rstd[r];
       double sum_g = math::lane_sum<double>(
           cols, [=](std::size_t c) { return static_cast<double>(dyr[c]) * weight[c]; });
-      const double sum_g_xhat = math::lane_sum<double>(
-          cols, [=](std::size_t c) { return static_cast<double>(dyr[c]) * weight[c] * xhatr[c]; });
+      const double sum_g_xhat = math::lane_sum<double>(cols, [=](std::size_t c) {
+        return static_cast<double>(dyr[c]) * weight[c] * widen(xhatr[c]);
+      });
       if (dx_no_mean) sum_g = 0.0;
       const T mean_g = static_cast<T>(sum_g / static_cast<double>(cols));
       const T mean_g_xhat = static_cast<T>(sum_g_xhat / static_cast<double>(cols));
       T* dxr = dx + r * cols;
       for (std::size_t c = 0; c < cols; ++c)
-        dxr[c] = math::layer_norm_dx(dyr[c] * weight[c], xhatr[c], row_rstd, mean_g, mean_g_xhat);
+        dxr[c] =
+            math::layer_norm_dx(dyr[c] * weight[c], widen(xhatr[c]), row_rstd, mean_g, mean_g_xhat);
     });
     parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
       double dw[kColumnBlock] = {}, db[kColumnBlock] = {};
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t j = 0; j < width; ++j) {
           const std::size_t i = r * cols + c0 + j;
-          dw[j] += static_cast<double>(dy[i]) * xhat[i];
+          dw[j] += static_cast<double>(dy[i]) * widen(xhat[i]);
           db[j] += dy[i];
         }
       }

@@ -88,8 +88,8 @@ struct Kernels {
   template <class T>
   static void layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
                                  std::size_t cols, double eps, T* y, T* xhat, T* rstd);
-  template <class T>
-  static void layer_norm_backward(const T* xhat, const T* weight, const T* rstd, const T* dy,
+  template <class T, class In>
+  static void layer_norm_backward(const In* xhat, const T* weight, const T* rstd, const T* dy,
                                   std::size_t rows, std::size_t cols, T* dx, T* dweight, T* dbias);
 
   // embedding.cu: gather one thread per output element; scatter-add one thread per (column,
@@ -131,8 +131,8 @@ struct Kernels {
   template <class T>
   static void rms_norm_forward(const T* x, const T* weight, std::size_t rows, std::size_t cols,
                                double eps, T* y, T* rstd);
-  template <class T>
-  static void rms_norm_backward(const T* x, const T* weight, const T* rstd, const T* dy,
+  template <class T, class In>
+  static void rms_norm_backward(const In* x, const T* weight, const T* rstd, const T* dy,
                                 std::size_t rows, std::size_t cols, T* dx, T* dweight);
   template <class T>
   static void rotary_embedding(const T* x, std::size_t tokens, std::size_t seq, std::size_t heads,

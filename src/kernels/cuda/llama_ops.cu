@@ -26,19 +26,21 @@ __global__ void rms_norm_rows(const T* x, const T* weight, std::size_t cols, dou
     y[r * cols + c] = math::rms_norm_y(xr[c], s, weight[c]);
 }
 
-template <class T>
-__global__ void rms_norm_dx_rows(const T* x, const T* weight, const T* rstd, const T* dy,
+template <class T, class In>
+__global__ void rms_norm_dx_rows(const In* x, const T* weight, const T* rstd, const T* dy,
                                  std::size_t cols, T* dx) {
   const std::size_t r = blockIdx.x;
   const std::size_t base = r * cols;
   const T s = rstd[r];
   double sum_g_xhat = 0.0;
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
-    sum_g_xhat += static_cast<double>(dy[base + c]) * weight[c] * (x[base + c] * s);
+    sum_g_xhat +=
+        static_cast<double>(dy[base + c]) * weight[c] * (static_cast<T>(widen(x[base + c])) * s);
   const T mean_g_xhat =
       static_cast<T>(block_reduce(sum_g_xhat, Plus{}, 0.0) / static_cast<double>(cols));
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x)
-    dx[base + c] = math::rms_norm_dx(dy[base + c] * weight[c], x[base + c] * s, s, mean_g_xhat);
+    dx[base + c] = math::rms_norm_dx(dy[base + c] * weight[c],
+                                     static_cast<T>(widen(x[base + c])) * s, s, mean_g_xhat);
 }
 
 }  // namespace
@@ -50,8 +52,8 @@ void Kernels::rms_norm_forward(const T* x, const T* weight, std::size_t rows, st
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
-template <class T>
-void Kernels::rms_norm_backward(const T* x, const T* weight, const T* rstd, const T* dy,
+template <class T, class In>
+void Kernels::rms_norm_backward(const In* x, const T* weight, const T* rstd, const T* dy,
                                 std::size_t rows, std::size_t cols, T* dx, T* dweight) {
   rms_norm_dx_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, rstd, dy, cols, dx);
   MPITRON_CUDA_CHECK(cudaGetLastError());
@@ -59,7 +61,7 @@ void Kernels::rms_norm_backward(const T* x, const T* weight, const T* rstd, cons
     double dw = 0.0;
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = r * cols + c;
-      dw += static_cast<double>(dy[i]) * (x[i] * rstd[r]);
+      dw += static_cast<double>(dy[i]) * (static_cast<T>(widen(x[i])) * rstd[r]);
     }
     dweight[c] = static_cast<T>(dw);
   });
@@ -102,8 +104,8 @@ void Kernels::swiglu_backward(const In* gate, const In* up, const T* dy, T* dgat
 #define MPITRON_INSTANTIATE(T)                                                                     \
   template void Kernels::rms_norm_forward<T>(const T*, const T*, std::size_t, std::size_t, double, \
                                              T*, T*);                                              \
-  template void Kernels::rms_norm_backward<T>(const T*, const T*, const T*, const T*, std::size_t, \
-                                              std::size_t, T*, T*);                                \
+  template void Kernels::rms_norm_backward<T, T>(const T*, const T*, const T*, const T*,           \
+                                                 std::size_t, std::size_t, T*, T*);                \
   template void Kernels::rotary_embedding<T>(const T*, std::size_t, std::size_t, std::size_t,      \
                                              std::size_t, const RopeFrequencies&, std::int64_t,    \
                                              bool, T*);                                            \
@@ -112,6 +114,9 @@ void Kernels::swiglu_backward(const In* gate, const In* up, const T* dy, T* dgat
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE
+template void Kernels::rms_norm_backward<float, bf16>(const bf16*, const float*, const float*,
+                                                      const float*, std::size_t, std::size_t,
+                                                      float*, float*);
 template void Kernels::swiglu_backward<float, bf16>(const bf16*, const bf16*, const float*, float*,
                                                     float*, std::size_t);
 

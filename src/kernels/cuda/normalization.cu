@@ -3,6 +3,7 @@
 // reference loops are cpu/normalization.h; the dx formula is shared through math.h.
 #include <cmath>
 
+#include "kernels/bf16.h"
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/kernels.h"
 #include "kernels/math.h"
@@ -33,8 +34,8 @@ __global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, std:
   }
 }
 
-template <class T>
-__global__ void layer_norm_dx_rows(const T* xhat, const T* weight, const T* rstd, const T* dy,
+template <class T, class In>
+__global__ void layer_norm_dx_rows(const In* xhat, const T* weight, const T* rstd, const T* dy,
                                    std::size_t cols, T* dx) {
   const std::size_t r = blockIdx.x;
   const std::size_t base = r * cols;
@@ -42,14 +43,15 @@ __global__ void layer_norm_dx_rows(const T* xhat, const T* weight, const T* rstd
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const double g = static_cast<double>(dy[base + c]) * weight[c];
     sum_g += g;
-    sum_g_xhat += g * xhat[base + c];
+    sum_g_xhat += g * static_cast<T>(widen(xhat[base + c]));
   }
   const T mean_g = static_cast<T>(block_reduce(sum_g, Plus{}, 0.0) / static_cast<double>(cols));
   const T mean_g_xhat =
       static_cast<T>(block_reduce(sum_g_xhat, Plus{}, 0.0) / static_cast<double>(cols));
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
     dx[base + c] =
-        math::layer_norm_dx(dy[base + c] * weight[c], xhat[base + c], rstd[r], mean_g, mean_g_xhat);
+        math::layer_norm_dx(dy[base + c] * weight[c], static_cast<T>(widen(xhat[base + c])),
+                            rstd[r], mean_g, mean_g_xhat);
   }
 }
 
@@ -62,8 +64,8 @@ void Kernels::layer_norm_forward(const T* x, const T* weight, const T* bias, std
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
 
-template <class T>
-void Kernels::layer_norm_backward(const T* xhat, const T* weight, const T* rstd, const T* dy,
+template <class T, class In>
+void Kernels::layer_norm_backward(const In* xhat, const T* weight, const T* rstd, const T* dy,
                                   std::size_t rows, std::size_t cols, T* dx, T* dweight, T* dbias) {
   layer_norm_dx_rows<<<row_blocks(rows), kRowThreads>>>(xhat, weight, rstd, dy, cols, dx);
   MPITRON_CUDA_CHECK(cudaGetLastError());
@@ -71,7 +73,7 @@ void Kernels::layer_norm_backward(const T* xhat, const T* weight, const T* rstd,
     double dw = 0.0, db = 0.0;
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t i = r * cols + c;
-      dw += static_cast<double>(dy[i]) * xhat[i];
+      dw += static_cast<double>(dy[i]) * static_cast<T>(widen(xhat[i]));
       db += dy[i];
     }
     dweight[c] = static_cast<T>(dw);
@@ -79,13 +81,16 @@ void Kernels::layer_norm_backward(const T* xhat, const T* weight, const T* rstd,
   });
 }
 
-#define MPITRON_INSTANTIATE(T)                                                            \
-  template void Kernels::layer_norm_forward<T>(const T*, const T*, const T*, std::size_t, \
-                                               std::size_t, double, T*, T*, T*);          \
-  template void Kernels::layer_norm_backward<T>(const T*, const T*, const T*, const T*,   \
-                                                std::size_t, std::size_t, T*, T*, T*);
+#define MPITRON_INSTANTIATE(T)                                                             \
+  template void Kernels::layer_norm_forward<T>(const T*, const T*, const T*, std::size_t,  \
+                                               std::size_t, double, T*, T*, T*);           \
+  template void Kernels::layer_norm_backward<T, T>(const T*, const T*, const T*, const T*, \
+                                                   std::size_t, std::size_t, T*, T*, T*);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE
+template void Kernels::layer_norm_backward<float, bf16>(const bf16*, const float*, const float*,
+                                                        const float*, std::size_t, std::size_t,
+                                                        float*, float*, float*);
 
 }  // namespace mpitron::kernels::cuda

@@ -194,9 +194,7 @@ Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v,
         const Tensor ones_row = Tensor::full({1, head_dim}, 1.0, o.dtype(), o.device());
         const Tensor z =
             autograd::scale(autograd::matmul(autograd::mul(p.detach(), scores), ones_col), scale);
-        Tensor rounded = Tensor::empty(o.shape(), o.dtype(), o.device());
-        kernels::round_to_bf16(o.buffer(), rounded.buffer());
-        const Tensor error = autograd::sub(rounded, o.detach()).detach();
+        const Tensor error = autograd::sub(autograd::read_as_bf16(o.detach()), o.detach());
         const Tensor zero = autograd::matmul(autograd::sub(z.detach(), z), ones_row);
         return autograd::add(o, autograd::mul(error, zero));
       });
