@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace mpitron::app {
@@ -33,17 +34,60 @@ TEST(Comparison, WithinTolerancePassesAndReportsTheLargestErrors) {
   EXPECT_NEAR(c.max_rel_error(), 1e-5 / 7.0, 1e-12);
 }
 
+// A ramp whose largest value is 1000, and the same with an error of 1e-3 on an expected 4.
+struct OneSmallError {
+  std::vector<double> expected, actual;
+};
+OneSmallError one_small_error() {
+  OneSmallError v{ramp(50, 1.0), {}};
+  v.expected[49] = 1000.0;
+  v.actual = v.expected;
+  v.actual[10] += 1e-3;
+  return v;
+}
+
 // An error past one element's bound that the per-tensor test alone would let through: 1e-3 on
 // an expected 4 (bound 1e-5 + 1e-4 * 4), 1e-6 of the tensor's largest value, 1000.
 TEST(Comparison, OneElementPastItsBoundFails) {
-  std::vector<double> expected = ramp(50, 1.0);
-  expected[49] = 1000.0;
-  std::vector<double> actual = expected;
-  actual[10] += 1e-3;
+  const OneSmallError v = one_small_error();
   Comparison c(kTolerance);
-  c.expect_close(actual, expected);
+  c.expect_close(v.actual, v.expected);
   EXPECT_FALSE(c.passed());
   EXPECT_LE(c.max_rel_error(), kTolerance.max_rel_error);
+}
+
+// A per-tensor tolerance (elementwise false) lets the element past its bound above through, and
+// still fails an error past max_rel_error of the tensor's largest value, and NaN.
+TEST(Comparison, PerTensorToleranceBoundsOnlyTheTensor) {
+  const Tolerance per_tensor{0.0, 0.0, 1e-4, false};
+  const auto [expected, one_error] = one_small_error();
+  std::vector<double> actual = one_error;
+  Comparison small(per_tensor);
+  small.expect_close(actual, expected);
+  EXPECT_TRUE(small.passed());
+  EXPECT_NEAR(small.max_rel_error(), 1e-6, 1e-12);
+  actual[10] += 0.2;  // 2.01e-4 of 1000
+  Comparison large(per_tensor);
+  large.expect_close(actual, expected);
+  EXPECT_FALSE(large.passed());
+  actual[10] = std::numeric_limits<double>::quiet_NaN();
+  Comparison nan(per_tensor);
+  nan.expect_close(actual, expected);
+  EXPECT_FALSE(nan.passed());
+}
+
+TEST(Comparison, APerTensorVerdictNamesOnlyItsBound) {
+  CheckResult result{"X", true, 1e-3, 2e-2, Tolerance{0.0, 0.0, 0.1, false}, ""};
+  EXPECT_EQ(format_result(result),
+            "PASS  X  max_abs_error=1.000e-03 max_rel_error=2.000e-02 (per tensor: "
+            "max_rel_error=0.1)");
+  const nlohmann::json json = to_json(result);
+  EXPECT_TRUE(json["atol"].is_null());
+  EXPECT_FALSE(json["elementwise"].get<bool>());
+  result.tolerance = kTolerance;
+  EXPECT_EQ(to_json(result)["atol"].get<double>(), 1e-5);
+  EXPECT_NE(format_result(result).find("(rtol=0.0001, atol=1e-05, max_rel_error=0.0001)"),
+            std::string::npos);
 }
 
 // Every element below atol but the whole tensor zeroed: the per-tensor test fails it.

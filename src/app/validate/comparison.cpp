@@ -48,22 +48,26 @@ std::string format_result(const CheckResult& result) {
                               : result.trivial.empty()
                                   ? "PASS"
                                   : fmt::format("PASS ({}: trivially equal)", result.trivial);
-  return fmt::format(
-      "{}  {}  max_abs_error={:.3e} max_rel_error={:.3e} (rtol={:g}, atol={:g}, "
-      "max_rel_error={:g})",
-      verdict, result.name, result.max_abs_error, result.max_rel_error, result.tolerance.rtol,
-      result.tolerance.atol, result.tolerance.max_rel_error);
+  const Tolerance& t = result.tolerance;
+  const std::string bound =
+      t.elementwise
+          ? fmt::format("rtol={:g}, atol={:g}, max_rel_error={:g}", t.rtol, t.atol, t.max_rel_error)
+          : fmt::format("per tensor: max_rel_error={:g}", t.max_rel_error);
+  return fmt::format("{}  {}  max_abs_error={:.3e} max_rel_error={:.3e} ({})", verdict, result.name,
+                     result.max_abs_error, result.max_rel_error, bound);
 }
 
 nlohmann::json to_json(const CheckResult& result) {
+  const Tolerance& t = result.tolerance;
   return {{"name", result.name},
           {"passed", result.passed},
           {"trivial", !result.trivial.empty()},
           {"max_abs_error", result.max_abs_error},
           {"max_rel_error", result.max_rel_error},
-          {"rtol", result.tolerance.rtol},
-          {"atol", result.tolerance.atol},
-          {"max_rel_error_limit", result.tolerance.max_rel_error}};
+          {"rtol", t.elementwise ? nlohmann::json(t.rtol) : nlohmann::json()},
+          {"atol", t.elementwise ? nlohmann::json(t.atol) : nlohmann::json()},
+          {"max_rel_error_limit", t.max_rel_error},
+          {"elementwise", t.elementwise}};
 }
 
 }  // namespace mpitron::app

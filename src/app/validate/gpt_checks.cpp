@@ -16,52 +16,48 @@ using autograd::Tensor;
 
 namespace {
 
-// The bf16 GPT check's tolerance. Both sides round the same float32 values to bfloat16 (the
-// parameters, the GEMM operands, and with pp > 1 the activations and gradients at the stage
-// boundaries, which the dense model rounds through autograd::round_through_bf16), except where
-// their float32
-// summation orders (fused vs unfused attention and MLP, TP's partial sums, the micro-batches)
-// move a value across a rounding boundary: that value then differs by one bfloat16 ulp, up to
-// 2^-7 of it, and a few such flips per tensor moved the results by at most 3.9e-3 of the
-// tensor's largest value (max_rel_error at (tp, pp, dp) = (1,1,1), (2,1,1), (1,1,2), (1,2,1),
-// (2,2,1), (1,2,2), (1,4,1) and (2,2,2), 2 micro-batches, validate's default sizes); deeper
-// models flip more: 8 layers x 256 at (2,2,2) with SP (ctest validate_large_tp2_pp2_dp2)
-// measured 1.11e-2 with mpitron's GEMM and 9.8e-3 with OpenBLAS's. 2e-2 keeps a 1.8x margin
-// there and is still 50x below what a broken parallel rule gives (a whole gradient missing or
-// doubled). A dense model that does not round at the boundaries misses the pipelined one by
-// 1.1e-2 to 2.0e-2 at the pp > 1 topologies, which this bound need not see: the bfloat16 wire is
-// checked bit for bit by test_nn_mpi's PipelineBf16Wire. These measures predate the bfloat16
-// TP collectives (bf16_tp_tolerance) and the bfloat16 parameters; with both sides' parameters
-// rounded the tp 1 topologies measured 2.0e-3 to 3.8e-3 ((1,1,1), (1,1,2), (1,2,1), (1,4,1),
-// (1,2,2); 2026-12-05), and with attention's backward reading its output rounded (modelled by
-// the dense model) 1.1e-3 to 2.1e-3 (2026-12-06).
-constexpr Tolerance kBf16Tolerance{2e-2, 1e-3, 2e-2};
-// The bf16 GPT check's tolerance at tp > 1, where the TP mappings carry bfloat16: each rank's
-// partial sum is rounded before the sum is, which the dense model, having no partial sums, can
-// only round once (nn::DenseBf16Rounding::tp_collectives). Where partial sums cancel, their
-// roundings are large beside the sum, and gradients that are themselves sums with cancellation
-// (the attention q and k weights) carry that furthest; more partial sums and more roundings of
-// their combinations (log2(tp) for recursive doubling) carry it further. With both sides'
-// parameters rounded to bfloat16, max_rel_error at tp 2: 1.70e-2 at (2,1,2), 1.80e-2 at (2,1,1)
-// and 2.01e-2 at (2,2,1) with and without SP, 2.81e-2 at (2,2,2) (mpitron's and OpenBLAS's GEMM
-// alike), 2.08e-2 at 8 layers x 256 on (2,2,2) (2.13e-2 with OpenBLAS's GEMM); at tp 4 and 8:
-// 3.58e-2 with SP and 6.54e-2 without at (4,1,1), 4.64e-2 at (4,2,1), 3.0e-2 at (4,1,2), 6.41e-2
-// at (8,1,1), 3.26e-2 at (4,1,1) with 4 layers x 256. Since the head writes bfloat16 logits and
-// GPT-2's fc1 a bfloat16 product, which both models round where their inputs may differ by the
-// partial sums' roundings (2026-12-06): 2.0e-2 to 2.5e-2 at tp 2; 5.5e-2 and 7.8e-2 with SP at
-// (4,1,1) (any GEMM provider), 6.0e-2 and 8.8e-2 at (4,2,1), 2.1e-2 and 2.8e-2 at (4,1,2),
-// 5.3e-2 and 5.0e-2 at (8,1,1). Since attention's backward reads its output rounded (D =
-// rowsum(dO O), which the dense model's unfused_attention_core models; 2026-12-06, 2-core Zen 5):
-// 3.1e-2 to 4.1e-2 at tp 2 ((2,1,1), (2,2,1), (2,2,2)), 4.7e-2 at 8 layers x 256 on (2,2,2),
-// largest in the q and k weights' gradients, which D enters by the difference dP - D: where
-// the two models' outputs differ by the partial sums' roundings their rounded outputs land a
-// bfloat16 ulp apart; 3.3e-2 to 5.3e-2 at (4,1,1), (4,2,1), (4,1,2), 5.9e-2 and 7.0e-2 at
-// (8,1,1). 1e-1 at tp 2 and 1.5e-1 above keep a 2.1x margin and stay 10x and 6x below a whole
-// gradient missing or doubled; the TP wire itself is checked bit for bit by test_nn_mpi's
-// TpMappingsBf16.
+// The bf16 GPT check's tolerances. Both sides round the same float32 values to bfloat16 (the
+// parameters, the GEMM operands, the activations train --bf16 keeps, and with pp > 1 the stage
+// boundaries, which the dense model rounds through autograd::round_through_bf16) except where
+// their float32 summation orders (fused vs unfused attention and MLP, the micro-batches) move a
+// value across a rounding boundary: that value then differs by one bfloat16 ulp, up to 2^-7 of
+// it. The error of an element is a few such ulps of the values summed into it, which scale with
+// the tensor's largest values, not with the element, so the bounds are per tensor only
+// (Tolerance::elementwise false): an element-wise atol of 1e-3 failed wpe's gradient (scale 0.15,
+// whose bfloat16 ulp is 9.8e-4) at 4 of 100 seeds at tp 2. The parallel rules themselves are
+// held to 1e-4 by the float32 checks of the same topology; these bounds stay 6x or more below a
+// whole gradient missing or doubled (max_rel_error 1), all but attention's q and k (2x).
+//
+// tp 1: max_rel_error at most 5.3e-3 over seeds 0-29 at (1,1,1) (2-core Zen 5, 2026-12-06);
+// 2e-2 keeps a 3.8x margin.
+constexpr Tolerance kBf16Tolerance{0.0, 0.0, 2e-2, false};
+// tp > 1, where the TP mappings carry bfloat16: each rank's partial sum is rounded before the sum
+// is, which the dense model, having no partial sums, can only round once
+// (nn::DenseBf16Rounding::tp_collectives), so the two models' activations land an ulp apart
+// where the roundings differ, and more partial sums and more roundings of their combinations
+// (log2(tp) for recursive doubling) move them further. Every gradient but attention's q and k
+// (bf16_query_key_tolerance), max_rel_error over seeds (2-core Zen 5, 2026-12-06): at most
+// 3.7e-2 at (2,1,1) (seeds 0-99) and 2.6e-2 at (2,2,2) (0-29); 4.6e-2 at (4,1,1) (0-99), 3.8e-2
+// at (4,2,1) and 6.3e-2 at (8,1,1) (0-19); at 8 layers x 256 (0-3) 9.0e-3 at (2,2,2) and 1.3e-2
+// at (4,1,1). 1e-1 at tp 2 and 1.5e-1 above keep a 2.4x margin or more. The TP wire itself is
+// checked bit for bit by test_nn_mpi's TpMappingsBf16.
 Tolerance bf16_tp_tolerance(int tp) {
-  const double bound = tp == 2 ? 1e-1 : 1.5e-1;
-  return {bound, 1e-3, bound};
+  return {0.0, 0.0, tp == 2 ? 1e-1 : 1.5e-1, false};
+}
+// Attention's q and k weights' and q bias's gradients at tp > 1, a check of their own. Backward
+// reads attention's output O rounded to bfloat16, as train --bf16 keeps it (FlashAttention's
+// bfloat16 backward does the same), in D = rowsum(dO O), which enters the scores' gradient as
+// dP - D; the dense model models that rounding (unfused_attention_core), but where the two
+// models' outputs differ by the partial sums' roundings their rounded outputs land an ulp apart.
+// Near-uniform attention makes these gradients small beside that noise (block 3's q bias at
+// (4,1,1), seed 2: scale 5.9e-4, error 1.4e-4, while its v bias's gradient is 2.1e-2).
+// max_rel_error over the seeds above: at most 8.6e-2 at (2,1,1), 7.1e-2 at (2,2,2), 2.29e-1 at
+// (4,1,1) (seed 2; the next largest 1.67e-1), 1.1e-1 at (4,2,1), 1.46e-1 at (8,1,1); at 8 layers x
+// 256 (seeds 0-3) 5.3e-2 at (2,2,2) and 2.57e-1 at (4,1,1). 2.5e-1 at tp 2 and 5e-1 above keep a
+// 1.9x margin or more and still fail a q or k gradient
+// missing, doubled or of the wrong sign.
+Tolerance bf16_query_key_tolerance(int tp) {
+  return {0.0, 0.0, tp == 2 ? 2.5e-1 : 5e-1, false};
 }
 // The main-gradient check's tolerance: the same bfloat16 products on both sides, summed over
 // the micro-batches in float32 (trainer) or float64 (check), so only float32 rounding of m
@@ -101,9 +97,11 @@ Tensor random_ids(const ValidateContext& ctx, std::int64_t rows, std::uint64_t s
 // Every parameter shard's gradient against the dense gradient of the same name, sliced. The
 // attention k bias's gradient is exactly zero in exact arithmetic (q . b_k is added to every
 // score of a row, which leaves its softmax unchanged), so both sides, rounding noise, are
-// compared with zero instead of with each other.
+// compared with zero instead of with each other. With `query_key`, the attention q projection's
+// and k weight's gradients go there instead of to `comparison`.
 void expect_gradients(Comparison& comparison, const nn::Parameters& local,
-                      const nn::TensorMap& dense, const comm::ParallelTopology& topo) {
+                      const nn::TensorMap& dense, const comm::ParallelTopology& topo,
+                      Comparison* query_key = nullptr) {
   for (const nn::Parameter& p : local) {
     const Tensor expected =
         nn::tp_slice(dense.at(p.name).grad(), p.split_dim, topo.tp_rank(), topo.tp());
@@ -111,6 +109,10 @@ void expect_gradients(Comparison& comparison, const nn::Parameters& local,
       const Tensor zero = Tensor::zeros(expected.shape(), expected.dtype(), expected.device());
       comparison.expect_close(p.tensor.grad(), zero);
       comparison.expect_close(expected, zero);
+    } else if (query_key != nullptr &&
+               (p.name.ends_with("attn.q.weight") || p.name.ends_with("attn.q.bias") ||
+                p.name.ends_with("attn.k.weight"))) {
+      query_key->expect_close(p.tensor.grad(), expected);
     } else {
       comparison.expect_close(p.tensor.grad(), expected);
     }
@@ -183,8 +185,9 @@ Tensor ignore_first_shard(const Tensor& ids, int cp) {
   return Tensor::from_indices(values, ids.shape(), ids.device());
 }
 
-LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf16 = false,
-                     bool llama = false, bool ignored_targets = false) {
+std::vector<LocalCheck> gpt_check(const ValidateContext& ctx, bool sequence_parallel,
+                                  bool bf16 = false, bool llama = false,
+                                  bool ignored_targets = false) {
   const comm::ParallelTopology& topo = ctx.topology;
   const nn::GptConfig config = llama ? llama_config(ctx) : gpt_config(ctx);
   const kernels::GemmOperandsScope operands(bf16 ? kernels::GemmOperands::bfloat16
@@ -249,8 +252,14 @@ LocalCheck gpt_check(const ValidateContext& ctx, bool sequence_parallel, bool bf
                           : ""};
   check.comparison.expect_close(Tensor::full({}, result.loss, autograd::DType::f64),
                                 dense_loss.to(kernels::Device::cpu));
-  expect_gradients(check.comparison, trainer.parameters(), dense, topo);
-  return check;
+  if (!bf16 || topo.tp() == 1) {
+    expect_gradients(check.comparison, trainer.parameters(), dense, topo);
+    return {check};
+  }
+  LocalCheck query_key{prefix + "GPT attention q and k gradients match dense bf16 reference",
+                       Comparison(bf16_query_key_tolerance(topo.tp())), ""};
+  expect_gradients(check.comparison, trainer.parameters(), dense, topo, &query_key.comparison);
+  return {check, query_key};
 }
 
 // check_gpt_bf16's second check: under bfloat16 operands, the gradients accumulated over the
@@ -347,15 +356,15 @@ std::vector<LocalCheck> check_vocab_parallel(const ValidateContext& ctx) {
 }
 
 std::vector<LocalCheck> check_gpt(const ValidateContext& ctx) {
-  return {gpt_check(ctx, false)};
+  return gpt_check(ctx, false);
 }
 
 std::vector<LocalCheck> check_gpt_sequence_parallel(const ValidateContext& ctx) {
-  return {gpt_check(ctx, true)};
+  return gpt_check(ctx, true);
 }
 
 std::vector<LocalCheck> check_gpt_llama(const ValidateContext& ctx) {
-  return {gpt_check(ctx, ctx.topology.tp() > 1, false, true)};
+  return gpt_check(ctx, ctx.topology.tp() > 1, false, true);
 }
 
 std::vector<LocalCheck> check_gpt_ignored_targets(const ValidateContext& ctx) {
@@ -366,12 +375,15 @@ std::vector<LocalCheck> check_gpt_ignored_targets(const ValidateContext& ctx) {
                        Comparison(ctx.tolerance),
                        fmt::format("--seq {} not divisible by 4", ctx.sizes.seq)}};
   }
-  return {gpt_check(ctx, false, false, false, true)};
+  return gpt_check(ctx, false, false, false, true);
 }
 
 std::vector<LocalCheck> check_gpt_bf16(const ValidateContext& ctx) {
-  std::vector<LocalCheck> checks{gpt_check(ctx, ctx.topology.tp() > 1, true)};
-  if (ctx.topology.tp() > 1) checks.push_back(gpt_check(ctx, false, true));
+  std::vector<LocalCheck> checks = gpt_check(ctx, ctx.topology.tp() > 1, true);
+  if (ctx.topology.tp() > 1) {
+    for (LocalCheck& check : gpt_check(ctx, false, true))
+      checks.push_back(std::move(check));
+  }
   checks.push_back(main_gradient_check(ctx));
   return checks;
 }
