@@ -38,11 +38,12 @@ constexpr Tolerance kBf16Tolerance{0.0, 0.0, 2e-2, false};
 // (log2(tp) for recursive doubling) move them further. Every gradient but attention's q and k
 // (bf16_query_key_tolerance), max_rel_error over seeds (2-core Zen 5, 2026-12-06): at most
 // 3.7e-2 at (2,1,1) (seeds 0-99) and 2.6e-2 at (2,2,2) (0-29); 4.6e-2 at (4,1,1) (0-99), 3.8e-2
-// at (4,2,1) and 6.3e-2 at (8,1,1) (0-19); at 8 layers x 256 (0-3) 9.0e-3 at (2,2,2) and 1.3e-2
-// at (4,1,1). 1e-1 at tp 2 and 1.5e-1 above keep a 2.4x margin or more. The TP wire itself is
-// checked bit for bit by test_nn_mpi's TpMappingsBf16.
+// at (4,2,1) (0-19) and 7.2e-2 at (8,1,1) (0-39); at 8 layers x 256 (0-3) 9.0e-3 at (2,2,2) and
+// 1.3e-2 at (4,1,1). 7.5e-2 at tp 2 and 1.5e-1 above keep a 2x margin; at tp 2 the bound fails
+// transfers that lose the tail of their last message (the planted chunk-tail-dropped: 9.5e-2
+// with SP). The TP wire itself is checked bit for bit by test_nn_mpi's TpMappingsBf16.
 Tolerance bf16_tp_tolerance(int tp) {
-  return {0.0, 0.0, tp == 2 ? 1e-1 : 1.5e-1, false};
+  return {0.0, 0.0, tp == 2 ? 7.5e-2 : 1.5e-1, false};
 }
 // Attention's q and k weights' and q bias's gradients at tp > 1, a check of their own. Backward
 // reads attention's output O rounded to bfloat16, as train --bf16 keeps it (FlashAttention's
@@ -52,10 +53,9 @@ Tolerance bf16_tp_tolerance(int tp) {
 // Near-uniform attention makes these gradients small beside that noise (block 3's q bias at
 // (4,1,1), seed 2: scale 5.9e-4, error 1.4e-4, while its v bias's gradient is 2.1e-2).
 // max_rel_error over the seeds above: at most 8.6e-2 at (2,1,1), 7.1e-2 at (2,2,2), 2.29e-1 at
-// (4,1,1) (seed 2; the next largest 1.67e-1), 1.1e-1 at (4,2,1), 1.46e-1 at (8,1,1); at 8 layers x
-// 256 (seeds 0-3) 5.3e-2 at (2,2,2) and 2.57e-1 at (4,1,1). 2.5e-1 at tp 2 and 5e-1 above keep a
-// 1.9x margin or more and still fail a q or k gradient
-// missing, doubled or of the wrong sign.
+// (4,1,1) (seed 2; the next largest 1.67e-1), 1.1e-1 at (4,2,1), 2.59e-1 at (8,1,1); at 8 layers
+// x 256 (seeds 0-3) 5.3e-2 at (2,2,2) and 2.57e-1 at (4,1,1). 2.5e-1 at tp 2 and 5e-1 above keep
+// a 1.9x margin or more and still fail a q or k gradient missing, doubled or of the wrong sign.
 Tolerance bf16_query_key_tolerance(int tp) {
   return {0.0, 0.0, tp == 2 ? 2.5e-1 : 5e-1, false};
 }
@@ -66,9 +66,12 @@ Tolerance bf16_query_key_tolerance(int tp) {
 // measured 4.2e-3 to 5.1e-3.
 constexpr Tolerance kMainGradientTolerance{1e-5, 1e-7, 1e-5};
 
+// 2 tp heads (two a rank) where that leaves each head 4 wide or more, else tp: heads 2 wide
+// (hidden 32 at tp 8) make the bf16 check's q and k gradients rounding noise (up to 4.6e-1 of
+// them over 20 seeds; 1.1e-1 4 wide).
 nn::GptConfig gpt_config(const ValidateContext& ctx) {
   const std::int64_t hidden = ctx.sizes.hidden, tp = ctx.topology.tp();
-  const std::int64_t heads = hidden % (2 * tp) == 0 ? 2 * tp : tp;
+  const std::int64_t heads = hidden % (2 * tp) == 0 && hidden / (2 * tp) >= 4 ? 2 * tp : tp;
   return {kValidateVocab, ctx.sizes.seq, ctx.sizes.layers, hidden, heads};
 }
 
