@@ -88,6 +88,10 @@ TEST(Comparison, APerTensorVerdictNamesOnlyItsBound) {
   EXPECT_EQ(to_json(result)["atol"].get<double>(), 1e-5);
   EXPECT_NE(format_result(result).find("(rtol=0.0001, atol=1e-05, max_rel_error=0.0001)"),
             std::string::npos);
+  result.trivial = "dp 1";
+  EXPECT_EQ(format_result(result).substr(0, 28), "PASS (dp 1: trivially equal)");
+  result.passed = false;
+  EXPECT_EQ(format_result(result).substr(0, 38), "FAIL (dp 1: should be trivially equal)");
 }
 
 // Every element below atol but the whole tensor zeroed: the per-tensor test fails it.

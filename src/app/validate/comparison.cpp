@@ -44,10 +44,12 @@ void Comparison::merge(const Comparison& other) {
 }
 
 std::string format_result(const CheckResult& result) {
-  const std::string verdict = !result.passed ? "FAIL"
-                              : result.trivial.empty()
-                                  ? "PASS"
-                                  : fmt::format("PASS ({}: trivially equal)", result.trivial);
+  const char* word = result.passed ? "PASS" : "FAIL";
+  const std::string verdict =
+      result.trivial.empty()
+          ? word
+          : fmt::format("{} ({}: {})", word, result.trivial,
+                        result.passed ? "trivially equal" : "should be trivially equal");
   const Tolerance& t = result.tolerance;
   const std::string bound =
       t.elementwise

@@ -91,7 +91,8 @@ struct CheckResult {
 
 /// "PASS  <name>  max_abs_error=<e> max_rel_error=<n> (rtol=<r>, atol=<a>, max_rel_error=<m>)",
 /// or "(per tensor: max_rel_error=<m>)" for a tolerance that is not element-wise; a trivial pass
-/// reads "PASS (dp 1: trivially equal)  <name>  ...".
+/// reads "PASS (dp 1: trivially equal)  <name>  ..." and a failing one "FAIL (dp 1: should be
+/// trivially equal)  <name>  ..." (a fault outside that axis).
 std::string format_result(const CheckResult& result);
 
 /// {"name", "passed", "trivial", "max_abs_error", "max_rel_error", "rtol", "atol",
