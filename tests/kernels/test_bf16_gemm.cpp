@@ -310,6 +310,40 @@ TEST(Bf16Gemm, AnyBlockOfTheProductHasTheBitsOfTheWholeCall) {
   }
 }
 
+// op(A) and op(B) stored either way are packed into the same pair words (a matrix stored with k
+// fastest goes through the in-register transpose on AVX-512 CPUs; one stored [k, outer]
+// interleaves two rows), so every storage gives the same bits, for every kernel; also with a row
+// stride that leaves the rows' words unaligned. 37 x 45 with 300 terms: whole 16 x 16 blocks and
+// the rows, columns and pairs past them.
+TEST(Bf16Gemm, EveryStorageOfTheOperandsGivesTheSameBits) {
+  const std::size_t m = 37, n = 45, k = 300, ld = k + 3;
+  const std::vector<bf16> a = random_bf16(m * k, 81), b = random_bf16(n * k, 82);  // [m|n, k]
+  std::vector<bf16> a_strided(m * ld), a_t(k * m), b_t(k * n);
+  for (std::size_t p = 0; p < k; ++p) {
+    for (std::size_t i = 0; i < m; ++i) {
+      a_strided[i * ld + p] = a[i * k + p];
+      a_t[p * m + i] = a[i * k + p];
+    }
+    for (std::size_t j = 0; j < n; ++j)
+      b_t[p * n + j] = b[j * k + p];
+  }
+  for (const Bf16Kernel kernel : kernels_here()) {
+    SCOPED_TRACE(name(kernel));
+    const auto product = [&](bool trans_a, const bf16* x, std::size_t lda, bool trans_b,
+                             const bf16* y, std::size_t ldb) {
+      std::vector<float> c(m * n, 0.0f);
+      kernels::cpu::packed_gemm_bf16(kernel, trans_a, trans_b, m, n, k, 1.0f, x, lda, y, ldb, 0.0f,
+                                     c.data(), n);
+      return c;
+    };
+    const std::vector<float> want = product(true, a_t.data(), m, false, b_t.data(), n);
+    EXPECT_EQ(product(false, a.data(), k, false, b_t.data(), n), want);
+    EXPECT_EQ(product(false, a_strided.data(), ld, false, b_t.data(), n), want);
+    EXPECT_EQ(product(true, a_t.data(), m, true, b.data(), k), want);
+    EXPECT_EQ(product(false, a.data(), k, true, b.data(), k), want);
+  }
+}
+
 // kernels::gemm_bf16 on buffers: the CPU path's bits (packed_gemm_bf16 on bf16_gemm_path()) at
 // 1 and 3 threads, into float32 and bfloat16 C, on a product large enough to be cut into tiles.
 TEST(Bf16Gemm, TheOpHasThePathsBitsAtEveryThreadCount) {

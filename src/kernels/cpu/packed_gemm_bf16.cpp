@@ -59,12 +59,64 @@ std::uint32_t pair_word(std::uint16_t low, std::uint16_t high) {
   return low | static_cast<std::uint32_t>(high) << 16;
 }
 
+// The 16 x 16 words r[0..16) transposed: afterwards r[c] holds word c of each of the 16 rows,
+// in row order (interleave 32-bit words, then 64-bit pairs, then 128-bit lanes twice). The
+// zero-masking forms with every lane kept are the plain instructions; GCC 12 warns of the plain
+// intrinsics' undefined pass-through operand (GCC bug 105593).
+__attribute__((target("avx512f"))) void transpose16(__m512i r[16]) {
+  const __mmask16 all16 = 0xFFFF;
+  const __mmask8 all8 = 0xFF;
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_maskz_unpacklo_epi32(all16, r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_epi32(all16, r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {  // r[i + j], lane L: word 4 L + j of rows i .. i + 3
+    r[i] = _mm512_maskz_unpacklo_epi64(all8, t[i], t[i + 2]);
+    r[i + 1] = _mm512_maskz_unpackhi_epi64(all8, t[i], t[i + 2]);
+    r[i + 2] = _mm512_maskz_unpacklo_epi64(all8, t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_maskz_unpackhi_epi64(all8, t[i + 1], t[i + 3]);
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512i even_lo = _mm512_maskz_shuffle_i32x4(all16, r[j], r[4 + j], 0x88);
+    const __m512i odd_lo = _mm512_maskz_shuffle_i32x4(all16, r[j], r[4 + j], 0xDD);
+    const __m512i even_hi = _mm512_maskz_shuffle_i32x4(all16, r[8 + j], r[12 + j], 0x88);
+    const __m512i odd_hi = _mm512_maskz_shuffle_i32x4(all16, r[8 + j], r[12 + j], 0xDD);
+    t[j] = _mm512_maskz_shuffle_i32x4(all16, even_lo, even_hi, 0x88);      // word j
+    t[8 + j] = _mm512_maskz_shuffle_i32x4(all16, even_lo, even_hi, 0xDD);  // word 8 + j
+    t[4 + j] = _mm512_maskz_shuffle_i32x4(all16, odd_lo, odd_hi, 0x88);    // word 4 + j
+    t[12 + j] = _mm512_maskz_shuffle_i32x4(all16, odd_lo, odd_hi, 0xDD);   // word 12 + j
+  }
+  for (int i = 0; i < 16; ++i)
+    r[i] = t[i];
+}
+
+// For X stored [outer, k]: 16 pairs from term `first_k` of `count` <= 16 consecutive rows from
+// `row`, as pack_pairs writes them (pair q's words of the rows at out + q * width).
+__attribute__((target("avx512f"))) void pack_pairs16(const Operand& x, std::size_t row,
+                                                     std::size_t first_k, std::size_t count,
+                                                     std::size_t width, std::uint32_t* out) {
+  __m512i r[16];
+  for (std::size_t i = 0; i < 16; ++i)
+    r[i] = i < count ? _mm512_loadu_si512(x.at(row + i, first_k)) : _mm512_setzero_si512();
+  transpose16(r);
+  const auto rows = static_cast<__mmask16>((1u << count) - 1);
+  for (std::size_t q = 0; q < 16; ++q)
+    _mm512_mask_storeu_epi32(out + q * width, rows, r[q]);
+}
+
+bool cpu_has_avx512f() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
+
 // The pairs of `count` rows (of op(A)) or columns (of op(B)) from `first` on, terms
 // [first_k, first_k + depth), in micro-panels of `width`: panel s at out + s * pairs * width,
 // the word of pair q and row or column r at q * width + r; zero past `count` and past `depth`.
 // X stored [k, outer] gives pair q's words of a panel from two stored rows side by side (one
 // contiguous output row); X stored [outer, k] gives a row's pairs as consecutive words of
-// memory, which go down an output column.
+// memory, which go down an output column: on AVX-512 they go 16 rows x 16 pairs at a time
+// through an in-register transpose (the same words).
 void pack_pairs(const Operand& x, std::size_t first, std::size_t count, std::size_t first_k,
                 std::size_t depth, std::size_t width, std::uint32_t* out) {
   const std::size_t pairs = (depth + 1) / 2, whole = depth / 2;  // whole: pairs of two terms
@@ -87,9 +139,18 @@ void pack_pairs(const Operand& x, std::size_t first, std::size_t count, std::siz
       }
       continue;
     }
+    std::size_t transposed = 0;  // pairs written by pack_pairs16
+    if (cpu_has_avx512f()) {
+      for (; transposed + 16 <= whole; transposed += 16) {
+        for (std::size_t r = 0; r < used; r += 16) {
+          pack_pairs16(x, first + s + r, first_k + 2 * transposed,
+                       std::min<std::size_t>(16, used - r), width, out + transposed * width + r);
+        }
+      }
+    }
     for (std::size_t r = 0; r < used; ++r) {
       const bf16* terms = x.at(first + s + r, first_k);
-      for (std::size_t q = 0; q < whole; ++q)
+      for (std::size_t q = transposed; q < whole; ++q)
         out[q * width + r] = pair_word(terms[2 * q].bits, terms[2 * q + 1].bits);
       if (whole < pairs) out[whole * width + r] = terms[2 * whole].bits;
     }
