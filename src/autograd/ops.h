@@ -127,21 +127,11 @@ Tensor softmax(const Tensor& x, bool causal = false, double scale = 1.0);
 /// bfloat16 (gemm_operand: rounded to nearest even, as a bfloat16 run's q, k and v projections
 /// write them; Megatron-LM --bf16) and backward keeps those bfloat16 copies and the output
 /// rounded to bfloat16 (for D = rowsum(dO * O), as FlashAttention's bfloat16 output gives it),
-/// 2 bytes an element, widened exactly in chunks of widened_attention_slices slices; the output,
-/// the log-sum-exps and the gradients stay float32, and the gradients pass to q, k and v
-/// unrounded.
+/// 2 bytes an element, which the kernels widen exactly as they read them; the output, the
+/// log-sum-exps and the gradients stay float32, and the gradients pass to q, k and v unrounded.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = false,
                                     std::optional<double> scale = std::nullopt);
-
-/// The most bytes of float32 scratch scaled_dot_product_attention widens bfloat16 q, k and v into.
-inline constexpr std::size_t kWidenedAttentionBytes = std::size_t{16} << 20;
-
-/// The [seq, head_dim] slices of `tensors` bfloat16 tensors (slice_elements each) that
-/// scaled_dot_product_attention widens at once (q, k and v: 3 in forward; with the output: 4 in
-/// backward): as many as kWidenedAttentionBytes of float32 hold, at most `slices`, at least one.
-std::size_t widened_attention_slices(std::size_t slices, std::size_t slice_elements,
-                                     std::size_t tensors);
 
 /// Layer normalization over the last dim (Ba, Kiros & Hinton, arXiv:1607.06450;
 /// torch.nn.functional.layer_norm with normalized_shape [C]): x [..., C], weight and bias [C];

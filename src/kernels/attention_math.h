@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "kernels/bf16.h"
 #include "kernels/math.h"
 
 namespace mpitron::kernels::math {
@@ -78,11 +79,12 @@ MPITRON_HOST_DEVICE inline T attention_probability(T s, T lse, Exp exp = {}) {
 }
 
 /// D = rowsum(dO * O) = sum_x dout[x] out[x] of one query row (lane_sum in double): the
-/// softmax backward's row dot product sum_j P_j dP_j, from d numbers instead of seq.
-template <class T>
-MPITRON_HOST_DEVICE inline T attention_delta(const T* dout, const T* out, std::size_t d) {
+/// softmax backward's row dot product sum_j P_j dP_j, from d numbers instead of seq. out is T,
+/// or bfloat16 (train --bf16's kept output, widened exactly).
+template <class T, class Out>
+MPITRON_HOST_DEVICE inline T attention_delta(const T* dout, const Out* out, std::size_t d) {
   return static_cast<T>(lane_sum<double>(d, [dout, out](std::size_t x) {
-    return static_cast<double>(dout[x]) * static_cast<double>(out[x]);
+    return static_cast<double>(dout[x]) * static_cast<double>(widen(out[x]));
   }));
 }
 

@@ -183,7 +183,7 @@ bool check_attention(const char* op, std::size_t seq, std::size_t head_dim, cons
 void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
                        std::size_t head_dim, bool causal, double scale, Buffer& o, Buffer& lse) {
   constexpr const char* op = "attention_forward";
-  Backend& be = same_place(op, {{"q", q}, {"k", k}, {"v", v}, {"o", o}, {"lse", lse}});
+  Backend& be = same_place_kept(op, {{"q", q}, {"k", k}, {"v", v}}, {{"o", o}, {"lse", lse}});
   for (const Arg& in : {Arg{"q", q}, Arg{"k", k}, Arg{"v", v}})
     expect_distinct(op, {"o", o}, in);
   if (check_attention(op, seq, head_dim, q, {{"k", k}, {"v", v}, {"o", o}}, lse)) {
@@ -209,15 +209,8 @@ void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const
                         std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,
                         Buffer& dv) {
   constexpr const char* op = "attention_backward";
-  Backend& be = same_place(op, {{"q", q},
-                                {"k", k},
-                                {"v", v},
-                                {"o", o},
-                                {"lse", lse},
-                                {"dout", dout},
-                                {"dq", dq},
-                                {"dk", dk},
-                                {"dv", dv}});
+  Backend& be = same_place_kept(op, {{"q", q}, {"k", k}, {"v", v}, {"o", o}},
+                                {{"lse", lse}, {"dout", dout}, {"dq", dq}, {"dk", dk}, {"dv", dv}});
   for (const Arg& out : {Arg{"dq", dq}, Arg{"dk", dk}, Arg{"dv", dv}}) {
     for (const Arg& in : {Arg{"q", q}, Arg{"k", k}, Arg{"v", v}, Arg{"o", o}, Arg{"dout", dout}})
       expect_distinct(op, out, in);

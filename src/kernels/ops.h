@@ -122,8 +122,10 @@ void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffe
 /// attention_backward needs. With `causal`, query i sees keys j <= i only (the rest count as
 /// -inf; key blocks entirely above the diagonal are skipped). scale is usually 1 / sqrt(head_dim)
 /// (Vaswani et al., arXiv:1706.03762, sec. 3.2.1). Deterministic: each output element is written
-/// by one task, in a fixed order. Throws std::invalid_argument when seq or head_dim is 0 or q's
-/// numel is not a multiple of seq head_dim.
+/// by one task, in a fixed order. q, k and v may be bfloat16 with float32 o and lse (train
+/// --bf16's kept copies): they are widened exactly as they are read, so the results have the bits
+/// of float32 q, k and v holding the same values. Throws std::invalid_argument when seq or
+/// head_dim is 0, q's numel is not a multiple of seq head_dim, or the dtypes pair otherwise.
 void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
                        std::size_t head_dim, bool causal, double scale, Buffer& o, Buffer& lse);
 
@@ -133,7 +135,8 @@ void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::s
 /// o), dS = P (dout v^T - D); dv = P^T dout, dk = scale dS^T q, dq = scale dS k. No atomics: on
 /// CPU one task per batch*head slice visits its tiles once and writes all three; on CUDA one pass
 /// over key blocks writes dk and dv, one over query blocks writes dq. dq, dk, dv are
-/// overwritten. Sizes and errors as attention_forward.
+/// overwritten. q, k, v and o may be bfloat16 with the rest float32, read as attention_forward
+/// reads q. Sizes and errors as attention_forward.
 void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
                         const Buffer& lse, const Buffer& dout, std::size_t seq,
                         std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,

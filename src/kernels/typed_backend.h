@@ -114,9 +114,9 @@ class TypedBackend : public Backend {
   void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
                          std::size_t head_dim, bool causal, double scale, Buffer& o,
                          Buffer& lse) override {
-    dispatch(o.dtype(), [&]<class T>(T) {
-      K::attention_forward(in<T>(q), in<T>(k), in<T>(v), lse.numel() / seq, seq, head_dim, causal,
-                           static_cast<T>(scale), out<T>(o), out<T>(lse));
+    dispatch_kept(q, o, [&]<class T, class In>(T, In) {
+      K::attention_forward(in<In>(q), in<In>(k), in<In>(v), lse.numel() / seq, seq, head_dim,
+                           causal, static_cast<T>(scale), out<T>(o), out<T>(lse));
     });
   }
 
@@ -124,8 +124,8 @@ class TypedBackend : public Backend {
                           const Buffer& lse, const Buffer& dout, std::size_t seq,
                           std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,
                           Buffer& dv) override {
-    dispatch(dq.dtype(), [&]<class T>(T) {
-      K::attention_backward(in<T>(q), in<T>(k), in<T>(v), in<T>(o), in<T>(lse), in<T>(dout),
+    dispatch_kept(q, dq, [&]<class T, class In>(T, In) {
+      K::attention_backward(in<In>(q), in<In>(k), in<In>(v), in<In>(o), in<T>(lse), in<T>(dout),
                             lse.numel() / seq, seq, head_dim, causal, static_cast<T>(scale),
                             out<T>(dq), out<T>(dk), out<T>(dv));
     });
@@ -337,9 +337,10 @@ class TypedBackend : public Backend {
   }
 
  private:
-  // A backward reading an activation its forward kept: f(T{}, In{}) with In = bf16 and T = float
-  // when `kept` is bfloat16 (train --bf16's keep; checks::same_place_kept allows only that
-  // pairing), else In = T = the dtype of `result`.
+  // An op reading an activation a forward kept (a backward, or attention's forward reading the
+  // kept q, k and v): f(T{}, In{}) with In = bf16 and T = float when `kept` is bfloat16 (train
+  // --bf16's keep; checks::same_place_kept allows only that pairing), else In = T = the dtype of
+  // `result`.
   template <class F>
   static void dispatch_kept(const Buffer& kept, const Buffer& result, F&& f) {
     if (kept.dtype() == DType::bf16) {

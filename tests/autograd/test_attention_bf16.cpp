@@ -1,9 +1,9 @@
 // The fused attention under bfloat16 GEMM operands (train --bf16): scaled_dot_product_attention
 // reads float32 q, k and v rounded to bfloat16 and keeps those bfloat16 copies, and its output
 // rounded, for backward. Its output equals, bit for bit, the float32 attention's on inputs
-// rounded by read_as_bf16, and its gradients the float32 backward's given that output rounded,
-// over one widened chunk and several; what it keeps is 2 bytes an element of q, k, v and the
-// output (the allocator's counters).
+// rounded by read_as_bf16, and its gradients the float32 backward's given that output rounded
+// (the kernels read the bfloat16 copies as they are); what it keeps is 2 bytes an element of q,
+// k, v and the output (the allocator's counters).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,16 +37,6 @@ TEST(ReadAsBf16, RoundsTheValuesAndPassesTheGradientUnchanged) {
   EXPECT_THROW(read_as_bf16(randn({2}, 3, 1.0, DType::f64)), std::invalid_argument);
 }
 
-TEST(AttentionBf16, WidensAtMostTheScratchAndAtLeastOneSlice) {
-  const std::size_t slice = 256 * 64;  // a [seq 256, head_dim 64] slice: 3 x 64 KiB of float32
-  for (const std::size_t tensors : {3u, 4u}) {
-    EXPECT_EQ(widened_attention_slices(10, slice, tensors), 10u);
-    EXPECT_EQ(widened_attention_slices(1000, slice, tensors),
-              kWidenedAttentionBytes / (tensors * slice * 4));
-    EXPECT_EQ(widened_attention_slices(5, kWidenedAttentionBytes, tensors), 1u);
-  }
-}
-
 // dq, dk and dv of the float32 kernel from q, k, v rounded to bfloat16 and the output `o`.
 std::vector<Tensor> kernel_grads(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                                  const Tensor& lse, const Tensor& dout, bool causal) {
@@ -60,7 +50,7 @@ std::vector<Tensor> kernel_grads(const Tensor& q, const Tensor& k, const Tensor&
 }
 
 // sdpa under bfloat16 operands against the float32 kernels on read_as_bf16(q, k, v): the output
-// bit for bit (the same kernel on the same values, slice by slice), and dq, dk, dv bit for bit
+// bit for bit (the same kernel arithmetic on the same values), and dq, dk, dv bit for bit
 // those of the kernel's backward given that output rounded to bfloat16, which differ from the
 // unrounded output's.
 void expect_rounded_inputs_attention(const Shape& shape, bool causal) {
@@ -101,11 +91,7 @@ TEST(AttentionBf16, IsTheFloat32AttentionOfInputsRoundedToBfloat16) {
     SCOPED_TRACE(causal ? "causal" : "not causal");
     expect_rounded_inputs_attention({2, 3, 70, 16}, causal);  // one chunk; a partial key block
   }
-  // 96 slices of [256, 64]: more than widened_attention_slices (85 in forward, 64 in backward),
-  // so two widened chunks.
-  const Shape large{2, 48, 256, 64};
-  ASSERT_LT(widened_attention_slices(96, 256 * 64, 4), 96u);
-  expect_rounded_inputs_attention(large, true);
+  expect_rounded_inputs_attention({2, 8, 256, 64}, true);  // whole tiles, several key blocks
 }
 
 // The in-use bytes sdpa adds beyond its output once the caller has dropped q, k and v, which

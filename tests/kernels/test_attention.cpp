@@ -134,6 +134,53 @@ TEST_P(AttentionTest, CausalRowsIgnoreLaterKeys) {
   EXPECT_NE(a[n - 1], b[n - 1]);
 }
 
+// bfloat16 q, k, v and o (train --bf16's kept copies) with float32 results: the bits of the
+// float32 kernels on their widened values, forward and backward.
+TEST_P(AttentionTest, ReadsBfloat16InputsAsTheirFloat32Values) {
+  if (dtype() != DType::f32) GTEST_SKIP() << "bfloat16 inputs pair with float32 results";
+  const std::size_t slices = 2, seq = 130, d = 8, n = slices * seq * d;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  const auto narrow = [&](const Buffer& x) {
+    Buffer h(x.numel(), DType::bf16, device());
+    convert(x, h);
+    return h;
+  };
+  const auto widened = [&](const Buffer& h) {
+    Buffer x = empty(h.numel());
+    convert(h, x);
+    return x;
+  };
+  const Buffer q16 = narrow(make(random(n, 97))), k16 = narrow(make(random(n, 98))),
+               v16 = narrow(make(random(n, 99))), dout = make(random(n, 100));
+  const Buffer q = widened(q16), k = widened(k16), v = widened(v16);
+  for (const bool causal : {true, false}) {
+    SCOPED_TRACE(causal ? "causal" : "not causal");
+    Buffer o = empty(n), lse = empty(slices * seq), want_o = empty(n),
+           want_lse = empty(slices * seq);
+    attention_forward(q16, k16, v16, seq, d, causal, scale, o, lse);
+    attention_forward(q, k, v, seq, d, causal, scale, want_o, want_lse);
+    EXPECT_EQ(host_values(o), host_values(want_o));
+    EXPECT_EQ(host_values(lse), host_values(want_lse));
+    const Buffer o16 = narrow(o), o_widened = widened(o16);
+    Buffer dq = empty(n), dk = empty(n), dv = empty(n);
+    Buffer want_dq = empty(n), want_dk = empty(n), want_dv = empty(n);
+    attention_backward(q16, k16, v16, o16, lse, dout, seq, d, causal, scale, dq, dk, dv);
+    attention_backward(q, k, v, o_widened, lse, dout, seq, d, causal, scale, want_dq, want_dk,
+                       want_dv);
+    EXPECT_EQ(host_values(dq), host_values(want_dq));
+    EXPECT_EQ(host_values(dk), host_values(want_dk));
+    EXPECT_EQ(host_values(dv), host_values(want_dv));
+  }
+  // Every kept input bfloat16, and the results float32.
+  Buffer o = empty(n), lse = empty(slices * seq), dq = empty(n), dk = empty(n), dv = empty(n);
+  EXPECT_THROW(attention_forward(q16, k, v16, seq, d, true, scale, o, lse), std::invalid_argument);
+  Buffer o64(n, DType::f64, device()), lse64(slices * seq, DType::f64, device());
+  EXPECT_THROW(attention_forward(q16, k16, v16, seq, d, true, scale, o64, lse64),
+               std::invalid_argument);
+  EXPECT_THROW(attention_backward(q16, k16, v16, o, lse, dout, seq, d, true, scale, dq, dk, dv),
+               std::invalid_argument);
+}
+
 TEST_P(AttentionTest, RejectsBadSizes) {
   const Buffer x = make(std::vector<double>(24, 0.5));
   Buffer o = empty(24), lse = empty(6), short_lse = empty(5);

@@ -1,6 +1,7 @@
 // CPU loops of the fused attention (kernels::attention_forward / attention_backward): tiles of
 // kBlockQ queries x kBlockK keys, their products through mpitron's packed GEMM in float32
-// (cpu/packed_gemm.h; the provider's GEMM in float64), and between them the per-row math of
+// (cpu/packed_gemm.h; the provider's GEMM in float64; bfloat16 q, k, v and o, train --bf16's
+// kept copies, are widened exactly as the GEMM packs them), and between them the per-row math of
 // kernels/attention_math.h, which the CUDA kernel runs too, in plain loops over a tile's rows
 // (float32 exponentials through the vectorizable exp_f32). Every output row is written by
 // exactly one task of an outer loop over independent tasks, spread over cpu_threads() threads:
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/attention_math.h"
@@ -30,9 +32,10 @@ struct Attention {
   static constexpr std::size_t kBlockQ = 64;
   static constexpr std::size_t kBlockK = 64;
 
-  /// o and lse of softmax(scale q k^T) v per batch*head slice (kernels::attention_forward).
-  template <class T>
-  static void attention_forward(const T* q, const T* k, const T* v, std::size_t batch_heads,
+  /// o and lse of softmax(scale q k^T) v per batch*head slice (kernels::attention_forward); In is
+  /// T, or bfloat16 with T = float (the bits of T on q, k and v widened).
+  template <class T, class In>
+  static void attention_forward(const In* q, const In* k, const In* v, std::size_t batch_heads,
                                 std::size_t seq, std::size_t d, bool causal, T scale, T* o,
                                 T* lse) {
     const bool no_rescale = fault_active(Fault::flash_attention_no_rescale);
@@ -73,9 +76,9 @@ struct Attention {
     });
   }
 
-  /// dq, dk, dv from the saved o and lse (kernels::attention_backward).
-  template <class T>
-  static void attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
+  /// dq, dk, dv from the saved o and lse (kernels::attention_backward); In as attention_forward.
+  template <class T, class In>
+  static void attention_backward(const In* q, const In* k, const In* v, const In* o, const T* lse,
                                  const T* dout, std::size_t batch_heads, std::size_t seq,
                                  std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv) {
     // One task per slice: for each key block, every query block that sees it.
@@ -189,11 +192,18 @@ struct Attention {
 
   /// c[m, n] = alpha op(a) op(b) + beta c for a tile (row-major, packed: op(a) [m, inner] stored
   /// [inner, m] when trans_a, op(b) [inner, n] stored [n, inner] when trans_b): the packed GEMM
-  /// in float32, which a product this small reaches without a provider's per-call work.
+  /// in float32, which a product this small reaches without a provider's per-call work; a
+  /// bfloat16 operand (A float32 or bfloat16, B bfloat16) is widened as it is packed, which gives
+  /// packed_sgemm's bits on its float32 values.
+  template <class A, class B>
   static void tile_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t inner,
-                        float alpha, const float* a, const float* b, float beta, float* c) {
-    packed_sgemm(trans_a, trans_b, m, n, inner, alpha, a, trans_a ? m : inner, b,
-                 trans_b ? inner : n, beta, c, n);
+                        float alpha, const A* a, const B* b, float beta, float* c) {
+    const std::size_t lda = trans_a ? m : inner, ldb = trans_b ? inner : n;
+    if constexpr (std::is_same_v<B, float>) {
+      packed_sgemm(trans_a, trans_b, m, n, inner, alpha, a, lda, b, ldb, beta, c, n);
+    } else {
+      packed_gemm_bf16_converted(trans_a, trans_b, m, n, inner, alpha, a, lda, b, ldb, beta, c, n);
+    }
   }
   static void tile_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t inner,
                         double alpha, const double* a, const double* b, double beta, double* c) {
@@ -202,10 +212,10 @@ struct Attention {
 
   /// c[m, n] += op(a) b, or c = op(a) b when not `accumulate` (c's old contents unread), with
   /// op(a) [m, inner] (a stored [m, inner], or [inner, m] when `trans_a`) and b [inner, n], all
-  /// row-major and packed.
-  template <class T>
+  /// row-major and packed; b of T, or bfloat16 with T = float.
+  template <class T, class B>
   static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const T* a,
-                      const T* b, T* c, bool accumulate) {
+                      const B* b, T* c, bool accumulate) {
     tile_gemm(trans_a, false, m, n, inner, T(1), a, b, accumulate ? T(1) : T(0), c);
   }
 
@@ -224,7 +234,8 @@ struct Attention {
 
     /// s = scale q k^T of queries [i0, i0 + rows) and keys [j0, j0 + cols) of one slice
     /// ([seq, d] each), masked entries -inf.
-    void scores(const T* q, const T* k, std::size_t d, std::size_t i0, std::size_t rows,
+    template <class In>
+    void scores(const In* q, const In* k, std::size_t d, std::size_t i0, std::size_t rows,
                 std::size_t j0, std::size_t cols, bool causal, T scale) {
       tile_gemm(false, true, rows, cols, d, scale, q + i0 * d, k + j0 * d, T(0), s);
       if (!causal || j0 + cols <= i0 + 1) return;  // the tile lies on or below the diagonal
@@ -240,7 +251,8 @@ struct Attention {
     /// The tile's probabilities P = exp(S - lse) in s and scale dS = scale P (dP - D) in ds,
     /// with dP = dO v^T, recomputed from q, k, v, lse and dout, and D = rowsum(dO * O) given per
     /// query row of the slice (`delta`, [seq]).
-    void score_grads(const T* q, const T* k, const T* v, const T* delta, const T* lse,
+    template <class In>
+    void score_grads(const In* q, const In* k, const In* v, const T* delta, const T* lse,
                      const T* dout, std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
                      std::size_t cols, bool causal, T scale) {
       scores(q, k, d, i0, rows, j0, cols, causal, scale);

@@ -2,7 +2,8 @@
 // key block, batch*head), one thread per query (forward, dQ) or key (dK, dV) row, the other
 // side's blocks staged in shared memory. The per-row math is kernels/attention_math.h, the same
 // functions the CPU loops (cpu/attention.h) run. A thread accumulates its own output row in
-// global memory, so every element has one writer and no atomics are needed.
+// global memory, so every element has one writer and no atomics are needed. Bfloat16 q, k, v and
+// o (In) are widened exactly as they are read or staged.
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -21,21 +22,21 @@ __device__ std::size_t smaller(std::size_t a, std::size_t b) {
   return a < b ? a : b;
 }
 
-/// a . b over d elements.
-template <class T>
-__device__ T dot(const T* a, const T* b, std::size_t d) {
+/// a . b over d elements, in T (each of a and b T or bfloat16).
+template <class T, class A, class B>
+__device__ T dot(const A* a, const B* b, std::size_t d) {
   T acc = T(0);
   for (std::size_t x = 0; x < d; ++x)
-    acc += a[x] * b[x];
+    acc += static_cast<T>(widen(a[x])) * static_cast<T>(widen(b[x]));
   return acc;
 }
 
-/// Copies rows [first, first + rows) of a [seq, d] slice into shared memory, block-wide.
-template <class T>
-__device__ void stage_rows(const T* m, std::size_t first, std::size_t rows, std::size_t d,
+/// Copies rows [first, first + rows) of a [seq, d] slice into shared memory in T, block-wide.
+template <class T, class In>
+__device__ void stage_rows(const In* m, std::size_t first, std::size_t rows, std::size_t d,
                            T* shared) {
   for (std::size_t e = threadIdx.x; e < rows * d; e += blockDim.x)
-    shared[e] = m[first * d + e];
+    shared[e] = static_cast<T>(widen(m[first * d + e]));
 }
 
 /// What thread t of block (slice, query block) of a query-side kernel works on: query row
@@ -58,8 +59,8 @@ struct QueryRow {
 };
 
 /// Thread t of block (slice, query block) computes query row i = i0 + t.
-template <class T>
-__global__ void forward_rows(const T* q, const T* k, const T* v, std::size_t seq, std::size_t d,
+template <class T, class In>
+__global__ void forward_rows(const In* q, const In* k, const In* v, std::size_t seq, std::size_t d,
                              bool causal, T scale, T* o, T* lse) {
   extern __shared__ unsigned char shared_bytes[];
   const QueryRow<T> row(shared_bytes, seq, d);
@@ -81,7 +82,7 @@ __global__ void forward_rows(const T* q, const T* k, const T* v, std::size_t seq
     for (std::size_t c = 0; c < cols; ++c) {
       p[c] = math::attention_masked(row.i, j0 + c, causal)
                  ? math::negative_infinity<T>()
-                 : scale * dot(q + row.slice + row.i * d, row.k_block + c * d, d);
+                 : scale * dot<T>(q + row.slice + row.i * d, row.k_block + c * d, d);
     }
     T block_sum;
     const T alpha = math::online_softmax_block(p, cols, max, block_sum);
@@ -100,8 +101,8 @@ __global__ void forward_rows(const T* q, const T* k, const T* v, std::size_t seq
 
 /// Thread t of block (slice, key block) computes dK and dV of key row j = j0 + t over every
 /// query block that sees it.
-template <class T>
-__global__ void key_grad_rows(const T* q, const T* k, const T* v, const T* o, const T* lse,
+template <class T, class In>
+__global__ void key_grad_rows(const In* q, const In* k, const In* v, const In* o, const T* lse,
                               const T* dout, std::size_t seq, std::size_t d, bool causal, T scale,
                               T* dk, T* dv) {
   extern __shared__ unsigned char shared_bytes[];
@@ -136,8 +137,8 @@ __global__ void key_grad_rows(const T* q, const T* k, const T* v, const T* o, co
       const T* q_row = q_block + r * d;
       const T* dout_row = dout_block + r * d;
       const T p =
-          math::attention_probability(scale * dot(q_row, k + slice + j * d, d), lse_block[r]);
-      const T ds = scale * math::attention_score_grad(p, dot(dout_row, v + slice + j * d, d),
+          math::attention_probability(scale * dot<T>(q_row, k + slice + j * d, d), lse_block[r]);
+      const T ds = scale * math::attention_score_grad(p, dot<T>(dout_row, v + slice + j * d, d),
                                                       delta_block[r]);
       for (std::size_t x = 0; x < d; ++x) {
         dv_row[x] += p * dout_row[x];
@@ -148,8 +149,8 @@ __global__ void key_grad_rows(const T* q, const T* k, const T* v, const T* o, co
 }
 
 /// Thread t of block (slice, query block) computes dQ of query row i = i0 + t.
-template <class T>
-__global__ void query_grad_rows(const T* q, const T* k, const T* v, const T* o, const T* lse,
+template <class T, class In>
+__global__ void query_grad_rows(const In* q, const In* k, const In* v, const In* o, const T* lse,
                                 const T* dout, std::size_t seq, std::size_t d, bool causal, T scale,
                                 T* dq) {
   extern __shared__ unsigned char shared_bytes[];
@@ -174,9 +175,10 @@ __global__ void query_grad_rows(const T* q, const T* k, const T* v, const T* o, 
       if (math::attention_masked(row.i, j0 + c, causal)) continue;
       const T* k_row = row.k_block + c * d;
       const T p =
-          math::attention_probability(scale * dot(q + row.slice + row.i * d, k_row, d), row_lse);
-      const T ds = scale * math::attention_score_grad(
-                               p, dot(dout + row.slice + row.i * d, row.v_block + c * d, d), delta);
+          math::attention_probability(scale * dot<T>(q + row.slice + row.i * d, k_row, d), row_lse);
+      const T ds =
+          scale * math::attention_score_grad(
+                      p, dot<T>(dout + row.slice + row.i * d, row.v_block + c * d, d), delta);
       for (std::size_t x = 0; x < d; ++x)
         dq_row[x] += ds * k_row[x];
     }
@@ -205,22 +207,22 @@ void launch(Kernel kernel, std::size_t batch_heads, std::size_t seq, std::size_t
 
 }  // namespace
 
-template <class T>
-void Kernels::attention_forward(const T* q, const T* k, const T* v, std::size_t batch_heads,
+template <class T, class In>
+void Kernels::attention_forward(const In* q, const In* k, const In* v, std::size_t batch_heads,
                                 std::size_t seq, std::size_t d, bool causal, T scale, T* o,
                                 T* lse) {
-  launch(forward_rows<T>, batch_heads, seq, 2 * kBlock * d * sizeof(T), q, k, v, seq, d, causal,
+  launch(forward_rows<T, In>, batch_heads, seq, 2 * kBlock * d * sizeof(T), q, k, v, seq, d, causal,
          scale, o, lse);
 }
 
-template <class T>
-void Kernels::attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
+template <class T, class In>
+void Kernels::attention_backward(const In* q, const In* k, const In* v, const In* o, const T* lse,
                                  const T* dout, std::size_t batch_heads, std::size_t seq,
                                  std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv) {
-  launch(key_grad_rows<T>, batch_heads, seq, (2 * kBlock * d + 2 * kBlock) * sizeof(T), q, k, v, o,
-         lse, dout, seq, d, causal, scale, dk, dv);
-  launch(query_grad_rows<T>, batch_heads, seq, 2 * kBlock * d * sizeof(T), q, k, v, o, lse, dout,
-         seq, d, causal, scale, dq);
+  launch(key_grad_rows<T, In>, batch_heads, seq, (2 * kBlock * d + 2 * kBlock) * sizeof(T), q, k, v,
+         o, lse, dout, seq, d, causal, scale, dk, dv);
+  launch(query_grad_rows<T, In>, batch_heads, seq, 2 * kBlock * d * sizeof(T), q, k, v, o, lse,
+         dout, seq, d, causal, scale, dq);
 }
 
 template <class T>
@@ -231,15 +233,19 @@ void Kernels::attention_merge(T* o, T* lse, const T* block_o, const T* block_lse
   });
 }
 
-#define MPITRON_INSTANTIATE(T)                                                                   \
-  template void Kernels::attention_forward<T>(const T*, const T*, const T*, std::size_t,         \
-                                              std::size_t, std::size_t, bool, T, T*, T*);        \
-  template void Kernels::attention_backward<T>(const T*, const T*, const T*, const T*, const T*, \
-                                               const T*, std::size_t, std::size_t, std::size_t,  \
-                                               bool, T, T*, T*, T*);                             \
+#define MPITRON_INSTANTIATE_READS(T, In)                                                         \
+  template void Kernels::attention_forward<T, In>(const In*, const In*, const In*, std::size_t,  \
+                                                  std::size_t, std::size_t, bool, T, T*, T*);    \
+  template void Kernels::attention_backward<T, In>(const In*, const In*, const In*, const In*,   \
+                                                   const T*, const T*, std::size_t, std::size_t, \
+                                                   std::size_t, bool, T, T*, T*, T*);
+#define MPITRON_INSTANTIATE(T)    \
+  MPITRON_INSTANTIATE_READS(T, T) \
   template void Kernels::attention_merge<T>(T*, T*, const T*, const T*, std::size_t, std::size_t);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
+MPITRON_INSTANTIATE_READS(float, bf16)
 #undef MPITRON_INSTANTIATE
+#undef MPITRON_INSTANTIATE_READS
 
 }  // namespace mpitron::kernels::cuda

@@ -71,12 +71,13 @@ struct Kernels {
   template <class T>
   static void sum_squares(const T* x, std::size_t n, T* out);
 
-  // attention.cu: one block per (batch*head, query or key block), one thread per row.
-  template <class T>
-  static void attention_forward(const T* q, const T* k, const T* v, std::size_t batch_heads,
+  // attention.cu: one block per (batch*head, query or key block), one thread per row. In is T,
+  // or bfloat16 with T = float (train --bf16's kept q, k, v and o, widened as they are read).
+  template <class T, class In>
+  static void attention_forward(const In* q, const In* k, const In* v, std::size_t batch_heads,
                                 std::size_t seq, std::size_t d, bool causal, T scale, T* o, T* lse);
-  template <class T>
-  static void attention_backward(const T* q, const T* k, const T* v, const T* o, const T* lse,
+  template <class T, class In>
+  static void attention_backward(const In* q, const In* k, const In* v, const In* o, const T* lse,
                                  const T* dout, std::size_t batch_heads, std::size_t seq,
                                  std::size_t d, bool causal, T scale, T* dq, T* dk, T* dv);
   template <class T>

@@ -54,16 +54,10 @@ MemoryEstimate estimate_gpt_memory(const MemoryEstimateInput& in) {
   // allocator's peak at tp 4, cp 2 of test_memory_estimate's model needs 19 once the logits'
   // gradient no longer takes a buffer of its own.
   const std::int64_t ring_workspace = in.cp > 1 ? 20 * sbh / t : 0;
-  // Attention's backward widens bfloat16 q, k, v and its output into float32 scratch (the
-  // normalizations' and SwiGLU's backward read theirs as they are); llama's gate and up
-  // projections round their output gradients to bfloat16 for their weight gradients (2 bytes
-  // each: one float32 sbf / t).
-  const std::int64_t widened =
-      in.bf16
-          ? std::min<std::int64_t>(
-                fused_attention, static_cast<std::int64_t>(autograd::kWidenedAttentionBytes / 4)) +
-                (c.llama() ? sbf / t : 0)
-          : 0;
+  // Under bf16 llama's gate and up projections round their output gradients to bfloat16 for
+  // their weight gradients (2 bytes each: one float32 sbf / t); attention, the normalizations
+  // and SwiGLU read what they kept as bfloat16 as it is.
+  const std::int64_t widened = in.bf16 && c.llama() ? sbf / t : 0;
   // Backward's workspace (one block's set, as gradients) and the ring's count element_bytes an
   // element; a recomputed block keeps only its input.
   std::int64_t activations =

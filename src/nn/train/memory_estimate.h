@@ -77,10 +77,8 @@ struct MemoryEstimate {
 /// (keep_activation),
 /// and at cp 1 the fused attention keeps q, k, v and its output (4 sbh / t) as bfloat16 under
 /// bf16 (scaled_dot_product_attention): with bf16 they count 2 bytes an element, the rest (and
-/// backward's workspace below, which holds gradients, plus under bf16 the float32 scratch that
-/// attention's four and a normalization's xhat or input are widened into, at most 4 sbh / t
-/// within autograd::kWidenedAttentionBytes and sbh, and the bfloat16 copies of llama's gate's
-/// and up's gradients, sbf / t) element_bytes.
+/// backward's workspace below, which holds gradients, plus under bf16 the bfloat16 copies of
+/// llama's gate's and up's gradients, sbf / t) element_bytes.
 /// A stage keeps chunks_in_flight(schedule, pp, stage, micro_batches, virtual_stages) model
 /// chunks of layers / (pp virtual_stages) blocks in flight (schedule.h): the blocks of
 /// min(pp - stage, micro_batches) micro-batches under 1F1B (PipeDream-Flush, Narayanan et al.
