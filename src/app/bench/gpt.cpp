@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "app/bench/comm_ops.h"
 #include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
 #include "app/common/model_sizes.h"
@@ -56,6 +57,9 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options) {
                    "Keep only each block's input and recompute its activations in backward");
   command.add_flag("--bf16", options.bf16,
                    "train --bf16's step: bfloat16 GEMMs and parameters, float32 masters");
+  command.add_flag("--beside-float32", options.beside_float32,
+                   "With --bf16: then time a float32 trainer of the same model, its steps "
+                   "alternating with the bf16 ones, and print the bf16 / float32 ratio");
   add_example(command, "mpirun -np 2 mpitron bench gpt --cp 2 --seq 8192 --layers 2 --hidden 128");
   return command;
 }
@@ -76,6 +80,9 @@ void check_bench_gpt_flags(const BenchGptOptions& o, const nn::GptConfig& config
                            const ParallelSizes& sizes) {
   if (o.kv_heads != 0 && o.arch != "llama") {
     throw comm::ConfigError("--kv-heads is a llama flag: add --arch llama");
+  }
+  if (o.beside_float32 && !o.bf16) {
+    throw comm::ConfigError("--beside-float32 times --bf16's step beside float32's: add --bf16");
   }
   if (const auto error = nn::gpt_size_error(config, sizes.tp, sizes.pp)) {
     throw comm::ConfigError(*error);
@@ -127,6 +134,77 @@ double bench_gpt_largest(const std::vector<double>& values) {
   return *std::max_element(values.begin(), values.end());
 }
 
+// Milliseconds of one step of `trainer` under `operands`, between barriers: every rank's clock
+// spans the slowest rank's step.
+double bench_gpt_timed_step(nn::GptTrainer& trainer, const std::vector<nn::TokenBatch>& batches,
+                            double lr, kernels::GemmOperands operands,
+                            const comm::Communicator& world, kernels::Device device) {
+  const kernels::GemmOperandsScope scope(operands);
+  comm::barrier(world);
+  const auto start = std::chrono::steady_clock::now();
+  trainer.step(batches, lr);
+  kernels::synchronize(device);
+  comm::barrier(world);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// --beside-float32: the step times (ms) of --steps pairs, the --bf16 trainer's and those of a
+// float32 trainer of the same model and initialization (after its --warmup steps), alternating.
+struct SideBySide {
+  std::vector<double> bf16_ms, float32_ms;
+};
+
+SideBySide bench_gpt_beside_float32(const BenchGptOptions& o, const nn::GptConfig& config,
+                                    const comm::ParallelTopology& topology,
+                                    nn::GptTrainOptions train, nn::GptTrainer& bf16_trainer,
+                                    const std::vector<nn::TokenBatch>& batches,
+                                    const comm::Communicator& world) {
+  std::optional<nn::GptTrainer> float32_trainer;
+  train.bf16 = false;
+  {
+    const kernels::GemmOperandsScope operands(kernels::GemmOperands::float32);
+    float32_trainer.emplace(config,
+                            nn::gpt2_init(o.common.seed, config.layers, train.dtype, train.device),
+                            topology, train);
+    for (int i = 0; i < o.warmup; ++i)
+      float32_trainer->step(batches, train.lr);
+  }
+  SideBySide times;
+  const auto step = [&](bool bf16) {
+    if (bf16) {
+      times.bf16_ms.push_back(bench_gpt_timed_step(
+          bf16_trainer, batches, train.lr, kernels::GemmOperands::bfloat16, world, train.device));
+    } else {
+      times.float32_ms.push_back(bench_gpt_timed_step(*float32_trainer, batches, train.lr,
+                                                      kernels::GemmOperands::float32, world,
+                                                      train.device));
+    }
+  };
+  for (int i = 0; i < o.steps; ++i) {
+    step(i % 2 == 0);
+    step(i % 2 != 0);
+  }
+  return times;
+}
+
+// The line --beside-float32 adds, and the pairs' ratios' median.
+std::string bench_gpt_side_by_side_line(const SideBySide& times, double& ratio_median) {
+  std::vector<double> ratios;
+  for (std::size_t i = 0; i < times.bf16_ms.size(); ++i)
+    ratios.push_back(times.bf16_ms[i] / times.float32_ms[i]);
+  ratio_median = median(ratios);
+  const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
+  return fmt::format(
+      "bench gpt: beside float32, {} alternating pairs: bf16 {:.1f} ms/step median ({:.1f} "
+      "fastest), float32 {:.1f} ({:.1f}); bf16 / float32 {:.3f} (median of the pairs; {:.3f} to "
+      "{:.3f})\n",
+      ratios.size(), median(times.bf16_ms),
+      *std::min_element(times.bf16_ms.begin(), times.bf16_ms.end()), median(times.float32_ms),
+      *std::min_element(times.float32_ms.begin(), times.float32_ms.end()), ratio_median, *low,
+      *high);
+}
+
 }  // namespace
 
 int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
@@ -141,10 +219,11 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
     prepare_run(o.common, world);
     return fmt::format(
         "bench gpt {} tp={} cp={} pp={} dp={} seq={} micro_batch={} "
-        "micro_batches={} steps={} warmup={} recompute={} bf16={} cp_comm={} prefetch={} "
-        "seed={}",
+        "micro_batches={} steps={} warmup={} recompute={} bf16={} beside_float32={} cp_comm={} "
+        "prefetch={} seed={}",
         o.arch, sizes.tp, sizes.cp, sizes.pp, sizes.dp, o.seq, o.micro_batch, o.micro_batches,
-        o.steps, o.warmup, o.recompute, o.bf16, o.common.cp_comm, !o.no_cp_prefetch, o.common.seed);
+        o.steps, o.warmup, o.recompute, o.bf16, o.beside_float32, o.common.cp_comm,
+        !o.no_cp_prefetch, o.common.seed);
   });
   const kernels::GemmOperandsScope operands(o.bf16 ? kernels::GemmOperands::bfloat16
                                                    : kernels::GemmOperands::float32);
@@ -206,6 +285,10 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       comm::all_gather_scalar(world, mib(static_cast<double>(pool.peak_in_use_bytes)));
   const std::vector<double> held =
       comm::all_gather_scalar(world, mib(static_cast<double>(pool.peak_held_bytes)));
+  const std::optional<SideBySide> side_by_side =
+      o.beside_float32 ? std::optional(bench_gpt_beside_float32(o, config, topology, train, trainer,
+                                                                batches, world))
+                       : std::nullopt;
   if (world.rank() != 0) return 0;
 
   const double ms_per_step = 1e3 * seconds / o.steps;
@@ -235,45 +318,52 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       bench_gpt_largest(in_use), bench_gpt_largest(held), bench_gpt_numbers(compute, 3),
       balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1", bench_gpt_numbers(cp_wait, 3),
       percentages(wait_share), percentages(cp_wait_share));
+  double ratio_median = 0.0;
+  if (side_by_side) fmt::print("{}", bench_gpt_side_by_side_line(*side_by_side, ratio_median));
   if (!o.common.json.empty()) {
-    write_json(o.common.json,
-               {{"tool", "mpitron"},
-                {"bench", "gpt"},
-                {"config",
-                 {{"world_size", world.size()},
-                  {"tp", sizes.tp},
-                  {"cp", sizes.cp},
-                  {"pp", sizes.pp},
-                  {"dp", sizes.dp},
-                  {"device", kernels::to_string(device)},
-                  {"threads", device == kernels::Device::cpu ? kernels::cpu_threads() : 1},
-                  {"arch", o.arch},
-                  {"layers", o.layers},
-                  {"hidden", o.hidden},
-                  {"heads", o.heads},
-                  {"kv_heads", config.kv_head_count()},
-                  {"vocab", o.vocab},
-                  {"seq", o.seq},
-                  {"micro_batch", o.micro_batch},
-                  {"micro_batches", o.micro_batches},
-                  {"seed", seed}}},
-                {"cp_comm", o.common.cp_comm},
-                {"cp_prefetch", !o.no_cp_prefetch},
-                {"recompute", o.recompute},
-                {"bf16", o.bf16},
-                {"ms_per_step", ms_per_step},
-                {"tokens_per_s", tokens_per_s},
-                {"peak_rss_mib_by_rank", rss},
-                {"memory_estimate_mib_by_rank", estimate},
-                {"memory_estimate_activations_mib_by_rank", estimate_activations},
-                {"allocator_peak_in_use_mib_by_rank", in_use},
-                {"allocator_peak_held_mib_by_rank", held},
-                {"attention_compute_s_by_rank", compute},
-                {"cp_wait_s_by_rank", cp_wait},
-                {"cp_balance", balance ? nlohmann::json(*balance) : nlohmann::json()},
-                {"comm_wait_share_by_rank", wait_share},
-                {"cp_wait_share_by_rank", cp_wait_share}},
-               /*append=*/true);
+    write_json(
+        o.common.json,
+        {{"tool", "mpitron"},
+         {"bench", "gpt"},
+         {"config",
+          {{"world_size", world.size()},
+           {"tp", sizes.tp},
+           {"cp", sizes.cp},
+           {"pp", sizes.pp},
+           {"dp", sizes.dp},
+           {"device", kernels::to_string(device)},
+           {"threads", device == kernels::Device::cpu ? kernels::cpu_threads() : 1},
+           {"arch", o.arch},
+           {"layers", o.layers},
+           {"hidden", o.hidden},
+           {"heads", o.heads},
+           {"kv_heads", config.kv_head_count()},
+           {"vocab", o.vocab},
+           {"seq", o.seq},
+           {"micro_batch", o.micro_batch},
+           {"micro_batches", o.micro_batches},
+           {"seed", seed}}},
+         {"cp_comm", o.common.cp_comm},
+         {"cp_prefetch", !o.no_cp_prefetch},
+         {"recompute", o.recompute},
+         {"bf16", o.bf16},
+         {"ms_per_step", ms_per_step},
+         {"tokens_per_s", tokens_per_s},
+         {"peak_rss_mib_by_rank", rss},
+         {"memory_estimate_mib_by_rank", estimate},
+         {"memory_estimate_activations_mib_by_rank", estimate_activations},
+         {"allocator_peak_in_use_mib_by_rank", in_use},
+         {"allocator_peak_held_mib_by_rank", held},
+         {"attention_compute_s_by_rank", compute},
+         {"cp_wait_s_by_rank", cp_wait},
+         {"cp_balance", balance ? nlohmann::json(*balance) : nlohmann::json()},
+         {"comm_wait_share_by_rank", wait_share},
+         {"cp_wait_share_by_rank", cp_wait_share},
+         {"beside_float32", side_by_side ? nlohmann::json{{"bf16_ms", side_by_side->bf16_ms},
+                                                          {"float32_ms", side_by_side->float32_ms},
+                                                          {"ratio_median", ratio_median}}
+                                         : nlohmann::json()}},
+        /*append=*/true);
   }
   return 0;
 }

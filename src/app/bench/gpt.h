@@ -29,12 +29,13 @@ struct BenchGptOptions {
   int warmup = 1;
   bool recompute = false;       ///< recompute each block's activations in backward
   bool bf16 = false;            ///< train --bf16's step (GptTrainOptions::bf16, bfloat16 GEMMs)
+  bool beside_float32 = false;  ///< with bf16: time a float32 trainer's steps alternating with it
   bool no_cp_prefetch = false;  ///< the ring waits for each transfer before computing
 };
 
 /// Adds the `gpt` subcommand and its flags (the common ones, --cp --cp-comm --no-cp-prefetch,
 /// --arch --layers --hidden --heads --kv-heads --vocab --seq --micro-batch --micro-batches,
-/// --steps --warmup --recompute --bf16) to `bench`.
+/// --steps --warmup --recompute --bf16 --beside-float32) to `bench`.
 CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 
 /// Runs warm-up and timed GptTrainer steps on every rank (each replica's micro-batches of random
@@ -57,10 +58,18 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 /// "memory_estimate_mib_by_rank", "memory_estimate_activations_mib_by_rank",
 /// "allocator_peak_in_use_mib_by_rank", "allocator_peak_held_mib_by_rank",
 /// "attention_compute_s_by_rank", "cp_wait_s_by_rank" (seconds per step), "cp_balance" (null at
-/// cp 1), "comm_wait_share_by_rank", "cp_wait_share_by_rank" (fractions of the step)}. Throws
-/// comm::ConfigError (one line, agreed on every rank) for sizes nn::gpt_size_error refuses, a seq
-/// that does not split into 2 cp zigzag chunks, a tensor above kMaxTensorElements, or --kv-heads
-/// without --arch llama.
+/// cp 1), "comm_wait_share_by_rank", "cp_wait_share_by_rank" (fractions of the step)}.
+///
+/// With --beside-float32 (and --bf16), once those figures are taken, a float32 trainer of the
+/// same model and initialization runs --warmup steps, then --steps pairs of steps alternate
+/// between the two trainers (which goes first alternates too), each step timed alone between
+/// barriers, so that a machine whose speed drifts slows both alike; rank 0 prints each
+/// trainer's median and fastest ms/step and the median of the pairs' bf16 / float32 ratios
+/// (its range beside it), and --json's line gains "beside_float32": {"bf16_ms", "float32_ms"
+/// (per pair), "ratio_median"}. Throws comm::ConfigError (one line, agreed on every rank) for
+/// sizes nn::gpt_size_error refuses, a seq that does not split into 2 cp zigzag chunks, a tensor
+/// above kMaxTensorElements, --kv-heads without --arch llama, or --beside-float32 without
+/// --bf16.
 int run_bench_gpt(const BenchGptOptions& options, comm::Communicator world);
 
 }  // namespace mpitron::app
