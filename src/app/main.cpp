@@ -54,14 +54,15 @@ std::optional<std::string> init_timeout_flag(int argc, char** argv) {
 
 // The name of the subcommand that `extras` (the arguments the parser left, as typed) were given
 // before, when the first of them is an option `command` (the subcommand parsed last) takes:
-// "mpitron --tp 2 train" gives train's --tp to mpitron itself. Empty otherwise.
+// "mpitron --tp 2 train" gives train's --tp to mpitron itself, "mpitron bench --bf16 gpt" gpt's
+// --bf16 to bench. Empty otherwise.
 std::string given_before_subcommand(const CLI::App& app, const CLI::App& command,
                                     const std::vector<std::string>& extras, int argc, char** argv) {
   if (&command == &app || extras.empty() || !extras.front().starts_with("--")) return {};
   const std::string& first = extras.front();
   const std::string option = first.substr(0, first.find('='));
   if (command.get_option_no_throw(option) == nullptr) return {};
-  const std::string subcommand = app.get_subcommands().front()->get_name();
+  const std::string& subcommand = command.get_name();
   for (int i = 1; i < argc && subcommand != argv[i]; ++i) {
     if (first == argv[i]) return subcommand;
   }

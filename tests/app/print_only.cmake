@@ -36,6 +36,8 @@ print_only_test(option_before_train 2 "^rank 0: error: --tp 2 was given before '
                 --tp 2 train --steps 1)
 print_only_test(option_before_eval 2 "^rank 0: error: --seq=8 was given before 'eval': options go after the subcommand \\(mpitron eval --seq=8 \\.\\.\\.\\)\n$"
                 --seq=8 eval --load x)
+print_only_test(option_before_bench_gpt 2 "^rank 0: error: --beside-float32 was given before 'gpt': options go after the subcommand \\(mpitron bench gpt --beside-float32 \\.\\.\\.\\)\n$"
+                bench --beside-float32 gpt --bf16)
 # An unknown flag is named before a missing required option.
 print_only_test(unknown_flag_before_required 2 "^rank 0: error: mpitron eval does not take --bogus \\(see mpitron eval --help\\)\n$"
                 eval --bogus)

@@ -150,7 +150,8 @@ double bench_gpt_timed_step(nn::GptTrainer& trainer, const std::vector<nn::Token
 }
 
 // --beside-float32: the step times (ms) of --steps pairs, the --bf16 trainer's and those of a
-// float32 trainer of the same model and initialization (after its --warmup steps), alternating.
+// float32 trainer of the same model and initialization, alternating, after untimed steps: the
+// float32 trainer's --warmup (at least one), then one pair.
 struct SideBySide {
   std::vector<double> bf16_ms, float32_ms;
 };
@@ -161,13 +162,14 @@ SideBySide bench_gpt_beside_float32(const BenchGptOptions& o, const nn::GptConfi
                                     const std::vector<nn::TokenBatch>& batches,
                                     const comm::Communicator& world) {
   std::optional<nn::GptTrainer> float32_trainer;
-  train.bf16 = false;
+  nn::GptTrainOptions float32_train = train;
+  float32_train.bf16 = false;
   {
     const kernels::GemmOperandsScope operands(kernels::GemmOperands::float32);
     float32_trainer.emplace(config,
                             nn::gpt2_init(o.common.seed, config.layers, train.dtype, train.device),
-                            topology, train);
-    for (int i = 0; i < o.warmup; ++i)
+                            topology, float32_train);
+    for (int i = 0; i < std::max(o.warmup, 1); ++i)
       float32_trainer->step(batches, train.lr);
   }
   SideBySide times;
@@ -181,6 +183,11 @@ SideBySide bench_gpt_beside_float32(const BenchGptOptions& o, const nn::GptConfi
                                                       train.device));
     }
   };
+  // One untimed pair first: a step right after the other trainer's start-up, or after two steps
+  // of the other, ran up to twice its later ones.
+  step(true);
+  step(false);
+  times = {};
   for (int i = 0; i < o.steps; ++i) {
     step(i % 2 == 0);
     step(i % 2 != 0);
@@ -342,6 +349,8 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
            {"seq", o.seq},
            {"micro_batch", o.micro_batch},
            {"micro_batches", o.micro_batches},
+           {"steps", o.steps},
+           {"warmup", o.warmup},
            {"seed", seed}}},
          {"cp_comm", o.common.cp_comm},
          {"cp_prefetch", !o.no_cp_prefetch},

@@ -53,7 +53,8 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 /// - each rank's share of the timed steps spent in comm's wait routine (comm::wait_seconds, the
 ///   cp transfers included) and in the cp waits (timed around the ring's or all-gather's wait
 ///   calls, so a little above their part of the former).
-/// With --json it appends one line {"tool", "bench": "gpt", "config", "cp_comm", "cp_prefetch",
+/// With --json it appends one line {"tool", "bench": "gpt", "config" (the flags, --steps and
+/// --warmup among them), "cp_comm", "cp_prefetch",
 /// "recompute", "bf16", "ms_per_step", "tokens_per_s", "peak_rss_mib_by_rank",
 /// "memory_estimate_mib_by_rank", "memory_estimate_activations_mib_by_rank",
 /// "allocator_peak_in_use_mib_by_rank", "allocator_peak_held_mib_by_rank",
@@ -61,7 +62,9 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 /// cp 1), "comm_wait_share_by_rank", "cp_wait_share_by_rank" (fractions of the step)}.
 ///
 /// With --beside-float32 (and --bf16), once those figures are taken, a float32 trainer of the
-/// same model and initialization runs --warmup steps, then --steps pairs of steps alternate
+/// same model and initialization runs --warmup steps (at least one), then one untimed pair (a
+/// step right after the other trainer's start-up took up to twice its later ones); then --steps
+/// pairs of steps alternate
 /// between the two trainers (which goes first alternates too), each step timed alone between
 /// barriers, so that a machine whose speed drifts slows both alike; rank 0 prints each
 /// trainer's median and fastest ms/step and the median of the pairs' bf16 / float32 ratios
