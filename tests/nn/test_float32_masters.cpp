@@ -4,6 +4,7 @@
 // values are computed here in double from the update rule and the rounding of kernels/bf16.h.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -77,6 +78,44 @@ TEST(Float32Masters, AdamWRefusesMastersOfOtherElementsThanItsShards) {
   AdamW adamw(model.parameters(), 1e-3, {}, {{0, 4}});
   adamw.keep_float32_masters({{4, 8}});
   EXPECT_THROW(adamw.step(), std::logic_error);
+}
+
+// AdamW on CPU updates a large shard and rounds it into the parameter in pieces (2^18 elements:
+// here three, the last partial, from an offset inside the parameter): the masters have the bits
+// of AdamW without masters on the same values, and the shard's elements of the parameter are
+// those masters rounded; the elements outside it keep their first rounding.
+TEST(Float32Masters, AdamWUpdatesAndRoundsALargeShardPieceByPiece) {
+  const std::int64_t rows = 600, cols = 1000, first = 100, last = rows * cols - 50;
+  std::vector<double> values, gradient;
+  for (std::int64_t e = 0; e < rows * cols; ++e) {
+    values.push_back(1.0 + static_cast<double>(e % 997) / 997.0);
+    gradient.push_back(static_cast<double>(e % 101 - 50) / 4096.0);
+  }
+  Tensor w = Tensor::from_vector(values, {rows, cols}, DType::f32).set_requires_grad();
+  w.set_grad(Tensor::from_vector(gradient, {rows, cols}, DType::f32));
+  AdamWOptions no_decay;  // w is a matrix and plain a vector: neither decays
+  no_decay.weight_decay = 0.0;
+  AdamW adamw({{"w", w}}, 1e-2, no_decay, {{first, last}});
+  adamw.keep_float32_masters({{first, last}});
+  Tensor plain = Tensor::from_vector({values.begin() + first, values.begin() + last},
+                                     {last - first}, DType::f32)
+                     .set_requires_grad();
+  plain.set_grad(Tensor::from_vector({gradient.begin() + first, gradient.begin() + last},
+                                     {last - first}, DType::f32));
+  AdamW reference({{"plain", plain}}, 1e-2, no_decay);
+  for (int step = 0; step < 2; ++step) {
+    adamw.step();
+    reference.step();
+  }
+  const std::vector<double> master = adamw.masters().at(0).to_vector(), want = plain.to_vector();
+  EXPECT_EQ(master, want);
+  const std::vector<double> parameter = w.to_vector();
+  for (std::int64_t e = 0; e < rows * cols; ++e) {
+    const bool owned = e >= first && e < last;
+    ASSERT_EQ(parameter[e],
+              rounded(owned ? master[static_cast<std::size_t>(e - first)] : values[e]))
+        << "element " << e;
+  }
 }
 
 // eval --bf16 and generate --bf16 round the loaded weights as the masters' first rounding does:

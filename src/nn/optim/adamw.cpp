@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "kernels/ops.h"
@@ -56,9 +57,20 @@ void AdamW::update() {
     const auto count = static_cast<std::size_t>(shards_[i].size());
     if (count == 0) continue;
     kernels::Buffer values = target(i, shards_[i]);
-    kernels::Buffer gradient = kernels::Buffer::view(grad.buffer(), begin, count);
-    kernels::adamw_update(values, gradient, exp_avg_[i].buffer(), exp_avg_sq_[i].buffer(), lr_,
-                          options_.beta1, options_.beta2, options_.eps, decay, steps_);
+    // On CPU in pieces whose master write_master then reads from cache (the update is element by
+    // element, so the pieces give the whole call's bits); on a GPU in one launch.
+    const std::size_t piece = values.device() == kernels::Device::cpu ? kPieceElements : count;
+    for (std::size_t offset = 0; offset < count; offset += piece) {
+      const std::size_t n = std::min(piece, count - offset);
+      const auto view = [offset, n](kernels::Buffer& b) {
+        return kernels::Buffer::view(b, offset, n);
+      };
+      kernels::Buffer piece_values = view(values), m = view(exp_avg_[i].buffer()),
+                      v = view(exp_avg_sq_[i].buffer());
+      kernels::adamw_update(piece_values, kernels::Buffer::view(grad.buffer(), begin + offset, n),
+                            m, v, lr_, options_.beta1, options_.beta2, options_.eps, decay, steps_);
+      write_master(i, offset, n);
+    }
   }
 }
 

@@ -46,6 +46,10 @@ class AdamW final : public Optimizer {
   /// p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
   void update() override;
 
+  /// Elements per piece of a CPU update: 1 MiB of float32 master, which the rounding into the
+  /// parameter (write_master) then finds in L2 or L3.
+  static constexpr std::size_t kPieceElements = std::size_t{1} << 18;
+
   AdamWOptions options_;
   std::int64_t steps_ = 0;
   std::vector<ElementRange> shards_;

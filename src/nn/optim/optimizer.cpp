@@ -13,12 +13,12 @@ namespace {
 
 // Elements `range` of parameter `values` become `source` (numel range.size(), float32) rounded
 // to bfloat16 and widened exactly.
-void write_rounded(const Tensor& source, Tensor& values, const ElementRange& range) {
+void write_rounded(const kernels::Buffer& source, Tensor& values, const ElementRange& range) {
   const auto count = static_cast<std::size_t>(range.size());
   if (count == 0) return;
   kernels::Buffer place =
       kernels::Buffer::view(values.buffer(), static_cast<std::size_t>(range.begin), count);
-  kernels::round_to_bf16(source.buffer(), place);
+  kernels::round_to_bf16(source, place);
 }
 
 }  // namespace
@@ -40,8 +40,14 @@ void Optimizer::set_lr(double lr) {
 
 void Optimizer::step() {
   update();
-  for (std::size_t i = 0; i < masters_.size(); ++i)
-    write_rounded(masters_[i], parameters_[i].tensor, master_ranges_[i]);
+}
+
+void Optimizer::write_master(std::size_t i, std::size_t offset, std::size_t count) {
+  if (!has_masters() || count == 0) return;
+  const ElementRange& range = master_ranges_[i];
+  const std::int64_t first = range.begin + static_cast<std::int64_t>(offset);
+  write_rounded(kernels::Buffer::view(masters_[i].buffer(), offset, count), parameters_[i].tensor,
+                {first, first + static_cast<std::int64_t>(count)});
 }
 
 void Optimizer::zero_grad() {
@@ -81,7 +87,7 @@ void Optimizer::keep_float32_masters(const std::vector<ElementRange>& ranges) {
                                           static_cast<std::size_t>(r.size())),
                     master.buffer());
     }
-    write_rounded(p, p, {0, p.numel()});
+    write_rounded(p.buffer(), p, {0, p.numel()});
     masters_.push_back(std::move(master));
   }
 }

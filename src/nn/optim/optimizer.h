@@ -17,8 +17,9 @@ class Optimizer {
   void set_lr(double lr);
   double lr() const { return lr_; }
   /// Applies one update to every parameter that has a gradient (in place, without recording).
-  /// With float32 masters (keep_float32_masters) the update goes to the masters, and then each
-  /// master's elements of its parameter become the master rounded to bfloat16.
+  /// With float32 masters (keep_float32_masters) the update goes to the masters, and each
+  /// updated master's elements of its parameter become the master rounded to bfloat16, piece by
+  /// piece as the update goes (write_master).
   void step();
   /// Sets every parameter's gradient to zero in place (its storage is kept: gradients may be
   /// views of a flat data-parallel buffer); a parameter without a gradient keeps none.
@@ -46,8 +47,16 @@ class Optimizer {
  protected:
   /// Throws std::invalid_argument unless lr is finite and > 0.
   Optimizer(Parameters parameters, double lr);
-  /// One update of the values `target` gives (the optimizer's own rule).
+  /// One update of the values `target` gives (the optimizer's own rule), calling write_master on
+  /// every piece of a master it has updated.
   virtual void update() = 0;
+  /// With masters: elements [offset, offset + count) of parameter i's master, rounded to
+  /// bfloat16 and widened exactly, become those of the parameter (offset counts from the
+  /// master's first element). Nothing without masters. Called on a piece just updated, the
+  /// rounding reads the master from cache: an AdamW step over 100M parameters with masters took
+  /// 82-86 ms (fastest of 8) against 88-92 with a second pass over the masters after the update
+  /// (Zen 5, three interleaved rounds).
+  void write_master(std::size_t i, std::size_t offset, std::size_t count);
   /// The values to update for parameter i's elements `range`: a view of its float32 master
   /// when there are masters, else of the parameter itself. Throws std::logic_error when masters
   /// exist and `range` is not the master's range.

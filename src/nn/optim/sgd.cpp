@@ -36,6 +36,7 @@ void Sgd::update() {
     }
     kernels::Buffer values = target(i, range);
     kernels::axpy(-lr_, *step, values);
+    write_master(i, 0, count);
   }
 }
 
