@@ -173,24 +173,22 @@ SideBySide bench_gpt_beside_float32(const BenchGptOptions& o, const nn::GptConfi
       float32_trainer->step(batches, train.lr);
   }
   SideBySide times;
-  const auto step = [&](bool bf16) {
-    if (bf16) {
-      times.bf16_ms.push_back(bench_gpt_timed_step(
-          bf16_trainer, batches, train.lr, kernels::GemmOperands::bfloat16, world, train.device));
-    } else {
-      times.float32_ms.push_back(bench_gpt_timed_step(*float32_trainer, batches, train.lr,
-                                                      kernels::GemmOperands::float32, world,
-                                                      train.device));
-    }
+  // One step of either trainer, its time appended to `into` when given.
+  const auto step = [&](bool bf16, std::vector<double>* into) {
+    const double ms = bench_gpt_timed_step(
+        bf16 ? bf16_trainer : *float32_trainer, batches, train.lr,
+        bf16 ? kernels::GemmOperands::bfloat16 : kernels::GemmOperands::float32, world,
+        train.device);
+    if (into != nullptr) into->push_back(ms);
   };
   // One untimed pair first: a step right after the other trainer's start-up, or after two steps
   // of the other, ran up to twice its later ones.
-  step(true);
-  step(false);
-  times = {};
+  step(true, nullptr);
+  step(false, nullptr);
   for (int i = 0; i < o.steps; ++i) {
-    step(i % 2 == 0);
-    step(i % 2 != 0);
+    const bool bf16_first = i % 2 == 0;
+    step(bf16_first, bf16_first ? &times.bf16_ms : &times.float32_ms);
+    step(!bf16_first, bf16_first ? &times.float32_ms : &times.bf16_ms);
   }
   return times;
 }
