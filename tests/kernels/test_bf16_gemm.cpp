@@ -54,8 +54,9 @@ double value(bf16 x) {
 }
 
 // Sizes around the pair kernel's 12 x 32 tile and the float32 kernel's (6 or 12 rows, 16 or 32
-// columns), a pass of k (256) with an odd k past it, more than one block of rows (192) and
-// panel of columns (the float32 kernel's 512, the pair kernel's 2048), and k = 0.
+// columns), a pass of k (the float32 kernel's 256 terms, the pair kernel's 1024) with an odd k
+// past it, more than one block of rows (192) and panel of columns (the float32 kernel's 1024, the
+// pair kernel's 2048), and k = 0.
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const bool ta : {false, true}) {
@@ -63,12 +64,12 @@ std::vector<Case> cases() {
       out.push_back({1, 1, 1, ta, tb});
       out.push_back({12, 32, 7, ta, tb});
       out.push_back({13, 33, 257, ta, tb});
+      out.push_back({13, 33, 1025, ta, tb});
       out.push_back({37, 53, 71, ta, tb});
       out.push_back({5, 7, 0, ta, tb});
       out.push_back({200, 530, 67, ta, tb});
     }
   }
-  out.push_back({3, 20, 1025, false, false});
   out.push_back({14, 2100, 9, false, true});
   return out;
 }
