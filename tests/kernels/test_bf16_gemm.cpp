@@ -172,7 +172,8 @@ TEST(Bf16Gemm, Float32OutputIsWithinTheFloat32AccumulationBound) {
 }
 
 // bfloat16 C: alpha op(A) op(B) + beta C in float32, rounded once: the bound, and the bits of
-// the float32-output call's result rounded by to_bf16.
+// the float32-output call's result rounded by to_bf16, on both paths (beta = 0 with k within
+// one pass rounds each tile from L1; k = 0, k = 1025 or beta != 0 go through the workspace).
 TEST(Bf16Gemm, Bfloat16OutputIsTheFloat32ResultRoundedOnce) {
   for (const Bf16Kernel kernel : kernels_here()) {
     for (const Case& s : cases()) {
@@ -182,7 +183,8 @@ TEST(Bf16Gemm, Bfloat16OutputIsTheFloat32ResultRoundedOnce) {
         c0[i] = kernels::to_bf16(o.c0[i]);
         o.c0[i] = kernels::bf16_to_float(c0[i]);  // the reference's old C is the bfloat16 one
       }
-      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {0.75f, 0.5f}, {1.0f, 1.0f}}) {
+      for (auto [alpha, beta] :
+           {std::pair{1.0f, 0.0f}, {0.75f, 0.0f}, {0.75f, 0.5f}, {1.0f, 1.0f}}) {
         SCOPED_TRACE(describe(s, kernel, alpha, beta));
         std::vector<bf16> c = c0;
         std::vector<float> wide = o.c0;

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -282,12 +283,17 @@ struct PairScratch {
         b((kPanelColumns + kPairColumns - 1) / kPairColumns * kPairColumns * kDepth / 2) {}
 };
 
-// packed_gemm_bf16 with a pair kernel (the loops of packed_gemm.cpp over pair panels).
+// packed_gemm_bf16 with a pair kernel (the loops of packed_gemm.cpp over pair panels) into a
+// float32 C, or into a bfloat16 C when k fits one pass and beta is 0: each tile of C is the one
+// pass's float32 tile rounded once, as a float32 C rounded afterwards would be.
+template <class Out>
 void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
-               std::size_t ldb, float beta, float* c, std::size_t ldc) {
+               std::size_t ldb, float beta, Out* c, std::size_t ldc) {
   if (m == 0 || n == 0) return;
-  if (!scale_c_first(m, n, k, beta, c, ldc)) return;
+  if constexpr (std::is_same_v<Out, float>) {
+    if (!scale_c_first(m, n, k, beta, c, ldc)) return;
+  }
   thread_local PairScratch scratch;
   const Operand op_a{a, lda, trans_a}, op_b{b, ldb, !trans_b};
   for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
@@ -301,9 +307,19 @@ void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std
         pack_pairs(op_a, ic, mc, pc, kc, kPairRows, scratch.a.data());
         for (std::size_t jr = 0; jr < nc; jr += kPairColumns) {
           for (std::size_t ir = 0; ir < mc; ir += kPairRows) {
-            pair_tile(kernel, std::min(kPairRows, mc - ir), std::min(kPairColumns, nc - jr), pairs,
-                      scratch.a.data() + ir * pairs, scratch.b.data() + jr * pairs,
-                      c + (ic + ir) * ldc + jc + jr, ldc, update);
+            const std::size_t rows = std::min(kPairRows, mc - ir);
+            const std::size_t cols = std::min(kPairColumns, nc - jr);
+            const std::uint32_t* ap = scratch.a.data() + ir * pairs;
+            const std::uint32_t* bp = scratch.b.data() + jr * pairs;
+            Out* tile = c + (ic + ir) * ldc + jc + jr;
+            if constexpr (std::is_same_v<Out, float>) {
+              pair_tile(kernel, rows, cols, pairs, ap, bp, tile, ldc, update);
+            } else {
+              alignas(64) float sum[kPairRows * kPairColumns];
+              pair_kernel(kernel, rows, pairs, ap, bp, sum, kPairColumns, update);
+              for (std::size_t r = 0; r < rows; ++r)
+                round_to_bf16(sum + r * kPairColumns, tile + r * ldc, cols);
+            }
           }
         }
       }
@@ -318,6 +334,17 @@ bool cpu_has_avx512_bf16() {
   return has;
 }
 
+namespace {
+
+void refuse_missing_instruction(Bf16Kernel kernel) {
+  if (kernel == Bf16Kernel::avx512bf16 && !cpu_has_avx512_bf16()) {
+    throw std::logic_error(
+        "kernels: the avx512bf16 GEMM kernel was asked for on a CPU without AVX512-BF16");
+  }
+}
+
+}  // namespace
+
 void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                       std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
                       std::size_t ldb, float beta, float* c, std::size_t ldc) {
@@ -325,16 +352,18 @@ void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t
     packed_gemm_bf16_converted(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  if (kernel == Bf16Kernel::avx512bf16 && !cpu_has_avx512_bf16()) {
-    throw std::logic_error(
-        "kernels: the avx512bf16 GEMM kernel was asked for on a CPU without AVX512-BF16");
-  }
-  pair_gemm(kernel, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  refuse_missing_instruction(kernel);
+  pair_gemm<float>(kernel, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                       std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
                       std::size_t ldb, float beta, bf16* c, std::size_t ldc) {
+  if (kernel != Bf16Kernel::convert_at_pack && beta == 0.0f && k > 0 && k <= kDepth) {
+    refuse_missing_instruction(kernel);
+    pair_gemm<bf16>(kernel, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   thread_local std::vector<float> workspace;
   for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
     const std::size_t width = std::min(kPanelColumns, n - jc);

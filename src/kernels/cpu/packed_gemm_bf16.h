@@ -49,9 +49,11 @@ void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t
                       std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
                       std::size_t ldb, float beta, float* c, std::size_t ldc);
 
-/// The same with a bfloat16 C: each column panel of C (2048 columns) is computed in float32 in a
-/// thread-local workspace of m x 2048 floats (C widened into it first unless beta = 0) and rounded
-/// once per element to bfloat16 (to_bf16), so an element's bits are its float32 result's rounded.
+/// The same with a bfloat16 C, each element its float32 result rounded once (to_bf16). On the
+/// pair kernels with beta = 0 and k within one pass (1 to 1024; the LM head's logits and GPT-2's
+/// MLP product), each 12 x 32 tile's float32 result is rounded from L1 into C; otherwise each
+/// column panel of C (2048 columns) is computed in a thread-local float32 workspace of m x 2048
+/// floats (C widened into it first unless beta = 0) and rounded from there.
 void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                       std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
                       std::size_t ldb, float beta, bf16* c, std::size_t ldc);
