@@ -13,7 +13,8 @@ struct Bf16WeightCopies::Entries {
   struct Copy {
     Tensor weight;  // keeps the parameter's state, the key, alive while the copy is kept
     Tensor operand;
-    bool current = true;  // rounded in the open scope (false: a kept copy of an earlier one)
+    bool current = true;     // rounded in the open scope (false: a kept copy of an earlier one)
+    bool refreshed = false;  // written with the parameter since the last scope (mark_refreshed)
   };
   std::unordered_map<const TensorImpl*, Copy> copies;
 };
@@ -33,6 +34,16 @@ Bf16WeightCopies::Bf16WeightCopies(Bf16WeightCopies&&) noexcept = default;
 
 Bf16WeightCopies& Bf16WeightCopies::operator=(Bf16WeightCopies&&) noexcept = default;
 
+Tensor Bf16WeightCopies::kept_copy(const Tensor& weight) const {
+  const auto found = entries_->copies.find(weight.impl().get());
+  return found == entries_->copies.end() ? Tensor() : found->second.operand;
+}
+
+void Bf16WeightCopies::mark_refreshed(const Tensor& weight) {
+  const auto found = entries_->copies.find(weight.impl().get());
+  if (found != entries_->copies.end()) found->second.refreshed = true;
+}
+
 Bf16WeightScope::Bf16WeightScope() : owner_(open_copies == nullptr) {
   if (!owner_) return;
   own_ = std::make_unique<Bf16WeightCopies::Entries>();
@@ -41,8 +52,10 @@ Bf16WeightScope::Bf16WeightScope() : owner_(open_copies == nullptr) {
 
 Bf16WeightScope::Bf16WeightScope(Bf16WeightCopies& keep) : owner_(open_copies == nullptr) {
   if (!owner_) return;
-  for (auto& [key, copy] : keep.entries_->copies)
-    copy.current = false;
+  for (auto& [key, copy] : keep.entries_->copies) {
+    copy.current = copy.refreshed;
+    copy.refreshed = false;
+  }
   open_copies = keep.entries_.get();
 }
 

@@ -23,6 +23,16 @@ class Bf16WeightCopies {
   Bf16WeightCopies(Bf16WeightCopies&&) noexcept;
   Bf16WeightCopies& operator=(Bf16WeightCopies&&) noexcept;
 
+  /// The bfloat16 copy kept for parameter `weight` (its shape, bfloat16), or an undefined Tensor
+  /// when none is kept (before its first GEMM in a scope on this).
+  Tensor kept_copy(const Tensor& weight) const;
+  /// Declares that every element of weight's kept copy holds weight's present values rounded to
+  /// bfloat16 (the optimizer wrote both in one pass: nn::Optimizer::step), so the
+  /// next scope opened on this hands the copy to GEMMs without rounding the parameter again; a
+  /// scope after that rounds it again as usual. Nothing when no copy is kept. Any other change
+  /// of the parameter before that next scope would leave the copy wrong.
+  void mark_refreshed(const Tensor& weight);
+
   struct Entries;  ///< the copies, keyed by the parameter's shared state (weight_operands.cpp)
 
  private:
@@ -43,7 +53,8 @@ class Bf16WeightScope {
   /// The copies are freed when the scope ends.
   Bf16WeightScope();
   /// The copies are kept in `keep` when the scope ends, and the next scope on `keep` rounds each
-  /// parameter again, on its first use there, into the same buffer.
+  /// parameter again, on its first use there, into the same buffer (unless its copy was marked
+  /// refreshed since: Bf16WeightCopies::mark_refreshed).
   explicit Bf16WeightScope(Bf16WeightCopies& keep);
   ~Bf16WeightScope();
   Bf16WeightScope(const Bf16WeightScope&) = delete;

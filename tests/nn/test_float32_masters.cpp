@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "autograd/weight_operands.h"
 #include "kernels/bf16.h"
+#include "kernels/ops.h"
 #include "nn/optim/adamw.h"
 #include "nn/optim/sgd.h"
 #include "nn/parameter.h"
@@ -115,6 +117,61 @@ TEST(Float32Masters, AdamWUpdatesAndRoundsALargeShardPieceByPiece) {
     ASSERT_EQ(parameter[e],
               rounded(owned ? master[static_cast<std::size_t>(e - first)] : values[e]))
         << "element " << e;
+  }
+}
+
+// Optimizer::step(&copies) rounds the masters into the kept bfloat16 copy of each parameter
+// whose master is whole, in the pieces of its update, and marks it refreshed: the next scope
+// hands that copy to GEMMs as it is (a change of the parameter made after the step, which the
+// contract forbids, shows it was not rounded again), the scope after rounds again; a shard's
+// copy, or a step without `copies`, is rounded again at the next scope.
+TEST(Float32Masters, AStepRefreshesTheKeptCopiesOfWholeParameters) {
+  const kernels::GemmOperandsScope operands(kernels::GemmOperands::bfloat16);
+  const std::int64_t rows = 600, cols = 1000;  // 3 pieces of AdamW's update
+  std::vector<double> values, gradient;
+  for (std::int64_t e = 0; e < rows * cols; ++e) {
+    values.push_back(1.0 + static_cast<double>(e % 997) / 997.0);
+    gradient.push_back(static_cast<double>(e % 101 - 50) / 4096.0);
+  }
+  const auto parameter = [&] {
+    Tensor p = Tensor::from_vector(values, {rows, cols}, DType::f32).set_requires_grad();
+    p.set_grad(Tensor::from_vector(gradient, {rows, cols}, DType::f32));
+    return p;
+  };
+  Tensor whole = parameter(), shard = parameter();
+  const ElementRange shard_range{100, rows * cols - 50};
+  AdamW adamw({{"whole", whole}, {"shard", shard}}, 1e-2, AdamWOptions{},
+              {{0, rows * cols}, shard_range});
+  adamw.keep_float32_masters({{0, rows * cols}, shard_range});
+  autograd::Bf16WeightCopies copies;
+  {
+    const autograd::Bf16WeightScope scope(copies);
+    autograd::weight_operand(whole);
+    autograd::weight_operand(shard);
+  }
+  const auto set_first = [](Tensor& p, double x) {
+    kernels::Buffer first = kernels::Buffer::view(p.buffer(), 0, 1);
+    kernels::fill(first, x);
+  };
+  const auto expect_copy_is = [&](const Tensor& p, const std::vector<double>& want) {
+    const std::vector<double> copy = autograd::weight_operand(p).to_vector();
+    ASSERT_EQ(copy.size(), want.size());
+    for (std::size_t e = 0; e < want.size(); ++e)
+      ASSERT_EQ(copy[e], rounded(want[e])) << "element " << e;
+  };
+  for (const bool refresh : {true, false}) {
+    SCOPED_TRACE(refresh ? "step(&copies)" : "step()");
+    adamw.step(refresh ? &copies : nullptr);
+    const std::vector<double> stepped = whole.to_vector();
+    set_first(whole, 3.0);
+    set_first(shard, 3.0);
+    {
+      const autograd::Bf16WeightScope scope(copies);
+      expect_copy_is(whole, refresh ? stepped : whole.to_vector());
+      expect_copy_is(shard, shard.to_vector());
+    }
+    const autograd::Bf16WeightScope scope(copies);
+    expect_copy_is(whole, whole.to_vector());
   }
 }
 

@@ -38,16 +38,37 @@ void Optimizer::set_lr(double lr) {
   lr_ = lr;
 }
 
-void Optimizer::step() {
+void Optimizer::step(autograd::Bf16WeightCopies* copies) {
+  const bool refresh = copies != nullptr && has_masters();
+  if (refresh) {
+    step_copies_.assign(parameters_.size(), Tensor());
+    copy_written_.assign(parameters_.size(), 0);
+    for (std::size_t i = 0; i < parameters_.size(); ++i) {
+      const Tensor& p = parameters_[i].tensor;
+      if (master_ranges_[i] == ElementRange{0, p.numel()}) step_copies_[i] = copies->kept_copy(p);
+    }
+  }
   update();
+  if (!refresh) return;
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    const Tensor& p = parameters_[i].tensor;
+    if (step_copies_[i].defined() && copy_written_[i] == p.numel()) copies->mark_refreshed(p);
+  }
+  step_copies_.clear();
 }
 
 void Optimizer::write_master(std::size_t i, std::size_t offset, std::size_t count) {
   if (!has_masters() || count == 0) return;
   const ElementRange& range = master_ranges_[i];
   const std::int64_t first = range.begin + static_cast<std::int64_t>(offset);
-  write_rounded(kernels::Buffer::view(masters_[i].buffer(), offset, count), parameters_[i].tensor,
-                {first, first + static_cast<std::int64_t>(count)});
+  const kernels::Buffer piece = kernels::Buffer::view(masters_[i].buffer(), offset, count);
+  write_rounded(piece, parameters_[i].tensor, {first, first + static_cast<std::int64_t>(count)});
+  if (i < step_copies_.size() && step_copies_[i].defined()) {
+    kernels::Buffer copy =
+        kernels::Buffer::view(step_copies_[i].buffer(), static_cast<std::size_t>(first), count);
+    kernels::convert(piece, copy);
+    copy_written_[i] += static_cast<std::int64_t>(count);
+  }
 }
 
 void Optimizer::zero_grad() {

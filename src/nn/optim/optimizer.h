@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "autograd/weight_operands.h"
 #include "nn/parameter.h"
 
 namespace mpitron::nn {
@@ -19,8 +20,14 @@ class Optimizer {
   /// Applies one update to every parameter that has a gradient (in place, without recording).
   /// With float32 masters (keep_float32_masters) the update goes to the masters, and each
   /// updated master's elements of its parameter become the master rounded to bfloat16, piece by
-  /// piece as the update goes (write_master).
-  void step();
+  /// piece as the update goes (write_master). Given `copies` as well, with masters, the step
+  /// also rounds the masters into copies' kept bfloat16 copy of every parameter whose master is
+  /// the whole parameter, in the same pass (the bits the next step's GEMMs would round the
+  /// parameter to), and marks each copy whose elements were all written refreshed
+  /// (autograd::Bf16WeightCopies::mark_refreshed): the next step's GEMMs read it without another
+  /// pass over the parameter. A distributed optimizer's shard (the parameter all-gather writes
+  /// the rest) marks nothing.
+  void step(autograd::Bf16WeightCopies* copies = nullptr);
   /// Sets every parameter's gradient to zero in place (its storage is kept: gradients may be
   /// views of a flat data-parallel buffer); a parameter without a gradient keeps none.
   void zero_grad();
@@ -69,6 +76,10 @@ class Optimizer {
  private:
   std::vector<ElementRange> master_ranges_;
   std::vector<Tensor> masters_;
+  // During step(): the kept copy each whole-parameter master writes into (undefined: none), and
+  // the elements written into it so far.
+  std::vector<Tensor> step_copies_;
+  std::vector<std::int64_t> copy_written_;
 };
 
 }  // namespace mpitron::nn

@@ -179,7 +179,7 @@ StepResult GptTrainer::step(const std::vector<TokenBatch>& micro_batches, double
   clip_gradients(parameters_, result.grad_norm, options_.grad_clip,
                  gradients_.sharded() ? &gradients_.owned() : nullptr);
   optimizer_->set_lr(lr);
-  optimizer_->step();
+  optimizer_->step(&weight_copies_);
   result.phases.optimizer = clock.lap();
   gradients_.all_gather_parameters(options_.bf16 ? comm::Wire::bf16 : comm::Wire::native);
   result.phases.parameter_all_gather = clock.lap();
