@@ -233,7 +233,10 @@ class GemmOperandsScope {
 enum class Bf16GemmPath { convert_at_pack, avx512bf16 };
 
 /// avx512bf16 when this CPU reports AVX512-BF16 (cpuid leaf 7 subleaf 1, EAX bit 5, with
-/// AVX512F), else convert_at_pack. Asked once per process.
+/// AVX512F), else convert_at_pack; the environment variable MPITRON_BF16_GEMM (`auto`,
+/// `avx512bf16` or `convert-at-pack`) chooses instead, so that a CPU with the instruction can run
+/// and time what one without it runs. Read once per process (the app's start-up asks first).
+/// Throws std::invalid_argument for another value, or for `avx512bf16` on a CPU without it.
 Bf16GemmPath bf16_gemm_path();
 
 /// "convert-at-pack fp32" or "avx512bf16".

@@ -167,6 +167,17 @@ mpitron_add_expect_test(bench_gemm_bfloat16_names_its_path TARGET mpitron NP 1 T
   EXPECT_OUTPUT "bench gemm: bfloat16 .path: (avx512bf16. beside mpitron's float32[^\n]*FMA peak[^\n]*VDPBF16PS peak [0-9.]+ GFLOP/s|convert-at-pack fp32. beside mpitron's float32[^\n]*FMA peak)"
                 "mpitron +bf16>f32 +bf16>bf16 +% peak\n"
                 "GPT-2 124M +lm head +dW +50304 x 768 x 512 +[0-9.]+ +[0-9.]+ +[0-9.]+ ")
+# MPITRON_BF16_GEMM=convert-at-pack runs, on any CPU, the path of a CPU without AVX512-BF16; any
+# other value than auto, avx512bf16 and convert-at-pack is one error line per rank.
+mpitron_add_expect_test(bench_gemm_bfloat16_forced_convert_at_pack TARGET mpitron NP 1 TIMEOUT 120
+  ARGS bench gemm --dtype bfloat16 --seconds 0.01 ${cli_logs}
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "bench gemm: bfloat16 .path: convert-at-pack fp32. beside mpitron's float32")
+set_tests_properties(bench_gemm_bfloat16_forced_convert_at_pack PROPERTIES
+                     ENVIRONMENT "MPITRON_BF16_GEMM=convert-at-pack")
+cli_bad_test(bf16_gemm_variable 2
+             "MPITRON_BF16_GEMM 'fast' is not one of: auto, avx512bf16, convert-at-pack" validate)
+set_tests_properties(cli_bad_bf16_gemm_variable PROPERTIES ENVIRONMENT "MPITRON_BF16_GEMM=fast")
 mpitron_add_expect_test(bench_gemm_bad_seconds TARGET mpitron NP 1 TIMEOUT 60
   ARGS bench gemm --seconds 100 ${cli_logs}
   EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: --seconds must be in .0, 60., got 100")

@@ -283,6 +283,11 @@ void configure_communication(const CommonOptions& options, comm::Communicator& w
     throw comm::ConfigError(
         fmt::format("{} {}: {}", options.gemm.empty() ? "MPITRON_GEMM" : "--gemm", gemm, e.what()));
   }
+  try {
+    kernels::bf16_gemm_path();  // reads MPITRON_BF16_GEMM
+  } catch (const std::invalid_argument& e) {
+    throw comm::ConfigError(e.what());
+  }
   if (kernels::cpu_threads() > 1 && !kernels::cpu_openmp_available()) {
     throw comm::ConfigError(fmt::format(
         "{} {}: this build of mpitron has no OpenMP (the compiler's OpenMP was not found), so "

@@ -389,8 +389,31 @@ GemmProvider parse_gemm_provider(const std::string& text) {
                               "' is not one of: auto, eigen, blas, mpitron");
 }
 
+namespace {
+
+Bf16GemmPath chosen_bf16_gemm_path() {
+  const bool has = cpu::cpu_has_avx512_bf16();
+  const char* variable = std::getenv("MPITRON_BF16_GEMM");
+  const std::string chosen = variable != nullptr && *variable != '\0' ? variable : "auto";
+  if (chosen == "auto") return has ? Bf16GemmPath::avx512bf16 : Bf16GemmPath::convert_at_pack;
+  if (chosen == "convert-at-pack") return Bf16GemmPath::convert_at_pack;
+  if (chosen != "avx512bf16") {
+    throw std::invalid_argument("MPITRON_BF16_GEMM '" + chosen +
+                                "' is not one of: auto, avx512bf16, convert-at-pack");
+  }
+  if (!has) {
+    throw std::invalid_argument(
+        "MPITRON_BF16_GEMM avx512bf16: this CPU has no AVX512-BF16 (no avx512_bf16 in its "
+        "flags)");
+  }
+  return Bf16GemmPath::avx512bf16;
+}
+
+}  // namespace
+
 Bf16GemmPath bf16_gemm_path() {
-  return cpu::cpu_has_avx512_bf16() ? Bf16GemmPath::avx512bf16 : Bf16GemmPath::convert_at_pack;
+  static const Bf16GemmPath path = chosen_bf16_gemm_path();
+  return path;
 }
 
 std::string to_string(Bf16GemmPath path) {
