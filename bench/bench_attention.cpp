@@ -1,11 +1,12 @@
-// Causal attention forward + backward in float32 (arguments: seq, slices = batch x heads,
-// head_dim): one GPT-2 layer's heads (12 heads of head_dim 64, one sequence) at seq 256, 1024 and
-// 2048, and one README train example layer's micro-batch (4 sequences x 8 heads of head_dim 32 at
-// seq 128). The fused kernels (attention_forward / attention_backward: blocked online softmax,
-// key blocks above the diagonal skipped, nothing of size [seq, seq] stored) beside the unfused op
-// sequence the references run (scores GEMM, causal softmax, P V GEMM; backward dV = P^T dO,
-// dP = dO V^T, softmax backward, dQ = dS K, dK = dS^T Q), whose [heads, seq, seq] scores,
-// probabilities and their gradients are the counter `score_bytes`.
+// Causal attention forward + backward in float32, and fused with q, k, v and o bfloat16 as
+// train --bf16 keeps them (arguments: seq, slices = batch x heads, head_dim): one GPT-2 layer's
+// heads (12 heads of head_dim 64, one sequence) at seq 256, 1024 and 2048, and one README train
+// example layer's micro-batch (4 sequences x 8 heads of head_dim 32 at seq 128). The fused kernels
+// (attention_forward / attention_backward: blocked online softmax, key blocks above the diagonal
+// skipped, nothing of size [seq, seq] stored) beside the unfused op sequence the references run
+// (scores GEMM, causal softmax, P V GEMM; backward dV = P^T dO, dP = dO V^T, softmax backward, dQ =
+// dS K, dK = dS^T Q), whose [heads, seq, seq] scores, probabilities and their gradients are the
+// counter `score_bytes`.
 #include <cmath>
 #include <cstdint>
 
@@ -57,6 +58,26 @@ void fused(benchmark::State& state, Device device) {
   state.counters["score_bytes"] = 0;
 }
 
+// The fused kernels on bfloat16 q, k, v and o (float32 lse, dout and gradients), the inputs
+// rounded from the float32 ones.
+void fused_bf16(benchmark::State& state, Device device) {
+  Inputs in(state, device);
+  Buffer lse(in.heads * in.seq, DType::f32, device);
+  Buffer q(in.n, DType::bf16, device), kk(in.n, DType::bf16, device);
+  Buffer v(in.n, DType::bf16, device), o(in.n, DType::bf16, device);
+  k::convert(in.q, q);
+  k::convert(in.kk, kk);
+  k::convert(in.v, v);
+  for (auto _ : state) {
+    k::attention_forward(q, kk, v, in.seq, in.head_dim, true, in.scale, in.o, lse);
+    k::convert(in.o, o);
+    k::attention_backward(q, kk, v, o, lse, in.dout, in.seq, in.head_dim, true, in.scale, in.dq,
+                          in.dk, in.dv);
+    k::synchronize(device);
+  }
+  state.counters["score_bytes"] = 0;
+}
+
 void unfused(benchmark::State& state, Device device) {
   Inputs in(state, device);
   const std::size_t s = in.seq, d = in.head_dim, heads = in.heads, ss = s * s, sd = s * d;
@@ -89,6 +110,7 @@ void sizes(benchmark::internal::Benchmark* b) {
 int main(int argc, char** argv) {
   return mpitron::bench::run_benchmarks(argc, argv, [] {
     mpitron::bench::register_on_devices("attention_fused", fused, sizes);
+    mpitron::bench::register_on_devices("attention_fused_bf16", fused_bf16, sizes);
     mpitron::bench::register_on_devices("attention_unfused", unfused, sizes);
   });
 }

@@ -123,9 +123,10 @@ void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffe
 /// -inf; key blocks entirely above the diagonal are skipped). scale is usually 1 / sqrt(head_dim)
 /// (Vaswani et al., arXiv:1706.03762, sec. 3.2.1). Deterministic: each output element is written
 /// by one task, in a fixed order. q, k and v may be bfloat16 with float32 o and lse (train
-/// --bf16's kept copies): they are widened exactly as they are read, so the results have the bits
-/// of float32 q, k and v holding the same values. Throws std::invalid_argument when seq or
-/// head_dim is 0, q's numel is not a multiple of seq head_dim, or the dtypes pair otherwise.
+/// --bf16's kept copies): on the CPU each task widens its rows of them exactly into float32
+/// scratch once, so the results have the bits of float32 q, k and v holding the same values. Throws
+/// std::invalid_argument when seq or head_dim is 0, q's numel is not a multiple of seq head_dim, or
+/// the dtypes pair otherwise.
 void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
                        std::size_t head_dim, bool causal, double scale, Buffer& o, Buffer& lse);
 

@@ -1,7 +1,8 @@
 // CPU loops of the fused attention (kernels::attention_forward / attention_backward): tiles of
 // kBlockQ queries x kBlockK keys, their products through mpitron's packed GEMM in float32
 // (cpu/packed_gemm.h; the provider's GEMM in float64; bfloat16 q, k, v and o, train --bf16's
-// kept copies, are widened exactly as the GEMM packs them), and between them the per-row math of
+// kept copies, are widened exactly once per task into float32 scratch, so the tiles multiply
+// float32 operands read in place as a float32 call's do), and between them the per-row math of
 // kernels/attention_math.h, which the CUDA kernel runs too, in plain loops over a tile's rows
 // (float32 exponentials through the vectorizable exp_f32). Every output row is written by
 // exactly one task of an outer loop over independent tasks, spread over cpu_threads() threads:
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "kernels/attention_math.h"
+#include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/erf_f32.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
@@ -45,13 +47,16 @@ struct Attention {
       Tile<T> tile;
       T* out = o + slice + i0 * d;  // written by the first block's P V, then accumulated
       T max[kBlockQ], sum[kBlockQ];
-      std::fill(max, max + rows, math::negative_infinity<T>());  // sum: set by key block 0
-      const std::size_t key_end = causal ? i0 + rows : seq;      // later blocks are all masked
+      std::fill(max, max + rows, math::negative_infinity<T>());      // sum: set by key block 0
+      const std::size_t key_end = causal ? i0 + rows : seq;          // later blocks are all masked
+      const Widened<T, In> q_rows(q + slice + i0 * d, rows * d, 0);  // the task's query rows
+      const Widened<T, In> keys(k + slice, key_end * d, 1), values(v + slice, key_end * d, 2);
       for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
         const RowBlocks blocks = row_blocks(causal, i0, rows, j0, std::min(kBlockK, key_end - j0));
         for (std::size_t b = 0; b < blocks.count; ++b) {
           const auto [first, height, cols] = blocks.block[b];
-          tile.scores(q + slice, k + slice, d, i0 + first, height, j0, cols, causal, scale);
+          tile.scores(q_rows.data + first * d, keys.data, d, i0 + first, height, j0, cols, causal,
+                      scale);
           for (std::size_t r = first; r < first + height; ++r) {
             T block_sum;
             T alpha = math::online_softmax_block(tile.s + (r - first) * cols, cols, max[r],
@@ -63,7 +68,7 @@ struct Attention {
               math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
             }
           }
-          product(false, height, d, cols, tile.s, v + slice + j0 * d, out + first * d,
+          product(false, height, d, cols, tile.s, values.data + j0 * d, out + first * d,
                   j0 > 0);  // O (+)= P V
         }
       }
@@ -85,6 +90,8 @@ struct Attention {
     parallel_tasks(batch_heads, [=](std::size_t task) {
       const std::size_t slice = task * seq * d;
       Tile<T> tile;
+      const Widened<T, In> qs(q + slice, seq * d, 0), ks(k + slice, seq * d, 1);
+      const Widened<T, In> vs(v + slice, seq * d, 2);
       thread_local std::vector<T> delta;  // D of each of the slice's query rows
       delta.resize(seq);
       for (std::size_t i = 0; i < seq; ++i)
@@ -102,15 +109,13 @@ struct Attention {
           for (std::size_t b = blocks.count; b-- > 0;) {
             const auto [first, height, seen] = blocks.block[b];
             const std::size_t i = i0 + first;
-            tile.score_grads(q + slice, k + slice, v + slice, delta.data(), lse + slice / d,
-                             dout + slice, d, i, height, j0, seen, causal, scale);
+            tile.score_grads(qs.data, ks.data, vs.data, delta.data(), lse + slice / d, dout + slice,
+                             d, i, height, j0, seen, causal, scale);
             const bool kv_seen = i0 > first_i0 || b + 1 < blocks.count;
             product(true, seen, d, height, tile.s, dout + slice + i * d, dv + slice + j0 * d,
                     kv_seen);
-            product(true, seen, d, height, tile.ds, q + slice + i * d, dk + slice + j0 * d,
-                    kv_seen);
-            product(false, height, d, seen, tile.ds, k + slice + j0 * d, dq + slice + i * d,
-                    j0 > 0);
+            product(true, seen, d, height, tile.ds, qs.data + i * d, dk + slice + j0 * d, kv_seen);
+            product(false, height, d, seen, tile.ds, ks.data + j0 * d, dq + slice + i * d, j0 > 0);
           }
         }
       }
@@ -190,20 +195,31 @@ struct Attention {
     return {task / blocks * seq * d, first, std::min(block, seq - first)};
   }
 
+  /// `count` elements of q, k or v as T: the input itself when In is T; bfloat16 widened
+  /// (exactly) into the thread's scratch `slot` (0-2, one per operand), kept between calls.
+  template <class T, class In>
+  struct Widened {
+    const T* data;
+
+    Widened(const In* x, std::size_t count, std::size_t slot) {
+      if constexpr (std::is_same_v<In, T>) {
+        data = x;
+      } else {
+        thread_local std::vector<T> scratch[3];
+        scratch[slot].resize(count);
+        widen_bf16(x, scratch[slot].data(), count);
+        data = scratch[slot].data();
+      }
+    }
+  };
+
   /// c[m, n] = alpha op(a) op(b) + beta c for a tile (row-major, packed: op(a) [m, inner] stored
   /// [inner, m] when trans_a, op(b) [inner, n] stored [n, inner] when trans_b): the packed GEMM
-  /// in float32, which a product this small reaches without a provider's per-call work; a
-  /// bfloat16 operand (A float32 or bfloat16, B bfloat16) is widened as it is packed, which gives
-  /// packed_sgemm's bits on its float32 values.
-  template <class A, class B>
+  /// in float32, which a product this small reaches without a provider's per-call work.
   static void tile_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t inner,
-                        float alpha, const A* a, const B* b, float beta, float* c) {
+                        float alpha, const float* a, const float* b, float beta, float* c) {
     const std::size_t lda = trans_a ? m : inner, ldb = trans_b ? inner : n;
-    if constexpr (std::is_same_v<B, float>) {
-      packed_sgemm(trans_a, trans_b, m, n, inner, alpha, a, lda, b, ldb, beta, c, n);
-    } else {
-      packed_gemm_bf16_converted(trans_a, trans_b, m, n, inner, alpha, a, lda, b, ldb, beta, c, n);
-    }
+    packed_sgemm(trans_a, trans_b, m, n, inner, alpha, a, lda, b, ldb, beta, c, n);
   }
   static void tile_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t inner,
                         double alpha, const double* a, const double* b, double beta, double* c) {
@@ -212,10 +228,10 @@ struct Attention {
 
   /// c[m, n] += op(a) b, or c = op(a) b when not `accumulate` (c's old contents unread), with
   /// op(a) [m, inner] (a stored [m, inner], or [inner, m] when `trans_a`) and b [inner, n], all
-  /// row-major and packed; b of T, or bfloat16 with T = float.
-  template <class T, class B>
+  /// row-major and packed.
+  template <class T>
   static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const T* a,
-                      const B* b, T* c, bool accumulate) {
+                      const T* b, T* c, bool accumulate) {
     tile_gemm(trans_a, false, m, n, inner, T(1), a, b, accumulate ? T(1) : T(0), c);
   }
 
@@ -232,12 +248,11 @@ struct Attention {
       ds = s + kBlockQ * kBlockK;
     }
 
-    /// s = scale q k^T of queries [i0, i0 + rows) and keys [j0, j0 + cols) of one slice
-    /// ([seq, d] each), masked entries -inf.
-    template <class In>
-    void scores(const In* q, const In* k, std::size_t d, std::size_t i0, std::size_t rows,
+    /// s = scale q k^T of queries [i0, i0 + rows) (their rows q_rows, [rows, d]) and keys
+    /// [j0, j0 + cols) of one slice (k [seq, d]), masked entries -inf.
+    void scores(const T* q_rows, const T* k, std::size_t d, std::size_t i0, std::size_t rows,
                 std::size_t j0, std::size_t cols, bool causal, T scale) {
-      tile_gemm(false, true, rows, cols, d, scale, q + i0 * d, k + j0 * d, T(0), s);
+      tile_gemm(false, true, rows, cols, d, scale, q_rows, k + j0 * d, T(0), s);
       if (!causal || j0 + cols <= i0 + 1) return;  // the tile lies on or below the diagonal
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t c = 0; c < cols; ++c) {
@@ -251,11 +266,10 @@ struct Attention {
     /// The tile's probabilities P = exp(S - lse) in s and scale dS = scale P (dP - D) in ds,
     /// with dP = dO v^T, recomputed from q, k, v, lse and dout, and D = rowsum(dO * O) given per
     /// query row of the slice (`delta`, [seq]).
-    template <class In>
-    void score_grads(const In* q, const In* k, const In* v, const T* delta, const T* lse,
+    void score_grads(const T* q, const T* k, const T* v, const T* delta, const T* lse,
                      const T* dout, std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
                      std::size_t cols, bool causal, T scale) {
-      scores(q, k, d, i0, rows, j0, cols, causal, scale);
+      scores(q + i0 * d, k, d, i0, rows, j0, cols, causal, scale);
       tile_gemm(false, true, rows, cols, d, T(1), dout + i0 * d, v + j0 * d, T(0), ds);
       for (std::size_t r = 0; r < rows; ++r) {
         const std::size_t i = i0 + r;
