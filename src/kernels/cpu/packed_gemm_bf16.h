@@ -30,9 +30,9 @@ bool cpu_has_avx512_bf16();
 /// stored [m, k] with leading dimension lda (or [k, m] when trans_a) and B stored [k, n] with
 /// ldb (or [n, k] when trans_b), on one thread with `kernel`. beta = 0 never reads C; beta = 1
 /// accumulates into it. As in packed_sgemm: C = beta C first unless beta is 0 or 1, then k in
-/// passes of 256 terms, each summed from zero and added as one fused alpha * pass + C (the first
-/// pass with beta = 0 stores alpha * pass), so any block of the product has the whole call's
-/// bits.
+/// passes (of packed_sgemm's 256 terms on convert_at_pack, of 1024 on the pair kernels), each
+/// summed from zero and added as one fused alpha * pass + C (the first pass with beta = 0 stores
+/// alpha * pass), so any block of the product has the whole call's bits.
 ///
 /// The pair kernels (avx512bf16 and its emulation) sum a pass as VDPBF16PS does (Intel 64 and
 /// IA-32 Architectures Software Developer's Manual, vol. 2, "VDPBF16PS"): per element of C,
