@@ -48,6 +48,8 @@ cli_bad_test(generate_gelu_with_llama 2 "--gelu is GPT-2's MLP activation, and -
              generate --init-from ${PROJECT_SOURCE_DIR}/tests/data/hf_llama_tied --gelu tanh --prompt x)
 cli_bad_test(eval_seq_zero 2 "--seq must be in [1, 16] (the model's block size), got 0"
              eval --load ${cli_ckpt} --data ${cli_text} --seq 0)
+cli_bad_test(train_seq_zero 2 "--seq must be >= 1, got 0"
+             train --data ${cli_text} --seq 0 --steps 1)
 cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"
              eval --load ${cli_ckpt} --data ${CMAKE_CURRENT_BINARY_DIR})
 cli_bad_test(train_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"

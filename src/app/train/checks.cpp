@@ -114,6 +114,7 @@ void check_family_flags(const TrainOptions& o, nn::Arch arch) {
 
 void check_train_flags(const TrainOptions& o, const nn::GptConfig& config, const ParallelSizes& s) {
   check_train_settings(o);
+  if (o.seq < 1) throw comm::ConfigError(fmt::format("--seq must be >= 1, got {}", o.seq));
   if (config.layers >= 1 && o.virtual_stages > config.layers) {
     throw comm::ConfigError(fmt::format("--virtual-stages {} is more than the {} layers",
                                         o.virtual_stages, config.layers));
