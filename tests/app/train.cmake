@@ -127,13 +127,19 @@ mpitron_add_expect_test(train_llama32_scaling_stated TARGET mpitron NP 1 TIMEOUT
 # --bf16 is stated in the start-up line.
 mpitron_add_expect_test(train_bf16_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS train ${train_small} --bf16 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bf16
-  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs, float32 master")
+  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs \\((avx512bf16|convert-at-pack fp32)\\), float32 master")
+# The CPU path is named, as MPITRON_BF16_GEMM chose it (the paths differ in bits).
+mpitron_add_expect_test(train_bf16_gemm_path_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train ${train_small} --bf16 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bf16_path
+  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs \\(convert-at-pack fp32\\), float32 master")
+set_tests_properties(train_bf16_gemm_path_stated PROPERTIES
+                     ENVIRONMENT "MPITRON_BF16_GEMM=convert-at-pack")
 # --grad-reduce-in-bf16 too, at dp 2.
 mpitron_add_expect_test(train_grad_reduce_in_bf16_stated TARGET mpitron NP 2 TIMEOUT 60
   MAX_SECONDS 30
   ARGS train ${train_small} --dp 2 --bf16 --grad-reduce-in-bf16
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_grad_reduce_bf16
-  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs and DP gradient reduction, float32 master"
+  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs \\([a-z0-9 -]+\\) and DP gradient reduction, float32 master"
                               "step 3/3 loss"
                               "communication per step \\(rank 0, payload it hands to each group, mean\\): dp [0-9.]+ MiB")
 # At dp 1 there is no reduction for it to act on, and the line says so.
@@ -141,7 +147,7 @@ mpitron_add_expect_test(train_grad_reduce_in_bf16_dp1_stated TARGET mpitron NP 1
   MAX_SECONDS 30
   ARGS train ${train_small} --bf16 --grad-reduce-in-bf16
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_grad_reduce_bf16_dp1
-  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs, float32 master; --grad-reduce-in-bf16 has no DP gradient reduction to act on at dp 1")
+  EXPECT_EXIT 0 EXPECT_OUTPUT "bfloat16 GEMMs \\([a-z0-9 -]+\\), float32 master; --grad-reduce-in-bf16 has no DP gradient reduction to act on at dp 1")
 
 # --recompute is stated in the start-up line, as bench states it.
 mpitron_add_expect_test(train_recompute_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

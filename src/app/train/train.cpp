@@ -45,14 +45,19 @@ std::string family_text(const nn::GptConfig& c) {
   return c.gelu == nn::GeluForm::tanh ? ", tanh GELU" : "";
 }
 
-// The start-up line's words for the precision: the dtype, or what --bf16 rounds and where the
-// gradients are reduced across the `sharing` ranks of the DP x CP group.
-std::string precision_text(const TrainOptions& o, int sharing) {
+// The start-up line's words for the precision: the dtype, or what --bf16 rounds, the bfloat16
+// GEMM's path on `device` (the CPU paths differ in bits, so runs compared bit for bit must share
+// one) and where the gradients are reduced across the `sharing` ranks of the DP x CP group.
+std::string precision_text(const TrainOptions& o, kernels::Device device, int sharing) {
   if (!o.bf16) return o.dtype;
-  if (!o.grad_reduce_in_bf16) return "bfloat16 GEMMs, float32 master";
-  return sharing > 1 ? "bfloat16 GEMMs and DP gradient reduction, float32 master"
-                     : "bfloat16 GEMMs, float32 master; --grad-reduce-in-bf16 has no DP "
-                       "gradient reduction to act on at dp 1";
+  const std::string gemms = fmt::format(
+      "bfloat16 GEMMs ({})",
+      device == kernels::Device::cpu ? kernels::to_string(kernels::bf16_gemm_path()) : "cuBLAS");
+  if (!o.grad_reduce_in_bf16) return gemms + ", float32 master";
+  return sharing > 1 ? gemms + " and DP gradient reduction, float32 master"
+                     : gemms +
+                           ", float32 master; --grad-reduce-in-bf16 has no DP gradient "
+                           "reduction to act on at dp 1";
 }
 
 std::vector<nn::TokenBatch> micro_batches(const nn::TokenCorpus& corpus,
@@ -99,8 +104,9 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
           ? fmt::format(" cp={} ({})", run.sizes.cp, nn::cp_comm_name(run.train.cp_comm))
           : std::string(),
       nn::counted(world.size(), "rank"), device_text(run.device),
-      precision_text(o, run.sizes.dp * run.sizes.cp), nn::counted(run.config.layers, "layer"),
-      run.config.hidden, nn::counted(run.config.heads, "head"), o.seq,
+      precision_text(o, run.device, run.sizes.dp * run.sizes.cp),
+      nn::counted(run.config.layers, "layer"), run.config.hidden,
+      nn::counted(run.config.heads, "head"), o.seq,
       run.config.block_size != o.seq ? fmt::format(" (positions {})", run.config.block_size)
                                      : std::string(),
       run.config.vocab,
