@@ -345,20 +345,20 @@ struct Panels {
   }
 };
 
-// packed_sgemm, or packed_gemm_bf16_converted with a bfloat16 B (InB) and A (InA) of either:
-// the operands are widened to float32 as they are packed, and row-major bfloat16 A is always
-// copied (widened), never read in place. Copied or in place, A gives the same bits, so bfloat16
-// inputs give the bits of packed_sgemm on their float32 values.
-template <class InA, class InB>
+// packed_sgemm (In float), or packed_gemm_bf16_converted (In bf16): bfloat16 operands are
+// widened to float32 as they are packed, and row-major bfloat16 A is always copied (widened),
+// never read in place. Copied or in place, A gives the same bits, so bfloat16 inputs give the
+// bits of packed_sgemm on their float32 values.
+template <class In>
 void packed_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
-                 float alpha, const InA* a, std::size_t lda, const InB* b, std::size_t ldb,
+                 float alpha, const In* a, std::size_t lda, const In* b, std::size_t ldb,
                  float beta, float* c, std::size_t ldc) {
   if (m == 0 || n == 0) return;
   if (!scale_c_first(m, n, k, beta, c, ldc)) return;
   thread_local Scratch scratch;
   // Row-major A is read in place, or from a copy of its rows where they share L1 sets or are
   // bfloat16; transposed A is packed.
-  const bool copies_a = !trans_a && (std::is_same_v<InA, bf16> || rows_share_l1_sets(lda));
+  const bool copies_a = !trans_a && (std::is_same_v<In, bf16> || rows_share_l1_sets(lda));
   const std::size_t a_stride = copies_a ? kPaddedDepth : lda;
   // Rows [ic, ic + mc) of C, columns [jc, jc + nc), one pass of kc terms from pc with op(B)'s
   // panel packed at `panel`.
@@ -368,7 +368,7 @@ void packed_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::
     if (trans_a) pack_transposed_a(a, lda, ic, mc, pc, kc, scratch.a.data());
     if (copies_a) copy_a_rows(a, lda, ic, mc, pc, kc, scratch.a.data());
     const float* a_rows = scratch.a.data();
-    if constexpr (std::is_same_v<InA, float>) {
+    if constexpr (std::is_same_v<In, float>) {
       if (!copies_a) a_rows = a + ic * lda + pc;
     }
     for (std::size_t jr = 0; jr < nc; jr += kColumns) {
@@ -434,13 +434,6 @@ void packed_sgemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std:
 
 void packed_gemm_bf16_converted(bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                                 std::size_t k, float alpha, const bf16* a, std::size_t lda,
-                                const bf16* b, std::size_t ldb, float beta, float* c,
-                                std::size_t ldc) {
-  packed_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-void packed_gemm_bf16_converted(bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                                std::size_t k, float alpha, const float* a, std::size_t lda,
                                 const bf16* b, std::size_t ldb, float beta, float* c,
                                 std::size_t ldc) {
   packed_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -46,14 +46,6 @@ void packed_gemm_bf16_converted(bool trans_a, bool trans_b, std::size_t m, std::
                                 const bf16* b, std::size_t ldb, float beta, float* c,
                                 std::size_t ldc);
 
-/// The same with a float32 A: C has the bits of packed_sgemm on A and B's float32 values (the
-/// fused attention's products of float32 probabilities or gradients with bfloat16 keys, values
-/// or queries, cpu/attention.h).
-void packed_gemm_bf16_converted(bool trans_a, bool trans_b, std::size_t m, std::size_t n,
-                                std::size_t k, float alpha, const float* a, std::size_t lda,
-                                const bf16* b, std::size_t ldb, float beta, float* c,
-                                std::size_t ldc);
-
 /// The first step of the packed GEMMs on C[m, n] (row stride ldc): C = beta C unless beta is 0 or
 /// 1 (beta 0 stores zeros only when k = 0, so C is never read then), after which `beta` is 1 for
 /// the passes. Returns false when k = 0: C = beta C is then the whole product.
