@@ -72,6 +72,29 @@ foreach(case
                        FIXTURES_REQUIRED gpt2_non_finite)
 endforeach()
 
+# Finite weights of 3.39e38 (plant_non_finite.py --huge; below bfloat16's rounding to infinity)
+# are taken at load and overflow float32: generate stops before drawing from NaN logits, and
+# train names the weights it started from, not the learning rate; one line on every rank, exit 1.
+add_test(NAME gpt2_formats_huge_setup
+         COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/plant_non_finite.py
+                 ${PROJECT_SOURCE_DIR}/tests/data/gpt_export_expected.safetensors
+                 ${gpt2_work}/huge/gpt.safetensors --tensor transformer.h.0.ln_2.weight --huge)
+set_tests_properties(gpt2_formats_huge_setup PROPERTIES FIXTURES_SETUP gpt2_huge)
+mpitron_add_expect_test(gpt2_formats_huge_generate TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS generate --tp 2 --bf16 --init-from ${gpt2_work}/huge/gpt.safetensors --heads 2 --prompt ab
+       --tokens 3 --log-dir ${gpt2_work}/logs_huge
+  EXPECT_EXIT 1
+  EXPECT_OUTPUT "rank 0: error: generate: [^\n]*gpt.safetensors: the logits of generated token 1 hold NaN: the model's values overflow float32 on this prompt"
+                "rank 1: error: generate: [^\n]*: the logits of generated token 1 hold NaN")
+mpitron_add_expect_test(gpt2_formats_huge_train TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train --tp 2 --init-from ${gpt2_work}/huge/gpt.safetensors --heads 2 --seq 8 --steps 2
+       --log-dir ${gpt2_work}/logs_huge
+  EXPECT_EXIT 1
+  EXPECT_OUTPUT "rank 0: error: the loss at step 1 is NaN, from the weights this run started from .before any update.: the model's values overflow float32 on this data"
+                "rank 1: error: the loss at step 1 is NaN, from the weights this run started from")
+set_tests_properties(gpt2_formats_huge_generate gpt2_formats_huge_train PROPERTIES
+                     FIXTURES_REQUIRED gpt2_huge)
+
 # export --dtype bfloat16 writes llm.c's version 5 (and BF16 safetensors), which --init-from reads
 # back (bfloat16 widens exactly).
 mpitron_add_expect_test(gpt2_formats_export_bf16 TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30

@@ -19,6 +19,7 @@
 #include "kernels/bf16.h"
 #include "kernels/ops.h"
 #include "nn/fault_injection.h"
+#include "nn/models/generate.h"
 #include "nn/optim/lr_schedule.h"
 #include "nn/train/gpt_trainer.h"
 
@@ -512,14 +513,20 @@ std::vector<Tensor> tensors_of(const Parameters& parameters) {
 // A float32 weight beyond bfloat16's largest finite value rounds to infinity: a --bf16 trainer
 // refuses it when it is built, with comm::ConfigError on every rank naming the parameter; a
 // float32 trainer takes it.
-TEST(GptTraining, Bf16RefusesWeightsThatRoundToInfinity) {
-  const comm::ParallelTopology topology(test::world(), 1, 1, test::world().size());
+// gpt2_init(3) of kConfig with `value` planted at element 5 of the parameters whose names end
+// with `suffix`.
+MasterInit init_with_planted(const std::string& suffix, float value) {
   const MasterInit base = gpt2_init(3, kConfig.layers, DType::f32, Device::cpu);
-  const MasterInit init = [&](const ParameterSpec& spec) {
+  return [base, suffix, value](const ParameterSpec& spec) {
     Tensor t = base(spec);
-    if (spec.name.ends_with("attn.c_proj.weight")) t.buffer().data_as<float>()[5] = 3.4e38f;
+    if (spec.name.ends_with(suffix)) t.buffer().data_as<float>()[5] = value;
     return t;
   };
+}
+
+TEST(GptTraining, Bf16RefusesWeightsThatRoundToInfinity) {
+  const comm::ParallelTopology topology(test::world(), 1, 1, test::world().size());
+  const MasterInit init = init_with_planted("attn.c_proj.weight", 3.4e38f);
   GptTrainOptions options;
   options.bf16 = true;
   try {
@@ -537,6 +544,27 @@ TEST(GptTraining, Bf16RefusesWeightsThatRoundToInfinity) {
         << message;
   }
   EXPECT_NO_THROW(GptTrainer(kConfig, init, topology, GptTrainOptions{}));
+}
+
+// A finite weight whose values overflow float32 (3.39e38, below bfloat16's rounding to infinity,
+// so not refused) makes the logits NaN: generate throws NonFiniteLogits at the first generated
+// token instead of drawing from them, on every rank (each gathers the same logits); the same
+// model without that weight generates.
+TEST(GptGeneration, NonFiniteLogitsAreAnErrorNotASample) {
+  const comm::ParallelTopology topology(test::world(), 1, 1, test::world().size());
+  const MasterInit base = gpt2_init(3, kConfig.layers, DType::f32, Device::cpu);
+  const MasterInit huge = init_with_planted("h.0.mlp.c_fc.weight", 3.39e38f);
+  const std::vector<std::int64_t> prompt{72, 105};
+  try {
+    generate(GptStage(kConfig, huge, topology), topology.tp_comm(), prompt, 3, SamplingOptions{});
+    ADD_FAILURE() << "no error";
+  } catch (const NonFiniteLogits& e) {
+    EXPECT_STREQ(e.what(), "the logits of generated token 1 hold NaN");
+  }
+  EXPECT_EQ(
+      generate(GptStage(kConfig, base, topology), topology.tp_comm(), prompt, 3, SamplingOptions{})
+          .size(),
+      5u);
 }
 
 TEST(GptTraining, Bf16MasterWeightsKeepUpdatesBelowBfloat16Resolution) {

@@ -131,8 +131,14 @@ int run_generate(const GenerateOptions& o, comm::Communicator world) {
     for (const char ch : o.prompt)
       prompt.push_back(static_cast<unsigned char>(ch));
   }
-  const std::vector<std::int64_t> ids =
-      nn::generate(stage, topology.tp_comm(), prompt, o.tokens, sampling);
+  std::vector<std::int64_t> ids;
+  try {
+    ids = nn::generate(stage, topology.tp_comm(), prompt, o.tokens, sampling);
+  } catch (const nn::NonFiniteLogits& error) {  // thrown on every rank at the same step
+    run.log->error("error: generate: {}: {}: the model's values overflow float32 on this prompt",
+                   run.label, error.what());
+    return 1;
+  }
   if (world.rank() == 0) {
     std::string text;
     if (tokenizer) {

@@ -208,9 +208,16 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
     const double gflops = flops_per_token * tokens_per_s / 1e9;
     const std::optional<double> mfu = model_flops_utilisation(gflops, o.peak_gflops, world.size());
     progress.suspend();
-    if (!std::isfinite(result.loss)) {
-      run.log->error("error: training diverged at step {}: the loss is {} (lower --lr)", step,
-                     result.loss);
+    if (!std::isfinite(result.loss)) {  // the same on every rank
+      if (step == first_step) {         // no update of this run has touched the weights yet
+        run.log->error(
+            "error: the loss at step {} is {}, from the weights this run started from (before "
+            "any update): the model's values overflow float32 on this data",
+            step, std::isnan(result.loss) ? std::string("NaN") : fmt::format("{}", result.loss));
+      } else {
+        run.log->error("error: training diverged at step {}: the loss is {} (lower --lr)", step,
+                       result.loss);
+      }
       return 1;
     }
     run.log->info(

@@ -62,6 +62,12 @@ std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicat
     const Tensor hidden = autograd::narrow(stage.forward(tokens), 1, length - 1, 1);
     std::vector<double> logits = gather_from_tp(stage.logits(hidden), tp).to_vector();
     logits.resize(static_cast<std::size_t>(vocab));  // drop the padding
+    const auto bad =
+        std::find_if(logits.begin(), logits.end(), [](double x) { return !std::isfinite(x); });
+    if (bad != logits.end()) {
+      throw NonFiniteLogits(fmt::format("the logits of generated token {} hold {}", step + 1,
+                                        std::isnan(*bad) ? "NaN" : "infinity"));
+    }
     ids.push_back(sample_token(logits, options, draws[step]));
     if (std::find(options.stop_ids.begin(), options.stop_ids.end(), ids.back()) !=
         options.stop_ids.end()) {

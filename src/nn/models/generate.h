@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "nn/models/gpt.h"
@@ -25,13 +26,22 @@ struct SamplingOptions {
 std::int64_t sample_token(const std::vector<double>& logits, const SamplingOptions& options,
                           double u);
 
+/// What generate throws when a step's logits hold a NaN or an infinity: weights (finite, or they
+/// would have been refused) whose values overflow float32 on this prompt. Every rank of the TP
+/// group gathers the same logits, so all of them throw it at the same step.
+class NonFiniteLogits : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// `prompt` followed by `count` sampled ids, or fewer ending with the first of
 /// options.stop_ids drawn: each step runs the model over the last block_size
 /// ids, all-gathers the last position's logits over TP, keeps the first min(vocab,
 /// options.vocab) of them (never the padding) and samples with the uniform of stream (seed,
 /// step), so every rank (and every topology) draws the same ids. `stage` must hold the
 /// whole model (pp 1). Throws std::invalid_argument when the prompt is empty, pp > 1 or
-/// count < 0. Collective over the TP group.
+/// count < 0, and NonFiniteLogits ("the logits of generated token <n> hold NaN" or
+/// "... infinity", n from 1) before drawing from such logits. Collective over the TP group.
 std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicator& tp,
                                    std::vector<std::int64_t> prompt, std::int64_t count,
                                    const SamplingOptions& options);
