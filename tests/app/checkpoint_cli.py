@@ -30,7 +30,8 @@ mpitron`). Runs write into --work DIR (logs, metrics, checkpoints), which is mad
       `train --bf16 --gelu tanh` of 300 steps on --train-at over text FILE with --save; FILE's
       validation bytes (from 9/10 of its length on: TokenCorpus::from_file's split) written to
       a file; then `eval --bf16` of the checkpoint over them on --train-at must give the run's
-      final val_loss bit for bit (the same trainer, windows and topology), `eval` without --bf16
+      final val_loss bit for bit (the same trainer, windows and topology), and so must
+      `eval --bf16 --split val` over FILE itself (not --split train); `eval` without --bf16
       must differ from it, and `eval --bf16` on each --at topology must agree within R. The
       checkpoint exported with --dtype bfloat16 and read back with --init-from must give the
       --load loss bit for bit under --bf16 (the parameters are the masters rounded to nearest
@@ -211,14 +212,16 @@ def eval_bf16(args):
             fail(f"{command} {' '.join(flags)}: {got} warnings that the checkpoint was trained "
                  f"with --bf16, not {want}")
 
-    def eval_report(sizes, name, *flags):
+    def eval_report(sizes, name, *flags, data=val, split="all"):
         report = path(f"eval_{name}.json")
-        out, err = mpitron(args, sizes, "eval", *flags, "--data", val, "--json", report)
+        out, err = mpitron(args, sizes, "eval", *flags, "--data", data, "--split", split,
+                           "--json", report)
         expect_bf16_warning("eval", flags, out, err)
         with open(report) as f:
             got = json.load(f)
-        if got.get("bf16") != ("--bf16" in flags):
-            fail(f"eval {' '.join(flags)}: --json's bf16 is {got.get('bf16')!r}")
+        if got.get("bf16") != ("--bf16" in flags) or got.get("split") != split:
+            fail(f"eval {' '.join(flags)} --split {split}: --json's bf16 is "
+                 f"{got.get('bf16')!r}, its split {got.get('split')!r}")
         return got["loss"]
 
     load = ["--load", checkpoint]
@@ -226,6 +229,14 @@ def eval_bf16(args):
     plain = eval_report(args.train_at, "float32", *load)
     print(f"train --bf16 val_loss {val_loss!r}, eval --bf16 {bf16!r}, eval {plain!r}")
     compare("eval --bf16 vs train --bf16's val_loss on its topology", [(bf16, val_loss)], 0)
+    # --split val of the whole file: the same windows as the file cut to them; --split train not.
+    split_val = eval_report(args.train_at, "bf16_split_val", *load, "--bf16", data=args.data,
+                            split="val")
+    compare("eval --bf16 --split val vs train --bf16's val_loss", [(split_val, val_loss)], 0)
+    split_train = eval_report(args.train_at, "bf16_split_train", *load, "--bf16",
+                              data=args.data, split="train")
+    if split_train == val_loss:
+        fail(f"eval --split train gives the run's val_loss {val_loss!r} exactly")
     if plain == val_loss:
         fail(f"eval without --bf16 gives the bf16 run's val_loss {val_loss!r} exactly")
     others = [eval_report(sizes, "bf16_{}_{}_{}_{}".format(*sizes), *load, "--bf16")

@@ -50,6 +50,18 @@ cli_bad_test(eval_seq_zero 2 "--seq must be in [1, 16] (the model's block size),
              eval --load ${cli_ckpt} --data ${cli_text} --seq 0)
 cli_bad_test(train_seq_zero 2 "--seq must be >= 1, got 0"
              train --data ${cli_text} --seq 0 --steps 1)
+# eval --split val of a file whose last 10 % (the validation side) is shorter than one window.
+add_test(NAME cli_eval_split_short_setup
+         COMMAND ${CMAKE_COMMAND} -DPATH=${CMAKE_CURRENT_BINARY_DIR}/cli_split/short.txt
+                 "-DTEXT=a text of one hundred bytes, ninety for training and ten for validation, the split of train"
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/WriteFile.cmake)
+set_tests_properties(cli_eval_split_short_setup PROPERTIES FIXTURES_SETUP cli_split_short)
+cli_bad_test(eval_split_val_short 2
+             "${CMAKE_CURRENT_BINARY_DIR}/cli_split/short.txt: its val split holds 10 bytes, shorter than one window of seq + 1 = 17"
+             eval --load ${cli_ckpt} --data ${CMAKE_CURRENT_BINARY_DIR}/cli_split/short.txt --split val)
+set_tests_properties(cli_bad_eval_split_val_short PROPERTIES FIXTURES_REQUIRED cli_split_short)
+cli_bad_test(eval_split_value 2 "--split: test not in {all,train,val} (see --help)"
+             eval --load ${cli_ckpt} --data ${cli_text} --split test)
 cli_bad_test(eval_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"
              eval --load ${cli_ckpt} --data ${CMAKE_CURRENT_BINARY_DIR})
 cli_bad_test(train_data_directory 2 "${CMAKE_CURRENT_BINARY_DIR}: no *train*.bin or *val*.bin files"

@@ -35,6 +35,11 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
                "--data is text to encode");
   c.add_option("--seq", o.seq, "Window length (default: the model's block size)")
       ->check(size_at_most_max());
+  c.add_option("--split", o.split,
+               "Tokens to score: all, or train's split: train (a text's first 90 %, the train "
+               "shards) or val (the rest, the val shards: train's val_loss windows)")
+      ->check(CLI::IsMember({"all", "train", "val"}))
+      ->capture_default_str();
   c.add_flag("--bf16", o.bf16,
              "Compute as train --bf16 does: the weights rounded to bfloat16, bfloat16 GEMMs and "
              "TP/PP transfers (a bf16 run's checkpoint then gives its val_loss)");
@@ -71,6 +76,16 @@ nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
   }
 }
 
+// The tokens --split names: [begin, end) of the corpus.
+struct TokenRange {
+  std::size_t begin, end;
+};
+TokenRange split_range(const nn::TokenCorpus& corpus, const std::string& split) {
+  if (split == "train") return {0, corpus.split()};
+  if (split == "val") return {corpus.split(), corpus.tokens().size()};
+  return {0, corpus.tokens().size()};
+}
+
 }  // namespace
 
 int run_eval(const EvalOptions& o, comm::Communicator world) {
@@ -87,10 +102,12 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
         check_context_parallel_sequence(seq, sizes, /*sequence_parallel=*/false,
                                         o.seq ? "--seq" : "the window (the model's block size)");
         corpus = read_corpus(o, config.vocab);
-        if (static_cast<std::int64_t>(corpus->tokens().size()) < seq + 1) {
+        const TokenRange range = split_range(*corpus, o.split);
+        if (static_cast<std::int64_t>(range.end - range.begin) < seq + 1) {
           throw comm::ConfigError(fmt::format(
-              "{}: {}, shorter than one window of seq + 1 = {}", o.data,
-              nn::counted(static_cast<std::int64_t>(corpus->tokens().size()), corpus->unit()),
+              "{}: {}{}, shorter than one window of seq + 1 = {}", o.data,
+              o.split == "all" ? "" : fmt::format("its {} split holds ", o.split),
+              nn::counted(static_cast<std::int64_t>(range.end - range.begin), corpus->unit()),
               seq + 1));
         }
         // A model read with --init-from may have fewer ids than the data's bytes.
@@ -100,8 +117,8 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
           throw comm::ConfigError(fmt::format("--data {} holds {} {}, outside the model's vocab {}",
                                               o.data, corpus->unit(), top, config.vocab));
         }
-        return fmt::format("seq={} bf16={} data_tokens={} data_fnv={:016x}", seq, o.bf16,
-                           corpus->tokens().size(), corpus->fingerprint());
+        return fmt::format("seq={} split={} bf16={} data_tokens={} data_fnv={:016x}", seq, o.split,
+                           o.bf16, corpus->tokens().size(), corpus->fingerprint());
       });
   if (std::string_view(corpus->unit()) == "byte" && run.config.vocab > 256) {
     // A byte-level model may have a larger vocabulary (train --vocab), so this only warns.
@@ -124,10 +141,12 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   options.bf16 = o.bf16;
   nn::GptTrainer model(run.config, model_init(run, options.dtype), topology, options);
   std::vector<nn::TokenBatch> windows;
-  const auto length = static_cast<std::int64_t>(corpus->tokens().size());
+  const TokenRange range = split_range(*corpus, o.split);
+  const auto first = static_cast<std::int64_t>(range.begin);
+  const auto length = static_cast<std::int64_t>(range.end - range.begin);
   for (const std::int64_t start :
        nn::evaluation_starts(length, seq, 0, run.sizes.dp, topology.dp_rank())) {
-    windows.push_back(nn::make_token_batch(corpus->tokens(), {start}, seq, run.device));
+    windows.push_back(nn::make_token_batch(corpus->tokens(), {first + start}, seq, run.device));
   }
   const double loss = model.evaluate(windows);
   if (!std::isfinite(loss)) {  // the same on every rank
@@ -139,14 +158,16 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
   }
   const std::int64_t count = (length - 1) / seq;
   const std::string unit = corpus->unit();
-  run.log->info("eval: {} on {} ({} of {}{}): loss {:.6f} nats per {}, {:.6f} bits per {}",
-                run.label, o.data, nn::counted(count, "window"), nn::counted(seq, unit),
+  run.log->info("eval: {} on {}{} ({} of {}{}): loss {:.6f} nats per {}, {:.6f} bits per {}",
+                run.label, o.data, o.split == "all" ? "" : fmt::format(", {} split", o.split),
+                nn::counted(count, "window"), nn::counted(seq, unit),
                 o.bf16 ? ", bf16: bfloat16 parameters and GEMMs" : "", loss, unit,
                 loss / std::log(2.0), unit);
   if (!o.common.json.empty() && world.rank() == 0) {
     nlohmann::json report = {{"loss", loss},     {"bits_per_" + unit, loss / std::log(2.0)},
                              {"windows", count}, {"seq", seq},
-                             {"bf16", o.bf16},   {"data", o.data}};
+                             {"split", o.split}, {"bf16", o.bf16},
+                             {"data", o.data}};
     if (run.pretrained) {
       report["init_from"] = o.model.init_from;
     } else {
