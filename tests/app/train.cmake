@@ -487,6 +487,25 @@ mpitron_add_expect_test(train_shards_tp2_sequential TARGET mpitron NP 2 TIMEOUT 
   EXPECT_OUTPUT "vocab 50257 \\(padded to 50304\\)" "data [^\n]*/shards/good \\(6600 tokens: 6000 train, 600 validation\\)"
                 "step 3/3 loss" "step 3 val_loss [0-9.]+ \\([0-9.]+ bits per token\\)")
 set_tests_properties(train_shards_tp2_sequential PROPERTIES FIXTURES_REQUIRED train_shards)
+# eval takes val shards alone (a glob of them), all of them validation: the 600 tokens of the
+# val shard are 37 windows of 16; train refuses the same glob.
+mpitron_add_expect_test(train_shards_save TARGET mpitron NP 1 TIMEOUT 120 MAX_SECONDS 60
+  ARGS train --data ${shards_dir}/good ${train_shards_small} --steps 1
+       --save ${CMAKE_CURRENT_BINARY_DIR}/shards_ckpt --overwrite-checkpoints
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_shards
+  EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
+set_tests_properties(train_shards_save PROPERTIES FIXTURES_REQUIRED train_shards
+                     FIXTURES_SETUP train_shards_ckpt)
+mpitron_add_expect_test(train_shards_eval_val_alone TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS eval --load ${CMAKE_CURRENT_BINARY_DIR}/shards_ckpt --data "${shards_dir}/good/*val*.bin"
+       --seq 16 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_shards
+  EXPECT_EXIT 0 EXPECT_OUTPUT "good/\\*val\\*\\.bin \\(37 windows of 16 tokens\\): loss")
+mpitron_add_expect_test(train_shards_val_alone_refused TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
+  ARGS train --data "${shards_dir}/good/*val*.bin" ${train_shards_small} --steps 1
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_shards
+  EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*good/\\*val\\*\\.bin: no training shards \\(\\*train\\*\\.bin\\)")
+set_tests_properties(train_shards_eval_val_alone PROPERTIES FIXTURES_REQUIRED train_shards_ckpt)
+set_tests_properties(train_shards_val_alone_refused PROPERTIES FIXTURES_REQUIRED train_shards)
 foreach(case "bad_magic|not an llm.c token shard \\(magic 20240521, expected 20240520 or 20240801\\)"
              "truncated|header says 100 tokens"
              "big_token|token 50300 at position 7 is >= vocab 50257")

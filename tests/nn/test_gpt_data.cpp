@@ -193,6 +193,12 @@ TEST(TokenCorpus, ShardsTrainThenValidateAndBinFilesAreShards) {
   EXPECT_EQ(one.tokens().size(), 3u);
   EXPECT_EQ(one.split(), 2u);
   EXPECT_THROW(TokenCorpus::from_data(dir.string(), 50000), std::runtime_error);  // 50000 >= V
+  // Val shards alone: refused for training, taken for scoring, where every token validates.
+  const std::string val_glob = (dir / "*val*.bin").string();
+  EXPECT_THROW(TokenCorpus::from_data(val_glob, 50257), std::runtime_error);
+  const TokenCorpus val_alone = TokenCorpus::from_data(val_glob, 50257, ValShardsAlone::taken);
+  EXPECT_EQ(val_alone.tokens(), (std::vector<std::uint32_t>{7, 8}));
+  EXPECT_EQ(val_alone.split(), 0u);
   std::ofstream((dir / "text.bin").string()) << "plain text, not a shard";
   EXPECT_THROW(TokenCorpus::from_data((dir / "text.bin").string(), 50257), std::runtime_error);
   std::filesystem::remove_all(dir);

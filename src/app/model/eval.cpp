@@ -54,7 +54,7 @@ namespace {
 nn::TokenCorpus read_corpus(const EvalOptions& o, std::int64_t vocab) {
   if (o.tokenizer.empty()) {
     try {
-      return nn::TokenCorpus::from_data(o.data, vocab);
+      return nn::TokenCorpus::from_data(o.data, vocab, nn::ValShardsAlone::taken);
     } catch (const std::exception& e) {
       throw comm::ConfigError(e.what());
     }

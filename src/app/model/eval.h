@@ -37,13 +37,13 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& options);
 /// from its first token): inputs tokens[i seq, (i+1) seq), targets shifted by one, every
 /// window whose targets fit (torch_peer_gpt.py --eval computes the same), on any topology. The
 /// tokens are a text file's bytes (the unit is then "byte"), llm.c shards (train then val
-/// shards, TokenCorpus::from_shards), or with --tokenizer the text file encoded on the fly as
-/// `mpitron tokenize` would (end-of-text, then the text's ids). With --bf16 the model computes as
-/// `train --bf16` does (EvalOptions::bf16), so the loss of a bf16 run's checkpoint over its
-/// validation windows (--split val on its --data, with --eval-iters 0), on its (tp, pp, cp), is
-/// the run's own val_loss bit for bit. --json writes {"loss", "bits_per_byte" or
-/// "bits_per_token", "windows", "split", "bf16", "step" or "init_from", ...}.
-/// Throws comm::ConfigError (agreed) for both or neither of --load and --init-from, a
+/// shards, or val shards alone: TokenCorpus::from_shards with ValShardsAlone::taken), or with
+/// --tokenizer the text file encoded on the fly as `mpitron tokenize` would (end-of-text, then the
+/// text's ids). With --bf16 the model computes as `train --bf16` does (EvalOptions::bf16), so the
+/// loss of a bf16 run's checkpoint over its validation windows (--split val on its --data, with
+/// --eval-iters 0), on its (tp, pp, cp), is the run's own val_loss bit for bit. --json writes
+/// {"loss", "bits_per_byte" or "bits_per_token", "windows", "split", "bf16", "step" or "init_from",
+/// ...}. Throws comm::ConfigError (agreed) for both or neither of --load and --init-from, a
 /// missing/damaged checkpoint or file, unreadable data or a bad shard, a tokenizer that is not
 /// one, has more ids than the model's vocabulary or meets shards (already tokens), data (or the
 /// --split side) shorter than one window, or --seq outside [1, block size] (the model's position

@@ -70,9 +70,10 @@ TokenCorpus TokenCorpus::from_text(const std::string& path, BpeTokenizer& tokeni
   return TokenCorpus(std::move(tokens), split, path, /*bytes=*/false);
 }
 
-TokenCorpus TokenCorpus::from_shards(const std::string& spec, std::int64_t vocab) {
+TokenCorpus TokenCorpus::from_shards(const std::string& spec, std::int64_t vocab,
+                                     ValShardsAlone val_alone) {
   const TokenShardFiles files = list_token_shards(spec);
-  if (files.train.empty()) {
+  if (files.train.empty() && (files.val.empty() || val_alone == ValShardsAlone::refused)) {
     throw std::runtime_error(fmt::format("{}: no training shards (*train*.bin)", spec));
   }
   std::vector<std::uint32_t> tokens;
@@ -99,8 +100,9 @@ bool names_token_shards(const std::string& path) {
   return std::filesystem::exists(path, error) || path.find_first_of("*?[") != std::string::npos;
 }
 
-TokenCorpus TokenCorpus::from_data(const std::string& path, std::int64_t vocab) {
-  return names_token_shards(path) ? from_shards(path, vocab) : from_file(path);
+TokenCorpus TokenCorpus::from_data(const std::string& path, std::int64_t vocab,
+                                   ValShardsAlone val_alone) {
+  return names_token_shards(path) ? from_shards(path, vocab, val_alone) : from_file(path);
 }
 
 TokenCorpus TokenCorpus::builtin() {

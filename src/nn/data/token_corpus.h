@@ -17,6 +17,10 @@ namespace mpitron::nn {
 using autograd::Device;
 using autograd::Tensor;
 
+/// Whether llm.c token shards may be val shards alone: training needs train shards; scoring
+/// (eval) takes val shards alone, which then all validate (split 0).
+enum class ValShardsAlone { refused, taken };
+
 /// A corpus held identically by every rank: tokens [0, split) train, [split, size) validate.
 class TokenCorpus {
  public:
@@ -27,17 +31,22 @@ class TokenCorpus {
 
   /// The llm.c token shards `spec` names (list_token_shards: one file, a folder or a glob): the
   /// train shards in name order, then the val shards; without val shards the first 90 % of the
-  /// train tokens trains. Throws std::runtime_error, one line naming the file, for a missing,
-  /// damaged or truncated shard or a token >= vocab (read_token_shard).
-  static TokenCorpus from_shards(const std::string& spec, std::int64_t vocab);
+  /// train tokens trains; val shards alone, where `val_alone` takes them, all validate. Throws
+  /// std::runtime_error, one line naming the file, for a missing, damaged or truncated shard or
+  /// a token >= vocab (read_token_shard), and "<spec>: no training shards (*train*.bin)" for
+  /// none, or val shards alone that `val_alone` refuses.
+  static TokenCorpus from_shards(const std::string& spec, std::int64_t vocab,
+                                 ValShardsAlone val_alone = ValShardsAlone::refused);
 
   /// The text file `path` as `tokenizer`'s ids: its end-of-text id, then the encoded text (the
   /// ids `mpitron tokenize` writes for the file as one document); the first 90 % trains. Throws
   /// from_file's errors.
   static TokenCorpus from_text(const std::string& path, BpeTokenizer& tokenizer);
 
-  /// `path` as shards when names_token_shards(path), else as bytes (from_file).
-  static TokenCorpus from_data(const std::string& path, std::int64_t vocab);
+  /// `path` as shards when names_token_shards(path) (from_shards, `val_alone` passed on), else
+  /// as bytes (from_file).
+  static TokenCorpus from_data(const std::string& path, std::int64_t vocab,
+                               ValShardsAlone val_alone = ValShardsAlone::refused);
 
   /// The built-in corpus (about 64 KiB of generated English-like sentences, the same bytes on
   /// every machine), for runs without a data file.
