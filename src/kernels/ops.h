@@ -438,6 +438,10 @@ void set_gemm_provider(GemmProvider provider);
 /// The current provider.
 GemmProvider gemm_provider();
 
+/// The provider that runs `dtype`'s products: gemm_provider(), except that mpitron's own GEMM is
+/// float32 only, so its float64 products run on eigen.
+GemmProvider gemm_provider_for(DType dtype);
+
 /// "eigen", "blas" or "mpitron".
 std::string to_string(GemmProvider provider);
 

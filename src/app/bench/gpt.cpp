@@ -312,8 +312,8 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       "bench gpt: cp key/value wait s/step by rank: {}\n"
       "bench gpt: share of the step waiting on communication by rank: {}; in the cp key/value "
       "waits: {}\n",
-      world.size(), sizes.tp, sizes.cp, sizes.pp, sizes.dp, device_text(device), o.arch, o.layers,
-      o.hidden, o.heads, o.vocab, o.seq,
+      world.size(), sizes.tp, sizes.cp, sizes.pp, sizes.dp,
+      device_text(device, kernels::DType::f32), o.arch, o.layers, o.hidden, o.heads, o.vocab, o.seq,
       nn::counted(o.micro_batches, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.recompute ? ", recomputing activations" : "",
       o.bf16 ? ", bf16" : "", o.common.cp_comm, o.no_cp_prefetch ? " without prefetch" : "",

@@ -164,8 +164,8 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
       "in use, {:.0f} MiB with the allocator's cache (max over ranks)\n"
       "bench: share of the step waiting on communication per rank: {}\n"
       "bench: idle share per pipeline stage ({} schedule): {}\n",
-      world.size(), sizes.tp, sizes.pp, sizes.dp, device_text(device), s.hidden, s.intermediate,
-      s.batch, s.seq, s.layers, s.micro_batches,
+      world.size(), sizes.tp, sizes.pp, sizes.dp, device_text(device, kernels::DType::f32),
+      s.hidden, s.intermediate, s.batch, s.seq, s.layers, s.micro_batches,
       options.recompute ? ", recomputing activations" : "",
       options.dtype == "bfloat16" ? ", bfloat16 GEMM operands" : "", ms_per_step, tokens_per_s,
       achieved, gflop, mfu ? ", " + mfu_text(mfu) : std::string(), peak, per_thread,

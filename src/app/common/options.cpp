@@ -374,10 +374,10 @@ void write_json(const std::string& path, const nlohmann::json& report, bool appe
     throw std::runtime_error(fmt::format("writing the --json file '{}' failed", path));
 }
 
-std::string device_text(kernels::Device device) {
+std::string device_text(kernels::Device device, kernels::DType dtype) {
   if (device != kernels::Device::cpu) return kernels::to_string(device);
   const int threads = kernels::cpu_threads();
-  const std::string gemm = kernels::to_string(kernels::gemm_provider());
+  const std::string gemm = kernels::to_string(kernels::gemm_provider_for(dtype));
   if (threads == 1) return fmt::format("cpu ({} GEMM, 1 thread)", gemm);
   return fmt::format("cpu ({} GEMM, {} threads; {})", gemm, threads, kernels::openmp_wait_text());
 }

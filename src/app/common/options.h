@@ -105,11 +105,12 @@ ParallelSizes resolve_parallel_sizes(const CommonOptions& options, int world_siz
 /// capability 7.5; mpitron's CUDA kernels and bfloat16 need 8.0 or above").
 kernels::Device resolve_device(const std::string& device);
 
-/// "cpu (blas GEMM, 1 thread)" for the CPU (the GEMM provider and cpu_threads(); beyond one
-/// thread also how idle threads wait: "cpu (mpitron GEMM, 2 threads; idle threads spin 50 us,
-/// then sleep (2 threads x 1 rank on 2 CPUs))", openmp_wait.h), "cuda" for CUDA: how the start-up
-/// lines of train and validate name the device.
-std::string device_text(kernels::Device device);
+/// "cpu (blas GEMM, 1 thread)" for the CPU (the provider that runs `dtype`'s products,
+/// kernels::gemm_provider_for, and cpu_threads(); beyond one thread also how idle threads wait:
+/// "cpu (mpitron GEMM, 2 threads; idle threads spin 50 us, then sleep (2 threads x 1 rank on 2
+/// CPUs))", openmp_wait.h), "cuda" for CUDA: how the start-up lines of train, validate and bench
+/// name the device.
+std::string device_text(kernels::Device device, kernels::DType dtype);
 
 /// The GEMM provider the run asks for, as written: --gemm, else MPITRON_GEMM, else "auto" (not
 /// checked; prepare_run rejects an unknown name).

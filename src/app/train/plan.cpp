@@ -249,12 +249,8 @@ void record_settings(const TrainOptions& o, const std::string& run_id, TrainPlan
   plan.settings["mpitron_version"] = MPITRON_VERSION;
   plan.settings["run_id"] = run_id;
   if (plan.device == kernels::Device::cpu) {
-    // The provider that runs this dtype's products: mpitron's own GEMM is float32 only.
-    const kernels::GemmProvider provider = kernels::gemm_provider();
-    plan.settings["cpu_gemm"] =
-        kernels::to_string(provider == kernels::GemmProvider::mpitron && o.dtype == "float64"
-                               ? kernels::GemmProvider::eigen
-                               : provider);
+    // The provider that runs this dtype's products.
+    plan.settings["cpu_gemm"] = kernels::to_string(kernels::gemm_provider_for(plan.train.dtype));
   }
 }
 
@@ -267,6 +263,13 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
         "warning: --data {} is read as bytes (ids 0-255), but the model's vocab is {}: to train "
         "on GPT-2's tokens, make token shards with mpitron tokenize (docs/data.md)",
         o.data.empty() ? std::string("(the built-in text)") : o.data, plan.config.vocab);
+  }
+  if (writer && o.warmup_steps > o.steps) {
+    log.warn(
+        "warning: --warmup-steps {} is more than --steps {}: the learning rate rises to {:.3g} "
+        "(--lr x steps / warmup steps) and never decays",
+        o.warmup_steps, o.steps,
+        o.lr * static_cast<double>(o.steps) / static_cast<double>(o.warmup_steps));
   }
   if (plan.save_lock && plan.save_lock->taken_over()) {
     log.warn("warning: --save {}: took over the lock of {}, which is gone", o.save,

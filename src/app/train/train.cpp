@@ -103,7 +103,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
       run.sizes.cp > 1
           ? fmt::format(" cp={} ({})", run.sizes.cp, nn::cp_comm_name(run.train.cp_comm))
           : std::string(),
-      nn::counted(world.size(), "rank"), device_text(run.device),
+      nn::counted(world.size(), "rank"), device_text(run.device, run.train.dtype),
       precision_text(o, run.device, run.sizes.dp * run.sizes.cp),
       nn::counted(run.config.layers, "layer"), run.config.hidden,
       nn::counted(run.config.heads, "head"), o.seq,

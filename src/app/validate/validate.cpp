@@ -108,7 +108,7 @@ int run_validate(const ValidateOptions& options, comm::Communicator world) {
              config.dump());
   log->info("world {} = tp {} x {}pp {} x dp {}, device {}", world.size(), sizes.tp,
             sizes.cp > 1 ? fmt::format("cp {} ({}) x ", sizes.cp, options.common.cp_comm) : "",
-            sizes.pp, sizes.dp, device_text(device));
+            sizes.pp, sizes.dp, device_text(device, kernels::DType::f32));
 
   MasterDraws masters;
   DenseGptReferences dense_gpt;

@@ -363,6 +363,11 @@ GemmProvider gemm_provider() {
   return cpu::provider_state();
 }
 
+GemmProvider gemm_provider_for(DType dtype) {
+  const GemmProvider provider = gemm_provider();
+  return provider == GemmProvider::mpitron && dtype == DType::f64 ? GemmProvider::eigen : provider;
+}
+
 std::string to_string(GemmProvider provider) {
   switch (provider) {
     case GemmProvider::blas:
