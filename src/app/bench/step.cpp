@@ -156,7 +156,7 @@ int run_bench(const BenchOptions& options, comm::Communicator world) {
   fmt::print(
       "bench: world {} = tp {} x pp {} x dp {}, {} | hidden {} intermediate {} batch {} seq {} "
       "layers {} micro-batches {}{}{}\n"
-      "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.1f} model "
+      "bench: {:.1f} ms/step, {:.0f} tokens/s, {:.1f} GFLOP/s achieved ({:.3g} model "
       "GFLOP/step{}), "
       "peak RSS {:.0f} MiB/rank (max)\n"
       "bench: {:.0f} tokens/s per thread ({} x {})\n"
