@@ -131,13 +131,6 @@ mpitron_add_expect_test(train_float64_gemm_stated TARGET mpitron NP 1 TIMEOUT 60
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_float64_gemm
   EXPECT_EXIT 0 EXPECT_OUTPUT "device cpu \\(eigen GEMM, [0-9]+ thread[^\n]*\\), float64")
 
-# A warmup longer than the run warns: the rate never reaches --lr.
-mpitron_add_expect_test(train_warmup_beyond_steps_warns TARGET mpitron NP 1 TIMEOUT 60
-  MAX_SECONDS 30
-  ARGS train ${train_small} --steps 3 --warmup-steps 100 --lr 1e-3
-       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warmup
-  EXPECT_EXIT 0 EXPECT_OUTPUT "warning: --warmup-steps 100 is more than --steps 3: the learning rate rises to 3e-05 \\(--lr x steps / warmup steps\\) and never decays")
-
 # --bf16 is stated in the start-up line.
 mpitron_add_expect_test(train_bf16_stated TARGET mpitron NP 1 TIMEOUT 60 MAX_SECONDS 30
   ARGS train ${train_small} --bf16 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_bf16

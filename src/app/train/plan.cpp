@@ -264,13 +264,6 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
         "on GPT-2's tokens, make token shards with mpitron tokenize (docs/data.md)",
         o.data.empty() ? std::string("(the built-in text)") : o.data, plan.config.vocab);
   }
-  if (writer && o.warmup_steps > o.steps) {
-    log.warn(
-        "warning: --warmup-steps {} is more than --steps {}: the learning rate rises to {:.3g} "
-        "(--lr x steps / warmup steps) and never decays",
-        o.warmup_steps, o.steps,
-        o.lr * static_cast<double>(o.steps) / static_cast<double>(o.warmup_steps));
-  }
   if (plan.save_lock && plan.save_lock->taken_over()) {
     log.warn("warning: --save {}: took over the lock of {}, which is gone", o.save,
              *plan.save_lock->taken_over());
