@@ -1,5 +1,9 @@
 #include "nn/wording.h"
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 namespace mpitron::nn {
 
 std::string counted(std::int64_t n, std::string_view singular, std::string_view plural) {
@@ -7,6 +11,10 @@ std::string counted(std::int64_t n, std::string_view singular, std::string_view 
   if (n == 1) return text.append(singular);
   if (plural.empty()) return text.append(singular).append("s");
   return text.append(plural);
+}
+
+std::string value_text(double x) {
+  return std::isnan(x) ? std::string("NaN") : fmt::format("{}", x);
 }
 
 }  // namespace mpitron::nn

@@ -153,7 +153,7 @@ int run_eval(const EvalOptions& o, comm::Communicator world) {
     run.log->error(
         "error: eval: the loss of {} on {} is {}: the model's values overflow float32 on this "
         "data",
-        run.label, o.data, std::isnan(loss) ? std::string("NaN") : fmt::format("{}", loss));
+        run.label, o.data, nn::value_text(loss));
     return 1;
   }
   const std::int64_t count = (length - 1) / seq;

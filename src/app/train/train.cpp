@@ -213,7 +213,7 @@ int run_train(const TrainOptions& o, comm::Communicator world) {
         run.log->error(
             "error: the loss at step {} is {}, from the weights this run started from (before "
             "any update): the model's values overflow float32 on this data",
-            step, std::isnan(result.loss) ? std::string("NaN") : fmt::format("{}", result.loss));
+            step, nn::value_text(result.loss));
       } else {
         run.log->error("error: training diverged at step {}: the loss is {} (lower --lr)", step,
                        result.loss);

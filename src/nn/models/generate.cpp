@@ -11,6 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "nn/layers/tp_mappings.h"
+#include "nn/wording.h"
 
 namespace mpitron::nn {
 
@@ -65,8 +66,8 @@ std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicat
     const auto bad =
         std::find_if(logits.begin(), logits.end(), [](double x) { return !std::isfinite(x); });
     if (bad != logits.end()) {
-      throw NonFiniteLogits(fmt::format("the logits of generated token {} hold {}", step + 1,
-                                        std::isnan(*bad) ? "NaN" : "infinity"));
+      throw NonFiniteLogits(
+          fmt::format("the logits of generated token {} hold {}", step + 1, value_text(*bad)));
     }
     ids.push_back(sample_token(logits, options, draws[step]));
     if (std::find(options.stop_ids.begin(), options.stop_ids.end(), ids.back()) !=

@@ -40,8 +40,8 @@ class NonFiniteLogits : public std::runtime_error {
 /// options.vocab) of them (never the padding) and samples with the uniform of stream (seed,
 /// step), so every rank (and every topology) draws the same ids. `stage` must hold the
 /// whole model (pp 1). Throws std::invalid_argument when the prompt is empty, pp > 1 or
-/// count < 0, and NonFiniteLogits ("the logits of generated token <n> hold NaN" or
-/// "... infinity", n from 1) before drawing from such logits. Collective over the TP group.
+/// count < 0, and NonFiniteLogits ("the logits of generated token <n> hold NaN", or "inf" or
+/// "-inf": value_text; n from 1) before drawing from such logits. Collective over the TP group.
 std::vector<std::int64_t> generate(const GptStage& stage, const comm::Communicator& tp,
                                    std::vector<std::int64_t> prompt, std::int64_t count,
                                    const SamplingOptions& options);
