@@ -175,34 +175,41 @@ class Bf16KeptLayerNorm(torch.autograd.Function):
         return dx, (dy * xhat).sum(rows), dy.sum(rows)
 
 
-def probabilities(q, k):
+def scores(q, k):
+    """The scaled causal scores q k^T / sqrt(head_dim), -inf above the diagonal."""
     t = q.shape[-2]
     causal = torch.ones(t, t, dtype=torch.bool).tril()
     att = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    return att.masked_fill(~causal, float("-inf")).softmax(dim=-1)
+    return att.masked_fill(~causal, float("-inf"))
 
 
 def attention(q, k, v):
-    return probabilities(q, k) @ v
+    return scores(q, k).softmax(dim=-1) @ v
 
 
 class Bf16KeptAttention(torch.autograd.Function):
-    """Causal attention as `train --bf16`'s fused kernel differentiates it: backward's
-    D = rowsum(dO * O) from the output as kept, rounded to bfloat16."""
+    """Causal attention as `train --bf16`'s fused kernel computes it (seq 16 is one key block of
+    the kernel's tiles): the unnormalized probabilities exp(S - rowmax) rounded to bfloat16 for
+    their product with v, the row sums from the unrounded ones; backward's D = rowsum(dO * O)
+    from the output as kept, rounded to bfloat16, and the products' operands P, dO and dS rounded
+    to bfloat16 (FlashAttention-2's bfloat16 kernels)."""
 
     @staticmethod
     def forward(ctx, q, k, v):
-        p = probabilities(q, k)
-        o = p @ v
-        ctx.save_for_backward(q, k, v, p, bf16(o))
+        s = scores(q, k)
+        e = (s - s.amax(-1, keepdim=True)).exp()
+        o = (bf16(e) @ v) / e.sum(-1, keepdim=True)
+        ctx.save_for_backward(q, k, v, bf16(o))
         return o
 
     @staticmethod
     def backward(ctx, do):
-        q, k, v, p, o = ctx.saved_tensors
-        ds = p * (do @ v.transpose(-2, -1) - (do * o).sum(-1, keepdim=True))
-        ds = ds / math.sqrt(q.shape[-1])
-        return ds @ k, ds.transpose(-2, -1) @ q, p.transpose(-2, -1) @ do
+        q, k, v, o = ctx.saved_tensors
+        p = scores(q, k).softmax(dim=-1)
+        dor = bf16(do)
+        ds = p * (dor @ v.transpose(-2, -1) - (do * o).sum(-1, keepdim=True))
+        ds = bf16(ds / math.sqrt(q.shape[-1]))
+        return ds @ k, ds.transpose(-2, -1) @ q, bf16(p).transpose(-2, -1) @ dor
 
 
 def loss_of(p, tokens, targets, linear=F.linear, wire=no_wire, head=None, fc1=None,

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 #include "kernels/bf16.h"
 #include "kernels/math.h"
@@ -19,6 +20,20 @@ namespace mpitron::kernels::math {
 template <class T>
 MPITRON_HOST_DEVICE inline T negative_infinity() {
   return -static_cast<T>(INFINITY);
+}
+
+/// x as a product of the fused attention multiplies it when q, k and v are `In`: under bfloat16
+/// inputs (train --bf16) the probabilities P, the score gradients dS and dO are rounded to
+/// bfloat16 (to nearest even) before their products with v, k, q or each other, as
+/// FlashAttention-2's bfloat16 kernels round them (Dao 2023, arXiv:2307.08691, sec. 3); the
+/// products then sum in float32. x itself for any other In.
+template <class In, class T>
+MPITRON_HOST_DEVICE inline T attention_operand(T x) {
+  if constexpr (std::is_same_v<In, bf16>) {
+    return bf16_to_float(to_bf16(x));
+  } else {
+    return x;
+  }
 }
 
 /// Whether key position j is hidden from query position i: with `causal`, every j > i is.

@@ -123,8 +123,10 @@ void softmax_backward(const Buffer& y, const Buffer& dy, std::size_t cols, Buffe
 /// -inf; key blocks entirely above the diagonal are skipped). scale is usually 1 / sqrt(head_dim)
 /// (Vaswani et al., arXiv:1706.03762, sec. 3.2.1). Deterministic: each output element is written
 /// by one task, in a fixed order. q, k and v may be bfloat16 with float32 o and lse (train
-/// --bf16's kept copies): on the CPU each task widens its rows of them exactly into float32
-/// scratch once, so the results have the bits of float32 q, k and v holding the same values. Throws
+/// --bf16's kept copies): then the products multiply bfloat16 operands and sum in float32, as
+/// FlashAttention-2's bfloat16 kernels do (Dao 2023, arXiv:2307.08691): P V with each key
+/// block's unnormalized probabilities rounded to bfloat16 (the softmax's maxima, exponentials and
+/// sums stay float32), which moves o by at most 2^-9 max|v| from the float32 result. Throws
 /// std::invalid_argument when seq or head_dim is 0, q's numel is not a multiple of seq head_dim, or
 /// the dtypes pair otherwise.
 void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::size_t seq,
@@ -136,8 +138,9 @@ void attention_forward(const Buffer& q, const Buffer& k, const Buffer& v, std::s
 /// o), dS = P (dout v^T - D); dv = P^T dout, dk = scale dS^T q, dq = scale dS k. No atomics: on
 /// CPU one task per batch*head slice visits its tiles once and writes all three; on CUDA one pass
 /// over key blocks writes dk and dv, one over query blocks writes dq. dq, dk, dv are
-/// overwritten. q, k, v and o may be bfloat16 with the rest float32, read as attention_forward
-/// reads q. Sizes and errors as attention_forward.
+/// overwritten. q, k, v and o may be bfloat16 with the rest float32: then P, dS and dout are
+/// rounded to bfloat16 where they enter a product (as attention_forward's P; D from the unrounded
+/// dout). Sizes and errors as attention_forward.
 void attention_backward(const Buffer& q, const Buffer& k, const Buffer& v, const Buffer& o,
                         const Buffer& lse, const Buffer& dout, std::size_t seq,
                         std::size_t head_dim, bool causal, double scale, Buffer& dq, Buffer& dk,

@@ -1,9 +1,9 @@
 // The fused attention under bfloat16 GEMM operands (train --bf16): scaled_dot_product_attention
 // reads float32 q, k and v rounded to bfloat16 and keeps those bfloat16 copies, and its output
-// rounded, for backward. Its output equals, bit for bit, the float32 attention's on inputs
-// rounded by read_as_bf16, and its gradients the float32 backward's given that output rounded
-// (the kernels read the bfloat16 copies as they are); what it keeps is 2 bytes an element of q,
-// k, v and the output (the allocator's counters).
+// rounded, for backward. Its output and gradients equal, bit for bit, the kernels' on bfloat16
+// copies of q, k, v and of that output (their products on bfloat16 operands,
+// kernels::attention_forward); what it keeps is 2 bytes an element of q, k, v and the output
+// (the allocator's counters).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,7 +37,7 @@ TEST(ReadAsBf16, RoundsTheValuesAndPassesTheGradientUnchanged) {
   EXPECT_THROW(read_as_bf16(randn({2}, 3, 1.0, DType::f64)), std::invalid_argument);
 }
 
-// dq, dk and dv of the float32 kernel from q, k, v rounded to bfloat16 and the output `o`.
+// dq, dk and dv of the kernel from q, k, v and the output `o` (all float32, or all bfloat16).
 std::vector<Tensor> kernel_grads(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                                  const Tensor& lse, const Tensor& dout, bool causal) {
   const auto seq = static_cast<std::size_t>(q.size(-2)), d = static_cast<std::size_t>(q.size(-1));
@@ -49,10 +49,17 @@ std::vector<Tensor> kernel_grads(const Tensor& q, const Tensor& k, const Tensor&
   return grads;
 }
 
-// sdpa under bfloat16 operands against the float32 kernels on read_as_bf16(q, k, v): the output
-// bit for bit (the same kernel arithmetic on the same values), and dq, dk, dv bit for bit
-// those of the kernel's backward given that output rounded to bfloat16, which differ from the
-// unrounded output's.
+// x's bfloat16 copy (kernels::convert, round to nearest even).
+Tensor bf16_copy(const Tensor& x) {
+  Tensor h = Tensor::empty(x.shape(), DType::bf16, x.device());
+  kernels::convert(x.buffer(), h.buffer());
+  return h;
+}
+
+// sdpa under bfloat16 operands against the kernels on bfloat16 copies of q, k and v: the output
+// bit for bit (the same kernel arithmetic on the same values), and dq, dk, dv bit for bit those
+// of the kernel's backward given that output's bfloat16 copy. Both differ from the float32
+// kernels' on the same values, whose products do not round their operands.
 void expect_rounded_inputs_attention(const Shape& shape, bool causal) {
   const Tensor q = randn(shape, 11).set_requires_grad(), k = randn(shape, 12).set_requires_grad(),
                v = randn(shape, 13).set_requires_grad();
@@ -64,8 +71,8 @@ void expect_rounded_inputs_attention(const Shape& shape, bool causal) {
   }
   o.backward(dout);
   const GemmOperandsScope operands(GemmOperands::float32);
-  const Tensor q16 = read_as_bf16(q.detach()), k16 = read_as_bf16(k.detach()),
-               v16 = read_as_bf16(v.detach());
+  const Tensor q16 = bf16_copy(q.detach()), k16 = bf16_copy(k.detach()),
+               v16 = bf16_copy(v.detach());
   const auto seq = static_cast<std::size_t>(q.size(-2)), d = static_cast<std::size_t>(q.size(-1));
   Shape lse_shape = shape;
   lse_shape.pop_back();
@@ -74,19 +81,20 @@ void expect_rounded_inputs_attention(const Shape& shape, bool causal) {
                              1.0 / std::sqrt(double(d)), want.buffer(), lse.buffer());
   EXPECT_EQ(o.dtype(), DType::f32);
   EXPECT_EQ(o.to_vector(), want.to_vector());
-  const std::vector<Tensor> grads =
-      kernel_grads(q16, k16, v16, read_as_bf16(want), lse, dout, causal);
+  const std::vector<Tensor> grads = kernel_grads(q16, k16, v16, bf16_copy(want), lse, dout, causal);
   EXPECT_EQ(q.grad().to_vector(), grads[0].to_vector());
   EXPECT_EQ(k.grad().to_vector(), grads[1].to_vector());
   EXPECT_EQ(v.grad().to_vector(), grads[2].to_vector());
+  const Tensor q32 = read_as_bf16(q.detach()), k32 = read_as_bf16(k.detach()),
+               v32 = read_as_bf16(v.detach());
   EXPECT_NE(q.grad().to_vector(),
-            kernel_grads(q16, k16, v16, want, lse, dout, causal)[0].to_vector())
-      << "the output's rounding changes dq";
-  const Tensor unrounded = scaled_dot_product_attention(q.detach(), k.detach(), v.detach(), causal);
-  EXPECT_NE(o.to_vector(), unrounded.to_vector()) << "the rounding changes the output";
+            kernel_grads(q32, k32, v32, read_as_bf16(want), lse, dout, causal)[0].to_vector())
+      << "the products' bfloat16 operands change dq";
+  const Tensor unrounded = scaled_dot_product_attention(q32, k32, v32, causal);
+  EXPECT_NE(o.to_vector(), unrounded.to_vector()) << "the rounded probabilities change the output";
 }
 
-TEST(AttentionBf16, IsTheFloat32AttentionOfInputsRoundedToBfloat16) {
+TEST(AttentionBf16, IsTheKernelsAttentionOfBfloat16Copies) {
   for (const bool causal : {false, true}) {
     SCOPED_TRACE(causal ? "causal" : "not causal");
     expect_rounded_inputs_attention({2, 3, 70, 16}, causal);  // one chunk; a partial key block

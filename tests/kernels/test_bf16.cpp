@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_math.h"
 #include "kernels/bf16.h"
 #include "kernels/cpu/bf16_convert.h"
 #include "kernels/device.h"
@@ -229,6 +230,33 @@ TEST(Bf16Convert, ConvertRoundTripsThroughBuffersOnEveryThreadCount) {
     }
   }
   kernels::set_cpu_threads(before);
+}
+
+// math::attention_operand, which the CUDA attention applies to P, dS and dO where they enter a
+// product under bfloat16 inputs, rounds as the CPU attention's tiles are rounded (kernels::
+// round_to_bf16 over a buffer, the vector loop), and leaves every value of a float32 or float64
+// attention as it is.
+TEST(Bf16Convert, AttentionOperandsRoundOnlyUnderBfloat16Inputs) {
+  const std::size_t n = 4099;
+  Buffer x(n, DType::f32, Device::cpu);
+  for (std::size_t i = 0; i < n; ++i)
+    x.data_as<float>()[i] =
+        std::ldexp(1.0f + static_cast<float>(i) / 4096.0f, static_cast<int>(i % 9) - 4);
+  Buffer rounded = x.clone();
+  kernels::round_to_bf16(rounded, rounded);
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = x.data_as<float>()[i];
+    ASSERT_EQ(kernels::float_bits(kernels::math::attention_operand<bf16>(v)),
+              kernels::float_bits(rounded.data_as<float>()[i]))
+        << i;
+    ASSERT_EQ(kernels::float_bits(kernels::math::attention_operand<float>(v)),
+              kernels::float_bits(v));
+    ASSERT_EQ(kernels::math::attention_operand<double>(static_cast<double>(v) / 3.0),
+              static_cast<double>(v) / 3.0);
+    changed += rounded.data_as<float>()[i] != v;
+  }
+  EXPECT_GT(changed, n / 2) << "most of these values need more than bfloat16's 8 bits";
 }
 
 TEST(Bf16Convert, CudaGivesTheCpuBits) {

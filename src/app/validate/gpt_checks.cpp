@@ -30,6 +30,8 @@ namespace {
 //
 // tp 1: max_rel_error at most 5.3e-3 over seeds 0-29 at (1,1,1), 4.8e-3 at (1,2,1) and 9.9e-3 at
 // (1,1,2) (0-19), 5.2e-3 at (1,4,1) (0-9) (2-core Zen 5, 2026-12-06); 2e-2 keeps a 2x margin.
+// Since the dense model runs the fused attention (2026-12-07) the two share attention's
+// roundings: 8.8e-5 at (1,1,1) and 6.7e-5 at (1,1,2) (seeds 0-9).
 constexpr Tolerance kBf16Tolerance{0.0, 0.0, 2e-2, false};
 // tp > 1, where the TP mappings carry bfloat16: each rank's partial sum is rounded before the sum
 // is, which the dense model, having no partial sums, can only round once
@@ -45,19 +47,30 @@ constexpr Tolerance kBf16Tolerance{0.0, 0.0, 2e-2, false};
 Tolerance bf16_tp_tolerance(int tp) {
   return {0.0, 0.0, tp == 2 ? 7.5e-2 : 1.5e-1, false};
 }
+// cp > 1 at tp 1: the attention's products round the probabilities P = exp(S - running max) to
+// bfloat16 (FlashAttention-2's), which ring attention does per block of a rank's query and key
+// chunks and the dense model's fused attention per 64 x 64 tile of the whole sequence: their
+// running maxima differ, so P's roundings land on neighbouring values. Every gradient but
+// attention's q and k, max_rel_error over seeds (2-core Zen 5, 2026-12-07): at most 2.24e-2 at
+// cp 2, ring and all-gather (seeds 0-29 and 0-19), 2.1e-2 with pp 2, 1.8e-2 with dp 2 and 2.6e-2
+// at cp 4 (0-11); 5e-2 keeps a 1.9x margin. (tp 2 cp 2: 2.5e-2 and 6.0e-2 for q and k, within
+// the tp bounds.)
+constexpr Tolerance kBf16CpTolerance{0.0, 0.0, 5e-2, false};
 // Attention's q and k weights' and q bias's gradients at tp > 1, a check of their own. Backward
 // reads attention's output O rounded to bfloat16, as train --bf16 keeps it (FlashAttention's
 // bfloat16 backward does the same), in D = rowsum(dO O), which enters the scores' gradient as
-// dP - D; the dense model models that rounding (unfused_attention_core), but where the two
-// models' outputs differ by the partial sums' roundings their rounded outputs land an ulp apart.
+// dP - D; the dense model runs the same fused attention, but where the two models' inputs differ
+// by the partial sums' roundings their rounded outputs land an ulp apart.
 // Near-uniform attention makes these gradients small beside that noise (block 3's q bias at
 // (4,1,1), seed 2: scale 5.9e-4, error 1.4e-4, while its v bias's gradient is 2.1e-2).
 // max_rel_error over the seeds above: at most 8.6e-2 at (2,1,1), 7.1e-2 at (2,2,2), 2.29e-1 at
 // (4,1,1) (seed 2; the next largest 1.67e-1), 1.1e-1 at (4,2,1), 2.59e-1 at (8,1,1); at 8 layers
 // x 256 (seeds 0-3) 5.3e-2 at (2,2,2) and 2.57e-1 at (4,1,1). 2.5e-1 at tp 2 and 5e-1 above keep
 // a 1.9x margin or more and still fail a q or k gradient missing, doubled or of the wrong sign.
+// At tp 1 with cp > 1 (P rounded in other blocks, above): at most 5.7e-2 over the same seeds,
+// bounded at 1.25e-1.
 Tolerance bf16_query_key_tolerance(int tp) {
-  return {0.0, 0.0, tp == 2 ? 2.5e-1 : 5e-1, false};
+  return {0.0, 0.0, tp == 1 ? 1.25e-1 : tp == 2 ? 2.5e-1 : 5e-1, false};
 }
 // The main-gradient check's tolerance: the same bfloat16 products on both sides, summed over
 // the micro-batches in float32 (trainer) or float64 (check), so only float32 rounding of m
@@ -248,6 +261,7 @@ std::vector<LocalCheck> gpt_check(const ValidateContext& ctx, bool sequence_para
       prefix + "GPT loss and gradients match dense " + (bf16 ? "bf16 reference" : "reference"),
       Comparison(!bf16           ? ctx.tolerance
                  : topo.tp() > 1 ? bf16_tp_tolerance(topo.tp())
+                 : topo.cp() > 1 ? kBf16CpTolerance
                                  : kBf16Tolerance),
       topo.cp() > 1       ? ""
       : sequence_parallel ? trivial_at("tp", topo.tp())
@@ -255,7 +269,7 @@ std::vector<LocalCheck> gpt_check(const ValidateContext& ctx, bool sequence_para
                           : ""};
   check.comparison.expect_close(Tensor::full({}, result.loss, autograd::DType::f64),
                                 dense_loss.to(kernels::Device::cpu));
-  if (!bf16 || topo.tp() == 1) {
+  if (!bf16 || (topo.tp() == 1 && topo.cp() == 1)) {
     expect_gradients(check.comparison, trainer.parameters(), dense, topo);
     return {check};
   }

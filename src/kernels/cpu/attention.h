@@ -1,11 +1,14 @@
 // CPU loops of the fused attention (kernels::attention_forward / attention_backward): tiles of
 // kBlockQ queries x kBlockK keys, their products through mpitron's packed GEMM in float32
-// (cpu/packed_gemm.h; the provider's GEMM in float64; bfloat16 q, k, v and o, train --bf16's
-// kept copies, are widened exactly once per task into float32 scratch, so the tiles multiply
-// float32 operands read in place as a float32 call's do), and between them the per-row math of
-// kernels/attention_math.h, which the CUDA kernel runs too, in plain loops over a tile's rows
-// (float32 exponentials through the vectorizable exp_f32). Every output row is written by
-// exactly one task of an outer loop over independent tasks, spread over cpu_threads() threads:
+// (cpu/packed_gemm.h; the provider's GEMM in float64). With bfloat16 q, k, v and o (train
+// --bf16's kept copies) the products multiply bfloat16 operands on the bfloat16 GEMM
+// (cpu/packed_gemm_bf16.h) and sum in float32, as FlashAttention-2's bfloat16 kernels do (Dao
+// 2023, arXiv:2307.08691): q, k, v as they are, the tile's probabilities P and score gradients
+// dS and the output gradient dO rounded to bfloat16 (to nearest even) where they enter a
+// product; softmax's maxima, exponentials and sums stay float32. Between the products run the
+// per-row math of kernels/attention_math.h, which the CUDA kernel runs too, in plain loops over a
+// tile's rows (float32 exponentials through the vectorizable exp_f32). Every output row is written
+// by exactly one task of an outer loop over independent tasks, spread over cpu_threads() threads:
 // forward over (batch*head, query block); backward over batch*head, each task visiting its
 // slice's tiles key block by key block and adding each tile's P and dS into dV, dK and dQ at once
 // (every tile's scores computed once). A causal tile the diagonal crosses runs as row blocks that
@@ -23,6 +26,7 @@
 #include "kernels/cpu/erf_f32.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/cpu/packed_gemm_bf16.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/fault_injection.h"
 
@@ -35,7 +39,8 @@ struct Attention {
   static constexpr std::size_t kBlockK = 64;
 
   /// o and lse of softmax(scale q k^T) v per batch*head slice (kernels::attention_forward); In is
-  /// T, or bfloat16 with T = float (the bits of T on q, k and v widened).
+  /// T, or bfloat16 with T = float (each key block's P = exp(S - running max) rounded for P V,
+  /// its row sums from the unrounded P).
   template <class T, class In>
   static void attention_forward(const In* q, const In* k, const In* v, std::size_t batch_heads,
                                 std::size_t seq, std::size_t d, bool causal, T scale, T* o,
@@ -44,19 +49,19 @@ struct Attention {
     const std::size_t q_blocks = (seq + kBlockQ - 1) / kBlockQ;
     parallel_tasks(batch_heads * q_blocks, [=](std::size_t task) {
       const auto [slice, i0, rows] = task_block(task, q_blocks, kBlockQ, seq, d);
-      Tile<T> tile;
+      Tile<T, In> tile;
       T* out = o + slice + i0 * d;  // written by the first block's P V, then accumulated
       T max[kBlockQ], sum[kBlockQ];
-      std::fill(max, max + rows, math::negative_infinity<T>());      // sum: set by key block 0
-      const std::size_t key_end = causal ? i0 + rows : seq;          // later blocks are all masked
-      const Widened<T, In> q_rows(q + slice + i0 * d, rows * d, 0);  // the task's query rows
-      const Widened<T, In> keys(k + slice, key_end * d, 1), values(v + slice, key_end * d, 2);
+      std::fill(max, max + rows, math::negative_infinity<T>());  // sum: set by key block 0
+      const std::size_t key_end = causal ? i0 + rows : seq;      // later blocks are all masked
+      const In* q_rows = q + slice + i0 * d;                     // the task's query rows
+      const In* keys = k + slice;
+      const In* values = v + slice;
       for (std::size_t j0 = 0; j0 < key_end; j0 += kBlockK) {
         const RowBlocks blocks = row_blocks(causal, i0, rows, j0, std::min(kBlockK, key_end - j0));
         for (std::size_t b = 0; b < blocks.count; ++b) {
           const auto [first, height, cols] = blocks.block[b];
-          tile.scores(q_rows.data + first * d, keys.data, d, i0 + first, height, j0, cols, causal,
-                      scale);
+          tile.scores(q_rows + first * d, keys, d, i0 + first, height, j0, cols, causal, scale);
           for (std::size_t r = first; r < first + height; ++r) {
             T block_sum;
             T alpha = math::online_softmax_block(tile.s + (r - first) * cols, cols, max[r],
@@ -68,8 +73,8 @@ struct Attention {
               math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
             }
           }
-          product(false, height, d, cols, tile.s, values.data + j0 * d, out + first * d,
-                  j0 > 0);  // O (+)= P V
+          product(false, height, d, cols, tile.operand(tile.s, height * cols, 0), values + j0 * d,
+                  out + first * d, j0 > 0);  // O (+)= P V
         }
       }
       for (std::size_t r = 0; r < rows; ++r) {
@@ -81,7 +86,9 @@ struct Attention {
     });
   }
 
-  /// dq, dk, dv from the saved o and lse (kernels::attention_backward); In as attention_forward.
+  /// dq, dk, dv from the saved o and lse (kernels::attention_backward); In as attention_forward
+  /// (with bfloat16, dO rounded once per slice, each tile's P and dS as they enter products; D =
+  /// rowsum(dO * O) from the unrounded dO).
   template <class T, class In>
   static void attention_backward(const In* q, const In* k, const In* v, const In* o, const T* lse,
                                  const T* dout, std::size_t batch_heads, std::size_t seq,
@@ -89,9 +96,11 @@ struct Attention {
     // One task per slice: for each key block, every query block that sees it.
     parallel_tasks(batch_heads, [=](std::size_t task) {
       const std::size_t slice = task * seq * d;
-      Tile<T> tile;
-      const Widened<T, In> qs(q + slice, seq * d, 0), ks(k + slice, seq * d, 1);
-      const Widened<T, In> vs(v + slice, seq * d, 2);
+      Tile<T, In> tile;
+      const In* qs = q + slice;
+      const In* ks = k + slice;
+      const In* vs = v + slice;
+      const In* dos = Rounded<T, In>(dout + slice, seq * d).data;  // dO as the products read it
       thread_local std::vector<T> delta;  // D of each of the slice's query rows
       delta.resize(seq);
       for (std::size_t i = 0; i < seq; ++i)
@@ -109,13 +118,14 @@ struct Attention {
           for (std::size_t b = blocks.count; b-- > 0;) {
             const auto [first, height, seen] = blocks.block[b];
             const std::size_t i = i0 + first;
-            tile.score_grads(qs.data, ks.data, vs.data, delta.data(), lse + slice / d, dout + slice,
-                             d, i, height, j0, seen, causal, scale);
+            tile.score_grads(qs, ks, vs, delta.data(), lse + slice / d, dos, d, i, height, j0, seen,
+                             causal, scale);
             const bool kv_seen = i0 > first_i0 || b + 1 < blocks.count;
-            product(true, seen, d, height, tile.s, dout + slice + i * d, dv + slice + j0 * d,
-                    kv_seen);
-            product(true, seen, d, height, tile.ds, qs.data + i * d, dk + slice + j0 * d, kv_seen);
-            product(false, height, d, seen, tile.ds, ks.data + j0 * d, dq + slice + i * d, j0 > 0);
+            const In* p = tile.operand(tile.s, height * seen, 0);
+            const In* ds = tile.operand(tile.ds, height * seen, 1);
+            product(true, seen, d, height, p, dos + i * d, dv + slice + j0 * d, kv_seen);
+            product(true, seen, d, height, ds, qs + i * d, dk + slice + j0 * d, kv_seen);
+            product(false, height, d, seen, ds, ks + j0 * d, dq + slice + i * d, j0 > 0);
           }
         }
       }
@@ -195,20 +205,21 @@ struct Attention {
     return {task / blocks * seq * d, first, std::min(block, seq - first)};
   }
 
-  /// `count` elements of q, k or v as T: the input itself when In is T; bfloat16 widened
-  /// (exactly) into the thread's scratch `slot` (0-2, one per operand), kept between calls.
+  /// `count` float elements as the tile products read them: the input itself when In is T;
+  /// rounded to bfloat16 (to nearest even) into the thread's scratch when In is bfloat16, kept
+  /// between calls.
   template <class T, class In>
-  struct Widened {
-    const T* data;
+  struct Rounded {
+    const In* data;
 
-    Widened(const In* x, std::size_t count, std::size_t slot) {
+    Rounded(const T* x, std::size_t count) {
       if constexpr (std::is_same_v<In, T>) {
         data = x;
       } else {
-        thread_local std::vector<T> scratch[3];
-        scratch[slot].resize(count);
-        widen_bf16(x, scratch[slot].data(), count);
-        data = scratch[slot].data();
+        thread_local std::vector<In> scratch;
+        scratch.resize(count);
+        round_to_bf16(x, scratch.data(), count);
+        data = scratch.data();
       }
     }
   };
@@ -225,20 +236,26 @@ struct Attention {
                         double alpha, const double* a, const double* b, double beta, double* c) {
     Gemm::gemm_batched(trans_a, trans_b, 1, m, n, inner, alpha, a, 0, b, 0, beta, c, 0);
   }
+  static void tile_gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t inner,
+                        float alpha, const bf16* a, const bf16* b, float beta, float* c) {
+    const std::size_t lda = trans_a ? m : inner, ldb = trans_b ? inner : n;
+    packed_gemm_bf16(chosen_bf16_kernel(), trans_a, trans_b, m, n, inner, alpha, a, lda, b, ldb,
+                     beta, c, n);
+  }
 
   /// c[m, n] += op(a) b, or c = op(a) b when not `accumulate` (c's old contents unread), with
   /// op(a) [m, inner] (a stored [m, inner], or [inner, m] when `trans_a`) and b [inner, n], all
   /// row-major and packed.
-  template <class T>
-  static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const T* a,
-                      const T* b, T* c, bool accumulate) {
+  template <class T, class In>
+  static void product(bool trans_a, std::size_t m, std::size_t n, std::size_t inner, const In* a,
+                      const In* b, T* c, bool accumulate) {
     tile_gemm(trans_a, false, m, n, inner, T(1), a, b, accumulate ? T(1) : T(0), c);
   }
 
   /// One thread's tile scratch, kept between calls (thread_local: one per thread once the outer
   /// loops run in parallel): scores / probabilities s and score gradients ds, each [rows, cols]
   /// packed in kBlockQ x kBlockK elements.
-  template <class T>
+  template <class T, class In>
   struct Tile {
     T *s, *ds;
 
@@ -248,9 +265,22 @@ struct Attention {
       ds = s + kBlockQ * kBlockK;
     }
 
+    /// x [count <= kBlockQ kBlockK] as the products read it: x itself, or rounded to bfloat16
+    /// into the thread's slot (0: probabilities, 1: score gradients) when In is bfloat16.
+    static const In* operand(const T* x, std::size_t count, std::size_t slot) {
+      if constexpr (std::is_same_v<In, T>) {
+        return x;
+      } else {
+        thread_local std::vector<In> rounded(2 * kBlockQ * kBlockK);
+        In* out = rounded.data() + slot * kBlockQ * kBlockK;
+        round_to_bf16(x, out, count);
+        return out;
+      }
+    }
+
     /// s = scale q k^T of queries [i0, i0 + rows) (their rows q_rows, [rows, d]) and keys
     /// [j0, j0 + cols) of one slice (k [seq, d]), masked entries -inf.
-    void scores(const T* q_rows, const T* k, std::size_t d, std::size_t i0, std::size_t rows,
+    void scores(const In* q_rows, const In* k, std::size_t d, std::size_t i0, std::size_t rows,
                 std::size_t j0, std::size_t cols, bool causal, T scale) {
       tile_gemm(false, true, rows, cols, d, scale, q_rows, k + j0 * d, T(0), s);
       if (!causal || j0 + cols <= i0 + 1) return;  // the tile lies on or below the diagonal
@@ -266,9 +296,9 @@ struct Attention {
     /// The tile's probabilities P = exp(S - lse) in s and scale dS = scale P (dP - D) in ds,
     /// with dP = dO v^T, recomputed from q, k, v, lse and dout, and D = rowsum(dO * O) given per
     /// query row of the slice (`delta`, [seq]).
-    void score_grads(const T* q, const T* k, const T* v, const T* delta, const T* lse,
-                     const T* dout, std::size_t d, std::size_t i0, std::size_t rows, std::size_t j0,
-                     std::size_t cols, bool causal, T scale) {
+    void score_grads(const In* q, const In* k, const In* v, const T* delta, const T* lse,
+                     const In* dout, std::size_t d, std::size_t i0, std::size_t rows,
+                     std::size_t j0, std::size_t cols, bool causal, T scale) {
       scores(q + i0 * d, k, d, i0, rows, j0, cols, causal, scale);
       tile_gemm(false, true, rows, cols, d, T(1), dout + i0 * d, v + j0 * d, T(0), ds);
       for (std::size_t r = 0; r < rows; ++r) {

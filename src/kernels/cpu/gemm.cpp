@@ -270,9 +270,7 @@ template <class Out>
 void Gemm::gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k,
                      float alpha, const bf16* a, const bf16* b, float beta, Out* c) {
   if (fault_active(Fault::bf16_gemm_overwrites)) beta = 0.0f;
-  const Bf16Kernel kernel = bf16_gemm_path() == Bf16GemmPath::avx512bf16
-                                ? Bf16Kernel::avx512bf16
-                                : Bf16Kernel::convert_at_pack;
+  const Bf16Kernel kernel = chosen_bf16_kernel();
   const auto threads = static_cast<std::size_t>(cpu_threads());
   const Grid grid = Grid::of(m, n, k, threads, kTileColumns);
   const std::size_t lda = trans_a ? m : k, ldb = trans_b ? k : n;

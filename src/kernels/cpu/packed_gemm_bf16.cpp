@@ -26,6 +26,7 @@
 
 #include "kernels/cpu/bf16_convert.h"
 #include "kernels/cpu/packed_gemm.h"
+#include "kernels/ops.h"
 
 namespace mpitron::kernels::cpu {
 namespace {
@@ -332,6 +333,11 @@ void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std
 bool cpu_has_avx512_bf16() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
   return has;
+}
+
+Bf16Kernel chosen_bf16_kernel() {
+  return bf16_gemm_path() == Bf16GemmPath::avx512bf16 ? Bf16Kernel::avx512bf16
+                                                      : Bf16Kernel::convert_at_pack;
 }
 
 namespace {

@@ -26,6 +26,9 @@ enum class Bf16Kernel {
 /// reads cpuid leaf 7 subleaf 1 EAX bit 5 and the OS's saved register state). Asked once.
 bool cpu_has_avx512_bf16();
 
+/// The kernel of the path kernels::bf16_gemm_path() names: avx512bf16 or convert_at_pack.
+Bf16Kernel chosen_bf16_kernel();
+
 /// Row-major C[m, n] = alpha op(A) op(B) + beta C (float32 C, row stride ldc) with bfloat16 A
 /// stored [m, k] with leading dimension lda (or [k, m] when trans_a) and B stored [k, n] with
 /// ldb (or [n, k] when trans_b), on one thread with `kernel`. beta = 0 never reads C; beta = 1

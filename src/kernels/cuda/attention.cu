@@ -3,7 +3,8 @@
 // side's blocks staged in shared memory. The per-row math is kernels/attention_math.h, the same
 // functions the CPU loops (cpu/attention.h) run. A thread accumulates its own output row in
 // global memory, so every element has one writer and no atomics are needed. Bfloat16 q, k, v and
-// o (In) are widened exactly as they are read or staged.
+// o (In) are widened exactly as they are read or staged, and P, dS and dO are rounded to bfloat16
+// where they enter a product (math::attention_operand), as on the CPU.
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -31,12 +32,13 @@ __device__ T dot(const A* a, const B* b, std::size_t d) {
   return acc;
 }
 
-/// Copies rows [first, first + rows) of a [seq, d] slice into shared memory in T, block-wide.
-template <class T, class In>
+/// Copies rows [first, first + rows) of a [seq, d] slice into shared memory in T, block-wide,
+/// each element as the products read it when q, k and v are `Operand` (math::attention_operand).
+template <class T, class In, class Operand = In>
 __device__ void stage_rows(const In* m, std::size_t first, std::size_t rows, std::size_t d,
                            T* shared) {
   for (std::size_t e = threadIdx.x; e < rows * d; e += blockDim.x)
-    shared[e] = static_cast<T>(widen(m[first * d + e]));
+    shared[e] = math::attention_operand<Operand>(static_cast<T>(widen(m[first * d + e])));
 }
 
 /// What thread t of block (slice, query block) of a query-side kernel works on: query row
@@ -89,7 +91,7 @@ __global__ void forward_rows(const In* q, const In* k, const In* v, std::size_t 
     math::online_softmax_rescale(alpha, block_sum, sum, out, d);
     for (std::size_t c = 0; c < cols; ++c) {
       for (std::size_t x = 0; x < d; ++x)
-        out[x] += p[c] * row.v_block[c * d + x];
+        out[x] += math::attention_operand<In>(p[c]) * row.v_block[c * d + x];
     }
   }
   if (!row.active) return;
@@ -124,7 +126,7 @@ __global__ void key_grad_rows(const In* q, const In* k, const In* v, const In* o
     const std::size_t rows = smaller(kBlock, seq - i0);
     __syncthreads();
     stage_rows(q + slice, i0, rows, d, q_block);
-    stage_rows(dout + slice, i0, rows, d, dout_block);
+    stage_rows<T, T, In>(dout + slice, i0, rows, d, dout_block);
     if (threadIdx.x < rows) {
       const std::size_t i = i0 + threadIdx.x;
       lse_block[threadIdx.x] = lse[blockIdx.x * seq + i];
@@ -138,10 +140,12 @@ __global__ void key_grad_rows(const In* q, const In* k, const In* v, const In* o
       const T* dout_row = dout_block + r * d;
       const T p =
           math::attention_probability(scale * dot<T>(q_row, k + slice + j * d, d), lse_block[r]);
-      const T ds = scale * math::attention_score_grad(p, dot<T>(dout_row, v + slice + j * d, d),
-                                                      delta_block[r]);
+      const T ds = math::attention_operand<In>(
+          scale *
+          math::attention_score_grad(p, dot<T>(dout_row, v + slice + j * d, d), delta_block[r]));
+      const T p_operand = math::attention_operand<In>(p);
       for (std::size_t x = 0; x < d; ++x) {
-        dv_row[x] += p * dout_row[x];
+        dv_row[x] += p_operand * dout_row[x];
         dk_row[x] += ds * q_row[x];
       }
     }
@@ -176,9 +180,10 @@ __global__ void query_grad_rows(const In* q, const In* k, const In* v, const In*
       const T* k_row = row.k_block + c * d;
       const T p =
           math::attention_probability(scale * dot<T>(q + row.slice + row.i * d, k_row, d), row_lse);
-      const T ds =
-          scale * math::attention_score_grad(
-                      p, dot<T>(dout + row.slice + row.i * d, row.v_block + c * d, d), delta);
+      T dp = T(0);  // dO . v, dO as the products read it
+      for (std::size_t x = 0; x < d; ++x)
+        dp += math::attention_operand<In>(dout[row.slice + row.i * d + x]) * row.v_block[c * d + x];
+      const T ds = math::attention_operand<In>(scale * math::attention_score_grad(p, dp, delta));
       for (std::size_t x = 0; x < d; ++x)
         dq_row[x] += ds * k_row[x];
     }

@@ -179,24 +179,12 @@ Tensor context_parallel_attention_core(const Tensor& q, const Tensor& k, const T
 }
 
 Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
-                              bool causal, bool rounded_output_backward) {
+                              bool causal) {
   return attention_over_heads(
       "unfused_attention_core", q, k, v, heads,
-      [causal, rounded_output_backward](const Tensor& qh, const Tensor& kh, const Tensor& vh,
-                                        double scale) {
-        const Tensor scores = autograd::matmul(qh, kh, false, /*trans_b=*/true);
-        const Tensor p = autograd::softmax(scores, causal, scale);
-        const Tensor o = autograd::matmul(p, vh);
-        if (!rounded_output_backward) return o;
-        const std::int64_t seq = scores.size(-1), head_dim = vh.size(-1);
-        // Row sums and their broadcast over head_dim columns as products with ones.
-        const Tensor ones_col = Tensor::full({seq, 1}, 1.0, o.dtype(), o.device());
-        const Tensor ones_row = Tensor::full({1, head_dim}, 1.0, o.dtype(), o.device());
-        const Tensor z =
-            autograd::scale(autograd::matmul(autograd::mul(p.detach(), scores), ones_col), scale);
-        const Tensor error = autograd::sub(autograd::read_as_bf16(o.detach()), o.detach());
-        const Tensor zero = autograd::matmul(autograd::sub(z.detach(), z), ones_row);
-        return autograd::add(o, autograd::mul(error, zero));
+      [causal](const Tensor& qh, const Tensor& kh, const Tensor& vh, double scale) {
+        return autograd::matmul(
+            autograd::softmax(autograd::matmul(qh, kh, false, true), causal, scale), vh);
       });
 }
 

@@ -51,15 +51,10 @@ Tensor multi_head_attention_core(const Tensor& q, const Tensor& k, const Tensor&
 /// The same attention composed of unfused ops, matmul(softmax(matmul(q_h, k_h^T), causal,
 /// 1/sqrt(head_dim)), v_h), which materialize the [batch, heads, seq, seq] probabilities: the
 /// independent form the references use (MultiHeadAttention, the dense GPT of gpt_reference.h),
-/// so the fused kernel is always checked against something it does not share. With
-/// `rounded_output_backward` the gradients are those of a backward that reads the output rounded
-/// to bfloat16, as the fused attention's does under train --bf16 (its D = rowsum(dO * O) from
-/// the kept output, FlashAttention-2's backward): the output plus E * (zbar - z), with
-/// E = round(o) - o and z = scale rowsum(pbar * scores) (pbar, zbar, E detached), is the output
-/// itself in value (zbar - z is exactly 0), and adds -scale p rowsum(dO * E) to the scores'
-/// gradient, the fused backward's change. Arguments and errors as multi_head_attention_core.
+/// so the fused kernel is always checked against something it does not share. Arguments and
+/// errors as multi_head_attention_core.
 Tensor unfused_attention_core(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
-                              bool causal = false, bool rounded_output_backward = false);
+                              bool causal = false);
 
 /// RoPE on projected activations: x [batch, seq, heads head_dim] viewed as [batch, seq, heads,
 /// head_dim], each head rotated by autograd::rotary_embedding at frequencies `rope` (a base

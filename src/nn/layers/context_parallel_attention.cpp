@@ -80,14 +80,6 @@ Tensor packed_parts(const Tensor& k, const Tensor& v) {
   return pack({k0, k1, v0, v1});
 }
 
-// A received shard as the attention kernels read it: a bfloat16 one widened (exactly).
-Tensor readable(const Tensor& shard) {
-  if (shard.dtype() != autograd::DType::bf16) return shard;
-  Tensor widened = Tensor::empty(shard.shape(), autograd::DType::f32, shard.device());
-  kernels::convert(shard.buffer(), widened.buffer());
-  return widened;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -129,7 +121,7 @@ void for_each_shard(const Setup& setup, const Tensor& own, int tag, Visit visit,
     const auto start = std::chrono::steady_clock::now();
     comm::all_gather(cp, own.buffer(), gathered.buffer(), 1);
     cp_attention_times().wait_s += seconds_since(start);
-    const std::vector<Tensor> parts = unpack(readable(gathered));
+    const std::vector<Tensor> parts = unpack(gathered);
     for (int src = 0; src < size; ++src) {
       visit(src, parts_of(parts, static_cast<std::size_t>(src) * kParts));
       after_step(src);
@@ -155,7 +147,7 @@ void for_each_shard(const Setup& setup, const Tensor& own, int tag, Visit visit,
       send = comm::isend(cp, current.buffer(), shape, (rank + 1) % size, tag);
       if (!setup.prefetch) finish();
     }
-    visit(src, parts_of(unpack(readable(current)), 0));
+    visit(src, parts_of(unpack(current), 0));
     finish();
     after_step(src);
     if (step + 1 < size) current = incoming;
@@ -168,9 +160,9 @@ void attend(const Setup& setup, const std::array<Tensor, 2>& q, const Block& b, 
   const auto start = std::chrono::steady_clock::now();
   const Shapes& s = setup.shapes;
   const Tensor& query = q[static_cast<std::size_t>(b.query_half)];
-  Tensor o = Tensor::empty(s.chunk, query.dtype(), query.device());
   Partial& partial = partials[static_cast<std::size_t>(b.query_half)];
-  Tensor lse = Tensor::empty(partial.lse.shape(), query.dtype(), query.device());
+  Tensor o = Tensor::empty(s.chunk, partial.o.dtype(), query.device());
+  Tensor lse = Tensor::empty(partial.lse.shape(), partial.lse.dtype(), query.device());
   kernels::attention_forward(query.buffer(), kv[key_part(b.key_half)].buffer(),
                              kv[value_part(b.key_half)].buffer(), s.chunk_len, s.head_dim, b.causal,
                              setup.scale, o.buffer(), lse.buffer());
@@ -187,9 +179,10 @@ void attend_backward(const Setup& setup, const std::array<Tensor, 2>& q, const B
   const Shapes& s = setup.shapes;
   const auto qh = static_cast<std::size_t>(b.query_half);
   const Tensor& query = q[qh];
-  Tensor block_dq = Tensor::empty(s.chunk, query.dtype(), query.device());
-  Tensor block_dk = Tensor::empty(s.chunk, query.dtype(), query.device());
-  Tensor block_dv = Tensor::empty(s.chunk, query.dtype(), query.device());
+  const autograd::DType dtype = dout[qh].dtype();
+  Tensor block_dq = Tensor::empty(s.chunk, dtype, query.device());
+  Tensor block_dk = Tensor::empty(s.chunk, dtype, query.device());
+  Tensor block_dv = Tensor::empty(s.chunk, dtype, query.device());
   kernels::attention_backward(
       query.buffer(), kv[key_part(b.key_half)].buffer(), kv[value_part(b.key_half)].buffer(),
       partials[qh].o.buffer(), partials[qh].lse.buffer(), dout[qh].buffer(), s.chunk_len,
@@ -221,8 +214,9 @@ class ContextParallelAttention final : public autograd::Function {
   std::vector<Tensor> backward(const Tensor& grad_output) override {
     autograd::NoGradGuard no_grad;
     const std::array<Tensor, 2> dout = halves(grad_output);
-    std::array<Tensor, 2> dq = {Tensor::zeros(setup_.shapes.chunk, q_[0].dtype(), q_[0].device()),
-                                Tensor::zeros(setup_.shapes.chunk, q_[0].dtype(), q_[0].device())};
+    std::array<Tensor, 2> dq = {
+        Tensor::zeros(setup_.shapes.chunk, dout[0].dtype(), dout[0].device()),
+        Tensor::zeros(setup_.shapes.chunk, dout[1].dtype(), dout[1].device())};
     const int rank = setup_.cp.rank(), size = setup_.cp.size();
     const bool returned = !fault_active(Fault::ring_attention_dkv_not_returned);
     Parts own_dkv;  // the gradients of this rank's keys and values, once they are complete
@@ -232,7 +226,7 @@ class ContextParallelAttention final : public autograd::Function {
       for_each_shard(
           setup_, own, kBackwardTag,
           [&](int src, const Parts& kv) {
-            Parts dkv = zero_parts(setup_.shapes, q_[0]);
+            Parts dkv = zero_parts(setup_.shapes, dout[0]);
             for (const Block& b : visible_blocks(rank, src))
               attend_backward(setup_, q_, b, kv, partials_, dout, dq, dkv);
             all.insert(all.end(), dkv.begin(), dkv.end());
@@ -247,7 +241,7 @@ class ContextParallelAttention final : public autograd::Function {
         own_dkv = parts_of(all, static_cast<std::size_t>(rank) * kParts);
       }
     } else {
-      Parts travelling = zero_parts(setup_.shapes, q_[0]);  // the current shard's gradients
+      Parts travelling = zero_parts(setup_.shapes, dout[0]);  // the current shard's gradients
       for_each_shard(
           setup_, own, kBackwardTag,
           [&](int src, const Parts& kv) {
@@ -257,7 +251,7 @@ class ContextParallelAttention final : public autograd::Function {
           [&](int src) {
             if (size == 1 || !returned) {
               if (src == rank) own_dkv = travelling;
-              travelling = zero_parts(setup_.shapes, q_[0]);
+              travelling = zero_parts(setup_.shapes, dout[0]);
               return;
             }
             // Pass the gradients one step on: after cp steps every shard's reach its owner.
@@ -336,7 +330,11 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
   Tensor own;
   {
     autograd::NoGradGuard no_grad;
-    qh = halves(q.detach());
+    // Under bfloat16 GEMM operands (train --bf16) attention reads q, k and v as bfloat16, as
+    // the fused attention does (autograd::scaled_dot_product_attention): the query halves are
+    // bfloat16 copies and the key/value shard crosses the wire as its bfloat16 copy (exact for
+    // the bfloat16 values context_parallel_attention_core passes); otherwise all as they are.
+    qh = halves(autograd::gemm_operand(q.detach()));
     autograd::Shape lse_shape = chunk;
     lse_shape.pop_back();
     for (Partial& partial : partials) {
@@ -345,9 +343,6 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
           Tensor::full(lse_shape, -std::numeric_limits<double>::infinity(), q.dtype(), q.device())};
     }
     const int rank = cp.rank();
-    // Under bfloat16 GEMM operands (train --bf16), where attention reads k and v as bfloat16,
-    // the shard crosses the wire as its bfloat16 copy (exact for the bfloat16 values
-    // context_parallel_attention_core passes); otherwise as it is.
     own = autograd::gemm_operand(packed_parts(k.detach(), v.detach()));
     for_each_shard(
         setup, own, kForwardTag,
@@ -358,13 +353,10 @@ Tensor context_parallel_attention(const Tensor& q, const Tensor& k, const Tensor
         [](int) {});
   }
   const Tensor out = autograd::concat({partials[0].o, partials[1].o}, 2).detach();
-  // Under bfloat16 GEMM operands backward reads the output rounded to bfloat16, as the fused
-  // attention keeps it (autograd::scaled_dot_product_attention; here in float32 storage).
-  if (kernels::gemm_operands() == kernels::GemmOperands::bfloat16 &&
-      q.dtype() == autograd::DType::f32) {
-    for (Partial& partial : partials)
-      kernels::round_to_bf16(partial.o.buffer(), partial.o.buffer());
-  }
+  // Backward reads the output as the fused attention keeps it: under bfloat16 GEMM operands its
+  // bfloat16 copy, beside those of q, k and v.
+  for (Partial& partial : partials)
+    partial.o = autograd::gemm_operand(partial.o);
   return autograd::attach(out, std::make_shared<ContextParallelAttention>(setup, qh, own, partials),
                           {q, k, v});
 }

@@ -35,6 +35,17 @@ Tensor output_projection(const TensorMap& p, const std::string& name, const Tens
   return bias == p.end() ? product : autograd::add(product, bias->second);
 }
 
+// Causal attention of the dense blocks: the unfused composition, independent of the fused kernel
+// the model runs; where `round_stored` (the bfloat16 reference) the fused kernel itself, whose
+// bfloat16 arithmetic (its products' operands rounded, FlashAttention-2's, and its output kept
+// rounded for backward) the model runs too, and which its own tests check against float32
+// attention and PyTorch (tests/kernels/test_attention.cpp, gpt_train_bf16.json).
+Tensor dense_attention(const Tensor& q, const Tensor& k, const Tensor& v, std::int64_t heads,
+                       bool round_stored) {
+  return round_stored ? multi_head_attention_core(q, k, v, heads, /*causal=*/true)
+                      : unfused_attention_core(q, k, v, heads, /*causal=*/true);
+}
+
 // x read as bfloat16 (autograd::read_as_bf16) where `round`, else x.
 Tensor read_as_bf16_if(bool round, const Tensor& x) {
   return round ? autograd::read_as_bf16(x) : x;
@@ -58,8 +69,7 @@ Tensor dense_gpt_block(const TensorMap& p, std::int64_t layer, std::int64_t head
     return read_as_bf16_if(round_stored, linear(p, h + name, a));
   };
   const Tensor context =
-      unfused_attention_core(project("attn.q"), project("attn.k"), project("attn.v"), heads,
-                             /*causal=*/true, round_stored);
+      dense_attention(project("attn.q"), project("attn.k"), project("attn.v"), heads, round_stored);
   const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
   const Tensor normed = rounded_if(round_tp, layer_norm(p, h + "ln_2", x));
   const Tensor m = autograd::gelu(output_projection(p, h + "mlp.c_fc", normed, round_stored), gelu);
@@ -76,9 +86,9 @@ Tensor dense_llama_block(const GptConfig& c, const TensorMap& p, std::int64_t la
   const Tensor q = read(rotary_heads(autograd::linear(a, weight("attn.q")), c.heads, c.rope()));
   const Tensor k = read(rotary_heads(autograd::linear(a, weight("attn.k")), kv, c.rope()));
   const Tensor v = read(autograd::linear(a, weight("attn.v")));
-  const Tensor context = unfused_attention_core(q, repeat_kv_heads(k, kv, c.heads / kv),
-                                                repeat_kv_heads(v, kv, c.heads / kv), c.heads,
-                                                /*causal=*/true, round_stored);
+  const Tensor context =
+      dense_attention(q, repeat_kv_heads(k, kv, c.heads / kv), repeat_kv_heads(v, kv, c.heads / kv),
+                      c.heads, round_stored);
   const Tensor x = autograd::add(input, output_projection(p, h + "attn.c_proj", context, round_tp));
   const Tensor m = rounded_if(round_tp, autograd::rms_norm(x, weight("ln_2"), c.norm_eps));
   const Tensor gated = autograd::swiglu(autograd::linear(m, weight("mlp.gate")),

@@ -37,15 +37,17 @@ struct DenseBf16Rounding {
   /// their gradient overwrites them as bfloat16) and GPT-2's MLP product x W1^T before its bias
   /// (autograd::fused_mlp; dY rounded as fc1's GEMMs round it); and what it reads as bfloat16
   /// with a float32 gradient: attention's q, k and v (after RoPE; autograd::read_as_bf16, as
-  /// scaled_dot_product_attention and ring attention read them); and attention's backward from
-  /// its output rounded, as theirs keep it (unfused_attention_core's rounded_output_backward).
+  /// scaled_dot_product_attention and ring attention read them); and attention itself runs the
+  /// model's fused kernel, whose products round their operands and whose backward reads its
+  /// output rounded (FlashAttention-2's bfloat16 arithmetic, checked on its own).
   /// The normalizations and SwiGLU are the model's own ops, which keep theirs rounded already.
   bool stored_activations = false;
 };
 
 /// Dense block `layer` of `parameters` (names transformer.h.{layer}.*): x [batch, seq, hidden] ->
 /// x + attn(ln_1(x)), then + mlp(ln_2(.)), causal attention with `heads` heads
-/// (unfused_attention_core, independent of the fused kernel the model runs), GELU of form
+/// (unfused_attention_core, independent of the fused kernel the model runs; where `round_stored`
+/// that kernel, as DenseBf16Rounding::stored_activations says), GELU of form
 /// `gelu`; `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_stored` attention's
 /// q, k, v and output and the MLP's product before its bias as
 /// DenseBf16Rounding::stored_activations does.
@@ -54,7 +56,7 @@ Tensor dense_gpt_block(const TensorMap& parameters, std::int64_t layer, std::int
                        bool round_stored = false);
 
 /// Dense block `layer` of a llama `config`: x + attn(rms_norm_1(x)) with RoPE on q and k and
-/// each key/value head repeated for its query heads (unfused_attention_core), then
+/// each key/value head repeated for its query heads (as dense_gpt_block's attention), then
 /// + c_proj(swiglu(gate(.), up(.))) of rms_norm_2; no biases. x [batch, seq, hidden];
 /// `round_tp` rounds as DenseBf16Rounding::tp_collectives says, `round_stored` q, k, v and the
 /// attention output as its stored_activations does.
