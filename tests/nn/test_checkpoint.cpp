@@ -303,9 +303,9 @@ TEST_F(Checkpoint, AFolderLoadsItsNewestStepThatLoads) {
       << message;
 }
 
-// A latest that names a step without DONE (being saved again, or removed) is passed over for the
-// newest complete step below it, and named with why.
-TEST_F(Checkpoint, AFolderNamesTheIncompleteStepItsLatestNames) {
+// A latest that names a step without DONE (being saved again, or removed), or no step at all, is
+// passed over for the newest complete step below it, and named with why.
+TEST_F(Checkpoint, AFolderNamesTheLatestItPassesOver) {
   std::filesystem::copy(std::filesystem::path(MPITRON_TEST_DATA_DIR) / "checkpoint_tiny", dir,
                         std::filesystem::copy_options::recursive);
   test::put_file_bytes(dir / "latest", "step_99999\n");
@@ -319,6 +319,20 @@ TEST_F(Checkpoint, AFolderNamesTheIncompleteStepItsLatestNames) {
   // A latest that names the step loaded adds nothing.
   test::put_file_bytes(dir / "latest", "step_1000\n");
   EXPECT_TRUE(load_gpt_checkpoint(dir, false).skipped.empty());
+  // One that names no step (empty, or junk) is named too, its text escaped and cut at 40.
+  const std::pair<std::string, std::string> junk[] = {
+      {"", "\"\""},
+      {"step_x\n", "\"step_x\""},
+      {std::string(50, 'a') + "\n", "\"" + std::string(40, 'a') + "\"..."},
+      {"step_1\tjunk", "\"step_1\\tjunk\""}};
+  for (const auto& [text, shown] : junk) {
+    test::put_file_bytes(dir / "latest", text);
+    const GptCheckpoint named = load_gpt_checkpoint(dir, false);
+    EXPECT_EQ(named.step, 1000);
+    ASSERT_EQ(named.skipped.size(), 1u);
+    EXPECT_EQ(named.skipped[0], fmt::format("{} holds {}, not a step's name (step_<k>)",
+                                            (dir / "latest").string(), shown));
+  }
 }
 
 TEST_F(Checkpoint, MissingAndDamagedFilesAreNamed) {

@@ -242,11 +242,20 @@ std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
   return newest;
 }
 
-std::optional<std::string> incomplete_latest(const std::filesystem::path& dir) {
+std::optional<std::string> latest_passed_over(const std::filesystem::path& dir) {
+  const std::filesystem::path file = dir / kLatest;
+  if (!std::filesystem::is_regular_file(file)) return std::nullopt;
   const std::optional<std::int64_t> latest = latest_named(dir);
-  if (!latest || step_complete(dir, *latest)) return std::nullopt;
+  if (!latest) {
+    std::string text = read_text(file);
+    if (text.ends_with('\n')) text.pop_back();
+    constexpr std::size_t kShown = 40;
+    return fmt::format("{} holds {:?}{}, not a step's name ({}<k>)", file.string(),
+                       text.substr(0, kShown), text.size() > kShown ? "..." : "", kStepPrefix);
+  }
+  if (step_complete(dir, *latest)) return std::nullopt;
   return fmt::format("{}, which {} names, is not complete (no {} file: being saved, or removed)",
-                     step_directory(dir, *latest).string(), (dir / kLatest).string(), kDone);
+                     step_directory(dir, *latest).string(), file.string(), kDone);
 }
 
 std::vector<std::int64_t> complete_steps(const std::filesystem::path& dir) {

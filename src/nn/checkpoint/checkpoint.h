@@ -115,10 +115,12 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step);
 /// highest complete step_<k>; nullopt when there is none (or DIR does not exist).
 std::optional<std::int64_t> latest_step(const std::filesystem::path& dir);
 
-/// Why DIR/latest's step was passed over when it names a step that is not complete, one line
+/// Why DIR/latest was passed over, one line: it names a step that is not complete
 /// ("ckpt/step_99, which ckpt/latest names, is not complete (no DONE file: being saved, or
-/// removed)"); nullopt when latest is missing, unreadable or names a complete step.
-std::optional<std::string> incomplete_latest(const std::filesystem::path& dir);
+/// removed)"), or it holds no step's name (`ckpt/latest holds "junk", not a step's name
+/// (step_<k>)`, its first 40 characters escaped); nullopt when latest is missing or names a
+/// complete step.
+std::optional<std::string> latest_passed_over(const std::filesystem::path& dir);
 
 /// The complete steps of DIR to try, newest first: latest_step, then the complete step_<k> below
 /// it from the highest k down; empty when there is none (or DIR does not exist). Steps above

@@ -207,7 +207,7 @@ GptCheckpoint load_gpt_checkpoint(const std::filesystem::path& path, bool with_m
   for (const std::int64_t step : complete_steps(path)) {
     try {
       GptCheckpoint checkpoint = load_step(path, step, with_moments);
-      if (auto why = incomplete_latest(path)) skipped.insert(skipped.begin(), std::move(*why));
+      if (auto why = latest_passed_over(path)) skipped.insert(skipped.begin(), std::move(*why));
       checkpoint.skipped = std::move(skipped);
       return checkpoint;
     } catch (const CheckpointError& e) {
