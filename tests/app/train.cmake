@@ -427,7 +427,8 @@ mpitron_add_expect_test(train_load_other_empty_folder_is_an_error TARGET mpitron
   EXPECT_EXIT 2 EXPECT_OUTPUT "rank 0: error: [^\n]*no checkpoint step" "rank 1: error:")
 # A finished run's steps are not replaced by a fresh run (no --load, another seed and topology):
 # refused, naming that run and its latest step; the requeue command line (--load and --save the
-# same folder) resumes it; --overwrite-checkpoints replaces its steps, the later ones included.
+# same folder) resumes it (--overwrite-checkpoints there does nothing, with a warning);
+# --overwrite-checkpoints replaces its steps, the later ones included.
 set(owned ${CMAKE_CURRENT_BINARY_DIR}/train_owned)
 set(owned_run "run [0-9a-f]+'s steps up to step")
 add_test(NAME train_owned_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${owned})
@@ -440,9 +441,10 @@ mpitron_add_expect_test(train_owned_fresh_run_refused TARGET mpitron NP 2 TIMEOU
   EXPECT_OUTPUT "rank 0: error: --save [^\n]*train_owned holds ${owned_run} 4: resume that run with --load [^\n]*train_owned, or give --overwrite-checkpoints to replace them"
                 "rank 1: error:")
 mpitron_add_expect_test(train_owned_requeue_resumes TARGET mpitron NP 2 TIMEOUT 60
-  ARGS train ${train_lock_flags} --steps 5 --load ${owned} --save ${owned}
+  ARGS train ${train_lock_flags} --steps 5 --load ${owned} --save ${owned} --overwrite-checkpoints
   EXPECT_EXIT 0
-  EXPECT_OUTPUT "resuming from [^\n]*train_owned step 4" "saved checkpoint [^\n]*train_owned/step_5")
+  EXPECT_OUTPUT "warning: --overwrite-checkpoints does nothing with --load: this run continues"
+                "resuming from [^\n]*train_owned step 4" "saved checkpoint [^\n]*train_owned/step_5")
 mpitron_add_expect_test(train_owned_overwritten TARGET mpitron NP 2 TIMEOUT 60
   ARGS train ${train_lock_flags} --seed 7 --tp 2 --steps 2 --save ${owned} --overwrite-checkpoints
   EXPECT_EXIT 0

@@ -271,6 +271,11 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
   if (plan.overwritten) {
     log.warn("warning: --save {}: --overwrite-checkpoints removed {}", o.save, *plan.overwritten);
   }
+  if (o.overwrite_checkpoints && !o.load.empty() && writer) {
+    log.warn(
+        "warning: --overwrite-checkpoints does nothing with --load: this run continues the one it "
+        "loads and keeps the steps in --save");
+  }
   if (!o.load.empty() && !start.checkpoint && writer) {
     log.info("--load {}: no checkpoint there yet, so this run starts at step 1", o.load);
   }
