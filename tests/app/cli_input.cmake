@@ -15,7 +15,7 @@ function(cli_bad_test name np message)
 endfunction()
 
 # bench gpt's sizes: a sequence that does not split into 2 cp zigzag chunks.
-cli_bad_test(bench_gpt_seq_cp 2 "--seq 10 does not split into 2*cp = 4 equal zigzag chunks (--cp 2)"
+cli_bad_test(bench_gpt_seq_cp 2 "--seq 10 does not split into 2*cp = 4 equal zigzag chunks (--cp 2): --seq 8 would"
              bench gpt --cp 2 --seq 10 --layers 1 --hidden 32 --heads 2)
 # 2 ranks: the default topology (2, 1, 1) fits the tiny checkpoint.
 cli_bad_test(generate_tokens_range 2 "--tokens must be in [0, 1000000], got 99999999999"

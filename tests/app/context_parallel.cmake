@@ -69,7 +69,7 @@ checkpoint_cli_test(checkpoint_eval_cp_peer_golden 4
 cli_bad_test(cp_not_dividing 4 "world size 4 is not divisible by cp 3" train --cp 3)
 cli_bad_test(cp_product 4 "tp*cp*pp*dp = 1*2*1*1 = 2, but the world size is 4"
              train --cp 2 --dp 1)
-cli_bad_test(cp_seq 2 "--seq 10 does not split into 2*cp = 4 equal zigzag chunks (--cp 2)"
+cli_bad_test(cp_seq 2 "--seq 10 does not split into 2*cp = 4 equal zigzag chunks (--cp 2): --seq 8 would"
              train --cp 2 --seq 10)
 cli_bad_test(cp_seq_sequence_parallel 8 "--sequence-parallel needs --seq / cp = 6 divisible by tp 4"
              train --tp 4 --cp 2 --seq 12 --sequence-parallel)
@@ -77,9 +77,9 @@ cli_bad_test(cp_comm_unknown 2 "--cp-comm: star not in {ring,all-gather} (see --
              train --cp 2 --cp-comm star)
 cli_bad_test(cp_zero 2 "--cp: must be an integer in [1, 2147483647], got 0 (see --help)"
              validate --cp 0)
-cli_bad_test(validate_cp_seq 2 "--seq 6 does not split into 2*cp = 4 equal zigzag chunks (--cp 2)"
+cli_bad_test(validate_cp_seq 2 "--seq 6 does not split into 2*cp = 4 equal zigzag chunks (--cp 2): --seq 4 would"
              validate --cp 2 --seq 6)
-cli_bad_test(eval_cp_seq 2 "--seq 10 does not split into 2*cp = 4 equal zigzag chunks (--cp 2)"
+cli_bad_test(eval_cp_seq 2 "--seq 10 does not split into 2*cp = 4 equal zigzag chunks (--cp 2): --seq 8 would"
              eval --load ${cli_ckpt} --data ${cli_text} --cp 2 --seq 10)
 cli_bad_test(generate_cp 2
              "generate decodes one token at a time and does not split sequences: --cp must be 1"

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "app/common/help.h"
 #include "comm/errors.h"
 
@@ -31,9 +33,12 @@ void check_context_parallel_sequence(std::int64_t seq, const ParallelSizes& size
                                      bool sequence_parallel, const std::string& seq_name) {
   if (sizes.cp == 1) return;
   if (seq % (2 * sizes.cp) != 0) {
+    const std::int64_t chunks = 2 * sizes.cp;
+    const std::int64_t fitting = std::max(seq / chunks, std::int64_t{1}) * chunks;  // e.g.
     throw comm::ConfigError(
-        fmt::format("{} {} does not split into 2*cp = {} equal zigzag chunks (--cp {})", seq_name,
-                    seq, 2 * sizes.cp, sizes.cp));
+        fmt::format("{} {} does not split into 2*cp = {} equal zigzag chunks (--cp {}): --seq "
+                    "{} would",
+                    seq_name, seq, chunks, sizes.cp, fitting));
   }
   if (sequence_parallel && (seq / sizes.cp) % sizes.tp != 0) {
     throw comm::ConfigError(fmt::format(

@@ -23,7 +23,8 @@ nn::CpComm cp_comm_of(const CommonOptions& options);
 
 /// The sequence rules of context parallelism for sequences of `seq` tokens at `sizes`: at
 /// cp > 1, seq divisible by 2 cp ("--seq 10 does not split into 2*cp = 4 equal zigzag chunks
-/// (--cp 2)") and, with `sequence_parallel`, each rank's seq / cp tokens divisible by tp
+/// (--cp 2): --seq 8 would", the largest multiple of 2 cp not above seq, or 2 cp) and, with
+/// `sequence_parallel`, each rank's seq / cp tokens divisible by tp
 /// ("--sequence-parallel needs --seq / cp = 6 divisible by tp 4"). `seq_name` is how the message
 /// names the length ("--seq 10", or e.g. eval's "the model's block size 30" when no --seq was
 /// given). Throws comm::ConfigError.
