@@ -73,7 +73,7 @@ struct Attention {
               math::online_softmax_rescale(alpha, block_sum, sum[r], out + r * d, d);
             }
           }
-          product(false, height, d, cols, tile.operand(tile.s, height * cols, 0), values + j0 * d,
+          product(false, height, d, cols, operand<T, In>(tile.s, height * cols, 0), values + j0 * d,
                   out + first * d, j0 > 0);  // O (+)= P V
         }
       }
@@ -100,7 +100,7 @@ struct Attention {
       const In* qs = q + slice;
       const In* ks = k + slice;
       const In* vs = v + slice;
-      const In* dos = Rounded<T, In>(dout + slice, seq * d).data;  // dO as the products read it
+      const In* dos = operand<T, In>(dout + slice, seq * d, 2);  // dO as the products read it
       thread_local std::vector<T> delta;  // D of each of the slice's query rows
       delta.resize(seq);
       for (std::size_t i = 0; i < seq; ++i)
@@ -121,8 +121,8 @@ struct Attention {
             tile.score_grads(qs, ks, vs, delta.data(), lse + slice / d, dos, d, i, height, j0, seen,
                              causal, scale);
             const bool kv_seen = i0 > first_i0 || b + 1 < blocks.count;
-            const In* p = tile.operand(tile.s, height * seen, 0);
-            const In* ds = tile.operand(tile.ds, height * seen, 1);
+            const In* p = operand<T, In>(tile.s, height * seen, 0);
+            const In* ds = operand<T, In>(tile.ds, height * seen, 1);
             product(true, seen, d, height, p, dos + i * d, dv + slice + j0 * d, kv_seen);
             product(true, seen, d, height, ds, qs + i * d, dk + slice + j0 * d, kv_seen);
             product(false, height, d, seen, ds, ks + j0 * d, dq + slice + i * d, j0 > 0);
@@ -205,24 +205,20 @@ struct Attention {
     return {task / blocks * seq * d, first, std::min(block, seq - first)};
   }
 
-  /// `count` float elements as the tile products read them: the input itself when In is T;
-  /// rounded to bfloat16 (to nearest even) into the thread's scratch when In is bfloat16, kept
-  /// between calls.
+  /// `count` elements of a float tile, or of dO, as the products read them: x itself when In is
+  /// T; rounded to bfloat16 (to nearest even) into the thread's scratch `slot` when In is
+  /// bfloat16 (0: probabilities, 1: score gradients, 2: dO), kept between calls.
   template <class T, class In>
-  struct Rounded {
-    const In* data;
-
-    Rounded(const T* x, std::size_t count) {
-      if constexpr (std::is_same_v<In, T>) {
-        data = x;
-      } else {
-        thread_local std::vector<In> scratch;
-        scratch.resize(count);
-        round_to_bf16(x, scratch.data(), count);
-        data = scratch.data();
-      }
+  static const In* operand(const T* x, std::size_t count, std::size_t slot) {
+    if constexpr (std::is_same_v<In, T>) {
+      return x;
+    } else {
+      thread_local std::vector<In> scratch[3];
+      scratch[slot].resize(count);
+      round_to_bf16(x, scratch[slot].data(), count);
+      return scratch[slot].data();
     }
-  };
+  }
 
   /// c[m, n] = alpha op(a) op(b) + beta c for a tile (row-major, packed: op(a) [m, inner] stored
   /// [inner, m] when trans_a, op(b) [inner, n] stored [n, inner] when trans_b): the packed GEMM
@@ -263,19 +259,6 @@ struct Attention {
       thread_local std::vector<T> scratch(2 * kBlockQ * kBlockK);
       s = scratch.data();
       ds = s + kBlockQ * kBlockK;
-    }
-
-    /// x [count <= kBlockQ kBlockK] as the products read it: x itself, or rounded to bfloat16
-    /// into the thread's slot (0: probabilities, 1: score gradients) when In is bfloat16.
-    static const In* operand(const T* x, std::size_t count, std::size_t slot) {
-      if constexpr (std::is_same_v<In, T>) {
-        return x;
-      } else {
-        thread_local std::vector<In> rounded(2 * kBlockQ * kBlockK);
-        In* out = rounded.data() + slot * kBlockQ * kBlockK;
-        round_to_bf16(x, out, count);
-        return out;
-      }
     }
 
     /// s = scale q k^T of queries [i0, i0 + rows) (their rows q_rows, [rows, d]) and keys

@@ -218,11 +218,16 @@ bool step_complete(const std::filesystem::path& dir, std::int64_t step) {
 
 namespace {
 
-// The step DIR/latest names, or nothing (no file, or not a step's name).
-std::optional<std::int64_t> latest_named(const std::filesystem::path& dir) {
+// DIR/latest's text without its trailing newline ("" when there is no file).
+std::string latest_text(const std::filesystem::path& dir) {
   std::string named = read_text(dir / kLatest);
   if (named.ends_with('\n')) named.pop_back();
-  return step_of(named);
+  return named;
+}
+
+// The step DIR/latest names, or nothing (no file, or not a step's name).
+std::optional<std::int64_t> latest_named(const std::filesystem::path& dir) {
+  return step_of(latest_text(dir));
 }
 
 }  // namespace
@@ -245,10 +250,9 @@ std::optional<std::int64_t> latest_step(const std::filesystem::path& dir) {
 std::optional<std::string> latest_passed_over(const std::filesystem::path& dir) {
   const std::filesystem::path file = dir / kLatest;
   if (!std::filesystem::is_regular_file(file)) return std::nullopt;
-  const std::optional<std::int64_t> latest = latest_named(dir);
+  const std::string text = latest_text(dir);
+  const std::optional<std::int64_t> latest = step_of(text);
   if (!latest) {
-    std::string text = read_text(file);
-    if (text.ends_with('\n')) text.pop_back();
     constexpr std::size_t kShown = 40;
     return fmt::format("{} holds {:?}{}, not a step's name ({}<k>)", file.string(),
                        text.substr(0, kShown), text.size() > kShown ? "..." : "", kStepPrefix);
