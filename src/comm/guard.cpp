@@ -18,6 +18,10 @@ std::string error_line(int rank, std::string_view message) {
 void abort_job(const std::string& line, int code) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
+  end_job(code);
+}
+
+void end_job(int code) {
   int initialized = 0;
   int finalized = 0;
   MPI_Initialized(&initialized);

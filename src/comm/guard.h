@@ -25,6 +25,10 @@ std::string error_line(int rank, std::string_view message);
 /// `code`.
 [[noreturn]] void abort_job(const std::string& line, int code);
 
+/// Ends every rank of the job with MPI_Abort(MPI_COMM_WORLD, `code`), printing nothing (the
+/// caller has printed its line); without an initialized MPI it exits the process with `code`.
+[[noreturn]] void end_job(int code);
+
 /// Runs `body` (a program's main work) and returns its exit code. When it throws:
 /// - ConfigError: prints `error_line(world rank, what)` to stderr on this rank and returns
 ///   kConfigErrorExitCode; the caller then finalizes MPI normally (every rank threw the same).

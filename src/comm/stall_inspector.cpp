@@ -94,6 +94,14 @@ std::vector<std::optional<std::string>> inspect_peers(const std::vector<int>& pe
   return answers;
 }
 
+void keep_answering(double seconds, std::string_view doing) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    answer_stall_queries([&] { return std::string(doing); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 std::string stall_summary(int self, const std::vector<int>& peers,
                           const std::vector<std::optional<std::string>>& answers,
                           std::string_view doing, bool collective) {

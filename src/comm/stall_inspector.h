@@ -35,6 +35,10 @@ void answer_stall_queries(const std::function<std::string()>& doing);
 std::vector<std::optional<std::string>> inspect_peers(const std::vector<int>& peers,
                                                       double grace_seconds, std::string_view doing);
 
+/// Answers others' queries with `doing` for `seconds`, polling every millisecond: a rank that has
+/// printed its deadline line goes on telling what it waited in.
+void keep_answering(double seconds, std::string_view doing);
+
 /// One clause for the deadline line from the answers of `peers` to a rank waiting in `doing`:
 /// - a collective: "arrived: ranks 0, 2; not arrived: rank 1 (waiting in recv
 ///   from rank 3 on the pp communicator (8 bytes)), rank 3 (no answer: computing, stuck outside

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <iterator>
 #include <sstream>
@@ -86,6 +87,8 @@ class WaitClock {
 
 // How long an expired rank collects the answers of the ranks it waited for.
 constexpr double kStallGraceSeconds = 2.0;
+// How many grace periods an expired rank whose peers all answered waits before it ends the job.
+constexpr double kIndirectGraces = 2.0;
 
 // What this rank waits for, as other ranks' stall inspections see it: "all_reduce on the tp
 // communicator (64 bytes)", "recv from rank 3 on the pp communicator (8 bytes)" (world ranks).
@@ -106,9 +109,21 @@ std::string operation_text(const Communicator& comm, const Operation& op) {
     std::copy_if(report.members.begin(), report.members.end(), std::back_inserter(peers),
                  [&](int r) { return r != report.rank; });
   }
-  const auto answers = inspect_peers(peers, std::min(kStallGraceSeconds, comm.timeout()), doing);
+  const double grace = std::min(kStallGraceSeconds, comm.timeout());
+  const auto answers = inspect_peers(peers, grace, doing);
   report.stalled = stall_summary(report.rank, peers, answers, doing, report.peer < 0);
-  abort_job(deadline_message(report), kDeadlineExitCode);
+  const std::string line = deadline_message(report);
+  if (std::any_of(answers.begin(), answers.end(), [](const auto& a) { return !a.has_value(); })) {
+    abort_job(line, kDeadlineExitCode);
+  }
+  // Every peer answered, so each waits in turn for someone: a rank nearer the stall (whose peer,
+  // a stopped process perhaps, cannot answer) may still be collecting its answers. Ending the job
+  // now would hide its line, and Open MPI's abort continues a stopped process, which then answers
+  // as if it had been waiting all along: print this line and leave that rank time to end the job.
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+  keep_answering(kIndirectGraces * grace, doing);
+  end_job(kDeadlineExitCode);
 }
 
 // Tests every pending request of `requests` once: true when none is pending any more; sets

@@ -39,7 +39,10 @@ struct Operation {
 /// `comm.timeout()` seconds pass first, asks the peer (point-to-point) or the other members
 /// (collective) what they are doing for up to min(2 s, timeout) (stall_inspector.h), prints
 /// `deadline_message(...)` with their answers to stderr and calls MPI_Abort(MPI_COMM_WORLD,
-/// kDeadlineExitCode); it does not return then. Throws MpiError when a request fails.
+/// kDeadlineExitCode); it does not return then. When every peer answered (each waits for
+/// someone else), it first goes on answering queries for twice that grace, so that the line of a
+/// rank whose peer did not answer (nearer the stall) is printed and that rank ends the job. Throws
+/// MpiError when a request fails.
 void wait_all(const Communicator& comm, std::span<MPI_Request> requests, const Operation& op);
 
 /// How often a waiting rank checks for other ranks' stall queries (stall_inspector.h): far

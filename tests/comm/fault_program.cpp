@@ -11,6 +11,10 @@
 //                 waits in a recv from rank 0 instead, rank 3 computes (sleeps 30 s). Expect the
 //                 deadline line with "arrived: ranks 0, 1" and ranks 2 and 3 named with what
 //                 they were doing.
+//   stall-chain   on 3 ranks: rank 0 receives from rank 1 with a 3 s deadline, rank 1 from rank 2
+//                 with a 4 s one, rank 2 computes (sleeps 30 s). Rank 0 expires first and learns
+//                 only that rank 1 is waiting; expect rank 1's line naming rank 2 as the one that
+//                 did not answer (rank 0 waits for it instead of ending the job at once).
 //   stall-mpi-all-reduce  on 2 ranks, with a table that hands all-reduce to MPI's blocking
 //                 collective: rank 0 enters it with a 3 s deadline, rank 1 computes (sleeps
 //                 30 s). Expect the watch thread's deadline line from rank 0 within 20 s.
@@ -75,6 +79,15 @@ int stall_all_reduce(comm::Communicator& world) {
   return 0;
 }
 
+int stall_chain(comm::Communicator& world) {
+  world.set_timeout(world.rank() == 0 ? 3.0 : 4.0);
+  kernels::Buffer value(16, kernels::DType::f32, kernels::Device::cpu);
+  const std::vector<std::int64_t> shape{16};
+  if (world.rank() < 2) comm::recv(world, value, shape, world.rank() + 1);
+  if (world.rank() == 2) std::this_thread::sleep_for(std::chrono::seconds(30));
+  return 0;
+}
+
 int stall_mpi_all_reduce(comm::Communicator& world) {
   auto table = std::make_shared<comm::AlgorithmTable>();
   table->world_size = world.size();
@@ -93,6 +106,7 @@ int run(const std::string& mode, comm::Communicator& world) {
   if (mode == "skip-recv") return skip_receive(world);
   if (mode == "skip-send") return skip_send(world);
   if (mode == "stall-all-reduce") return stall_all_reduce(world);
+  if (mode == "stall-chain") return stall_chain(world);
   if (mode == "stall-mpi-all-reduce") return stall_mpi_all_reduce(world);
   if (mode == "throw") {
     if (world.rank() == world.size() - 1) throw std::runtime_error("injected failure");
