@@ -313,18 +313,21 @@ TEST(Bf16Gemm, AnyBlockOfTheProductHasTheBitsOfTheWholeCall) {
   }
 }
 
-// op(A) and op(B) stored either way are packed into the same pair words (a matrix stored with k
-// fastest goes through the in-register transpose on AVX-512 CPUs; one stored [k, outer]
-// interleaves two rows), so every storage gives the same bits, for every kernel; also with a row
-// stride that leaves the rows' words unaligned. 37 x 45 with 300 terms: whole 16 x 16 blocks and
-// the rows, columns and pairs past them.
+// op(A) and op(B) stored either way give the kernels the same pair words (B stored with k fastest
+// goes through the in-register transpose on AVX-512 CPUs, A so stored is read in place or from a
+// copy of its rows; one stored [k, outer] interleaves two rows), so every storage gives the same
+// bits, for every kernel; also with a row stride that leaves the rows' words unaligned, and one of
+// 4 KiB, whose rows would share L1 sets and are copied. 37 x 45 with 300 terms: whole 16 x 16
+// blocks and the rows, columns and pairs past them.
 TEST(Bf16Gemm, EveryStorageOfTheOperandsGivesTheSameBits) {
   const std::size_t m = 37, n = 45, k = 300, ld = k + 3;
   const std::vector<bf16> a = random_bf16(m * k, 81), b = random_bf16(n * k, 82);  // [m|n, k]
-  std::vector<bf16> a_strided(m * ld), a_t(k * m), b_t(k * n);
+  constexpr std::size_t kWideLd = 2048;                                            // 4096 bytes
+  std::vector<bf16> a_strided(m * ld), a_wide(m * kWideLd), a_t(k * m), b_t(k * n);
   for (std::size_t p = 0; p < k; ++p) {
     for (std::size_t i = 0; i < m; ++i) {
       a_strided[i * ld + p] = a[i * k + p];
+      a_wide[i * kWideLd + p] = a[i * k + p];
       a_t[p * m + i] = a[i * k + p];
     }
     for (std::size_t j = 0; j < n; ++j)
@@ -342,6 +345,7 @@ TEST(Bf16Gemm, EveryStorageOfTheOperandsGivesTheSameBits) {
     const std::vector<float> want = product(true, a_t.data(), m, false, b_t.data(), n);
     EXPECT_EQ(product(false, a.data(), k, false, b_t.data(), n), want);
     EXPECT_EQ(product(false, a_strided.data(), ld, false, b_t.data(), n), want);
+    EXPECT_EQ(product(false, a_wide.data(), kWideLd, false, b_t.data(), n), want);
     EXPECT_EQ(product(true, a_t.data(), m, true, b.data(), k), want);
     EXPECT_EQ(product(false, a.data(), k, true, b.data(), k), want);
   }

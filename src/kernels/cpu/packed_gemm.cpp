@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -164,16 +163,9 @@ void tile_kernel(std::size_t depth, const float* a, std::size_t lda, const float
                           update);
 }
 
-// Whether the kRows rows of A, lda floats apart, would evict each other from L1 when read in
-// place. An L1 way is 4 KiB on current x86 cores (32 or 48 KiB in 8 or 12 ways), so rows
-// lda * 4 bytes apart fall on 4096 / gcd(lda * 4, 4096) distinct sets: one set for every row at
-// lda = 1024 or 3072 (the [tokens, 4 hidden] activations of GPT-2's MLP and of the README
-// example's). Past 4 rows to a set (half the ways, the rest for B's micro-panel and C) A is
-// copied to rows kPaddedDepth apart instead.
+// Whether the kRows rows of A, lda floats apart, share L1 sets (packed_gemm.h).
 constexpr bool rows_share_l1_sets(std::size_t lda) {
-  constexpr std::size_t kWayBytes = 4096;
-  const std::size_t sets = kWayBytes / std::gcd(lda * sizeof(float), kWayBytes);
-  return (kRows + sets - 1) / sets > 4;
+  return cpu::rows_share_l1_sets(lda * sizeof(float), kRows);
 }
 
 // The row stride of A's rows as copy_a_rows leaves them: past kDepth by one vector, so that they

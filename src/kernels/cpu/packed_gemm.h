@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <numeric>
 
 #include "kernels/bf16.h"
 
@@ -45,6 +46,18 @@ void packed_gemm_bf16_converted(bool trans_a, bool trans_b, std::size_t m, std::
                                 std::size_t k, float alpha, const bf16* a, std::size_t lda,
                                 const bf16* b, std::size_t ldb, float beta, float* c,
                                 std::size_t ldc);
+
+/// Whether `rows` rows of A, `row_bytes` apart, would evict each other from L1 when a micro-kernel
+/// reads them in place. An L1 way is 4 KiB on current x86 cores (32 or 48 KiB in 8 or 12 ways),
+/// so rows row_bytes apart fall on 4096 / gcd(row_bytes, 4096) distinct sets: one set for every
+/// row of 4096 or 12288 bytes (the float32 [tokens, 4 hidden] activations of GPT-2's MLP and of
+/// the README example's). Past 4 rows to a set (half the ways, the rest for B's micro-panel and
+/// C) the packed GEMMs copy A's rows to a padded stride instead.
+constexpr bool rows_share_l1_sets(std::size_t row_bytes, std::size_t rows) {
+  constexpr std::size_t kWayBytes = 4096;
+  const std::size_t sets = kWayBytes / std::gcd(row_bytes, kWayBytes);
+  return (rows + sets - 1) / sets > 4;
+}
 
 /// The first step of the packed GEMMs on C[m, n] (row stride ldc): C = beta C unless beta is 0 or
 /// 1 (beta 0 stores zeros only when k = 0, so C is never read then), after which `beta` is 1 for

@@ -5,8 +5,12 @@
 // them):
 // - op(B) in micro-panels of kPairColumns = 32 columns: panel s holds pairs x 32 words, the word
 //   of pair q and column j at q * 32 + j: two zmm registers per pair, one lane per column of C;
-// - op(A) in micro-panels of kPairRows = 12 rows: pairs x 12 words, the word of pair q and row r
-//   at q * 12 + r, broadcast to every lane of a zmm register.
+// - op(A) stored [k, m] in micro-panels of kPairRows = 12 rows: pairs x 12 words, the word of
+//   pair q and row r at q * 12 + r. Stored [m, k] with k even, its rows already hold the pairs as
+//   words (term 2q of row r beside term 2q + 1): they are read in place, or from a copy of the
+//   block's rows at a padded stride where in place they would share L1 sets, as the float32 GEMM
+//   reads row-major A (packed_gemm.cpp). Either way a word is broadcast to every lane of a zmm
+//   register.
 // Missing columns, rows and the second term of an odd last pair are zero. The micro-kernel keeps
 // a 12 x 32 tile of C in 24 zmm accumulators through one pass of k (kDepth terms, kDepth / 2
 // pairs); the blocking loops are those of packed_gemm.cpp. Which path runs is chosen at run time
@@ -170,14 +174,32 @@ struct Update {
   bool overwrite;
 };
 
-// C[kTileRows, 32] (row stride ldc) updated with one pass of `pairs` pairs of a micro-panel of A
-// (its first kTileRows rows) and one of B, on VDPBF16PS.
-template <std::size_t kTileRows>
-__attribute__((target("avx512f,avx512bf16"))) void dpbf16_tile(std::size_t pairs,
-                                                               const std::uint32_t* ap,
+// A tile's rows of op(A): the word of pair q and row r at packed[q * kPairRows + r] (a micro-panel
+// packed in pairs), or, with packed null, the two bfloat16 at rows + r * ld + 2 q (rows of k
+// fastest, read in place or copied).
+struct APairs {
+  const std::uint32_t* packed;
+  const bf16* rows;
+  std::size_t ld;
+
+  std::uint32_t word(std::size_t q, std::size_t r) const {
+    if (packed != nullptr) return packed[q * kPairRows + r];
+    std::uint32_t w;
+    std::memcpy(&w, rows + r * ld + 2 * q, sizeof w);
+    return w;
+  }
+};
+
+// C[kTileRows, 32] (row stride ldc) updated with one pass of `pairs` pairs of A's first
+// kTileRows rows (a.rows when kRowsOfA, else a.packed) and a micro-panel of B, on VDPBF16PS.
+template <bool kRowsOfA, std::size_t kTileRows>
+__attribute__((target("avx512f,avx512bf16"))) void dpbf16_tile(std::size_t pairs, const APairs& a,
                                                                const std::uint32_t* bp, float* c,
                                                                std::size_t ldc,
                                                                const Update& update) {
+  const std::uint32_t* ap = a.packed;
+  const bf16* rows = a.rows;
+  const std::size_t ld = a.ld;
   __m512 sum[kTileRows][2];
 #pragma GCC unroll 16
   for (std::size_t r = 0; r < kTileRows; ++r)
@@ -187,11 +209,21 @@ __attribute__((target("avx512f,avx512bf16"))) void dpbf16_tile(std::size_t pairs
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + kLanes);
 #pragma GCC unroll 16
     for (std::size_t r = 0; r < kTileRows; ++r) {
-      const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[r]));
+      std::uint32_t word;
+      if constexpr (kRowsOfA) {
+        std::memcpy(&word, rows + r * ld, sizeof word);
+      } else {
+        word = ap[r];
+      }
+      const __m512bh x = (__m512bh)_mm512_set1_epi32(static_cast<int>(word));
       sum[r][0] = _mm512_dpbf16_ps(sum[r][0], x, b0);
       sum[r][1] = _mm512_dpbf16_ps(sum[r][1], x, b1);
     }
-    ap += kPairRows;
+    if constexpr (kRowsOfA) {
+      rows += 2;
+    } else {
+      ap += kPairRows;
+    }
     bp += kPairColumns;
   }
   const __m512 alpha = _mm512_set1_ps(update.alpha);
@@ -206,11 +238,12 @@ __attribute__((target("avx512f,avx512bf16"))) void dpbf16_tile(std::size_t pairs
   }
 }
 
-template <std::size_t... kCounts>
+template <bool kRowsOfA, std::size_t... kCounts>
 void dpbf16_rows(std::index_sequence<kCounts...>, std::size_t rows, std::size_t pairs,
-                 const std::uint32_t* ap, const std::uint32_t* bp, float* c, std::size_t ldc,
+                 const APairs& a, const std::uint32_t* bp, float* c, std::size_t ldc,
                  const Update& update) {
-  (void)((rows == kCounts + 1 && (dpbf16_tile<kCounts + 1>(pairs, ap, bp, c, ldc, update), true)) ||
+  (void)((rows == kCounts + 1 &&
+          (dpbf16_tile<kRowsOfA, kCounts + 1>(pairs, a, bp, c, ldc, update), true)) ||
          ...);
 }
 
@@ -226,16 +259,16 @@ float half_of(std::uint32_t word, int half) {
 
 // dpbf16_tile's arithmetic, one lane at a time: per pair the high products, then the low ones,
 // each a float32 fused multiply-add with denormal inputs and results flushed.
-void dpbf16_tile_emulated(std::size_t rows, std::size_t pairs, const std::uint32_t* ap,
+void dpbf16_tile_emulated(std::size_t rows, std::size_t pairs, const APairs& a,
                           const std::uint32_t* bp, float* c, std::size_t ldc,
                           const Update& update) {
   float sum[kPairRows][kPairColumns] = {};
-  for (std::size_t q = 0; q < pairs; ++q, ap += kPairRows, bp += kPairColumns) {
+  for (std::size_t q = 0; q < pairs; ++q, bp += kPairColumns) {
     for (std::size_t r = 0; r < rows; ++r) {
       for (std::size_t j = 0; j < kPairColumns; ++j) {
         float& acc = sum[r][j];
         for (const int half : {1, 0}) {
-          acc = flush_denormal(std::fma(flush_denormal(half_of(ap[r], half)),
+          acc = flush_denormal(std::fma(flush_denormal(half_of(a.word(q, r), half)),
                                         flush_denormal(half_of(bp[j], half)), flush_denormal(acc)));
         }
       }
@@ -250,38 +283,60 @@ void dpbf16_tile_emulated(std::size_t rows, std::size_t pairs, const std::uint32
 }
 
 // C[rows, 32] (row stride ldc) updated with one pass by `kernel`.
-void pair_kernel(Bf16Kernel kernel, std::size_t rows, std::size_t pairs, const std::uint32_t* ap,
+void pair_kernel(Bf16Kernel kernel, std::size_t rows, std::size_t pairs, const APairs& a,
                  const std::uint32_t* bp, float* c, std::size_t ldc, const Update& update) {
-  if (kernel == Bf16Kernel::avx512bf16) {
-    dpbf16_rows(std::make_index_sequence<kPairRows>{}, rows, pairs, ap, bp, c, ldc, update);
+  if (kernel != Bf16Kernel::avx512bf16) {
+    dpbf16_tile_emulated(rows, pairs, a, bp, c, ldc, update);
+  } else if (a.packed != nullptr) {
+    dpbf16_rows<false>(std::make_index_sequence<kPairRows>{}, rows, pairs, a, bp, c, ldc, update);
   } else {
-    dpbf16_tile_emulated(rows, pairs, ap, bp, c, ldc, update);
+    dpbf16_rows<true>(std::make_index_sequence<kPairRows>{}, rows, pairs, a, bp, c, ldc, update);
   }
 }
 
 // The same for C[rows, cols] with cols <= 32: a tile of fewer columns goes through a full-width
 // one in memory, so every element meets the same arithmetic.
 void pair_tile(Bf16Kernel kernel, std::size_t rows, std::size_t cols, std::size_t pairs,
-               const std::uint32_t* ap, const std::uint32_t* bp, float* c, std::size_t ldc,
+               const APairs& a, const std::uint32_t* bp, float* c, std::size_t ldc,
                const Update& update) {
   if (cols == kPairColumns) {
-    pair_kernel(kernel, rows, pairs, ap, bp, c, ldc, update);
+    pair_kernel(kernel, rows, pairs, a, bp, c, ldc, update);
     return;
   }
   alignas(64) float tile[kPairRows * kPairColumns] = {};
   for (std::size_t r = 0; r < rows; ++r)
     std::copy(c + r * ldc, c + r * ldc + cols, tile + r * kPairColumns);
-  pair_kernel(kernel, rows, pairs, ap, bp, tile, kPairColumns, update);
+  pair_kernel(kernel, rows, pairs, a, bp, tile, kPairColumns, update);
   for (std::size_t r = 0; r < rows; ++r)
     std::copy(tile + r * kPairColumns, tile + r * kPairColumns + cols, c + r * ldc);
 }
 
 // The thread's pair panels: one block of A and one panel of B.
+// The row stride of A's rows as copy_pair_rows leaves them: past kDepth by 64 bytes, so that they
+// share no L1 sets.
+constexpr std::size_t kPaddedDepth = kDepth + 32;
+static_assert(!rows_share_l1_sets(kPaddedDepth * sizeof(bf16), kPairRows));
+
+// Rows [first_row, first_row + rows) of A stored [m, k], terms [first_k, first_k + depth), to
+// `out` kPaddedDepth apart, each followed by a zero term when depth is odd (the high term of its
+// last pair).
+void copy_pair_rows(const bf16* a, std::size_t lda, std::size_t first_row, std::size_t rows,
+                    std::size_t first_k, std::size_t depth, bf16* out) {
+  for (std::size_t i = 0; i < rows; ++i) {
+    const bf16* row = a + (first_row + i) * lda + first_k;
+    std::copy(row, row + depth, out + i * kPaddedDepth);
+    if (depth % 2 != 0) out[i * kPaddedDepth + depth] = bf16{0};
+  }
+}
+
+// The thread's pair panels: one block of A (packed, or its rows copied) and one panel of B.
 struct PairScratch {
   std::vector<std::uint32_t> a, b;
+  std::vector<bf16> a_rows;
   PairScratch()
       : a(kBlockRows * kDepth / 2),
-        b((kPanelColumns + kPairColumns - 1) / kPairColumns * kPairColumns * kDepth / 2) {}
+        b((kPanelColumns + kPairColumns - 1) / kPairColumns * kPairColumns * kDepth / 2),
+        a_rows(kBlockRows * kPaddedDepth) {}
 };
 
 // packed_gemm_bf16 with a pair kernel (the loops of packed_gemm.cpp over pair panels) into a
@@ -297,6 +352,10 @@ void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std
   }
   thread_local PairScratch scratch;
   const Operand op_a{a, lda, trans_a}, op_b{b, ldb, !trans_b};
+  // A stored [m, k] is read in place; its block's rows are copied first where in place they would
+  // share L1 sets, or k is odd (the copy gives the last pair its zero high term).
+  const bool copies_a =
+      !trans_a && (k % 2 != 0 || rows_share_l1_sets(lda * sizeof(bf16), kPairRows));
   for (std::size_t jc = 0; jc < n; jc += kPanelColumns) {
     const std::size_t nc = std::min(kPanelColumns, n - jc);
     for (std::size_t pc = 0; pc < k; pc += kDepth) {
@@ -305,12 +364,17 @@ void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std
       pack_pairs(op_b, jc, nc, pc, kc, kPairColumns, scratch.b.data());
       for (std::size_t ic = 0; ic < m; ic += kBlockRows) {
         const std::size_t mc = std::min(kBlockRows, m - ic);
-        pack_pairs(op_a, ic, mc, pc, kc, kPairRows, scratch.a.data());
+        if (trans_a) pack_pairs(op_a, ic, mc, pc, kc, kPairRows, scratch.a.data());
+        if (copies_a) copy_pair_rows(a, lda, ic, mc, pc, kc, scratch.a_rows.data());
         for (std::size_t jr = 0; jr < nc; jr += kPairColumns) {
           for (std::size_t ir = 0; ir < mc; ir += kPairRows) {
             const std::size_t rows = std::min(kPairRows, mc - ir);
             const std::size_t cols = std::min(kPairColumns, nc - jr);
-            const std::uint32_t* ap = scratch.a.data() + ir * pairs;
+            const APairs ap =
+                trans_a ? APairs{scratch.a.data() + ir * pairs, nullptr, 0}
+                : copies_a
+                    ? APairs{nullptr, scratch.a_rows.data() + ir * kPaddedDepth, kPaddedDepth}
+                    : APairs{nullptr, a + (ic + ir) * lda + pc, lda};
             const std::uint32_t* bp = scratch.b.data() + jr * pairs;
             Out* tile = c + (ic + ir) * ldc + jc + jr;
             if constexpr (std::is_same_v<Out, float>) {
