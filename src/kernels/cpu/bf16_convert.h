@@ -7,9 +7,11 @@
 
 namespace mpitron::kernels::cpu {
 
-/// out[i] = to_bf16(in[i]) for i < n on the calling thread: whole vectors of the width the file
-/// is compiled for (16 lanes with AVX-512, 8 with AVX2) apply float_to_bf16_bits's integer steps
-/// lane-wise, the tail calls it, so every element has the scalar rule's bits.
+/// out[i] = to_bf16(in[i]) for i < n on the calling thread: on a CPU with AVX512-BF16 whole
+/// vectors of 16 go through VCVTNEPS2BF16 (those holding a denormal, which it would flush, through
+/// the integer steps), elsewhere whole vectors of the width the file is compiled for (16 lanes
+/// with AVX-512, 8 with AVX2) apply float_to_bf16_bits's integer steps lane-wise; the tail calls
+/// it, so every element has the scalar rule's bits.
 void round_to_bf16(const float* in, bf16* out, std::size_t n);
 
 /// out[i] = bf16_to_float(in[i]) for i < n on the calling thread, exactly (16-bit shifts in
