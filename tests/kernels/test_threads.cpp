@@ -1,10 +1,10 @@
 // Every CPU kernel that runs on cpu_threads() threads, at 2, 3 and 4 threads against its own
 // output at 1 thread, bit for bit (float32 and float64). The sizes split each kernel's work into
 // several chunks, rows, column blocks, sum blocks or GEMM tiles (the constants of
-// src/kernels/cpu/parallel.h and the tiles of cpu/gemm.cpp: multiples of 48 rows by multiples of
-// 64 columns where the provider allows a column cut, 512 for Eigen, each with at least 2^22
-// multiply-adds), so a
-// result that depended on how the work is split, or on which thread did it, would differ.
+// src/kernels/cpu/chunk_sizes.h and parallel.h and the tiles of cpu/gemm.cpp: multiples of 48 rows
+// by multiples of 64 columns where the provider allows a column cut, 512 for Eigen, each with at
+// least 2^22 multiply-adds), so a result that depended on how the work is split, or on which thread
+// did it, would differ.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/chunk_sizes.h"
 #include "kernels/device.h"
 #include "kernels/llama_ops.h"
 #include "kernels/ops.h"

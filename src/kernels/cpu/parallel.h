@@ -10,17 +10,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/chunk_sizes.h"
 #include "kernels/math.h"
 #include "kernels/ops.h"
 
 namespace mpitron::kernels::cpu {
-
-/// Elements per chunk of an element-wise loop: 16 Ki (64 KiB of float32 per operand), a multiple
-/// of every vector width, so each chunk but the last is whole vectors.
-inline constexpr std::size_t kElementChunk = 16384;
-
-/// Elements per block of a blocked sum (sum, sum_squares, mse_forward): 16 Ki.
-inline constexpr std::size_t kSumBlock = 16384;
 
 /// Calls body(begin, end) for the chunks [c * grain, min(n, (c + 1) * grain)) of [0, n), on up
 /// to cpu_threads() threads (OpenMP static schedule); all of [0, n) in one call when one thread
