@@ -194,7 +194,7 @@ job=$(MPITRON=$mpitron MPITRON_CHECKPOINT=$work/train-ckpt MPITRON_LOG_DIR=$work
   sbatch --parsable --output="$work/train.out" --chdir="$work" scripts/slurm/train.sbatch \
   "${train_args[@]}")
 start=$EPOCHREALTIME
-ci_wait_until 60 grep -q "step [0-9]*/3000 loss" "$work/train.out" || ci_die "train.sbatch printed no step"
+ci_wait_until 60 grep -qs "step [0-9]*/3000 loss" "$work/train.out" || ci_die "train.sbatch printed no step"
 scancel --signal=USR1 --batch "$job"
 # Slurm holds a requeued job for a while before it may start again; a cluster's scheduler would
 # wait, this check lets it start at once.

@@ -275,7 +275,7 @@ TEST_F(Llama3Files, DigitsThenByteLevelTokenizerJsonEncodesEachStretchAsGpt2) {
   BpeTokenizer gpt2 = nn::load_tokenizer(gpt2_files_dir());
   BpeTokenizer smol = nn::load_tokenizer(dir.string());
   EXPECT_TRUE(smol.rules().isolate_digits);
-  for (const std::string text :
+  for (const std::string& text :
        {std::string("In 2026, 1234567 tokens cost $12.50 (x3)  42\n\n7 end"),
         file_bytes(source_file("tests/data/tokenizer/english.txt")),
         file_bytes(source_file("tests/data/tokenizer/whitespace.txt"))}) {
