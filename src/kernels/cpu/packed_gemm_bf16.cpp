@@ -311,7 +311,6 @@ void pair_tile(Bf16Kernel kernel, std::size_t rows, std::size_t cols, std::size_
     std::copy(tile + r * kPairColumns, tile + r * kPairColumns + cols, c + r * ldc);
 }
 
-// The thread's pair panels: one block of A and one panel of B.
 // The row stride of A's rows as copy_pair_rows leaves them: past kDepth by 64 bytes, so that they
 // share no L1 sets.
 constexpr std::size_t kPaddedDepth = kDepth + 32;
