@@ -207,14 +207,15 @@ struct Attention {
 
   /// `count` elements of a float tile, or of dO, as the products read them: x itself when In is
   /// T; rounded to bfloat16 (to nearest even) into the thread's scratch `slot` when In is
-  /// bfloat16 (0: probabilities, 1: score gradients, 2: dO), kept between calls.
+  /// bfloat16 (0: probabilities, 1: score gradients, 2: dO), kept between calls and only grown
+  /// (a diagonal tile's smaller counts would otherwise make the next full tile fill it again).
   template <class T, class In>
   static const In* operand(const T* x, std::size_t count, std::size_t slot) {
     if constexpr (std::is_same_v<In, T>) {
       return x;
     } else {
       thread_local std::vector<In> scratch[3];
-      scratch[slot].resize(count);
+      if (scratch[slot].size() < count) scratch[slot].resize(count);
       round_to_bf16(x, scratch[slot].data(), count);
       return scratch[slot].data();
     }
