@@ -60,7 +60,7 @@ struct LlamaOps {
             math::rms_norm_dx(dyr[c] * weight[c], widen(xr[c]) * row_rstd, row_rstd, mean_g_xhat);
       }
     });
-    parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
+    parallel_column_blocks(cols, [=](std::size_t c0, auto width) {
       double dw[kColumnBlock] = {};
       for (std::size_t r = 0; r < rows; ++r) {
         const T row_rstd = rstd[r];

@@ -65,7 +65,7 @@ struct Normalization {
         dxr[c] =
             math::layer_norm_dx(dyr[c] * weight[c], widen(xhatr[c]), row_rstd, mean_g, mean_g_xhat);
     });
-    parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
+    parallel_column_blocks(cols, [=](std::size_t c0, auto width) {
       double dw[kColumnBlock] = {}, db[kColumnBlock] = {};
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t j = 0; j < width; ++j) {

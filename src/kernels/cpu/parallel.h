@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/chunk_sizes.h"
@@ -56,12 +57,19 @@ inline constexpr std::size_t kColumnBlock = 64;
 
 /// Calls body(c0, width) for the column blocks [c0, c0 + width) of [0, cols), width =
 /// kColumnBlock but the last, one block per thread at a time. Each column is summed by one call,
-/// so the results do not depend on the thread count.
+/// so the results do not depend on the thread count. A whole block's width comes as
+/// std::integral_constant (body takes `auto width`), so the compiler vectorizes its loops over
+/// the block's columns at full width; the last, narrower block's as std::size_t.
 template <class Body>
 void parallel_column_blocks(std::size_t cols, Body body) {
   parallel_chunks(cols, kColumnBlock, [&](std::size_t begin, std::size_t end) {
-    for (std::size_t c0 = begin; c0 < end; c0 += kColumnBlock)
-      body(c0, std::min(kColumnBlock, end - c0));
+    for (std::size_t c0 = begin; c0 < end; c0 += kColumnBlock) {
+      if (end - c0 >= kColumnBlock) {
+        body(c0, std::integral_constant<std::size_t, kColumnBlock>{});
+      } else {
+        body(c0, end - c0);
+      }
+    }
   });
 }
 

@@ -26,7 +26,7 @@ struct Reductions {
   /// while x is still read row by row.
   template <class T>
   static void sum_rows(const T* x, std::size_t rows, std::size_t cols, T* out) {
-    parallel_column_blocks(cols, [=](std::size_t c0, std::size_t width) {
+    parallel_column_blocks(cols, [=](std::size_t c0, auto width) {
       double acc[kColumnBlock] = {};
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t j = 0; j < width; ++j)
