@@ -77,11 +77,15 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   }
   const auto cols = static_cast<std::size_t>(x.size(-1));
   const auto rows = static_cast<std::int64_t>(cols == 0 ? 0 : x.numel() / x.size(-1));
-  Tensor y = empty_like(x), xhat = empty_like(x), rstd = empty_like(x, {rows});
+  // Backward starts from xhat as kept (bfloat16 under --bf16: 2^-9 relative per element), which
+  // the kernel writes rounded beside y: the bits keep_activation would round it to, without a
+  // float32 xhat and a pass over it.
+  const bool kept_bf16 = grad_enabled() && detail::keeps_bf16(x);
+  Tensor y = empty_like(x), rstd = empty_like(x, {rows});
+  Tensor xhat = Tensor::empty(x.shape(), kept_bf16 ? DType::bf16 : x.dtype(), x.device());
   kernels::layer_norm_forward(x.buffer(), weight.buffer(), bias.buffer(), cols, eps, y.buffer(),
                               xhat.buffer(), rstd.buffer());
-  // Backward starts from xhat as kept (bfloat16 under --bf16: 2^-9 relative per element).
-  const Tensor kept_xhat = detail::keep_activation(xhat);
+  const Tensor kept_xhat = grad_enabled() ? xhat : Tensor();
   const bool x_grad = needs_grad(x);
   return detail::record(
       "layer_norm", y, {x, weight, bias},

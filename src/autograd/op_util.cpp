@@ -31,6 +31,10 @@ Tensor keep_activation(const Tensor& x) {
   return grad_enabled() ? gemm_operand(x).detach() : Tensor();
 }
 
+bool keeps_bf16(const Tensor& x) {
+  return kernels::gemm_operands() == kernels::GemmOperands::bfloat16 && x.dtype() == DType::f32;
+}
+
 Tensor empty_like(const Tensor& x, const Shape& shape) {
   return Tensor::empty(shape, x.dtype(), x.device());
 }

@@ -70,9 +70,13 @@ std::vector<Tensor> linear_backward(const Tensor& dy, const SavedGemmInput& x, c
 /// kernels::GemmOperands::bfloat16 a float32 x rounded to bfloat16 (gemm_operand: 2 bytes an
 /// element, as Megatron-LM's --bf16 keeps its bfloat16 activations), otherwise x detached; and
 /// undefined when grad mode is off, since the op then records no backward (and rounds nothing).
-/// layer_norm (its xhat), rms_norm (its input), swiglu and scaled_dot_product_attention (its
-/// output) keep theirs so.
+/// rms_norm (its input), swiglu and scaled_dot_product_attention (its output) keep theirs so;
+/// layer_norm has its kernel write its xhat so (keeps_bf16).
 Tensor keep_activation(const Tensor& x);
+
+/// Whether keep_activation keeps x as bfloat16: under kernels::GemmOperands::bfloat16 and x
+/// float32.
+bool keeps_bf16(const Tensor& x);
 
 /// A Function whose backward is a lambda: keeps small ops short.
 template <class Backward>

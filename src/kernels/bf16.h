@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/math.h"
 
@@ -93,6 +94,18 @@ MPITRON_HOST_DEVICE inline float widen(bf16 x) {
 template <class T>
 MPITRON_HOST_DEVICE inline T widen(T x) {
   return x;
+}
+
+/// A computed element stored in the dtype a kernel keeps it in, widen's counterpart: rounded
+/// once to bfloat16 (to_bf16) when Kept is bf16, as it is otherwise. Lets one loop write a
+/// float32 or a bfloat16 copy of what it computes.
+template <class Kept, class T>
+MPITRON_HOST_DEVICE inline Kept keep_as(T x) {
+  if constexpr (std::is_same_v<Kept, bf16>) {
+    return to_bf16(x);
+  } else {
+    return x;
+  }
 }
 
 }  // namespace mpitron::kernels

@@ -34,7 +34,8 @@ Backend& same_place(const char* op, std::initializer_list<Arg> args);
 
 /// A backward op's arguments: `args` as same_place; `kept`, the activations its forward kept, the
 /// same, or all bfloat16 on their device beside float32 `args` (what train --bf16 keeps, which
-/// the kernel widens element by element). Returns the backend of `args`.
+/// the kernel widens element by element); also a forward op writing such a kept copy
+/// (LayerNorm's xhat). Returns the backend of `args`.
 Backend& same_place_kept(const char* op, std::initializer_list<Arg> kept,
                          std::initializer_list<Arg> args);
 

@@ -278,7 +278,10 @@ void round_to_bf16(const Buffer& src, Buffer& dst);
 /// var[r] = mean_c (x[r, c] - mean[r])^2 (both accumulated in double), rstd[r] =
 /// 1 / sqrt(var[r] + eps), xhat[r, c] = (x[r, c] - mean[r]) rstd[r] and
 /// y[r, c] = xhat[r, c] weight[c] + bias[c]. xhat and rstd are what layer_norm_backward reads.
-/// Throws std::invalid_argument when eps < 0 or is NaN.
+/// xhat may be bfloat16 beside float32 x, y, weight, bias and rstd (train --bf16's keep): each
+/// element the float32 xhat rounded once (to_bf16), y computed from the float32 value, so y has
+/// the float32 call's bits and xhat those of converting its float32 xhat afterwards.
+/// Throws std::invalid_argument when eps < 0 or is NaN, or xhat is bfloat16 beside another dtype.
 void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias, std::size_t cols,
                         double eps, Buffer& y, Buffer& xhat, Buffer& rstd);
 

@@ -178,9 +178,9 @@ class TypedBackend : public Backend {
   void layer_norm_forward(const Buffer& x, const Buffer& weight, const Buffer& bias,
                           std::size_t cols, double eps, Buffer& y, Buffer& xhat,
                           Buffer& rstd) override {
-    dispatch(y.dtype(), [&]<class T>(T) {
+    dispatch_kept(xhat, y, [&]<class T, class Kept>(T, Kept) {
       K::layer_norm_forward(in<T>(x), in<T>(weight), in<T>(bias), x.numel() / cols, cols, eps,
-                            out<T>(y), out<T>(xhat), out<T>(rstd));
+                            out<T>(y), out<Kept>(xhat), out<T>(rstd));
     });
   }
 
@@ -338,9 +338,9 @@ class TypedBackend : public Backend {
 
  private:
   // An op reading an activation a forward kept (a backward, or attention's forward reading the
-  // kept q, k and v): f(T{}, In{}) with In = bf16 and T = float when `kept` is bfloat16 (train
-  // --bf16's keep; checks::same_place_kept allows only that pairing), else In = T = the dtype of
-  // `result`.
+  // kept q, k and v), or writing one (LayerNorm's forward writing xhat): f(T{}, In{}) with
+  // In = bf16 and T = float when `kept` is bfloat16 (train --bf16's keep;
+  // checks::same_place_kept allows only that pairing), else In = T = the dtype of `result`.
   template <class F>
   static void dispatch_kept(const Buffer& kept, const Buffer& result, F&& f) {
     if (kept.dtype() == DType::bf16) {

@@ -98,6 +98,10 @@ TEST(Errors, ModelOpsCheckShapesIndicesAndHyperparameters) {
                  {"kernels::layer_norm_forward", "xhat has 3", "12"});
   expect_invalid([&] { layer_norm_forward(x, w4, w4, 4, -1.0, y, y, rows3); },
                  {"kernels::layer_norm_forward", "eps must be >= 0"});
+  Buffer x64 = cpu(12, DType::f64), w64 = cpu(4, DType::f64), y64 = cpu(12, DType::f64);
+  Buffer rows64 = cpu(3, DType::f64), xhat16 = cpu(12, DType::bf16);
+  expect_invalid([&] { layer_norm_forward(x64, w64, w64, 4, 1e-5, y64, xhat16, rows64); },
+                 {"kernels::layer_norm_forward", "xhat", "bfloat16"});
   Buffer float_ids = cpu(2), ids = cpu(2, DType::i64), out = cpu(8);
   expect_invalid([&] { embedding_forward(x, 4, float_ids, 0, out); },
                  {"kernels::embedding_forward", "indices is cpu float32", "int32 or int64"});

@@ -117,6 +117,28 @@ TEST_P(ModelKernelTest, LayerNormBackwardReadsBfloat16Xhat) {
   EXPECT_NE(host_values(dw), host_values(unrounded_dw)) << "xhat is rounded";
 }
 
+// Train --bf16 has the forward write xhat as bfloat16 directly: the bits of converting the float32
+// call's xhat, and that call's y (computed from the unrounded xhat).
+TEST_P(ModelKernelTest, LayerNormForwardWritesBfloat16XhatRoundedOnce) {
+  if (dtype() != DType::f32) GTEST_SKIP() << "a bfloat16 xhat goes with float32 values";
+  constexpr std::size_t rows = 5, cols = 300;
+  const Buffer x = make(random(rows * cols, 53, -3.0, 3.0));
+  const Buffer w = make(random(cols, 54)), b = make(random(cols, 55));
+  Buffer want_y = empty(rows * cols), xhat = empty(rows * cols), want_rstd = empty(rows);
+  layer_norm_forward(x, w, b, cols, 1e-5, want_y, xhat, want_rstd);
+  Buffer want_xhat16(rows * cols, DType::bf16, device());
+  convert(xhat, want_xhat16);
+  Buffer y = empty(rows * cols), xhat16(rows * cols, DType::bf16, device()), rstd = empty(rows);
+  layer_norm_forward(x, w, b, cols, 1e-5, y, xhat16, rstd);
+  EXPECT_EQ(host_values(y), host_values(want_y));
+  EXPECT_EQ(host_values(rstd), host_values(want_rstd));
+  Buffer got = empty(rows * cols), want = empty(rows * cols);
+  convert(xhat16, got);
+  convert(want_xhat16, want);
+  EXPECT_EQ(host_values(got), host_values(want));
+  EXPECT_NE(host_values(got), host_values(xhat)) << "xhat is rounded";
+}
+
 // A slice of 4 rows [first_row, first_row + 4) of a 10-row table.
 TEST_P(ModelKernelTest, EmbeddingGathersTheSliceAndZeroesOtherRows) {
   constexpr std::size_t cols = 3, rows = 4;

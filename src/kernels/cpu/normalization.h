@@ -17,10 +17,11 @@ namespace mpitron::kernels::cpu {
 
 struct Normalization {
   /// Per row: mean, biased variance (two passes), rstd = 1 / sqrt(var + eps), then
-  /// xhat = (x - mean) rstd and y = xhat weight + bias.
-  template <class T>
+  /// xhat = (x - mean) rstd and y = xhat weight + bias; xhat stored as T, or rounded once to
+  /// bfloat16 (Kept = bf16, T = float: y is still computed from the float32 value).
+  template <class T, class Kept>
   static void layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
-                                 std::size_t cols, double eps, T* y, T* xhat, T* rstd) {
+                                 std::size_t cols, double eps, T* y, Kept* xhat, T* rstd) {
     parallel_rows(rows, cols, [=](std::size_t r) {
       const T* xr = x + r * cols;
       const double mu =
@@ -33,10 +34,12 @@ struct Normalization {
       const T row_mean = static_cast<T>(mu);
       const T row_rstd = static_cast<T>(1.0 / std::sqrt(squares / static_cast<double>(cols) + eps));
       rstd[r] = row_rstd;
-      T *yr = y + r * cols, *xhatr = xhat + r * cols;
+      T* yr = y + r * cols;
+      Kept* xhatr = xhat + r * cols;
       for (std::size_t c = 0; c < cols; ++c) {
-        xhatr[c] = (xr[c] - row_mean) * row_rstd;
-        yr[c] = xhatr[c] * weight[c] + bias[c];
+        const T h = (xr[c] - row_mean) * row_rstd;
+        xhatr[c] = keep_as<Kept>(h);
+        yr[c] = h * weight[c] + bias[c];
       }
     });
   }

@@ -86,9 +86,9 @@ struct Kernels {
 
   // normalization.cu: LayerNorm, one block per row (forward, dx), one thread per column (dweight,
   // dbias).
-  template <class T>
+  template <class T, class Kept>
   static void layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
-                                 std::size_t cols, double eps, T* y, T* xhat, T* rstd);
+                                 std::size_t cols, double eps, T* y, Kept* xhat, T* rstd);
   template <class T, class In>
   static void layer_norm_backward(const In* xhat, const T* weight, const T* rstd, const T* dy,
                                   std::size_t rows, std::size_t cols, T* dx, T* dweight, T* dbias);

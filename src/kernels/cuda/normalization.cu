@@ -11,9 +11,9 @@
 namespace mpitron::kernels::cuda {
 namespace {
 
-template <class T>
+template <class T, class Kept>
 __global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, std::size_t cols,
-                                double eps, T* y, T* xhat, T* rstd) {
+                                double eps, T* y, Kept* xhat, T* rstd) {
   const std::size_t r = blockIdx.x;
   const T* xr = x + r * cols;
   double sum = 0.0;
@@ -29,7 +29,7 @@ __global__ void layer_norm_rows(const T* x, const T* weight, const T* bias, std:
   if (threadIdx.x == 0) rstd[r] = s;
   for (std::size_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const T h = (xr[c] - m) * s;
-    xhat[r * cols + c] = h;
+    xhat[r * cols + c] = keep_as<Kept>(h);
     y[r * cols + c] = h * weight[c] + bias[c];
   }
 }
@@ -57,9 +57,9 @@ __global__ void layer_norm_dx_rows(const In* xhat, const T* weight, const T* rst
 
 }  // namespace
 
-template <class T>
+template <class T, class Kept>
 void Kernels::layer_norm_forward(const T* x, const T* weight, const T* bias, std::size_t rows,
-                                 std::size_t cols, double eps, T* y, T* xhat, T* rstd) {
+                                 std::size_t cols, double eps, T* y, Kept* xhat, T* rstd) {
   layer_norm_rows<<<row_blocks(rows), kRowThreads>>>(x, weight, bias, cols, eps, y, xhat, rstd);
   MPITRON_CUDA_CHECK(cudaGetLastError());
 }
@@ -81,14 +81,17 @@ void Kernels::layer_norm_backward(const In* xhat, const T* weight, const T* rstd
   });
 }
 
-#define MPITRON_INSTANTIATE(T)                                                             \
-  template void Kernels::layer_norm_forward<T>(const T*, const T*, const T*, std::size_t,  \
-                                               std::size_t, double, T*, T*, T*);           \
-  template void Kernels::layer_norm_backward<T, T>(const T*, const T*, const T*, const T*, \
+#define MPITRON_INSTANTIATE(T)                                                               \
+  template void Kernels::layer_norm_forward<T, T>(const T*, const T*, const T*, std::size_t, \
+                                                  std::size_t, double, T*, T*, T*);          \
+  template void Kernels::layer_norm_backward<T, T>(const T*, const T*, const T*, const T*,   \
                                                    std::size_t, std::size_t, T*, T*, T*);
 MPITRON_INSTANTIATE(float)
 MPITRON_INSTANTIATE(double)
 #undef MPITRON_INSTANTIATE
+template void Kernels::layer_norm_forward<float, bf16>(const float*, const float*, const float*,
+                                                       std::size_t, std::size_t, double, float*,
+                                                       bf16*, float*);
 template void Kernels::layer_norm_backward<float, bf16>(const bf16*, const float*, const float*,
                                                         const float*, std::size_t, std::size_t,
                                                         float*, float*, float*);
