@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "kernels/ops.h"
 
@@ -47,6 +49,29 @@ MPITRON_HOST_DEVICE inline Acc lane_sum(std::size_t n, Term term) {
   return lanes[0] + rest;
 }
 
+#if !defined(__CUDACC__) && defined(__GNUC__)
+/// lane_max's whole groups of kSumLanes elements of x[0, n) into lanes[], lane j taking element
+/// i + j of each group by the same `a > b ? a : b`, on one vector of kSumLanes T (GCC's vector
+/// extension: GCC leaves the scalar loop unvectorized, a max reduction to it without
+/// -ffinite-math-only, though every lane compares only its own elements); returns the elements
+/// consumed. CPU builds only (the CUDA kernels run the scalar loop, which gives the same bits).
+template <class T>
+inline std::size_t lane_max_groups(const T* x, std::size_t n, T* lanes) {
+  typedef T Lanes __attribute__((vector_size(kSumLanes * sizeof(T))));
+  static_assert(sizeof(Lanes) == kSumLanes * sizeof(T));
+  Lanes acc;
+  std::memcpy(&acc, lanes, sizeof acc);
+  std::size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    Lanes v;
+    std::memcpy(&v, x + i, sizeof v);
+    acc = v > acc ? v : acc;
+  }
+  std::memcpy(lanes, &acc, sizeof acc);
+  return i;
+}
+#endif
+
 /// max(init, x[0], ..., x[n - 1]) by `a > b ? a : b` over kSumLanes interleaved lanes (the
 /// result does not depend on the order unless x holds NaN).
 template <class T>
@@ -55,6 +80,9 @@ MPITRON_HOST_DEVICE inline T lane_max(const T* x, std::size_t n, T init) {
   for (std::size_t j = 0; j < kSumLanes; ++j)
     lanes[j] = init;
   std::size_t i = 0;
+#if !defined(__CUDACC__) && defined(__GNUC__)
+  if constexpr (std::is_floating_point_v<T>) i = lane_max_groups(x, n, lanes);
+#endif
   for (; i + kSumLanes <= n; i += kSumLanes) {
     for (std::size_t j = 0; j < kSumLanes; ++j)
       lanes[j] = x[i + j] > lanes[j] ? x[i + j] : lanes[j];
