@@ -13,6 +13,12 @@ mpitron_add_expect_test(bench_gpt_bf16_pp2 TARGET mpitron NP 2 TIMEOUT 120 MAX_S
   ARGS bench gpt --bf16 --pp 2 --layers 2 --hidden 32 --heads 2 --vocab 64 --seq 16 --steps 2
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_bench_bf16
   EXPECT_EXIT 0 EXPECT_OUTPUT "1 micro-batch of 1 sequence, bf16; cp-comm ring\nbench gpt: [0-9.]+ ms/step")
+# --sequence-parallel: train --sequence-parallel's step at tp 2, named in the header line.
+mpitron_add_expect_test(bench_gpt_sequence_parallel_tp2 TARGET mpitron NP 2 TIMEOUT 120 MAX_SECONDS 60
+  ARGS bench gpt --bf16 --tp 2 --sequence-parallel --layers 1 --hidden 32 --heads 2 --vocab 64
+       --seq 16 --steps 2 --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_bench_sp
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "1 micro-batch of 1 sequence, sequence parallel, bf16; cp-comm ring\nbench gpt: [0-9.]+ ms/step")
 # --beside-float32: a float32 trainer's steps alternate with the bf16 ones after the figures above
 # (tp 2, every rank timing between barriers); without --bf16 it is refused.
 mpitron_add_expect_test(bench_gpt_beside_float32_tp2 TARGET mpitron NP 2 TIMEOUT 120 MAX_SECONDS 60

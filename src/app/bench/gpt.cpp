@@ -55,6 +55,9 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options) {
   size("--warmup", options.warmup, "Untimed warm-up steps", 0);
   command.add_flag("--recompute", options.recompute,
                    "Keep only each block's input and recompute its activations in backward");
+  command.add_flag("--sequence-parallel", options.sequence_parallel,
+                   "train --sequence-parallel's step: activations outside the TP regions split "
+                   "along seq over the tp ranks");
   command.add_flag("--bf16", options.bf16,
                    "train --bf16's step: bfloat16 GEMMs and parameters, float32 masters");
   command.add_flag("--beside-float32", options.beside_float32,
@@ -87,7 +90,7 @@ void check_bench_gpt_flags(const BenchGptOptions& o, const nn::GptConfig& config
   if (const auto error = nn::gpt_size_error(config, sizes.tp, sizes.pp)) {
     throw comm::ConfigError(*error);
   }
-  check_context_parallel_sequence(o.seq, sizes, /*sequence_parallel=*/false);
+  check_context_parallel_sequence(o.seq, sizes, o.sequence_parallel);
   check_tensor_elements(
       {{"--micro-batch x --seq x --vocab", {o.micro_batch, o.seq, config.vocab_rows()}},
        {"--micro-batch x --seq x 4 --hidden", {o.micro_batch, o.seq, config.ffn_size()}}});
@@ -224,17 +227,18 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
     prepare_run(o.common, world);
     return fmt::format(
         "bench gpt {} tp={} cp={} pp={} dp={} seq={} micro_batch={} "
-        "micro_batches={} steps={} warmup={} recompute={} bf16={} beside_float32={} cp_comm={} "
-        "prefetch={} seed={}",
+        "micro_batches={} steps={} warmup={} recompute={} sequence_parallel={} bf16={} "
+        "beside_float32={} cp_comm={} prefetch={} seed={}",
         o.arch, sizes.tp, sizes.cp, sizes.pp, sizes.dp, o.seq, o.micro_batch, o.micro_batches,
-        o.steps, o.warmup, o.recompute, o.bf16, o.beside_float32, o.common.cp_comm,
-        !o.no_cp_prefetch, o.common.seed);
+        o.steps, o.warmup, o.recompute, o.sequence_parallel, o.bf16, o.beside_float32,
+        o.common.cp_comm, !o.no_cp_prefetch, o.common.seed);
   });
   const kernels::GemmOperandsScope operands(o.bf16 ? kernels::GemmOperands::bfloat16
                                                    : kernels::GemmOperands::float32);
   const comm::ParallelTopology topology(world, sizes.tp, sizes.pp, sizes.dp, sizes.cp);
   nn::GptTrainOptions train;
   train.recompute = o.recompute;
+  train.sequence_parallel = o.sequence_parallel && sizes.tp > 1;
   train.bf16 = o.bf16;
   train.cp_comm = cp_comm_of(o.common);
   train.cp_prefetch = !o.no_cp_prefetch;
@@ -244,7 +248,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
                          train);
   const std::vector<nn::TokenBatch> batches =
       bench_gpt_batches(o, seed + 1000 + static_cast<std::uint64_t>(topology.dp_rank()), device);
-  // AdamW's two states per parameter (and --bf16's masters), from a seed, neither sharded nor SP.
+  // AdamW's two states per parameter (and --bf16's masters), from a seed, not sharded.
   const nn::MemoryEstimateInput sizes_for_estimate{
       .config = config,
       .rank_parameters = nn::parameter_count(trainer.parameters()),
@@ -256,6 +260,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       .stage = topology.pp_rank(),
       .schedule = train.schedule,
       .recompute = o.recompute,
+      .sequence_parallel = train.sequence_parallel,
       .cp = sizes.cp,
       .bf16 = o.bf16};
   const nn::MemoryEstimate predicted = nn::estimate_gpt_memory(sizes_for_estimate);
@@ -302,7 +307,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
   const double tokens_per_s = tokens / (ms_per_step / 1e3);
   fmt::print(
       "bench gpt: world {} = tp {} x cp {} x pp {} x dp {}, {} | {} layers {} hidden {} heads {} "
-      "vocab {} seq {}, {} of {}{}{}; cp-comm {}{}\n"
+      "vocab {} seq {}, {} of {}{}{}{}; cp-comm {}{}\n"
       "bench gpt: {:.1f} ms/step, {:.0f} tokens/s\n"
       "bench gpt: peak RSS {:.0f} MiB/rank (max), by rank: {}; estimate {:.0f} MiB (max), by "
       "rank: {}, of which activations {}\n"
@@ -316,13 +321,13 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
       device_text(device, kernels::DType::f32), o.arch, o.layers, o.hidden, o.heads, o.vocab, o.seq,
       nn::counted(o.micro_batches, "micro-batch", "micro-batches"),
       nn::counted(o.micro_batch, "sequence"), o.recompute ? ", recomputing activations" : "",
-      o.bf16 ? ", bf16" : "", o.common.cp_comm, o.no_cp_prefetch ? " without prefetch" : "",
-      ms_per_step, tokens_per_s, bench_gpt_largest(rss), bench_gpt_numbers(rss, 0),
-      bench_gpt_largest(estimate), bench_gpt_numbers(estimate, 0),
-      bench_gpt_numbers(estimate_activations, 0), kernels::to_string(device),
-      bench_gpt_largest(in_use), bench_gpt_largest(held), bench_gpt_numbers(compute, 3),
-      balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1", bench_gpt_numbers(cp_wait, 3),
-      percentages(wait_share), percentages(cp_wait_share));
+      train.sequence_parallel ? ", sequence parallel" : "", o.bf16 ? ", bf16" : "",
+      o.common.cp_comm, o.no_cp_prefetch ? " without prefetch" : "", ms_per_step, tokens_per_s,
+      bench_gpt_largest(rss), bench_gpt_numbers(rss, 0), bench_gpt_largest(estimate),
+      bench_gpt_numbers(estimate, 0), bench_gpt_numbers(estimate_activations, 0),
+      kernels::to_string(device), bench_gpt_largest(in_use), bench_gpt_largest(held),
+      bench_gpt_numbers(compute, 3), balance ? fmt::format("{:.3f}", *balance) : "n/a at cp 1",
+      bench_gpt_numbers(cp_wait, 3), percentages(wait_share), percentages(cp_wait_share));
   double ratio_median = 0.0;
   if (side_by_side) fmt::print("{}", bench_gpt_side_by_side_line(*side_by_side, ratio_median));
   if (!o.common.json.empty()) {
@@ -353,6 +358,7 @@ int run_bench_gpt(const BenchGptOptions& o, comm::Communicator world) {
          {"cp_comm", o.common.cp_comm},
          {"cp_prefetch", !o.no_cp_prefetch},
          {"recompute", o.recompute},
+         {"sequence_parallel", train.sequence_parallel},
          {"bf16", o.bf16},
          {"ms_per_step", ms_per_step},
          {"tokens_per_s", tokens_per_s},

@@ -27,15 +27,16 @@ struct BenchGptOptions {
   std::int64_t micro_batches = 1;  ///< micro-batches per step and replica
   int steps = 3;
   int warmup = 1;
-  bool recompute = false;       ///< recompute each block's activations in backward
-  bool bf16 = false;            ///< train --bf16's step (GptTrainOptions::bf16, bfloat16 GEMMs)
+  bool recompute = false;          ///< recompute each block's activations in backward
+  bool sequence_parallel = false;  ///< activations split along seq over tp (train's flag)
+  bool bf16 = false;               ///< train --bf16's step (GptTrainOptions::bf16, bfloat16 GEMMs)
   bool beside_float32 = false;  ///< with bf16: time a float32 trainer's steps alternating with it
   bool no_cp_prefetch = false;  ///< the ring waits for each transfer before computing
 };
 
 /// Adds the `gpt` subcommand and its flags (the common ones, --cp --cp-comm --no-cp-prefetch,
 /// --arch --layers --hidden --heads --kv-heads --vocab --seq --micro-batch --micro-batches,
-/// --steps --warmup --recompute --bf16 --beside-float32) to `bench`.
+/// --steps --warmup --recompute --sequence-parallel --bf16 --beside-float32) to `bench`.
 CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options);
 
 /// Runs warm-up and timed GptTrainer steps on every rank (each replica's micro-batches of random
