@@ -13,9 +13,7 @@ using detail::empty_like;
 using detail::needs_grad;
 
 Tensor gemm_operand(const Tensor& x) {
-  if (kernels::gemm_operands() != kernels::GemmOperands::bfloat16 || x.dtype() != DType::f32) {
-    return x;
-  }
+  if (!detail::keeps_bf16(x)) return x;
   Tensor copy = Tensor::empty(x.shape(), DType::bf16, x.device());
   kernels::convert(x.buffer(), copy.buffer());
   return copy;

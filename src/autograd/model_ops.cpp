@@ -80,12 +80,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   // Backward starts from xhat as kept (bfloat16 under --bf16: 2^-9 relative per element), which
   // the kernel writes rounded beside y: the bits keep_activation would round it to, without a
   // float32 xhat and a pass over it.
-  const bool kept_bf16 = grad_enabled() && detail::keeps_bf16(x);
+  const bool keep = grad_enabled();
   Tensor y = empty_like(x), rstd = empty_like(x, {rows});
-  Tensor xhat = Tensor::empty(x.shape(), kept_bf16 ? DType::bf16 : x.dtype(), x.device());
+  Tensor xhat =
+      Tensor::empty(x.shape(), keep && detail::keeps_bf16(x) ? DType::bf16 : x.dtype(), x.device());
   kernels::layer_norm_forward(x.buffer(), weight.buffer(), bias.buffer(), cols, eps, y.buffer(),
                               xhat.buffer(), rstd.buffer());
-  const Tensor kept_xhat = grad_enabled() ? xhat : Tensor();
+  const Tensor kept_xhat = keep ? xhat : Tensor();
   const bool x_grad = needs_grad(x);
   return detail::record(
       "layer_norm", y, {x, weight, bias},

@@ -74,8 +74,8 @@ std::vector<Tensor> linear_backward(const Tensor& dy, const SavedGemmInput& x, c
 /// layer_norm has its kernel write its xhat so (keeps_bf16).
 Tensor keep_activation(const Tensor& x);
 
-/// Whether keep_activation keeps x as bfloat16: under kernels::GemmOperands::bfloat16 and x
-/// float32.
+/// Whether gemm_operand (and so keep_activation) rounds x to bfloat16: under
+/// kernels::GemmOperands::bfloat16 and x float32.
 bool keeps_bf16(const Tensor& x);
 
 /// A Function whose backward is a lambda: keeps small ops short.
