@@ -205,6 +205,33 @@ TEST(Bf16Gemm, Bfloat16OutputIsTheFloat32ResultRoundedOnce) {
   }
 }
 
+// A bfloat16 C whose float32 results are denormals (alpha 0.25 times sums of 2^-125, the pass
+// itself flushes none) beside normal ones, in full 12 x 32 tiles: the rounding keeps the
+// denormals (to_bf16's rule) where VDPBF16PS's rounding instruction alone would count them as zero.
+TEST(Bf16Gemm, Bfloat16OutputKeepsDenormalResults) {
+  const std::size_t m = 24, n = 64, k = 2;
+  std::vector<bf16> a(m * k), b(k * n, kernels::to_bf16(0x1p-63f));
+  for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t p = 0; p < k; ++p)
+      a[i * k + p] = kernels::to_bf16(i % 3 == 0 ? 1.0f : 0x1p-63f);
+  }
+  for (const Bf16Kernel kernel : kernels_here()) {
+    SCOPED_TRACE(name(kernel));
+    std::vector<bf16> c(m * n);
+    std::vector<float> wide(m * n);
+    kernels::cpu::packed_gemm_bf16(kernel, false, false, m, n, k, 0.25f, a.data(), k, b.data(), n,
+                                   0.0f, c.data(), n);
+    kernels::cpu::packed_gemm_bf16(kernel, false, false, m, n, k, 0.25f, a.data(), k, b.data(), n,
+                                   0.0f, wide.data(), n);
+    std::size_t denormals = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      ASSERT_EQ(c[i].bits, kernels::float_to_bf16_bits(wide[i])) << "element " << i;
+      denormals += std::fpclassify(wide[i]) == FP_SUBNORMAL && c[i].bits == 0x0040;
+    }
+    EXPECT_EQ(denormals, m / 3 * 2 * n) << "rows of 0.25 * 2^-125 = 2^-127, bfloat16 bits 0x0040";
+  }
+}
+
 // convert_at_pack widens exactly and reuses the float32 GEMM: the bits of packed_sgemm on the
 // widened operands.
 TEST(Bf16Gemm, ConvertAtPackHasTheBitsOfTheFloat32GemmOnWidenedInputs) {

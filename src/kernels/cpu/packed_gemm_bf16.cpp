@@ -190,11 +190,34 @@ struct APairs {
   }
 };
 
+// Row `out` of a bfloat16 C, 32 elements: lo and hi (its float32 values, 16 each) rounded once.
+// VCVTNE2PS2BF16 rounds as to_bf16 does except that it counts denormal inputs as zero (Intel SDM
+// vol. 2), so a row holding a denormal (possible only where alpha < 1 scaled a small sum: the
+// pass's own results are flushed) takes round_to_bf16, which keeps it.
+__attribute__((target("avx512f,avx512bf16"))) void store_rounded_row(__m512 lo, __m512 hi,
+                                                                     bf16* out) {
+  const __m512i exponent = _mm512_set1_epi32(0x7F800000),
+                significand = _mm512_set1_epi32(0x007FFFFF);
+  const auto denormal = [&](__m512 x) {
+    const __m512i u = _mm512_castps_si512(x);
+    return _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, exponent), u, significand);
+  };
+  if ((denormal(lo) | denormal(hi)) != 0) {
+    alignas(64) float row[kPairColumns];
+    _mm512_store_ps(row, lo);
+    _mm512_store_ps(row + kLanes, hi);
+    round_to_bf16(row, out, kPairColumns);
+    return;
+  }
+  _mm512_storeu_si512(out, _mm512_castps_si512((__m512)_mm512_cvtne2ps_pbh(hi, lo)));
+}
+
 // C[kTileRows, 32] (row stride ldc) updated with one pass of `pairs` pairs of A's first
-// kTileRows rows (a.rows when kRowsOfA, else a.packed) and a micro-panel of B, on VDPBF16PS.
-template <bool kRowsOfA, std::size_t kTileRows>
+// kTileRows rows (a.rows when kRowsOfA, else a.packed) and a micro-panel of B, on VDPBF16PS. A
+// bfloat16 C takes the pass's alpha * sum rounded once (update.overwrite: one pass, beta = 0).
+template <bool kRowsOfA, std::size_t kTileRows, class Out>
 __attribute__((target("avx512f,avx512bf16"))) void dpbf16_tile(std::size_t pairs, const APairs& a,
-                                                               const std::uint32_t* bp, float* c,
+                                                               const std::uint32_t* bp, Out* c,
                                                                std::size_t ldc,
                                                                const Update& update) {
   const std::uint32_t* ap = a.packed;
@@ -227,24 +250,43 @@ __attribute__((target("avx512f,avx512bf16"))) void dpbf16_tile(std::size_t pairs
     bp += kPairColumns;
   }
   const __m512 alpha = _mm512_set1_ps(update.alpha);
+  if constexpr (std::is_same_v<Out, bf16>) {
 #pragma GCC unroll 16
-  for (std::size_t r = 0; r < kTileRows; ++r) {
-    for (std::size_t h = 0; h < 2; ++h) {
-      float* out = c + r * ldc + h * kLanes;
-      _mm512_storeu_ps(out, update.overwrite
-                                ? _mm512_mul_ps(alpha, sum[r][h])
-                                : _mm512_fmadd_ps(alpha, sum[r][h], _mm512_loadu_ps(out)));
+    for (std::size_t r = 0; r < kTileRows; ++r) {
+      store_rounded_row(_mm512_mul_ps(alpha, sum[r][0]), _mm512_mul_ps(alpha, sum[r][1]),
+                        c + r * ldc);
+    }
+  } else {
+#pragma GCC unroll 16
+    for (std::size_t r = 0; r < kTileRows; ++r) {
+      for (std::size_t h = 0; h < 2; ++h) {
+        float* out = c + r * ldc + h * kLanes;
+        _mm512_storeu_ps(out, update.overwrite
+                                  ? _mm512_mul_ps(alpha, sum[r][h])
+                                  : _mm512_fmadd_ps(alpha, sum[r][h], _mm512_loadu_ps(out)));
+      }
     }
   }
 }
 
-template <bool kRowsOfA, std::size_t... kCounts>
+template <bool kRowsOfA, class Out, std::size_t... kCounts>
 void dpbf16_rows(std::index_sequence<kCounts...>, std::size_t rows, std::size_t pairs,
-                 const APairs& a, const std::uint32_t* bp, float* c, std::size_t ldc,
+                 const APairs& a, const std::uint32_t* bp, Out* c, std::size_t ldc,
                  const Update& update) {
   (void)((rows == kCounts + 1 &&
           (dpbf16_tile<kRowsOfA, kCounts + 1>(pairs, a, bp, c, ldc, update), true)) ||
          ...);
+}
+
+// C[rows, 32] (float32, or bfloat16 under a one-pass update) updated on VDPBF16PS.
+template <class Out>
+void dpbf16_kernel(std::size_t rows, std::size_t pairs, const APairs& a, const std::uint32_t* bp,
+                   Out* c, std::size_t ldc, const Update& update) {
+  if (a.packed != nullptr) {
+    dpbf16_rows<false>(std::make_index_sequence<kPairRows>{}, rows, pairs, a, bp, c, ldc, update);
+  } else {
+    dpbf16_rows<true>(std::make_index_sequence<kPairRows>{}, rows, pairs, a, bp, c, ldc, update);
+  }
 }
 
 // x, or zero of its sign when x is a float32 denormal (DAZ on an input, FTZ on a result).
@@ -287,10 +329,8 @@ void pair_kernel(Bf16Kernel kernel, std::size_t rows, std::size_t pairs, const A
                  const std::uint32_t* bp, float* c, std::size_t ldc, const Update& update) {
   if (kernel != Bf16Kernel::avx512bf16) {
     dpbf16_tile_emulated(rows, pairs, a, bp, c, ldc, update);
-  } else if (a.packed != nullptr) {
-    dpbf16_rows<false>(std::make_index_sequence<kPairRows>{}, rows, pairs, a, bp, c, ldc, update);
   } else {
-    dpbf16_rows<true>(std::make_index_sequence<kPairRows>{}, rows, pairs, a, bp, c, ldc, update);
+    dpbf16_kernel(rows, pairs, a, bp, c, ldc, update);
   }
 }
 
@@ -340,7 +380,8 @@ struct PairScratch {
 
 // packed_gemm_bf16 with a pair kernel (the loops of packed_gemm.cpp over pair panels) into a
 // float32 C, or into a bfloat16 C when k fits one pass and beta is 0: each tile of C is the one
-// pass's float32 tile rounded once, as a float32 C rounded afterwards would be.
+// pass's float32 tile rounded once, as a float32 C rounded afterwards would be (from the
+// registers on VDPBF16PS for a tile of 32 columns, through an L1 tile otherwise).
 template <class Out>
 void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
                std::size_t k, float alpha, const bf16* a, std::size_t lda, const bf16* b,
@@ -378,6 +419,8 @@ void pair_gemm(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std
             Out* tile = c + (ic + ir) * ldc + jc + jr;
             if constexpr (std::is_same_v<Out, float>) {
               pair_tile(kernel, rows, cols, pairs, ap, bp, tile, ldc, update);
+            } else if (kernel == Bf16Kernel::avx512bf16 && cols == kPairColumns) {
+              dpbf16_kernel(rows, pairs, ap, bp, tile, ldc, update);
             } else {
               alignas(64) float sum[kPairRows * kPairColumns];
               pair_kernel(kernel, rows, pairs, ap, bp, sum, kPairColumns, update);

@@ -54,7 +54,8 @@ void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t
 
 /// The same with a bfloat16 C, each element its float32 result rounded once (to_bf16). On the
 /// pair kernels with beta = 0 and k within one pass (1 to 1024; the LM head's logits and GPT-2's
-/// MLP product), each 12 x 32 tile's float32 result is rounded from L1 into C; otherwise each
+/// MLP product), each 12 x 32 tile's float32 result is rounded into C from registers (VDPBF16PS's
+/// VCVTNE2PS2BF16, a row holding a denormal by the portable rounding) or from L1; otherwise each
 /// column panel of C (2048 columns) is computed in a thread-local float32 workspace of m x 2048
 /// floats (C widened into it first unless beta = 0) and rounded from there.
 void packed_gemm_bf16(Bf16Kernel kernel, bool trans_a, bool trans_b, std::size_t m, std::size_t n,
