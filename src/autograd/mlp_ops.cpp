@@ -110,7 +110,7 @@ Tensor mlp_backward_in_chunks(const Tensor& pre, const Tensor& dz, const Tensor&
 }  // namespace
 
 Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias,
-                 const Tensor& fc2_weight, GeluForm form) {
+                 const Tensor& fc2_weight, GeluForm form, bool bf16_output) {
   detail::check_compatible("fused_mlp", {x, fc1_weight, fc1_bias, fc2_weight});
   if (x.ndim() < 1 || fc1_weight.ndim() != 2 || fc2_weight.ndim() != 2 || !fc1_bias.defined() ||
       fc1_bias.ndim() != 1 || x.size(-1) != fc1_weight.size(1) ||
@@ -132,6 +132,10 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
   // Kept for backward: Y = x W1^T + b1, or under bfloat16 operands (a float32 x) the product
   // x W1^T as bfloat16, rounded once, as a bfloat16 run's fc1 writes it before its bias.
   const bool bf16_pre = saved_x.operand.dtype() == DType::bf16 && x.dtype() == DType::f32;
+  if (bf16_output && !bf16_pre) {
+    throw std::invalid_argument(
+        "fused_mlp: a bfloat16 output needs bfloat16 GEMM operands and a float32 input");
+  }
   Tensor pre = Tensor::empty(mid_shape, bf16_pre ? DType::bf16 : x.dtype(), x.device());
   if (bf16_pre) {
     detail::bf16_product(saved_x.operand, fc1_weight, pre);
@@ -142,7 +146,8 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
   // z = gelu(Y) W2^T chunk by chunk: G never exists for more rows than the scratch holds. A
   // bfloat16 pre gives a bfloat16 G in one pass (kernels::bias_gelu_bf16: the bits of widening,
   // the bias, GELU and the rounding fc2's GEMM would do).
-  Tensor z = empty_like(x, out_shape);
+  Tensor z =
+      bf16_output ? Tensor::empty(out_shape, DType::bf16, x.device()) : empty_like(x, out_shape);
   const Tensor w2_operand = weight_operand(fc2_weight);
   for_each_row_chunk(pre, rows, mid, [&](std::size_t first, std::size_t n, Tensor& g) {
     Tensor z_rows = rows_of(z, first, n, out);
@@ -152,8 +157,13 @@ Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bi
     } else {
       kernels::bias_gelu(y.buffer(), fc1_bias.buffer(), mid, g.buffer(), form);
     }
-    kernels::gemm(false, true, n, out, mid, 1.0, g.buffer(), w2_operand.buffer(), 0.0,
-                  z_rows.buffer());
+    if (bf16_output) {
+      kernels::gemm_bf16(false, true, n, out, mid, 1.0, g.buffer(), w2_operand.buffer(), 0.0,
+                         z_rows.buffer());
+    } else {
+      kernels::gemm(false, true, n, out, mid, 1.0, g.buffer(), w2_operand.buffer(), 0.0,
+                    z_rows.buffer());
+    }
   });
 
   return detail::record(

@@ -65,9 +65,16 @@ inline constexpr std::size_t kFusedMlpScratchBytes = std::size_t{1} << 20;
 /// b1's gradient sums the float32 dY. Leaf weights that already have gradients
 /// get them accumulated by the GEMMs, as in `linear`. Throws std::invalid_argument "fused_mlp:
 /// input .. does not fit fc1 weight .., fc1 bias .. and fc2 weight .." when the shapes do not fit
-/// or fc1_bias is undefined, and on a device/dtype mismatch.
+/// or fc1_bias is undefined, and on a device/dtype mismatch. `bf16_output`: z is written as
+/// bfloat16 by fc2's GEMM, each element its float32 sum rounded once (kernels::gemm_bf16), as a
+/// row-parallel fc2 whose partial sums cross TP as bfloat16 writes them (nn::RowParallelLinear);
+/// its gradient dz stays float32 (what the TP mapping hands back). It needs the bfloat16 pre:
+/// throws
+/// std::invalid_argument "fused_mlp: a bfloat16 output needs bfloat16 GEMM operands and a
+/// float32 input" otherwise.
 Tensor fused_mlp(const Tensor& x, const Tensor& fc1_weight, const Tensor& fc1_bias,
-                 const Tensor& fc2_weight, GeluForm form = GeluForm::exact);
+                 const Tensor& fc2_weight, GeluForm form = GeluForm::exact,
+                 bool bf16_output = false);
 
 /// Batched matrix product: a [..., m, k] (or [..., k, m] when trans_a), b [..., k, n] (or
 /// [..., n, k] when trans_b) with equal leading (batch) dims, or b 2-D and shared by every batch;

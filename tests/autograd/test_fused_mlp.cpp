@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -216,6 +218,41 @@ TEST(FusedMlpBf16, RoundsTheProductBeforeTheBiasAsTheComposition) {
   EXPECT_EQ(fw1.grad().to_vector(), w1.grad().to_vector());
   expect_close(fw2.grad(), w2.grad(), 2e-5);
   expect_close(fb1.grad(), b1.grad(), 2e-5);
+}
+
+// x widened to float32, its float32 gradient handed back as it is: what the TP reduction after a
+// row-parallel partial does (nn::reduce_from_tp on one rank's values).
+class Widen final : public Function {
+ public:
+  std::string name() const override { return "widen"; }
+  std::vector<Tensor> backward(const Tensor& grad_output) override { return {grad_output}; }
+};
+
+Tensor widened(const Tensor& x) {
+  Tensor y = Tensor::empty(x.shape(), DType::f32);
+  kernels::convert(x.buffer(), y.buffer());
+  return attach(y, std::make_shared<Widen>(), {x});
+}
+
+// bf16_output (a row-parallel fc2's partial under train --bf16 at tp > 1): z is the float32
+// output rounded once, bit for bit, over several row chunks, and the gradients are the float32
+// output's for the same dz. Without bfloat16 operands it is refused.
+TEST(FusedMlpBf16, ABfloat16OutputIsTheFloat32OutputRoundedOnce) {
+  constexpr std::int64_t kRows = 21, kChunkedMid = 1 << 15;
+  const Tensor x = randn({kRows, kIn}, 41).set_requires_grad();
+  const Tensor w1 = randn({kChunkedMid, kIn}, 42), b1 = randn({kChunkedMid}, 43);
+  const Tensor w2 = randn({kOut, kChunkedMid}, 44);
+  EXPECT_THROW(fused_mlp(x, w1, b1, w2, GeluForm::exact, true), std::invalid_argument);
+  const kernels::GemmOperandsScope operands(kernels::GemmOperands::bfloat16);
+  const Tensor z = fused_mlp(x, w1, b1, w2);
+  const Tensor x16 = x.detach().set_requires_grad();
+  const Tensor z16 = fused_mlp(x16, w1, b1, w2, GeluForm::exact, true);
+  ASSERT_EQ(z16.dtype(), DType::bf16);
+  EXPECT_EQ(widened(z16).to_vector(), round_through_bf16(z).to_vector());
+  const Tensor dz = randn({kRows, kOut}, 45);
+  z.backward(dz);
+  widened(z16).backward(dz);
+  EXPECT_EQ(x16.grad().to_vector(), x.grad().to_vector());
 }
 
 TEST(FusedMlpMemory, KeepsOneRowsByMidTensorLessThanTheUnfusedComposition) {

@@ -7,13 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/random.h"
 #include "comm/collectives.h"
 #include "comm/traffic.h"
 #include "kernels/bf16.h"
 #include "kernels/ops.h"
+#include "nn/layers/linear.h"
 #include "nn/layers/tp_mappings.h"
 #include "nn_test_support.h"
 
@@ -236,6 +239,65 @@ TEST(TpMappingsBf16, TheSumRoundsEachPartial) {
     differ += on_wire(wide, true) != butterfly_sum<float>(tp.size(), i, true, true);
   }
   EXPECT_GT(differ, 0u);
+}
+
+// The same values as a bfloat16 tensor, each rounded to nearest even.
+Tensor rounded(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), autograd::DType::bf16);
+  kernels::convert(x.buffer(), out.buffer());
+  return out;
+}
+
+// A row-parallel partial written as bfloat16 (where reduces_as_bf16) is reduced as it is: the
+// float32 result of the float32 partial it was rounded from, bit for bit, with the same bytes on
+// the wire (the gradient: ARowParallelLayerWritesItsPartialAsBfloat16). Where the reductions
+// carry float32 (one rank, or float32 operands) a bfloat16 partial is refused.
+TEST(TpMappingsBf16, ABfloat16PartialGivesTheBitsOfItsFloat32Partial) {
+  const comm::Communicator& tp = test::world();
+  const Shape full{kBatch, kRows * tp.size(), kHidden};
+  for (const auto operands : {kernels::GemmOperands::float32, kernels::GemmOperands::bfloat16}) {
+    const kernels::GemmOperandsScope scope(operands);
+    for (const auto mapping : {reduce_from_tp, reduce_scatter_to_sequence_parallel_region}) {
+      const Tensor x = tensor_of(tp.rank(), full, autograd::DType::f32);
+      if (!reduces_as_bf16(autograd::Device::cpu, tp)) {
+        EXPECT_FALSE(operands == kernels::GemmOperands::bfloat16 && tp.size() > 1);
+        EXPECT_THROW(mapping(rounded(x), tp), std::invalid_argument);
+        continue;
+      }
+      const comm::Traffic before = comm::traffic();
+      const Tensor y = mapping(x, tp);
+      const comm::Traffic middle = comm::traffic();
+      const Tensor y16 = mapping(rounded(x), tp);
+      EXPECT_EQ(comm::traffic_since(middle, comm::traffic())[tp.name()],
+                comm::traffic_since(before, middle)[tp.name()]);
+      ASSERT_EQ(y16.dtype(), autograd::DType::f32);
+      EXPECT_EQ(y16.to_vector(), y.to_vector());
+    }
+  }
+}
+
+// Under bfloat16 operands on more than one rank a row-parallel layer writes its partial as
+// bfloat16 (Megatron-LM's bfloat16 output), and its output and input gradient keep the bits of
+// the float32 partial reduced as bfloat16: the reduction rounded it to the same values.
+TEST(TpMappingsBf16, ARowParallelLayerWritesItsPartialAsBfloat16) {
+  const comm::Communicator& tp = test::world();
+  const kernels::GemmOperandsScope scope(kernels::GemmOperands::bfloat16);
+  const LinearWeights weights{autograd::randn({6, 4 * static_cast<std::int64_t>(tp.size())}, 3),
+                              Tensor()};
+  const RowParallelLinear row(weights, tp, /*input_is_parallel=*/true);
+  const Tensor x =
+      autograd::randn({kBatch, kRows, 4}, 4 + static_cast<unsigned>(tp.rank())).set_requires_grad();
+  EXPECT_EQ(row.bf16_partial(x), tp.size() > 1);
+  EXPECT_EQ(row.partial(x).dtype(), tp.size() > 1 ? autograd::DType::bf16 : autograd::DType::f32);
+  const Tensor y = row.forward(x);
+  const Tensor x32 = x.detach().set_requires_grad();
+  const Tensor y32 = reduce_from_tp(autograd::linear(x32, row.weight()), tp);
+  ASSERT_EQ(y.dtype(), autograd::DType::f32);
+  EXPECT_EQ(y.to_vector(), y32.to_vector());
+  const Tensor grad = autograd::randn(y.shape(), 5);
+  y.backward(grad);
+  y32.backward(grad);
+  EXPECT_EQ(x.grad().to_vector(), x32.grad().to_vector());
 }
 
 }  // namespace

@@ -61,7 +61,17 @@ RowParallelLinear::RowParallelLinear(const LinearWeights& master, const comm::Co
 
 Tensor RowParallelLinear::forward(const Tensor& x) const {
   const Tensor input = input_is_parallel_ ? x : scatter_to_tp(x, tp_);
-  return reduce_and_add_bias(autograd::linear(input, weight_));
+  return reduce_and_add_bias(partial(input));
+}
+
+Tensor RowParallelLinear::partial(const Tensor& input) const {
+  return bf16_partial(input) ? autograd::linear_bf16_output(input, weight_)
+                             : autograd::linear(input, weight_);
+}
+
+bool RowParallelLinear::bf16_partial(const Tensor& input) const {
+  return input.dtype() == autograd::DType::f32 && reduces_as_bf16(input.device(), tp_) &&
+         !(bias_.defined() && fault_active(Fault::row_bias_every_rank));
 }
 
 Tensor RowParallelLinear::reduce_and_add_bias(const Tensor& partial) const {

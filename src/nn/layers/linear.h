@@ -59,13 +59,22 @@ class RowParallelLinear {
   RowParallelLinear(const LinearWeights& master, const comm::Communicator& tp,
                     bool input_is_parallel, bool sequence_parallel = false);
   /// x [..., in/tp] (or [..., in]) -> [..., out], identical on every TP rank:
-  /// reduce_and_add_bias(x_t W_t^T).
+  /// reduce_and_add_bias(partial(x_t)).
   Tensor forward(const Tensor& x) const;
+  /// This rank's partial product x_t W_t^T [..., out] of its input shard x_t [..., in/tp]: float32
+  /// (x_t's dtype), or bfloat16 where bf16_partial(x_t).
+  Tensor partial(const Tensor& input) const;
   /// The second half of forward: all-reduces this rank's partial product [..., out] over TP
   /// (reduce-from-TP) and adds the bias once, so a fused op can compute the partial product.
   /// With sequence parallelism: partial [batch, seq, out] -> [batch, seq/tp, out]
   /// (reduce_scatter_to_sequence_parallel_region, then the bias).
   Tensor reduce_and_add_bias(const Tensor& partial) const;
+  /// Whether this layer writes its partial product of `input` (float32 [..., in/tp]) as
+  /// bfloat16, the bits the reduction would round it to: where the reduction carries bfloat16
+  /// (reduces_as_bf16, train --bf16 at tp > 1) and the bias is added after it (Megatron-LM's
+  /// bfloat16 row-parallel output), through autograd::linear_bf16_output; a fused op that
+  /// computes the partial (nn::ParallelMlp's fused_mlp) writes it as bfloat16 too.
+  bool bf16_partial(const Tensor& input) const;
   /// "weight" [out, in/tp], "bias" [out] when the layer has one (replicated; its gradient is the
   /// same on every rank, or with sequence parallelism a partial sum marked
   /// Parameter::sequence_parallel).

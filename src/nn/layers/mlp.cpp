@@ -52,10 +52,10 @@ Tensor ParallelMlp::forward(const Tensor& x) const {
     const Tensor hidden =
         autograd::swiglu(autograd::linear(input, gate_->weight(), gate_->bias(), operand),
                          autograd::linear(input, fc1_.weight(), fc1_.bias(), operand));
-    return fc2_.reduce_and_add_bias(autograd::linear(hidden, fc2_.weight()));
+    return fc2_.reduce_and_add_bias(fc2_.partial(hidden));
   }
-  const Tensor partial =
-      autograd::fused_mlp(input, fc1_.weight(), fc1_.bias(), fc2_.weight(), gelu_);
+  const Tensor partial = autograd::fused_mlp(input, fc1_.weight(), fc1_.bias(), fc2_.weight(),
+                                             gelu_, fc2_.bf16_partial(input));
   return fc2_.reduce_and_add_bias(partial);
 }
 

@@ -18,25 +18,45 @@ namespace {
 // operands (train --bf16), as Megatron-LM's bfloat16 activations and their gradients do. A
 // reduction of a CUDA tensor that MPI reads directly stays float32: comm reduces bfloat16 on host
 // memory only (docs/comm.md, "bfloat16 reductions").
+bool wire_is_bf16(autograd::Device device, const comm::Communicator& tp, bool reduces) {
+  return kernels::gemm_operands() == kernels::GemmOperands::bfloat16 && tp.size() > 1 &&
+         !(reduces && device == autograd::Device::cuda && tp.direct_transfers());
+}
+
 bool crosses_as_bf16(const Tensor& x, const comm::Communicator& tp, bool reduces) {
-  return kernels::gemm_operands() == kernels::GemmOperands::bfloat16 &&
-         x.dtype() == autograd::DType::f32 && tp.size() > 1 &&
-         !(reduces && x.device() == autograd::Device::cuda && tp.direct_transfers());
+  return x.dtype() == autograd::DType::f32 && wire_is_bf16(x.device(), tp, reduces);
 }
 
 // A new tensor of `shape` (x's dtype and device) that `collective(in, out)` fills from x: from x's
 // own elements, or, when x crosses as bfloat16, from x rounded to bfloat16 (round to nearest
-// even) into a bfloat16 result that is widened exactly.
+// even) into a bfloat16 result that is widened exactly. A bfloat16 x (a row-parallel partial
+// written as bfloat16, reduces_as_bf16) is sent as it is and its result is float32. A collective
+// whose result has x's size (the all-reduce) gets the bfloat16 copy as both `in` and `out`, and
+// runs in place.
 template <class Collective>
-Tensor collected(const Tensor& x, const comm::Communicator& tp, const autograd::Shape& shape,
-                 bool reduces, Collective collective) {
-  Tensor y = Tensor::empty(shape, x.dtype(), x.device());
-  if (!crosses_as_bf16(x, tp, reduces)) {
+Tensor collected(const char* what, const Tensor& x, const comm::Communicator& tp,
+                 const autograd::Shape& shape, bool reduces, Collective collective) {
+  const bool bf16_input = x.dtype() == autograd::DType::bf16;
+  if (bf16_input && !wire_is_bf16(x.device(), tp, reduces)) {
+    throw std::invalid_argument(fmt::format(
+        "{}: a bfloat16 input needs bfloat16 GEMM operands, tp > 1 and a host reduction", what));
+  }
+  Tensor y = Tensor::empty(shape, bf16_input ? autograd::DType::f32 : x.dtype(), x.device());
+  if (!bf16_input && !crosses_as_bf16(x, tp, reduces)) {
     collective(x.buffer(), y.buffer());
     return y;
   }
   kernels::Buffer sent(x.numel(), kernels::DType::bf16, x.device());
-  kernels::convert(x.buffer(), sent);
+  if (bf16_input) {
+    kernels::copy(x.buffer(), sent);
+  } else {
+    kernels::convert(x.buffer(), sent);
+  }
+  if (y.numel() == x.numel()) {
+    collective(sent, sent);
+    kernels::convert(sent, y.buffer());
+    return y;
+  }
   kernels::Buffer received(y.numel(), kernels::DType::bf16, x.device());
   collective(sent, received);
   kernels::convert(received, y.buffer());
@@ -45,11 +65,12 @@ Tensor collected(const Tensor& x, const comm::Communicator& tp, const autograd::
 
 // x summed over `tp` into a new tensor, or x itself on one rank.
 Tensor all_reduced_copy(const Tensor& x, const comm::Communicator& tp) {
-  if (tp.size() == 1) return x.detach();
-  return collected(x, tp, x.shape(), true, [&](const kernels::Buffer& in, kernels::Buffer& out) {
-    kernels::copy(in, out);
-    comm::all_reduce(tp, out, comm::ReduceOp::sum);
-  });
+  if (tp.size() == 1 && x.dtype() != autograd::DType::bf16) return x.detach();
+  return collected("reduce_from_tp", x, tp, x.shape(), true,
+                   [&](const kernels::Buffer& in, kernels::Buffer& out) {
+                     if (&in != &out) kernels::copy(in, out);
+                     comm::all_reduce(tp, out, comm::ReduceOp::sum);
+                   });
 }
 
 // The product of x's dims before `dim`: all_gather's and reduce_scatter's `outer`.
@@ -72,9 +93,10 @@ void check_sequence_dim(const char* what, const Tensor& x, int divisor) {
 Tensor all_gathered(const Tensor& x, const comm::Communicator& tp, int dim) {
   autograd::Shape shape = x.shape();
   shape[static_cast<std::size_t>(dim)] *= tp.size();
-  return collected(x, tp, shape, false, [&](const kernels::Buffer& in, kernels::Buffer& out) {
-    comm::all_gather(tp, in, out, outer_of(x, dim));
-  });
+  return collected("all_gather", x, tp, shape, false,
+                   [&](const kernels::Buffer& in, kernels::Buffer& out) {
+                     comm::all_gather(tp, in, out, outer_of(x, dim));
+                   });
 }
 
 Tensor all_gathered_last_dim(const Tensor& x, const comm::Communicator& tp) {
@@ -90,9 +112,10 @@ Tensor reduce_scattered_sequence(const Tensor& x, const comm::Communicator& tp) 
   check_sequence_dim("reduce_scatter_to_sequence_parallel_region", x, tp.size());
   autograd::Shape shape = x.shape();
   shape[1] /= tp.size();
-  return collected(x, tp, shape, true, [&](const kernels::Buffer& in, kernels::Buffer& out) {
-    comm::reduce_scatter(tp, in, out, outer_of(x, 1));
-  });
+  return collected("reduce_scatter_to_sequence_parallel_region", x, tp, shape, true,
+                   [&](const kernels::Buffer& in, kernels::Buffer& out) {
+                     comm::reduce_scatter(tp, in, out, outer_of(x, 1));
+                   });
 }
 
 Tensor own_rows_of_sequence(const Tensor& x, const comm::Communicator& tp) {
@@ -144,6 +167,10 @@ Tensor apply(const char* name, Mapping::Op forward_op, Mapping::Op backward_op, 
 }
 
 }  // namespace
+
+bool reduces_as_bf16(autograd::Device device, const comm::Communicator& tp) {
+  return wire_is_bf16(device, tp, true);
+}
 
 Tensor copy_to_tp(const Tensor& x, const comm::Communicator& tp) {
   const Mapping::Op backward = fault_active(Fault::copy_to_tp_no_all_reduce) ? Mapping::Op{identity}

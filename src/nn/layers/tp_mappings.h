@@ -32,8 +32,16 @@ using autograd::Tensor;
 /// x: any shape, replicated across `tp`.
 Tensor copy_to_tp(const Tensor& x, const comm::Communicator& tp);
 
+/// Whether the reductions here carry a float32 tensor on `device` over `tp` as bfloat16 (bfloat16
+/// GEMM operands, tp > 1, a host reduction). A row-parallel layer then writes its partial sums as
+/// bfloat16 (the bits the reduction would round them to) and hands them to reduce_from_tp or
+/// reduce_scatter_to_sequence_parallel_region as they are.
+bool reduces_as_bf16(autograd::Device device, const comm::Communicator& tp);
+
 /// Forward all-reduces (sums) the partial outputs of a row-parallel layer over `tp`; backward is
-/// the identity ("g" in Megatron-LM). x: any shape, same on every rank.
+/// the identity ("g" in Megatron-LM). x: any shape, same on every rank. A bfloat16 x (where
+/// reduces_as_bf16) is reduced as it is and the result is float32, its gradient float32 too;
+/// elsewhere a bfloat16 x throws std::invalid_argument.
 Tensor reduce_from_tp(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward all-gathers the last dim: x [..., n/tp] -> [..., n], rank r's shard at columns
@@ -52,8 +60,8 @@ Tensor gather_from_sequence_parallel_region(const Tensor& x, const comm::Communi
 
 /// Forward reduce-scatters (sums) the partial outputs of a row-parallel layer along the
 /// sequence: x [batch, seq, hidden] -> this rank's rows [batch, seq/tp, hidden]; backward
-/// all-gathers the gradient ("g-bar"). Throws std::invalid_argument when x is not 3-D or seq is
-/// not divisible by tp.
+/// all-gathers the gradient ("g-bar"). A bfloat16 x as in reduce_from_tp. Throws
+/// std::invalid_argument when x is not 3-D or seq is not divisible by tp.
 Tensor reduce_scatter_to_sequence_parallel_region(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward keeps this rank's rows of the sequence: x [batch, seq, hidden] (the same on every TP
