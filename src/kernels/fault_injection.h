@@ -87,7 +87,7 @@ enum class Fault {
   swiglu_grad_no_silu_term,
   /// the CPU float32 -> bfloat16 loop (cpu::round_to_bf16) truncates instead of rounding to
   /// nearest even: every value whose dropped half is above the midpoint comes out one bfloat16
-  /// ulp short.
+  /// ulp short (the VDPBF16PS GEMM's bfloat16 C, rounded in registers, is not that loop).
   bf16_round_truncates,
   /// the CPU bfloat16 GEMM ignores beta: C += A B into a float32 main gradient overwrites C
   /// with A B instead of accumulating.

@@ -251,12 +251,16 @@ Tensor rounded(const Tensor& x) {
 // A row-parallel partial written as bfloat16 (where reduces_as_bf16) is reduced as it is: the
 // float32 result of the float32 partial it was rounded from, bit for bit, with the same bytes on
 // the wire (the gradient: ARowParallelLayerWritesItsPartialAsBfloat16). Where the reductions
-// carry float32 (one rank, or float32 operands) a bfloat16 partial is refused.
+// carry float32 (one rank, or float32 operands) a bfloat16 partial is refused, and a gather
+// refuses a bfloat16 input everywhere.
 TEST(TpMappingsBf16, ABfloat16PartialGivesTheBitsOfItsFloat32Partial) {
   const comm::Communicator& tp = test::world();
   const Shape full{kBatch, kRows * tp.size(), kHidden};
   for (const auto operands : {kernels::GemmOperands::float32, kernels::GemmOperands::bfloat16}) {
     const kernels::GemmOperandsScope scope(operands);
+    const Tensor rows = tensor_of(tp.rank(), {kBatch, kRows, kHidden}, autograd::DType::f32);
+    EXPECT_THROW(gather_from_sequence_parallel_region(rounded(rows), tp), std::invalid_argument);
+    EXPECT_THROW(gather_from_tp(rounded(rows), tp), std::invalid_argument);
     for (const auto mapping : {reduce_from_tp, reduce_scatter_to_sequence_parallel_region}) {
       const Tensor x = tensor_of(tp.rank(), full, autograd::DType::f32);
       if (!reduces_as_bf16(autograd::Device::cpu, tp)) {

@@ -27,23 +27,29 @@ bool crosses_as_bf16(const Tensor& x, const comm::Communicator& tp, bool reduces
   return x.dtype() == autograd::DType::f32 && wire_is_bf16(x.device(), tp, reduces);
 }
 
-// A new tensor of `shape` (x's dtype and device) that `collective(in, out)` fills from x: from x's
-// own elements, or, when x crosses as bfloat16, from x rounded to bfloat16 (round to nearest
-// even) into a bfloat16 result that is widened exactly. A bfloat16 x (a row-parallel partial
-// written as bfloat16, reduces_as_bf16) is sent as it is and its result is float32. A collective
-// whose result has x's size (the all-reduce) gets the bfloat16 copy as both `in` and `out`, and
-// runs in place.
-template <class Collective>
+// What a mapping's collective does with x: gathers it, or sums it into this rank's part or into
+// a result of x's size.
+enum class Collective { gather, reduce_scatter, all_reduce };
+
+// A new tensor of `shape` (x's dtype and device) that `run(in, out)` fills from x: from x's own
+// elements, or, when x crosses as bfloat16, from x rounded to bfloat16 (round to nearest even)
+// into a bfloat16 result that is widened exactly. A sum also takes a bfloat16 x (a row-parallel
+// partial written as bfloat16, reduces_as_bf16): sent as it is, its result float32. An
+// all-reduce gets the bfloat16 copy as both `in` and `out`, and runs in place.
+template <class Run>
 Tensor collected(const char* what, const Tensor& x, const comm::Communicator& tp,
-                 const autograd::Shape& shape, bool reduces, Collective collective) {
+                 const autograd::Shape& shape, Collective kind, Run run) {
+  const bool reduces = kind != Collective::gather;
   const bool bf16_input = x.dtype() == autograd::DType::bf16;
-  if (bf16_input && !wire_is_bf16(x.device(), tp, reduces)) {
+  if (bf16_input && !(reduces && wire_is_bf16(x.device(), tp, true))) {
     throw std::invalid_argument(fmt::format(
-        "{}: a bfloat16 input needs bfloat16 GEMM operands, tp > 1 and a host reduction", what));
+        "{}: a bfloat16 input is a sum's partial: it needs bfloat16 GEMM operands, tp > 1 and a "
+        "host reduction",
+        what));
   }
   Tensor y = Tensor::empty(shape, bf16_input ? autograd::DType::f32 : x.dtype(), x.device());
   if (!bf16_input && !crosses_as_bf16(x, tp, reduces)) {
-    collective(x.buffer(), y.buffer());
+    run(x.buffer(), y.buffer());
     return y;
   }
   kernels::Buffer sent(x.numel(), kernels::DType::bf16, x.device());
@@ -52,13 +58,13 @@ Tensor collected(const char* what, const Tensor& x, const comm::Communicator& tp
   } else {
     kernels::convert(x.buffer(), sent);
   }
-  if (y.numel() == x.numel()) {
-    collective(sent, sent);
+  if (kind == Collective::all_reduce) {
+    run(sent, sent);
     kernels::convert(sent, y.buffer());
     return y;
   }
   kernels::Buffer received(y.numel(), kernels::DType::bf16, x.device());
-  collective(sent, received);
+  run(sent, received);
   kernels::convert(received, y.buffer());
   return y;
 }
@@ -66,7 +72,7 @@ Tensor collected(const char* what, const Tensor& x, const comm::Communicator& tp
 // x summed over `tp` into a new tensor, or x itself on one rank.
 Tensor all_reduced_copy(const Tensor& x, const comm::Communicator& tp) {
   if (tp.size() == 1 && x.dtype() != autograd::DType::bf16) return x.detach();
-  return collected("reduce_from_tp", x, tp, x.shape(), true,
+  return collected("reduce_from_tp", x, tp, x.shape(), Collective::all_reduce,
                    [&](const kernels::Buffer& in, kernels::Buffer& out) {
                      if (&in != &out) kernels::copy(in, out);
                      comm::all_reduce(tp, out, comm::ReduceOp::sum);
@@ -93,7 +99,7 @@ void check_sequence_dim(const char* what, const Tensor& x, int divisor) {
 Tensor all_gathered(const Tensor& x, const comm::Communicator& tp, int dim) {
   autograd::Shape shape = x.shape();
   shape[static_cast<std::size_t>(dim)] *= tp.size();
-  return collected("all_gather", x, tp, shape, false,
+  return collected("all_gather", x, tp, shape, Collective::gather,
                    [&](const kernels::Buffer& in, kernels::Buffer& out) {
                      comm::all_gather(tp, in, out, outer_of(x, dim));
                    });
@@ -112,7 +118,8 @@ Tensor reduce_scattered_sequence(const Tensor& x, const comm::Communicator& tp) 
   check_sequence_dim("reduce_scatter_to_sequence_parallel_region", x, tp.size());
   autograd::Shape shape = x.shape();
   shape[1] /= tp.size();
-  return collected("reduce_scatter_to_sequence_parallel_region", x, tp, shape, true,
+  return collected("reduce_scatter_to_sequence_parallel_region", x, tp, shape,
+                   Collective::reduce_scatter,
                    [&](const kernels::Buffer& in, kernels::Buffer& out) {
                      comm::reduce_scatter(tp, in, out, outer_of(x, 1));
                    });

@@ -41,7 +41,7 @@ bool reduces_as_bf16(autograd::Device device, const comm::Communicator& tp);
 /// Forward all-reduces (sums) the partial outputs of a row-parallel layer over `tp`; backward is
 /// the identity ("g" in Megatron-LM). x: any shape, same on every rank. A bfloat16 x (where
 /// reduces_as_bf16) is reduced as it is and the result is float32, its gradient float32 too;
-/// elsewhere a bfloat16 x throws std::invalid_argument.
+/// elsewhere a bfloat16 x throws std::invalid_argument, as it does for every gather here.
 Tensor reduce_from_tp(const Tensor& x, const comm::Communicator& tp);
 
 /// Forward all-gathers the last dim: x [..., n/tp] -> [..., n], rank r's shard at columns
