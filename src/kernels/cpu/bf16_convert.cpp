@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/denormal_lanes.h"
 #include "kernels/cpu/packed_gemm_bf16.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/fault_injection.h"
@@ -42,15 +43,11 @@ Halves round_lanes(Words u) {
 // round_lanes. Returns how many elements it wrote.
 __attribute__((target("avx512f,avx512bf16,avx512vl"))) std::size_t round_vectors_vcvtneps2bf16(
     const float* in, bf16* out, std::size_t n) {
-  const __m512i exponent = _mm512_set1_epi32(0x7F800000),
-                significand = _mm512_set1_epi32(0x007FFFFF);
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m512i u = _mm512_loadu_si512(in + i);
-    const __mmask16 denormal =
-        _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, exponent), u, significand);
-    if (denormal == 0) {
-      const __m256bh h = _mm512_cvtneps_pbh(_mm512_castsi512_ps(u));
+    const __m512 x = _mm512_loadu_ps(in + i);
+    if (denormal_lanes(x) == 0) {
+      const __m256bh h = _mm512_cvtneps_pbh(x);
       std::memcpy(out + i, &h, sizeof h);
       continue;
     }

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/cpu/bf16_convert.h"
+#include "kernels/cpu/denormal_lanes.h"
 #include "kernels/cpu/packed_gemm.h"
 #include "kernels/ops.h"
 
@@ -196,13 +197,7 @@ struct APairs {
 // pass's own results are flushed) takes round_to_bf16, which keeps it.
 __attribute__((target("avx512f,avx512bf16"))) void store_rounded_row(__m512 lo, __m512 hi,
                                                                      bf16* out) {
-  const __m512i exponent = _mm512_set1_epi32(0x7F800000),
-                significand = _mm512_set1_epi32(0x007FFFFF);
-  const auto denormal = [&](__m512 x) {
-    const __m512i u = _mm512_castps_si512(x);
-    return _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, exponent), u, significand);
-  };
-  if ((denormal(lo) | denormal(hi)) != 0) {
+  if ((denormal_lanes(lo) | denormal_lanes(hi)) != 0) {
     alignas(64) float row[kPairColumns];
     _mm512_store_ps(row, lo);
     _mm512_store_ps(row + kLanes, hi);

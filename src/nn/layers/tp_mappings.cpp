@@ -52,19 +52,24 @@ Tensor collected(const char* what, const Tensor& x, const comm::Communicator& tp
     run(x.buffer(), y.buffer());
     return y;
   }
-  kernels::Buffer sent(x.numel(), kernels::DType::bf16, x.device());
-  if (bf16_input) {
-    kernels::copy(x.buffer(), sent);
-  } else {
-    kernels::convert(x.buffer(), sent);
+  // What goes out: x rounded, a copy of a bfloat16 x for the all-reduce to sum in place, or a
+  // bfloat16 x itself.
+  kernels::Buffer own;
+  if (!bf16_input || kind == Collective::all_reduce) {
+    own = kernels::Buffer(x.numel(), kernels::DType::bf16, x.device());
+    if (bf16_input) {
+      kernels::copy(x.buffer(), own);
+    } else {
+      kernels::convert(x.buffer(), own);
+    }
   }
   if (kind == Collective::all_reduce) {
-    run(sent, sent);
-    kernels::convert(sent, y.buffer());
+    run(own, own);
+    kernels::convert(own, y.buffer());
     return y;
   }
   kernels::Buffer received(y.numel(), kernels::DType::bf16, x.device());
-  run(sent, received);
+  run(bf16_input ? x.buffer() : own, received);
   kernels::convert(received, y.buffer());
   return y;
 }
