@@ -10,19 +10,6 @@ namespace mpitron::comm {
 
 namespace {
 
-float combine_one(float a, float b, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum:
-    case ReduceOp::avg:
-      break;
-    case ReduceOp::max:
-      return std::max(a, b);
-    case ReduceOp::min:
-      return std::min(a, b);
-  }
-  return a + b;
-}
-
 // MPI's user-function signature: inout[i] = in[i] op inout[i].
 template <ReduceOp kOp>
 void reduce_words(void* in, void* inout, int* length, MPI_Datatype* /*type*/) {
@@ -41,6 +28,10 @@ MPI_Op create(MPI_User_function* function) {
 
 void combine_bf16(kernels::bf16* out, const kernels::bf16* first, const kernels::bf16* second,
                   std::size_t count, ReduceOp op) {
+  if (op == ReduceOp::sum || op == ReduceOp::avg) {
+    kernels::cpu::add_bf16(first, second, out, count);  // one pass, in the kernels' vectors
+    return;
+  }
   // In chunks on the stack: widened (exactly), combined, rounded by the vector loops of
   // kernels/cpu/bf16_convert.h. `out` may alias an input: each chunk is read before it is written.
   constexpr std::size_t kChunk = 512;
@@ -50,7 +41,7 @@ void combine_bf16(kernels::bf16* out, const kernels::bf16* first, const kernels:
     kernels::cpu::widen_bf16(first + begin, a.data(), n);
     kernels::cpu::widen_bf16(second + begin, b.data(), n);
     for (std::size_t i = 0; i < n; ++i)
-      a[i] = combine_one(a[i], b[i], op);
+      a[i] = op == ReduceOp::max ? std::max(a[i], b[i]) : std::min(a[i], b[i]);
     kernels::cpu::round_to_bf16(a.data(), out + begin, n);
   }
 }

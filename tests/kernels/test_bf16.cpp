@@ -196,6 +196,47 @@ TEST(Bf16Convert, AllFloat32BitPatternsFollowTheBitRuleInTheVectorLoopAndTheScal
   }
 }
 
+// add_bf16 on every bfloat16 a beside partners that reach each branch: itself (doubling, so the
+// largest finite values overflow to inf), its negation (exact zeros), a scrambled pattern, the
+// smallest denormals and normal of both signs (denormal sums, which VCVTNEPS2BF16 would flush),
+// the largest finite value, -inf, a NaN and 1. Against the float32 sum of the two widenings
+// rounded by the scalar rule, bit for bit except that a NaN sum may come out as any NaN (which
+// operand's payload an add keeps is the compiler's choice); over 65541 elements, so the vector
+// loops and the scalar tail both run, and once more in place (out = a).
+TEST(Bf16Convert, AddRoundsTheFloat32SumOnceForEveryBfloat16) {
+  const std::uint16_t fixed[] = {0x0001, 0x8001, 0x0080, 0x8080, 0x7F7F, 0xFF80, 0x7FC1, 0x3F80};
+  std::vector<bf16> a(0x10005);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = bf16{static_cast<std::uint16_t>(i * 40503u)};
+  const auto partners = [&](std::size_t kind) {
+    std::vector<bf16> b(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::uint16_t x = a[i].bits;
+      b[i] = bf16{kind == 0   ? x
+                  : kind == 1 ? static_cast<std::uint16_t>(x ^ 0x8000u)
+                  : kind == 2 ? static_cast<std::uint16_t>(x * 7919u + 12345u)
+                              : fixed[kind - 3]};
+    }
+    return b;
+  };
+  for (std::size_t kind = 0; kind < 3 + std::size(fixed); ++kind) {
+    const std::vector<bf16> b = partners(kind);
+    std::vector<bf16> out(a.size()), in_place = a;
+    kernels::cpu::add_bf16(a.data(), b.data(), out.data(), a.size());
+    kernels::cpu::add_bf16(in_place.data(), b.data(), in_place.data(), a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const float sum = kernels::bf16_to_float(a[i]) + kernels::bf16_to_float(b[i]);
+      const std::uint16_t want = kernels::float_to_bf16_bits(sum);
+      const auto matches = [&](bf16 got) {
+        return std::isnan(sum) ? std::isnan(kernels::bf16_to_float(got)) : got.bits == want;
+      };
+      ASSERT_TRUE(matches(out[i]) && matches(in_place[i]))
+          << std::hex << "0x" << a[i].bits << " + 0x" << b[i].bits << ": 0x" << out[i].bits
+          << " (in place 0x" << in_place[i].bits << "), the rule 0x" << want;
+    }
+  }
+}
+
 Buffer bf16_buffer(const std::vector<std::uint16_t>& bits) {
   Buffer buffer(bits.size(), DType::bf16, Device::cpu);
   for (std::size_t i = 0; i < bits.size(); ++i)

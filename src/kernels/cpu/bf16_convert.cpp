@@ -37,28 +37,54 @@ Halves round_lanes(Words u) {
   return __builtin_convertvector(is_nan ? quiet_nan : rounded, Halves);
 }
 
-// round_to_bf16's whole vectors of 16 lanes from in[0] on with VCVTNEPS2BF16 (Intel SDM vol. 2:
-// NaN becomes its upper half made quiet, other values round to nearest even, denormal inputs
-// count as zero): a vector with a denormal lane (zero exponent, nonzero significand) takes
-// round_lanes. Returns how many elements it wrote.
+// The 16 float32 lanes of x rounded to out[0, 16) with VCVTNEPS2BF16 (Intel SDM vol. 2: NaN
+// becomes its upper half made quiet, other values round to nearest even, denormal inputs count as
+// zero): a vector with a denormal lane (zero exponent, nonzero significand) takes round_lanes.
+__attribute__((target("avx512f,avx512bf16,avx512vl"))) void store_rounded16(__m512 x, bf16* out) {
+  if (denormal_lanes(x) == 0) {
+    const __m256bh h = _mm512_cvtneps_pbh(x);
+    std::memcpy(out, &h, sizeof h);
+    return;
+  }
+  alignas(64) std::uint32_t bits[16];
+  _mm512_store_si512(bits, _mm512_castps_si512(x));
+  for (std::size_t j = 0; j < 16; j += kLanes) {
+    Words w;
+    std::memcpy(&w, bits + j, sizeof w);
+    const Halves h = round_lanes(w);
+    std::memcpy(out + j, &h, sizeof h);
+  }
+}
+
+// round_to_bf16's whole vectors of 16 lanes from in[0] on, by store_rounded16. Returns how many
+// elements it wrote.
 __attribute__((target("avx512f,avx512bf16,avx512vl"))) std::size_t round_vectors_vcvtneps2bf16(
     const float* in, bf16* out, std::size_t n) {
   std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 x = _mm512_loadu_ps(in + i);
-    if (denormal_lanes(x) == 0) {
-      const __m256bh h = _mm512_cvtneps_pbh(x);
-      std::memcpy(out + i, &h, sizeof h);
-      continue;
-    }
-    for (std::size_t j = 0; j < 16; j += kLanes) {
-      Words w;
-      std::memcpy(&w, in + i + j, sizeof w);
-      const Halves h = round_lanes(w);
-      std::memcpy(out + i + j, &h, sizeof h);
-    }
-  }
+  for (; i + 16 <= n; i += 16)
+    store_rounded16(_mm512_loadu_ps(in + i), out + i);
   return i;
+}
+
+// The 16 bfloat16 values from in[0] widened exactly to float32 lanes.
+__attribute__((target("avx512f,avx512vl"))) __m512 widen16(const bf16* in) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// add_bf16's whole vectors of 16 lanes from element 0 on: widened, added, rounded by
+// store_rounded16 without leaving the registers. Returns how many elements it wrote.
+__attribute__((target("avx512f,avx512bf16,avx512vl"))) std::size_t add_vectors_vcvtneps2bf16(
+    const bf16* a, const bf16* b, bf16* out, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    store_rounded16(_mm512_add_ps(widen16(a + i), widen16(b + i)), out + i);
+  return i;
+}
+
+// The float32 bits of the bfloat16 lanes h, exactly.
+Words widen_lanes(Halves h) {
+  return __builtin_convertvector(h, Words) << 16;
 }
 
 }  // namespace
@@ -102,11 +128,33 @@ void widen_bf16(const bf16* in, float* out, std::size_t n) {
   for (; i + kLanes <= n; i += kLanes) {
     Halves h;
     std::memcpy(&h, in + i, sizeof h);
-    const Words u = __builtin_convertvector(h, Words) << 16;
+    const Words u = widen_lanes(h);
     std::memcpy(out + i, &u, sizeof u);
   }
   for (; i < n; ++i)
     out[i] = bf16_to_float(in[i]);
+}
+
+void add_bf16(const bf16* a, const bf16* b, bf16* out, std::size_t n) {
+  if (fault_active(Fault::bf16_round_truncates)) {
+    for (std::size_t i = 0; i < n; ++i)
+      out[i] = bf16{
+          static_cast<std::uint16_t>(float_bits(bf16_to_float(a[i]) + bf16_to_float(b[i])) >> 16)};
+    return;
+  }
+  using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
+  std::size_t i = cpu_has_avx512_bf16() ? add_vectors_vcvtneps2bf16(a, b, out, n) : 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Halves ha, hb;
+    std::memcpy(&ha, a + i, sizeof ha);
+    std::memcpy(&hb, b + i, sizeof hb);
+    const Floats sum =
+        reinterpret_cast<Floats>(widen_lanes(ha)) + reinterpret_cast<Floats>(widen_lanes(hb));
+    const Halves h = round_lanes(reinterpret_cast<Words>(sum));
+    std::memcpy(out + i, &h, sizeof h);
+  }
+  for (; i < n; ++i)
+    out[i] = to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i]));
 }
 
 void Bf16Convert::convert_to_bf16(const float* in, bf16* out, std::size_t n) {

@@ -18,6 +18,13 @@ void round_to_bf16(const float* in, bf16* out, std::size_t n);
 /// vectors).
 void widen_bf16(const bf16* in, float* out, std::size_t n);
 
+/// out[i] = to_bf16(bf16_to_float(a[i]) + bf16_to_float(b[i])) for i < n on the calling thread:
+/// the float32 sum of two exact widenings, rounded once (to nearest even; NaN, inf, overflow and
+/// denormals as bf16.h states), the bits of widen_bf16, a float32 add and round_to_bf16, in one
+/// pass without a float32 buffer (VCVTNEPS2BF16 where the CPU has AVX512-BF16). `out` may be `a`
+/// or `b`. The reductions of bfloat16 messages (comm/bf16_reduction.h) sum with it.
+void add_bf16(const bf16* a, const bf16* b, bf16* out, std::size_t n);
+
 /// out[i] = bf16_to_float(to_bf16(in[i])) for i < n on the calling thread (in may be out):
 /// round_to_bf16's lanes widened back in the same pass, without a bfloat16 buffer between.
 void round_to_bf16_values(const float* in, float* out, std::size_t n);
