@@ -28,7 +28,7 @@ Algorithm all_reduce_algorithm(const Communicator& comm, const Buffer& buffer) {
   if (comm.size() < 2 || buffer.device() != kernels::Device::cpu || !mpi_visible(comm, buffer))
     return Algorithm::mpi;
   if (const auto choice = tabled(comm, Collective::all_reduce, buffer.bytes(), buffer.numel(),
-                                 kernels::is_floating(buffer.dtype()))) {
+                                 reduces_in_floating_point(buffer.dtype()))) {
     return *choice;
   }
   if (uses_rabenseifner_all_reduce(comm, buffer)) return Algorithm::rabenseifner;

@@ -87,6 +87,10 @@ std::span<const Algorithm> algorithms_for(Collective op) {
   return {};
 }
 
+bool reduces_in_floating_point(kernels::DType dtype) {
+  return kernels::is_floating(dtype) || dtype == kernels::DType::bf16;
+}
+
 bool applicable(Collective op, Algorithm algorithm, int ranks, std::size_t numel, bool floating) {
   const auto offered = algorithms_for(op);
   if (std::find(offered.begin(), offered.end(), algorithm) == offered.end()) return false;

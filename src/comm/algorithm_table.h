@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "kernels/device.h"
 
 namespace mpitron::comm {
 
@@ -44,10 +45,15 @@ inline constexpr Collective kCollectives[] = {Collective::all_reduce, Collective
                                               Collective::reduce_scatter};
 std::span<const Algorithm> algorithms_for(Collective op);
 
+/// True for the dtypes whose all-reduce may take mpitron's large-buffer algorithms (ring,
+/// rabenseifner): float32, float64 and bfloat16 (combined in float32 and rounded once per
+/// combination, bf16_reduction.h). Integer buffers keep MPI's reduction.
+bool reduces_in_floating_point(kernels::DType dtype);
+
 /// True when `algorithm` can run `op` on a group of `ranks` for a buffer of `numel` elements
-/// (`floating`: a float32/float64 dtype): recursive_doubling of all-gather, rabenseifner and
-/// recursive_halving need a power-of-two group; rabenseifner and ring all-reduce a floating
-/// buffer of at least `ranks` elements; mpi always.
+/// (`floating`: reduces_in_floating_point of its dtype): recursive_doubling of all-gather,
+/// rabenseifner and recursive_halving need a power-of-two group; rabenseifner and ring
+/// all-reduce a floating buffer of at least `ranks` elements; mpi always.
 bool applicable(Collective op, Algorithm algorithm, int ranks, std::size_t numel, bool floating);
 
 /// One row of a table: `algorithm` runs `op` on groups of `ranks` ranks for sizes in

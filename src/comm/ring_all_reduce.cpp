@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "comm/algorithm_table.h"
 #include "comm/butterfly.h"
 #include "comm/collective_steps.h"
 #include "comm/mpi_util.h"
@@ -20,7 +21,7 @@ bool uses_ring_all_reduce(const Communicator& comm, const Buffer& buffer) {
 
 bool uses_large_all_reduce(const Communicator& comm, const Buffer& buffer) {
   return comm.size() > 1 && buffer.device() == kernels::Device::cpu &&
-         kernels::is_floating(buffer.dtype()) && buffer.bytes() >= kRingAllReduceMinBytes &&
+         reduces_in_floating_point(buffer.dtype()) && buffer.bytes() >= kRingAllReduceMinBytes &&
          buffer.numel() >= static_cast<std::size_t>(comm.size());
 }
 

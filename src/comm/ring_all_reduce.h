@@ -20,7 +20,8 @@ inline constexpr std::size_t kRingAllReduceMinBytes = 256 * 1024;
 
 /// True when all_reduce of `buffer` on `comm` takes a bandwidth-optimal algorithm on
 /// point-to-point messages (ring_all_reduce, or rabenseifner_all_reduce on a power-of-two group,
-/// butterfly.h): more than one rank, a floating-point CPU buffer (CUDA buffers keep MPI's
+/// butterfly.h): more than one rank, a CPU buffer of float32, float64 or bfloat16
+/// (reduces_in_floating_point, algorithm_table.h; CUDA buffers keep MPI's
 /// reduction in both transfer modes, so staged and direct results stay identical) of at least
 /// kRingAllReduceMinBytes and at least comm.size() elements.
 bool uses_large_all_reduce(const Communicator& comm, const kernels::Buffer& buffer);

@@ -20,6 +20,7 @@
 #include "comm/p2p_gather_scatter.h"
 #include "comm/topology.h"
 #include "comm_test_support.h"
+#include "kernels/ops.h"
 #include "mpi_test_main.h"
 
 namespace mpitron::test {
@@ -109,6 +110,34 @@ TEST(AlgorithmChoice, ATableForcingEachAllReduceAlgorithmIsExact) {
         kernels::Buffer root = make_buffer(host_values(buffer), kind);
         comm::broadcast(comm, root, 0);
         EXPECT_EQ(std::memcmp(root.data(), buffer.data(), buffer.bytes()), 0);
+      });
+}
+
+// The same for bfloat16 buffers, which every all-reduce algorithm takes (ring and Rabenseifner
+// combine them in float32, bf16_reduction.h): rank r holds 4 (r + 1) + i % 8, so every partial
+// sum over up to 8 ranks is an integer of at most 200, a bfloat16 value, and any order of
+// combination gives the closed form exactly; at 70001 elements the built-in rule also takes a
+// large-buffer algorithm on 4 and 8 ranks (more than kRingAllReduceMinBytes).
+TEST(AlgorithmChoice, ATableForcingEachAllReduceAlgorithmIsExactInBfloat16) {
+  SettingsGuard guard(world());
+  for_each_forced_case(
+      Collective::all_reduce, {kF32},  // the kind only counts the cases: the buffers are bfloat16
+      [](const Communicator& comm, Algorithm algorithm, const BufferKind&, std::size_t count) {
+        const double n = comm.size(), r = comm.rank();
+        std::vector<double> mine(count), expected(count);
+        for (std::size_t i = 0; i < count; ++i) {
+          const double k = static_cast<double>(i % 8);
+          mine[i] = 4 * (r + 1) + k;
+          expected[i] = 2 * n * (n + 1) + n * k;
+        }
+        kernels::Buffer buffer(count, kernels::DType::bf16, kernels::Device::cpu);
+        kernels::convert(make_buffer(mine, kF32), buffer);
+        EXPECT_EQ(comm::all_reduce_algorithm(comm, buffer) == algorithm,
+                  comm::applicable(Collective::all_reduce, algorithm, comm.size(), count, true));
+        comm::all_reduce(comm, buffer, ReduceOp::sum);
+        kernels::Buffer widened(count, kernels::DType::f32, kernels::Device::cpu);
+        kernels::convert(buffer, widened);
+        EXPECT_EQ(host_values(widened), expected);
       });
 }
 
