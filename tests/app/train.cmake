@@ -223,6 +223,28 @@ mpitron_add_expect_test(train_resume_float64_on_eigen TARGET mpitron NP 1 TIMEOU
        --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_float64_gemm
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
   EXPECT_EXIT 0 EXPECT_OUTPUT "train done: steps 3..3" REJECT_OUTPUT "CPU GEMM")
+# Under --bf16 the products run on the bfloat16 GEMM's path, which --gemm does not reach: a resume
+# with another --gemm keeps the bits and does not warn; one on another path (MPITRON_BF16_GEMM)
+# warns, which a CPU without AVX512-BF16 cannot show (its only path is convert-at-pack).
+mpitron_add_expect_test(train_resume_bf16_save TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --bf16 --gemm eigen --stop-after 2
+       --save ${CMAKE_CURRENT_BINARY_DIR}/ckpt_bf16_gemm --overwrite-checkpoints
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0 EXPECT_OUTPUT "saved checkpoint")
+set_tests_properties(train_resume_bf16_save PROPERTIES FIXTURES_SETUP train_resume_bf16
+                     ENVIRONMENT "MPITRON_BF16_GEMM=convert-at-pack")
+mpitron_add_expect_test(train_resume_bf16_other_gemm TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --bf16 --gemm blas --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_bf16_gemm
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0 EXPECT_OUTPUT "train done: steps 3..3" REJECT_OUTPUT "CPU GEMM")
+set_tests_properties(train_resume_bf16_other_gemm PROPERTIES FIXTURES_REQUIRED train_resume_bf16
+                     ENVIRONMENT "MPITRON_BF16_GEMM=convert-at-pack")
+mpitron_add_expect_test(train_resume_bf16_other_path TARGET mpitron NP 1 TIMEOUT 60
+  ARGS train ${train_small} --bf16 --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_bf16_gemm
+       --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "(warning: the CPU GEMM is \"avx512bf16\" in this run but was \"convert-at-pack fp32\"[^\n]*MPITRON_BF16_GEMM chooses|bfloat16 GEMMs \\(convert-at-pack fp32\\))")
+set_tests_properties(train_resume_bf16_other_path PROPERTIES FIXTURES_REQUIRED train_resume_bf16)
 set_tests_properties(train_resume_float64_save PROPERTIES FIXTURES_SETUP train_resume_float64)
 set_tests_properties(train_resume_float64_on_eigen PROPERTIES
                      FIXTURES_REQUIRED train_resume_float64)

@@ -66,7 +66,8 @@ void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settin
         "warning: the CPU GEMM is {} in this run but was {} in the run that saved --load {}: the "
         "losses continue within rounding, not bit for bit{}",
         settings.at("cpu_gemm").dump(), meta.at("cpu_gemm").dump(), o.load,
-        requested_gemm(o.common) == "auto"
+        o.bf16 ? " (under --bf16 the bfloat16 GEMM's path, which MPITRON_BF16_GEMM chooses)"
+        : requested_gemm(o.common) == "auto"
             ? " (--gemm auto picks by measurement at the run's --threads; pin --gemm to keep it)"
             : "");
   }
@@ -249,8 +250,11 @@ void record_settings(const TrainOptions& o, const std::string& run_id, TrainPlan
   plan.settings["mpitron_version"] = MPITRON_VERSION;
   plan.settings["run_id"] = run_id;
   if (plan.device == kernels::Device::cpu) {
-    // The provider that runs this dtype's products.
-    plan.settings["cpu_gemm"] = kernels::to_string(kernels::gemm_provider_for(plan.train.dtype));
+    // What runs the products: under --bf16 the bfloat16 GEMM's path (--gemm does not reach it),
+    // else this dtype's provider.
+    plan.settings["cpu_gemm"] =
+        o.bf16 ? kernels::to_string(kernels::bf16_gemm_path())
+               : kernels::to_string(kernels::gemm_provider_for(plan.train.dtype));
   }
 }
 

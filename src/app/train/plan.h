@@ -48,7 +48,8 @@ struct TrainPlan {
   /// {lr, min_lr, warmup_steps, total_steps, style}, sampler {global_batch}, data (the corpus's
   /// source), mpitron_version, run_id (this run's; empty but on world rank 0, which writes
   /// meta.json) and, on the CPU, cpu_gemm (the GEMM provider that runs the dtype's products,
-  /// eigen for mpitron's in float64: a resume with another warns, its bits differ). The saver
+  /// eigen for mpitron's in float64; under --bf16 the bfloat16 GEMM's path, avx512bf16 or
+  /// convert-at-pack fp32: a resume with another warns, its bits differ). The saver
   /// adds the positions of a step (lr_schedule.next_step, sampler.next_step).
   nlohmann::json settings;
   std::unique_ptr<nn::FolderLock> save_lock;  ///< --save's folder, held by world rank 0
