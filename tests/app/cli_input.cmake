@@ -93,6 +93,13 @@ cli_bad_test(validate_seed_too_large 1
 cli_bad_test(train_peak_negative 2 "--peak-gflops: must be a finite number >= 0, got -1 (see --help)"
              train --peak-gflops -1)
 
+# A boolean flag's value is a boolean word: not any integer (CLI11 alone reads 2 as true, -1 as
+# false).
+cli_bad_test(train_bf16_integer 2 "--bf16: must be true or false (or on/off, yes/no, 1/0), got 2 (see --help)"
+             train --bf16=2)
+cli_bad_test(eval_bf16_negative 2 "--bf16: must be true or false (or on/off, yes/no, 1/0), got -1 (see --help)"
+             eval --bf16=-1 --load ${cli_ckpt} --data ${cli_text})
+
 # An option given twice keeps its last value (as argparse does); a missing value is named.
 mpitron_add_expect_test(cli_option_twice_last_wins TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30
   ARGS bench comm --max-bytes 64 --max-bytes 4096 --min-bytes 4096 --max-iterations 5 ${cli_logs}

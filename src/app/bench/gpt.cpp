@@ -13,6 +13,7 @@
 #include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
 #include "app/common/model_sizes.h"
+#include "app/common/options.h"
 #include "app/report/idle_share.h"
 #include "app/report/memory.h"
 #include "comm/agreement.h"
@@ -34,8 +35,8 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options) {
       "gpt", "Time the GPT training step at any (tp, cp, pp, dp): memory, CP balance and waits");
   add_common_options(command, options.common);
   add_context_parallel_options(command, options.common);
-  command.add_flag("--no-cp-prefetch", options.no_cp_prefetch,
-                   "The ring waits for each key/value transfer before computing");
+  add_switch(command, "--no-cp-prefetch", options.no_cp_prefetch,
+             "The ring waits for each key/value transfer before computing");
   command.add_option("--arch", options.arch, "Decoder family: gpt2 or llama")
       ->check(CLI::IsMember({"gpt2", "llama"}))
       ->capture_default_str();
@@ -53,16 +54,16 @@ CLI::App& add_bench_gpt_command(CLI::App& bench, BenchGptOptions& options) {
   size("--micro-batches", options.micro_batches, "Micro-batches per step and replica");
   size("--steps", options.steps, "Timed steps");
   size("--warmup", options.warmup, "Untimed warm-up steps", 0);
-  command.add_flag("--recompute", options.recompute,
-                   "Keep only each block's input and recompute its activations in backward");
-  command.add_flag("--sequence-parallel", options.sequence_parallel,
-                   "train --sequence-parallel's step: activations outside the TP regions split "
-                   "along seq over the tp ranks");
-  command.add_flag("--bf16", options.bf16,
-                   "train --bf16's step: bfloat16 GEMMs and parameters, float32 masters");
-  command.add_flag("--beside-float32", options.beside_float32,
-                   "With --bf16: then time a float32 trainer of the same model, its steps "
-                   "alternating with the bf16 ones, and print the bf16 / float32 ratio");
+  add_switch(command, "--recompute", options.recompute,
+             "Keep only each block's input and recompute its activations in backward");
+  add_switch(command, "--sequence-parallel", options.sequence_parallel,
+             "train --sequence-parallel's step: activations outside the TP regions split "
+             "along seq over the tp ranks");
+  add_switch(command, "--bf16", options.bf16,
+             "train --bf16's step: bfloat16 GEMMs and parameters, float32 masters");
+  add_switch(command, "--beside-float32", options.beside_float32,
+             "With --bf16: then time a float32 trainer of the same model, its steps "
+             "alternating with the bf16 ones, and print the bf16 / float32 ratio");
   add_example(command, "mpirun -np 2 mpitron bench gpt --cp 2 --seq 8192 --layers 2 --hidden 128");
   return command;
 }

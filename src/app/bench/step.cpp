@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "app/common/help.h"
+#include "app/common/options.h"
 #include "app/common/progress.h"
 #include "app/report/idle_share.h"
 #include "app/report/memory.h"
@@ -34,8 +35,8 @@ CLI::App& add_bench_command(CLI::App& app, BenchOptions& options) {
   add_size_option(command, "--warmup", options.warmup, "Untimed warm-up steps");
   add_progress_option(command, options.progress, "lines");
   add_peak_option(command, options.peak_gflops);
-  command.add_flag("--recompute", options.recompute,
-                   "Keep only each layer's input and recompute its activations in backward");
+  add_switch(command, "--recompute", options.recompute,
+             "Keep only each layer's input and recompute its activations in backward");
   command
       .add_option("--dtype", options.dtype,
                   "float32, or bfloat16 (bfloat16 GEMM operands, float32 masters: train --bf16)")

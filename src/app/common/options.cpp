@@ -4,6 +4,8 @@
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/basic_file_sink.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -128,6 +130,23 @@ bool integer_within(const std::string& text, std::int64_t minimum, std::uint64_t
 }
 
 }  // namespace
+
+CLI::Option* add_switch(CLI::App& command, const std::string& names, bool& value,
+                        const std::string& help) {
+  // What CLI11 hands the check: "true" for the bare flag, "false" for a negated one, else the
+  // text after '=' (a negated flag's own value already inverted to "true" or "false").
+  const CLI::Validator boolean_word(
+      [](const std::string& text) {
+        std::string word = text;
+        std::transform(word.begin(), word.end(), word.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        for (const char* accepted : {"true", "false", "on", "off", "yes", "no", "1", "0"})
+          if (word == accepted) return std::string();
+        return fmt::format("must be true or false (or on/off, yes/no, 1/0), got {}", text);
+      },
+      "");
+  return command.add_flag(names, value, help)->check(boolean_word);
+}
 
 CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum) {
   return CLI::Validator(

@@ -63,6 +63,13 @@ CLI::Validator at_least(double minimum);
 /// (CLI11 would wrap a negative value, or saturate a large one, into an unsigned option).
 CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum);
 
+/// Registers the boolean flag `names` (CLI11's form, e.g. "--check,!--no-check") into `value`.
+/// Given a value (--bf16=false), the flag takes only true, false, on, off, yes, no, 1 or 0 (any
+/// case); anything else fails parsing with e.g. "--bf16: must be true or false (or on/off,
+/// yes/no, 1/0), got 2" (CLI11 alone reads any integer: 2 as true, -1 as false).
+CLI::Option* add_switch(CLI::App& command, const std::string& names, bool& value,
+                        const std::string& help);
+
 /// The largest value of a size flag (elements, tokens, sequences, layers, steps, ...): 2^31 - 1.
 /// A tensor holds at most 2^31 elements, so no larger size is usable, and a product of two sizes
 /// then stays far inside int64 (products of more are checked where they are formed).

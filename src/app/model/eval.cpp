@@ -10,6 +10,7 @@
 
 #include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
+#include "app/common/options.h"
 #include "app/common/tokenizer_option.h"
 #include "app/model/checkpoint_loading.h"
 #include "comm/errors.h"
@@ -40,7 +41,7 @@ CLI::App& add_eval_command(CLI::App& app, EvalOptions& o) {
                "shards) or val (the rest, the val shards: train's val_loss windows)")
       ->check(CLI::IsMember({"all", "train", "val"}))
       ->capture_default_str();
-  c.add_flag("--bf16", o.bf16,
+  add_switch(c, "--bf16", o.bf16,
              "Compute as train --bf16 does: the weights rounded to bfloat16, bfloat16 GEMMs and "
              "TP/PP transfers (a bf16 run's checkpoint then gives its val_loss)");
   add_example(

@@ -9,6 +9,7 @@
 
 #include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
+#include "app/common/options.h"
 #include "app/common/tokenizer_option.h"
 #include "app/model/checkpoint_loading.h"
 #include "autograd/weight_operands.h"
@@ -36,7 +37,7 @@ CLI::App& add_generate_command(CLI::App& app, GenerateOptions& o) {
   c.add_option("--temperature", o.temperature, "Sampling temperature (0: greedy)")
       ->capture_default_str();
   add_size_option(c, "--top-k", o.top_k, "Sample among the k most likely tokens (0: all)");
-  c.add_flag("--bf16", o.bf16,
+  add_switch(c, "--bf16", o.bf16,
              "Compute as train --bf16 does: the weights rounded to bfloat16, bfloat16 GEMMs and "
              "TP transfers");
   add_example(c, "mpitron generate --load ckpt --prompt \"The GNU General\" --tokens 200");

@@ -7,6 +7,7 @@
 
 #include "app/common/context_parallel_options.h"
 #include "app/common/help.h"
+#include "app/common/options.h"
 #include "app/common/progress.h"
 #include "app/report/throughput.h"
 #include "comm/errors.h"
@@ -196,7 +197,7 @@ CLI::App& add_train_command(CLI::App& app, TrainOptions& o) {
         [&](auto member) {
           using T = std::remove_cvref_t<decltype(o.*member)>;
           if constexpr (std::is_same_v<T, bool>) {
-            c.add_flag(flag, o.*member, s.help);
+            add_switch(c, flag, o.*member, s.help);
           } else {
             CLI::Option* option = c.add_option(flag, o.*member, s.help);
             if constexpr (std::is_same_v<T, std::int64_t>) option->check(size_at_most_max());

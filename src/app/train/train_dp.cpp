@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "app/common/help.h"
+#include "app/common/options.h"
 #include "app/common/progress.h"
 #include "comm/agreement.h"
 #include "comm/configuration.h"
@@ -53,10 +54,10 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
   command.add_option("--momentum", options.momentum, "SGD momentum")->capture_default_str();
   add_size_option(command, "--epochs", options.epochs, "Epochs");
   add_size_option(command, "--batch-size", options.batch_size, "Samples per rank per step");
-  command.add_flag("--drop-last", options.drop_last,
-                   "Drop the tail that does not divide over the ranks (default: pad it)");
-  command.add_flag("--check-replicas,!--no-check-replicas", options.check_replicas,
-                   "After every epoch, check that every replica equals dp rank 0 (default on)");
+  add_switch(command, "--drop-last", options.drop_last,
+             "Drop the tail that does not divide over the ranks (default: pad it)");
+  add_switch(command, "--check-replicas,!--no-check-replicas", options.check_replicas,
+             "After every epoch, check that every replica equals dp rank 0 (default on)");
   add_progress_option(command, options.progress, "lines");
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
