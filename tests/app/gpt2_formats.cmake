@@ -105,7 +105,7 @@ mpitron_add_expect_test(gpt2_formats_init_from_bf16 TARGET mpitron NP 1 TIMEOUT 
   ARGS train --init-from ${gpt2_work}/tiny_bf16.bin --seq 16 --steps 1 --global-batch 2
        --micro-batch 2 --eval-interval 0 --log-dir ${gpt2_work}/logs_bf16
   EXPECT_EXIT 0 EXPECT_OUTPUT "initialised from --init-from [^\n]*tiny_bf16.bin"
-                              "warning: --init-from [^\n]*tiny_bf16.bin stores bfloat16 weights .llm.c version 5.: they are widened to float32 exactly")
+                              "warning: --init-from [^\n]*tiny_bf16.bin stores bfloat16 weights: they are widened to float32 exactly")
 set_tests_properties(gpt2_formats_init_from_bf16 PROPERTIES DEPENDS gpt2_formats_export_bf16)
 # With --bf16 the GEMMs round the widened weights back to the same bits: no warning.
 mpitron_add_expect_test(gpt2_formats_init_from_bf16_into_bf16 TARGET mpitron NP 1 TIMEOUT 60
@@ -116,6 +116,20 @@ mpitron_add_expect_test(gpt2_formats_init_from_bf16_into_bf16 TARGET mpitron NP 
   REJECT_OUTPUT "stores bfloat16 weights")
 set_tests_properties(gpt2_formats_init_from_bf16_into_bf16 PROPERTIES
                      DEPENDS gpt2_formats_export_bf16)
+# A BF16 safetensors file warns as well.
+mpitron_add_expect_test(gpt2_formats_export_bf16_safetensors TARGET mpitron NP 1 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS export --load ${ckpt_tiny} --format safetensors --dtype bfloat16
+       --out ${gpt2_work}/tiny_bf16.safetensors --log-dir ${gpt2_work}/logs_bf16
+  EXPECT_EXIT 0 EXPECT_OUTPUT "export: wrote [^\n]*tiny_bf16.safetensors")
+mpitron_add_expect_test(gpt2_formats_init_from_bf16_safetensors TARGET mpitron NP 1 TIMEOUT 60
+  MAX_SECONDS 30
+  ARGS train --init-from ${gpt2_work}/tiny_bf16.safetensors --heads 2 --seq 16 --steps 1
+       --global-batch 2 --micro-batch 2 --eval-interval 0 --log-dir ${gpt2_work}/logs_bf16
+  EXPECT_EXIT 0
+  EXPECT_OUTPUT "warning: --init-from [^\n]*tiny_bf16.safetensors stores bfloat16 weights: they are widened to float32 exactly")
+set_tests_properties(gpt2_formats_init_from_bf16_safetensors PROPERTIES
+                     DEPENDS gpt2_formats_export_bf16_safetensors)
 # eval names the conversion where it names the weights.
 mpitron_add_expect_test(gpt2_formats_eval_init_from_bf16 TARGET mpitron NP 1 TIMEOUT 60
   MAX_SECONDS 30

@@ -13,7 +13,7 @@ made anew). Python standard library only.
       same sizes, choices and rope_scaling; `train --init-from` the export and export again: the
       same model.safetensors and config.json byte for byte. Then `export --dtype bfloat16`:
       BF16 tensors, each the float32 value rounded to nearest even, and the bfloat16 folder
-      starts a run. An export into a folder holding model.safetensors.index.json (whose shards
+      starts a float32 run, which warns that its weights are widened. An export into a folder holding model.safetensors.index.json (whose shards
       would stay beside the new file, stale) is one line and exit code 2.
   eval --data DIR --work WORK
       `train --init-from` DIR/hf_llama_tied for one SGD step at --lr 1e-30 with --save, then
@@ -97,9 +97,10 @@ def roundtrip(args):
               f"the folder's tensors and config; again: the same files", flush=True)
         bf16 = export_hf(args, checkpoint, f"{name}_bf16", "--dtype", "bfloat16")
         expect_bf16_of(tensors(bf16), tensors(source))
-        train_from(args, f"{name}_bf16", bf16, [1, 1, 1], [], "llama")
+        train_from(args, f"{name}_bf16", bf16, [1, 1, 1], [],
+                   "stores bfloat16 weights: they are widened to float32 exactly")
         print(f"roundtrip {name}: export --dtype bfloat16 rounds every value to nearest even "
-              f"and starts a run", flush=True)
+              f"and starts a float32 run, which warns of the widening", flush=True)
     sharded = os.path.join(args.work, "sharded")
     os.makedirs(sharded)
     with open(os.path.join(sharded, "model.safetensors.index.json"), "w") as f:

@@ -304,7 +304,7 @@ void warn_at_start(const TrainOptions& o, TrainPlan& plan, bool writer) {
     plan.start_line = fmt::format("initialised from --init-from {}", o.init_from);
     if (writer && start.pretrained->stored_bfloat16 && !o.bf16) {
       log.warn(
-          "warning: --init-from {} stores bfloat16 weights (llm.c version 5): they are widened to "
+          "warning: --init-from {} stores bfloat16 weights: they are widened to "
           "float32 exactly, and this float32 run trains them in float32 (--bf16: bfloat16 GEMMs)",
           o.init_from);
     }

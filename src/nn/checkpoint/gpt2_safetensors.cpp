@@ -72,6 +72,13 @@ class GptFile {
     }
   }
 
+  /// Whether a tensor of the file is stored as BF16.
+  bool holds_bfloat16() const {
+    const auto& entries = reader_.entries();
+    return std::any_of(entries.begin(), entries.end(),
+                       [](const SafetensorsEntry& e) { return e.dtype == StoredDType::bf16; });
+  }
+
   [[noreturn]] void fail(const std::string& what) const {
     throw CheckpointError(fmt::format("{}: {}", reader_.path().string(), what));
   }
@@ -142,6 +149,7 @@ Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_
   const Shape wpe_shape = file.shape("wpe.weight");
   Gpt2Weights weights;
   weights.sizes = {wpe_shape.empty() ? 0 : wpe_shape[0], vocab, vocab, file.layers(), heads, c};
+  weights.stored_bfloat16 = file.holds_bfloat16();
   if (heads < 1) {
     file.fail("a safetensors file does not record the number of attention heads: give --heads");
   }

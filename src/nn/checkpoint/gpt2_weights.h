@@ -31,7 +31,8 @@ struct Gpt2Sizes {
 struct Gpt2Weights {
   Gpt2Sizes sizes;
   std::map<std::string, autograd::Tensor> tensors;
-  /// The file stored bfloat16 values (llm.c's version 5), widened to float32 exactly on reading.
+  /// The file stored bfloat16 values (llm.c's version 5, or a safetensors file or Hugging Face
+  /// folder holding a BF16 tensor), widened to float32 exactly on reading.
   bool stored_bfloat16 = false;
 };
 

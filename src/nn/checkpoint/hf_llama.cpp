@@ -193,6 +193,7 @@ HfLlamaWeights read_hf_llama(const fs::path& path) {
     }
     Tensor tensor = reader.read_float32(c.theirs);
     require_finite(tensor, reader.path().string(), c.theirs);
+    weights.stored_bfloat16 |= e.dtype == StoredDType::bf16;
     weights.tensors.emplace(c.ours, std::move(tensor));
     taken.insert(c.theirs);
   }

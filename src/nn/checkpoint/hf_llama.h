@@ -40,6 +40,8 @@ namespace mpitron::nn {
 struct HfLlamaWeights {
   HfLlamaConfig config;
   std::map<std::string, autograd::Tensor> tensors;
+  /// A tensor read was stored as BF16 (all are float32 here, widened exactly).
+  bool stored_bfloat16 = false;
 };
 
 /// Whether `path` names a Hugging Face Llama folder: a folder, a config.json,

@@ -50,7 +50,9 @@ HfLlamaConfig hf_llama_config_of(const GptConfig& c) {
 }
 
 Gpt2Weights pretrained_weights_of(const HfLlamaWeights& weights) {
-  return gpt2_weights_of(gpt_config_of(weights.config), weights.tensors);
+  Gpt2Weights result = gpt2_weights_of(gpt_config_of(weights.config), weights.tensors);
+  result.stored_bfloat16 = weights.stored_bfloat16;
+  return result;
 }
 
 MasterInit pretrained_init(const Gpt2Weights& weights, DType dtype, Device device) {
