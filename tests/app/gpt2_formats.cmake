@@ -21,12 +21,14 @@ gpt2_formats_test(gpt2_formats_generate_init_from 2 generate)
 # Bad --init-from: one line on every rank, exit code 2.
 set(sample ${PROJECT_SOURCE_DIR}/tests/data/llmc_sample_f32.bin)
 set(hf_sample ${PROJECT_SOURCE_DIR}/tests/data/hf_gpt2_sample.safetensors)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/empty_init_from.bin "")
 foreach(case
     "hidden|${sample}|--seq 16 --hidden 32|--init-from [^\n]*llmc_sample_f32.bin: the file has hidden 16, --hidden 32"
     "vocab_larger|${sample}|--seq 16 --vocab 128|--vocab 128 is larger than the file's vocab 70 .its wte rows from 70 on are padding."
     "byte_vocab|${sample}|--seq 16|the --init-from vocab 70 cannot hold the 256 byte values"
     "no_heads|${hf_sample}|--seq 16|--init-from [^\n]*hf_gpt2_sample.safetensors: a safetensors file does not record the number of attention heads: give --heads"
-    "neither|${ckpt_text}||--init-from [^\n]*checkpoint_eval.txt: not an llm.c model file .magic [-0-9]+, expected 20240326. or a safetensors file")
+    "neither|${ckpt_text}||--init-from [^\n]*checkpoint_eval.txt: not an llm.c model file .magic [-0-9]+, expected 20240326. or a safetensors file"
+    "empty|${CMAKE_CURRENT_BINARY_DIR}/empty_init_from.bin||--init-from [^\n]*empty_init_from.bin: empty file .0 bytes., not an llm.c model file or a safetensors file")
   string(REPLACE "|" ";" fields "${case}")
   list(GET fields 0 name)
   list(GET fields 1 file)

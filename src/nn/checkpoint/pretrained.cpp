@@ -45,6 +45,10 @@ Gpt2Weights load_pretrained(const std::filesystem::path& path, std::int64_t head
   char start[9] = {};
   file.read(start, sizeof(start));
   const auto got = static_cast<std::uint64_t>(file.gcount());
+  if (got == 0) {
+    throw CheckpointError(fmt::format(
+        "{}: empty file (0 bytes), not an llm.c model file or a safetensors file", path.string()));
+  }
   std::int32_t magic = 0;
   std::memcpy(&magic, start, sizeof(magic));
   if (got >= sizeof(magic) && magic == kLlmcMagic) return finite(read_llmc_file(path), path);
