@@ -10,6 +10,21 @@ namespace mpitron::comm {
 
 namespace {
 
+// a op b for max and min (std::max and std::min: the operand order decides for NaN); sum and avg
+// go through kernels::cpu::add_bf16.
+float combine_one(float a, float b, ReduceOp op) {
+  switch (op) {
+    case ReduceOp::max:
+      return std::max(a, b);
+    case ReduceOp::min:
+      return std::min(a, b);
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      break;
+  }
+  return a + b;
+}
+
 // MPI's user-function signature: inout[i] = in[i] op inout[i].
 template <ReduceOp kOp>
 void reduce_words(void* in, void* inout, int* length, MPI_Datatype* /*type*/) {
@@ -41,7 +56,7 @@ void combine_bf16(kernels::bf16* out, const kernels::bf16* first, const kernels:
     kernels::cpu::widen_bf16(first + begin, a.data(), n);
     kernels::cpu::widen_bf16(second + begin, b.data(), n);
     for (std::size_t i = 0; i < n; ++i)
-      a[i] = op == ReduceOp::max ? std::max(a[i], b[i]) : std::min(a[i], b[i]);
+      a[i] = combine_one(a[i], b[i], op);
     kernels::cpu::round_to_bf16(a.data(), out + begin, n);
   }
 }

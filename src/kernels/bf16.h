@@ -18,8 +18,8 @@
 // - denormals are kept: float32 denormals round to bfloat16 denormals (or to zero, or to the
 //   smallest normal) by the same rule, with no flush to zero. (The AVX512-BF16 instruction
 //   VCVTNEPS2BF16 differs here: it treats float32 denormal inputs as zero (DAZ) and flushes, so
-//   mpitron does not use it; its CPU loops convert with the integer rule below in vectors, the
-//   same bits as this function.)
+//   mpitron's CPU loops use it only on vectors that hold no denormal and convert the others with
+//   the integer rule below in vectors: the same bits as this function.)
 // bfloat16 -> float32 (bf16_to_float) is exact: the 16 bits become the upper half of the float.
 #pragma once
 

@@ -85,9 +85,10 @@ enum class Fault {
   /// the CPU SwiGLU backward takes silu's derivative as sigmoid(gate), dropping its
   /// gate sigmoid (1 - sigmoid) term.
   swiglu_grad_no_silu_term,
-  /// the CPU float32 -> bfloat16 loop (cpu::round_to_bf16) truncates instead of rounding to
-  /// nearest even: every value whose dropped half is above the midpoint comes out one bfloat16
-  /// ulp short (the VDPBF16PS GEMM's bfloat16 C, rounded in registers, is not that loop).
+  /// the CPU float32 -> bfloat16 loops (cpu::round_to_bf16, round_to_bf16_values and add_bf16,
+  /// whose sums the bfloat16 reductions take) truncate instead of rounding to nearest even:
+  /// every value whose dropped half is above the midpoint comes out one bfloat16 ulp short (the
+  /// VDPBF16PS GEMM's bfloat16 C, rounded in registers, is not such a loop).
   bf16_round_truncates,
   /// the CPU bfloat16 GEMM ignores beta: C += A B into a float32 main gradient overwrites C
   /// with A B instead of accumulating.

@@ -14,10 +14,12 @@
 
 #include "comm/algorithm_choice.h"
 #include "comm/algorithm_table.h"
+#include "comm/butterfly.h"
 #include "comm/chunking.h"
 #include "comm/collectives.h"
 #include "comm/errors.h"
 #include "comm/p2p_gather_scatter.h"
+#include "comm/ring_all_reduce.h"
 #include "comm/topology.h"
 #include "comm_test_support.h"
 #include "kernels/ops.h"
@@ -116,8 +118,7 @@ TEST(AlgorithmChoice, ATableForcingEachAllReduceAlgorithmIsExact) {
 // The same for bfloat16 buffers, which every all-reduce algorithm takes (ring and Rabenseifner
 // combine them in float32, bf16_reduction.h): rank r holds 4 (r + 1) + i % 8, so every partial
 // sum over up to 8 ranks is an integer of at most 200, a bfloat16 value, and any order of
-// combination gives the closed form exactly; at 70001 elements the built-in rule also takes a
-// large-buffer algorithm on 4 and 8 ranks (more than kRingAllReduceMinBytes).
+// combination gives the closed form exactly.
 TEST(AlgorithmChoice, ATableForcingEachAllReduceAlgorithmIsExactInBfloat16) {
   SettingsGuard guard(world());
   for_each_forced_case(
@@ -139,6 +140,26 @@ TEST(AlgorithmChoice, ATableForcingEachAllReduceAlgorithmIsExactInBfloat16) {
         kernels::convert(buffer, widened);
         EXPECT_EQ(host_values(widened), expected);
       });
+}
+
+// Without a table a bfloat16 all-reduce takes the algorithm a float32 one of as many bytes takes:
+// from kRingAllReduceMinBytes a large-buffer one (Rabenseifner below kRabenseifnerMaxBytes on a
+// power-of-two group, else the ring).
+TEST(AlgorithmChoice, ABfloat16AllReduceTakesTheAlgorithmOfItsBytes) {
+  if (world().size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  SettingsGuard guard(world());
+  world().set_algorithm_table(nullptr);
+  for (const std::size_t bytes :
+       {std::size_t{1024}, comm::kRingAllReduceMinBytes, 2 * comm::kRabenseifnerMaxBytes}) {
+    const kernels::Buffer narrow(bytes / 2, kernels::DType::bf16, kernels::Device::cpu);
+    const kernels::Buffer wide(bytes / 4, kernels::DType::f32, kernels::Device::cpu);
+    const Algorithm taken = comm::all_reduce_algorithm(world(), narrow);
+    EXPECT_EQ(taken, comm::all_reduce_algorithm(world(), wide)) << bytes << " bytes";
+    if (bytes >= comm::kRingAllReduceMinBytes) {
+      EXPECT_TRUE(taken == Algorithm::rabenseifner || taken == Algorithm::ring)
+          << bytes << " bytes: " << comm::to_string(taken);
+    }
+  }
 }
 
 TEST(AlgorithmChoice, ATableForcingEachAllGatherAlgorithmIsExact) {

@@ -7,6 +7,7 @@
 
 #include "comm/algorithm_table.h"
 #include "comm/errors.h"
+#include "kernels/device.h"
 
 namespace mpitron::test {
 namespace {
@@ -74,6 +75,16 @@ TEST(AlgorithmTable, WhatEachAlgorithmCanRun) {
     EXPECT_EQ(comm::algorithms_for(op).front(), Algorithm::mpi);
     EXPECT_TRUE(comm::applicable(op, Algorithm::mpi, 3, 1, false));
   }
+}
+
+// The large all-reduce algorithms combine float32, float64 and bfloat16 (in float32); integer
+// buffers keep MPI's reduction.
+TEST(AlgorithmTable, FloatingPointDtypesIncludeBfloat16) {
+  using kernels::DType;
+  for (const DType dtype : {DType::f32, DType::f64, DType::bf16})
+    EXPECT_TRUE(comm::reduces_in_floating_point(dtype)) << kernels::to_string(dtype);
+  for (const DType dtype : {DType::i32, DType::i64})
+    EXPECT_FALSE(comm::reduces_in_floating_point(dtype)) << kernels::to_string(dtype);
 }
 
 // Every way a file can be wrong is one ConfigError naming the problem.
