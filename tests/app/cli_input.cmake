@@ -99,6 +99,8 @@ cli_bad_test(train_bf16_integer 2 "--bf16: must be true or false (or on/off, yes
              train --bf16=2)
 cli_bad_test(eval_bf16_negative 2 "--bf16: must be true or false (or on/off, yes/no, 1/0), got -1 (see --help)"
              eval --bf16=-1 --load ${cli_ckpt} --data ${cli_text})
+cli_bad_test(train_dp_no_check_integer 1 "--no-check-replicas: must be true or false (or on/off, yes/no, 1/0), got -1 (see --help)"
+             train-dp --no-check-replicas=-1)
 
 # An option given twice keeps its last value (as argparse does); a missing value is named.
 mpitron_add_expect_test(cli_option_twice_last_wins TARGET mpitron NP 2 TIMEOUT 60 MAX_SECONDS 30

@@ -126,7 +126,7 @@ mpitron_add_expect_test(gpt2_formats_export_bf16_safetensors TARGET mpitron NP 1
   EXPECT_EXIT 0 EXPECT_OUTPUT "export: wrote [^\n]*tiny_bf16.safetensors")
 mpitron_add_expect_test(gpt2_formats_init_from_bf16_safetensors TARGET mpitron NP 1 TIMEOUT 60
   MAX_SECONDS 30
-  ARGS train --init-from ${gpt2_work}/tiny_bf16.safetensors --heads 2 --seq 16 --steps 1
+  ARGS train --init-from ${gpt2_work}/tiny_bf16.safetensors --heads 4 --seq 16 --steps 1
        --global-batch 2 --micro-batch 2 --eval-interval 0 --log-dir ${gpt2_work}/logs_bf16
   EXPECT_EXIT 0
   EXPECT_OUTPUT "warning: --init-from [^\n]*tiny_bf16.safetensors stores bfloat16 weights: they are widened to float32 exactly")

@@ -13,8 +13,9 @@ made anew). Python standard library only.
       same sizes, choices and rope_scaling; `train --init-from` the export and export again: the
       same model.safetensors and config.json byte for byte. Then `export --dtype bfloat16`:
       BF16 tensors, each the float32 value rounded to nearest even, and the bfloat16 folder
-      starts a float32 run, which warns that its weights are widened. An export into a folder holding model.safetensors.index.json (whose shards
-      would stay beside the new file, stale) is one line and exit code 2.
+      starts a float32 run, which warns that its weights are widened. An export into a folder
+      holding model.safetensors.index.json (whose shards would stay beside the new file, stale)
+      is one line and exit code 2.
   eval --data DIR --work WORK
       `train --init-from` DIR/hf_llama_tied for one SGD step at --lr 1e-30 with --save, then
       `eval --init-from` the folder and `eval --load` the saved step (tp 2) on

@@ -234,7 +234,7 @@ mpitron_add_expect_test(train_resume_bf16_save TARGET mpitron NP 1 TIMEOUT 60
 set_tests_properties(train_resume_bf16_save PROPERTIES FIXTURES_SETUP train_resume_bf16
                      ENVIRONMENT "MPITRON_BF16_GEMM=convert-at-pack")
 mpitron_add_expect_test(train_resume_bf16_other_gemm TARGET mpitron NP 1 TIMEOUT 60
-  ARGS train ${train_small} --bf16 --gemm blas --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_bf16_gemm
+  ARGS train ${train_small} --bf16 --gemm mpitron --load ${CMAKE_CURRENT_BINARY_DIR}/ckpt_bf16_gemm
        --log-dir ${CMAKE_CURRENT_BINARY_DIR}/logs_train_warn
   EXPECT_EXIT 0 EXPECT_OUTPUT "train done: steps 3..3" REJECT_OUTPUT "CPU GEMM")
 set_tests_properties(train_resume_bf16_other_gemm PROPERTIES FIXTURES_REQUIRED train_resume_bf16

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <string_view>
 
 #include "app/common/gemm_agreement.h"
@@ -133,8 +134,7 @@ bool integer_within(const std::string& text, std::int64_t minimum, std::uint64_t
 
 CLI::Option* add_switch(CLI::App& command, const std::string& names, bool& value,
                         const std::string& help) {
-  // What CLI11 hands the check: "true" for the bare flag, "false" for a negated one, else the
-  // text after '=' (a negated flag's own value already inverted to "true" or "false").
+  // What CLI11 hands the check: "true" for the bare flag, else the text after '='.
   const CLI::Validator boolean_word(
       [](const std::string& text) {
         std::string word = text;
@@ -145,6 +145,9 @@ CLI::Option* add_switch(CLI::App& command, const std::string& names, bool& value
         return fmt::format("must be true or false (or on/off, yes/no, 1/0), got {}", text);
       },
       "");
+  if (names.find('!') != std::string::npos) {
+    throw std::logic_error("add_switch: '" + names + "' has a negated name, which it cannot check");
+  }
   return command.add_flag(names, value, help)->check(boolean_word);
 }
 

@@ -63,10 +63,12 @@ CLI::Validator at_least(double minimum);
 /// (CLI11 would wrap a negative value, or saturate a large one, into an unsigned option).
 CLI::Validator integer_in(std::int64_t minimum, std::uint64_t maximum);
 
-/// Registers the boolean flag `names` (CLI11's form, e.g. "--check,!--no-check") into `value`.
-/// Given a value (--bf16=false), the flag takes only true, false, on, off, yes, no, 1 or 0 (any
-/// case); anything else fails parsing with e.g. "--bf16: must be true or false (or on/off,
-/// yes/no, 1/0), got 2" (CLI11 alone reads any integer: 2 as true, -1 as false).
+/// Registers the boolean flag `names` (CLI11's form, e.g. "-r,--recompute") into `value`. Given a
+/// value (--bf16=false), the flag takes only true, false, on, off, yes, no, 1 or 0 (any case);
+/// anything else fails parsing with e.g. "--bf16: must be true or false (or on/off, yes/no, 1/0),
+/// got 2" (CLI11 alone reads any integer: 2 as true, -1 as false). Throws std::logic_error for a
+/// negated name ("!--no-x"), whose value CLI11 inverts before any check sees it: give the
+/// negation a switch of its own.
 CLI::Option* add_switch(CLI::App& command, const std::string& names, bool& value,
                         const std::string& help);
 

@@ -59,8 +59,11 @@ void warn_resume_differences(const TrainOptions& o, const nlohmann::json& settin
                settings.at(at).dump(), meta.at(at).dump(), o.load);
     }
   }
+  // A change of --bf16, warned above, changes what computes anyway.
+  const nlohmann::json float32_run(false);
   if (settings.contains("cpu_gemm") && meta.contains("cpu_gemm") &&
-      meta.at("cpu_gemm") != settings.at("cpu_gemm")) {
+      meta.at("cpu_gemm") != settings.at("cpu_gemm") &&
+      meta.value("bf16", float32_run) == settings.value("bf16", float32_run)) {
     // dump(): meta.json is the user's file, and its entry may be any JSON value.
     log.warn(
         "warning: the CPU GEMM is {} in this run but was {} in the run that saved --load {}: the "

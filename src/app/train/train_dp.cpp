@@ -56,8 +56,8 @@ CLI::App& add_train_dp_command(CLI::App& app, TrainDpOptions& options) {
   add_size_option(command, "--batch-size", options.batch_size, "Samples per rank per step");
   add_switch(command, "--drop-last", options.drop_last,
              "Drop the tail that does not divide over the ranks (default: pad it)");
-  add_switch(command, "--check-replicas,!--no-check-replicas", options.check_replicas,
-             "After every epoch, check that every replica equals dp rank 0 (default on)");
+  add_switch(command, "--no-check-replicas", options.skip_replica_check,
+             "Skip the check after every epoch that every replica equals dp rank 0");
   add_progress_option(command, options.progress, "lines");
   command.add_option("--inject-fault", options.fault, "Test only: break one parallel rule")
       ->group("");
@@ -236,7 +236,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
           epoch + 1, last_loss);
       return 1;
     }
-    if (!options.check_replicas) continue;
+    if (options.skip_replica_check) continue;
     const nn::ReplicaDifference diff =
         nn::replica_difference(trainer.model().parameters(), topology.dp_comm());
     if (diff.max_abs > kReplicaTolerance) {
@@ -254,7 +254,7 @@ int run_train_dp(const TrainDpOptions& options, comm::Communicator world) {
   log->info("train-dp done: {} x {} on {}, final loss {:.6f} (mean over ranks), {:.3f} s{}",
             nn::counted(options.epochs, "epoch"), nn::counted(trainer.steps_per_epoch(), "step"),
             nn::counted(dp, "rank"), last_loss, seconds,
-            options.check_replicas ? ", replicas in sync" : "");
+            options.skip_replica_check ? "" : ", replicas in sync");
   if (!options.common.json.empty() && world.rank() == 0) {
     write_json(options.common.json,
                nlohmann::json{{"config", describe(options, dp, device)},

@@ -24,9 +24,9 @@ struct TrainDpOptions {
   std::int64_t epochs = 5;
   std::int64_t batch_size = 32;  ///< per rank
   bool drop_last = false;
-  bool check_replicas = true;     ///< compare every replica with dp rank 0 after each epoch
-  std::string progress = "auto";  ///< --progress: auto, in-place, lines or off
-  std::string fault = "none";     ///< test only: an nn::Fault spelling (e.g. replica-drift)
+  bool skip_replica_check = false;  ///< skip comparing every replica with dp rank 0 each epoch
+  std::string progress = "auto";    ///< --progress: auto, in-place, lines or off
+  std::string fault = "none";       ///< test only: an nn::Fault spelling (e.g. replica-drift)
 };
 
 /// Adds the `train-dp` subcommand and its flags to `app`.

@@ -72,12 +72,8 @@ class GptFile {
     }
   }
 
-  /// Whether a tensor of the file is stored as BF16.
-  bool holds_bfloat16() const {
-    const auto& entries = reader_.entries();
-    return std::any_of(entries.begin(), entries.end(),
-                       [](const SafetensorsEntry& e) { return e.dtype == StoredDType::bf16; });
-  }
+  /// Whether a tensor taken so far was stored as BF16.
+  bool took_bfloat16() const { return took_bfloat16_; }
 
   [[noreturn]] void fail(const std::string& what) const {
     throw CheckpointError(fmt::format("{}: {}", reader_.path().string(), what));
@@ -103,6 +99,7 @@ class GptFile {
                        autograd::to_string(e.shape), autograd::to_string(shape)));
     }
     taken_.insert(key);
+    took_bfloat16_ |= e.dtype == StoredDType::bf16;
     return reader_.read_float32(e.name);
   }
 
@@ -134,6 +131,7 @@ class GptFile {
   SafetensorsReader reader_;
   std::map<std::string, std::size_t> index_;  // name without the prefix -> entry index
   std::set<std::string> taken_;
+  bool took_bfloat16_ = false;
 };
 
 }  // namespace
@@ -149,7 +147,6 @@ Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_
   const Shape wpe_shape = file.shape("wpe.weight");
   Gpt2Weights weights;
   weights.sizes = {wpe_shape.empty() ? 0 : wpe_shape[0], vocab, vocab, file.layers(), heads, c};
-  weights.stored_bfloat16 = file.holds_bfloat16();
   if (heads < 1) {
     file.fail("a safetensors file does not record the number of attention heads: give --heads");
   }
@@ -198,6 +195,7 @@ Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_
   out["transformer.ln_f.weight"] = file.take("ln_f.weight", {c});
   out["transformer.ln_f.bias"] = file.take("ln_f.bias", {c});
   file.check_all_taken();
+  weights.stored_bfloat16 = file.took_bfloat16();
 
   if (const auto lm_head = file.lm_head()) {
     const Tensor& wte = out["transformer.wte.weight"];

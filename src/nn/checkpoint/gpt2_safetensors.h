@@ -31,7 +31,7 @@ namespace mpitron::nn {
 /// --heads") or not dividing C, a missing tensor, an unexpected one, a shape that is
 /// neither layout's, a tensor that is not F32, F64, BF16 or F16 (BF16 and F16 widen exactly), or an
 /// lm_head.weight that differs from wte.weight (mpitron ties the LM head to the token embedding),
-/// naming the tensor as the file does.
+/// naming the tensor as the file does. stored_bfloat16 is set when a tensor read was BF16.
 Gpt2Weights read_gpt2_safetensors(const std::filesystem::path& path, std::int64_t heads);
 
 }  // namespace mpitron::nn

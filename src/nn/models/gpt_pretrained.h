@@ -29,7 +29,8 @@ GptConfig gpt_config_of(const HfLlamaConfig& config);
 HfLlamaConfig hf_llama_config_of(const GptConfig& config);
 
 /// The weights of a Hugging Face Llama model as a MasterInit reads them: sizes maxT =
-/// max_positions, V = Vp = vocab, L, NH, C from the config, and its tensors (shared).
+/// max_positions, V = Vp = vocab, L, NH, C from the config, its tensors (shared) and its
+/// stored_bfloat16.
 Gpt2Weights pretrained_weights_of(const HfLlamaWeights& weights);
 
 /// A MasterInit that returns the full tensors of `weights` (which must outlive it), in `dtype`
