@@ -10,19 +10,22 @@ namespace mpitron::comm {
 
 namespace {
 
-// a op b for max and min (std::max and std::min: the operand order decides for NaN); sum and avg
-// go through kernels::cpu::add_bf16.
-float combine_one(float a, float b, ReduceOp op) {
-  switch (op) {
-    case ReduceOp::max:
-      return std::max(a, b);
-    case ReduceOp::min:
-      return std::min(a, b);
-    case ReduceOp::sum:
-    case ReduceOp::avg:
-      break;
+// out[i] = bf16(f(float(first[i]), float(second[i]))) in chunks on the stack: widened (exactly),
+// combined, rounded by the vector loops of kernels/cpu/bf16_convert.h. `out` may alias an input:
+// each chunk is read before it is written.
+template <class F>
+void combine_in_chunks(kernels::bf16* out, const kernels::bf16* first, const kernels::bf16* second,
+                       std::size_t count, F f) {
+  constexpr std::size_t kChunk = 512;
+  std::array<float, kChunk> a{}, b{};
+  for (std::size_t begin = 0; begin < count; begin += kChunk) {
+    const std::size_t n = std::min(kChunk, count - begin);
+    kernels::cpu::widen_bf16(first + begin, a.data(), n);
+    kernels::cpu::widen_bf16(second + begin, b.data(), n);
+    for (std::size_t i = 0; i < n; ++i)
+      a[i] = f(a[i], b[i]);
+    kernels::cpu::round_to_bf16(a.data(), out + begin, n);
   }
-  return a + b;
 }
 
 // MPI's user-function signature: inout[i] = in[i] op inout[i].
@@ -43,21 +46,17 @@ MPI_Op create(MPI_User_function* function) {
 
 void combine_bf16(kernels::bf16* out, const kernels::bf16* first, const kernels::bf16* second,
                   std::size_t count, ReduceOp op) {
-  if (op == ReduceOp::sum || op == ReduceOp::avg) {
-    kernels::cpu::add_bf16(first, second, out, count);  // one pass, in the kernels' vectors
-    return;
-  }
-  // In chunks on the stack: widened (exactly), combined, rounded by the vector loops of
-  // kernels/cpu/bf16_convert.h. `out` may alias an input: each chunk is read before it is written.
-  constexpr std::size_t kChunk = 512;
-  std::array<float, kChunk> a{}, b{};
-  for (std::size_t begin = 0; begin < count; begin += kChunk) {
-    const std::size_t n = std::min(kChunk, count - begin);
-    kernels::cpu::widen_bf16(first + begin, a.data(), n);
-    kernels::cpu::widen_bf16(second + begin, b.data(), n);
-    for (std::size_t i = 0; i < n; ++i)
-      a[i] = combine_one(a[i], b[i], op);
-    kernels::cpu::round_to_bf16(a.data(), out + begin, n);
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg:
+      kernels::cpu::add_bf16(first, second, out, count);  // one pass, in the kernels' vectors
+      return;
+    case ReduceOp::max:  // std::max and std::min: the operand order decides for NaN
+      combine_in_chunks(out, first, second, count, [](float a, float b) { return std::max(a, b); });
+      return;
+    case ReduceOp::min:
+      combine_in_chunks(out, first, second, count, [](float a, float b) { return std::min(a, b); });
+      return;
   }
 }
 
