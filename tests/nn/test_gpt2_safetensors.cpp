@@ -179,8 +179,8 @@ TEST_F(Gpt2Safetensors, LoadPretrainedSniffsTheFormat) {
                     "20240326) or a safetensors file"));
   test::put_file_bytes(dir / "empty.bin", "");
   EXPECT_THAT(message_of<CheckpointError>([&] { load_pretrained(dir / "empty.bin", 2); }),
-              names("empty.bin: not an llm.c model file (magic 0, expected 20240326) or a "
-                    "safetensors file"));
+              names("empty.bin: empty file (0 bytes), not an llm.c model file or a safetensors "
+                    "file"));
   EXPECT_THAT(message_of<CheckpointError>([&] { load_pretrained(dir / "absent.bin", 2); }),
               names("absent.bin: cannot open the file"));
   // A safetensors file that is damaged is named by the safetensors reader.
