@@ -82,6 +82,12 @@ __attribute__((target("avx512f,avx512bf16,avx512vl"))) std::size_t add_vectors_v
   return i;
 }
 
+// x truncated to bfloat16 (its upper half): the rounding of the planted fault
+// bf16_round_truncates.
+bf16 truncated(float x) {
+  return bf16{static_cast<std::uint16_t>(float_bits(x) >> 16)};
+}
+
 // The float32 bits of the bfloat16 lanes h, exactly.
 Words widen_lanes(Halves h) {
   return __builtin_convertvector(h, Words) << 16;
@@ -92,7 +98,7 @@ Words widen_lanes(Halves h) {
 void round_to_bf16(const float* in, bf16* out, std::size_t n) {
   if (fault_active(Fault::bf16_round_truncates)) {
     for (std::size_t i = 0; i < n; ++i)
-      out[i] = bf16{static_cast<std::uint16_t>(float_bits(in[i]) >> 16)};
+      out[i] = truncated(in[i]);
     return;
   }
   std::size_t i = cpu_has_avx512_bf16() ? round_vectors_vcvtneps2bf16(in, out, n) : 0;
@@ -109,7 +115,7 @@ void round_to_bf16(const float* in, bf16* out, std::size_t n) {
 void round_to_bf16_values(const float* in, float* out, std::size_t n) {
   if (fault_active(Fault::bf16_round_truncates)) {
     for (std::size_t i = 0; i < n; ++i)
-      out[i] = bits_float(float_bits(in[i]) & 0xFFFF0000u);
+      out[i] = bf16_to_float(truncated(in[i]));
     return;
   }
   std::size_t i = 0;
@@ -138,8 +144,7 @@ void widen_bf16(const bf16* in, float* out, std::size_t n) {
 void add_bf16(const bf16* a, const bf16* b, bf16* out, std::size_t n) {
   if (fault_active(Fault::bf16_round_truncates)) {
     for (std::size_t i = 0; i < n; ++i)
-      out[i] = bf16{
-          static_cast<std::uint16_t>(float_bits(bf16_to_float(a[i]) + bf16_to_float(b[i])) >> 16)};
+      out[i] = truncated(bf16_to_float(a[i]) + bf16_to_float(b[i]));
     return;
   }
   using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
